@@ -1,0 +1,192 @@
+"""Error classification, in one place for every provider and both shells.
+
+HTTP status + headers + body -> an `Error` with the right `ErrorKind`, the
+provider's own message, the status, and ``retry_after``. Provider modules
+call `classify_http_error` for non-2xx responses and `classify_message` for
+errors that arrive inside a 200 stream (Anthropic ``event: error``, Groq,
+Bedrock exception frames), so the same wording maps to the same kind
+everywhere.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+import msgspec
+
+from .events import Error, ErrorKind
+
+__all__ = [
+    "classify_http_error",
+    "classify_message",
+    "extract_error_message",
+    "parse_retry_after",
+]
+
+# Real wording from providers' context-overflow errors (400/413 bodies).
+_CONTEXT_OVERFLOW: Final = re.compile(
+    r"prompt is too long"
+    r"|maximum context length"
+    r"|context[ _-]length[ _-]exceeded"
+    r"|exceeds? the context window"
+    r"|context window (?:is |was )?exceeded"
+    r"|input (?:length|is too long|token count).{0,80}(?:exceed|too long|maximum)"
+    r"|too many (?:input )?tokens"
+    r"|input length and `max_tokens` exceed"
+    r"|reduce the length of the messages"
+    r"|request too large for model"
+    r"|prompt too long"
+    r"|string too long"
+    r"|exceeds the maximum number of tokens"
+    r"|tokens? (?:exceeds?|exceeding) (?:the )?(?:model'?s? )?(?:maximum|max|limit)",
+    re.IGNORECASE,
+)
+_THROTTLED: Final = re.compile(
+    r"rate[ _-]?limit|too many requests|throttl|quota|resource[ _-]exhausted", re.IGNORECASE
+)
+_OVERLOADED: Final = re.compile(
+    r"overloaded|unavailable|internal server error|server[ _-]error|timeout|timed out"
+    r"|try again later|capacity",
+    re.IGNORECASE,
+)
+_AUTH: Final = re.compile(
+    r"invalid[ _-]api[ _-]key|unauthori[sz]ed|authentication|permission[ _-]denied"
+    r"|access[ _-]denied|forbidden|incorrect api key|invalid x-api-key|api key not valid",
+    re.IGNORECASE,
+)
+_CONTENT_FILTER: Final = re.compile(
+    r"content[ _-]?filter|content management policy|responsible ai policy|safety system",
+    re.IGNORECASE,
+)
+
+_MAX_RETRY_AFTER: Final = 24 * 3600.0
+
+
+def parse_retry_after(headers: Iterable[tuple[str, str]] | Mapping[str, str]) -> float | None:
+    """Seconds to wait, from ``retry-after-ms``, ``retry-after`` (seconds) or
+    ``x-ratelimit-reset-*`` style headers; HTTP dates are not parsed (the core
+    has no clock), and absurd values are ignored."""
+    items = headers.items() if isinstance(headers, Mapping) else headers
+    seconds: float | None = None
+    millis: float | None = None
+    for name, value in items:
+        lname = name.lower()
+        if lname == "retry-after-ms":
+            millis = _number(value)
+        elif lname == "retry-after":
+            seconds = _number(value)
+    if millis is not None and 0 <= millis / 1000 <= _MAX_RETRY_AFTER:
+        return millis / 1000
+    if seconds is not None and 0 <= seconds <= _MAX_RETRY_AFTER:
+        return seconds
+    return None
+
+
+def _number(value: str) -> float | None:
+    try:
+        number = float(value.strip())
+    except ValueError:
+        return None
+    return number if number == number else None  # NaN is not a delay
+
+
+def extract_error_message(body: bytes) -> str:
+    """The provider's own message from an error body, whatever its JSON shape.
+
+    Knows ``{"error": {"message"}}`` (OpenAI, Anthropic, Gemini, Mistral),
+    ``{"error": "..."}`` (Ollama), ``{"message"}`` / ``{"Message"}`` (Bedrock),
+    ``{"detail"}`` (vLLM, FastAPI), and a JSON array of those (Gemini without
+    alt=sse). Falls back to the body text, shortened.
+    """
+    text = body.decode("utf-8", "replace").strip()
+    try:
+        obj: Any = msgspec.json.decode(body)
+    except (msgspec.DecodeError, ValueError):
+        return _shorten(text) or "(empty body)"
+    message = _find_message(obj)
+    return _shorten(message) if message else (_shorten(text) or "(empty body)")
+
+
+def _find_message(obj: Any, depth: int = 0) -> str | None:
+    if depth > 4:
+        return None
+    if isinstance(obj, list) and obj:
+        return _find_message(obj[0], depth + 1)
+    if isinstance(obj, str):
+        return obj
+    if not isinstance(obj, dict):
+        return None
+    err = obj.get("error")
+    if err is not None:
+        found = _find_message(err, depth + 1)
+        if found:
+            code = err.get("type") or err.get("code") if isinstance(err, dict) else None
+            if isinstance(code, str) and code and code not in found:
+                return f"{code}: {found}"
+            return found
+    for key in ("message", "Message", "detail", "error_message", "msg"):
+        value = obj.get(key)
+        if isinstance(value, str) and value:
+            return value
+        if isinstance(value, (dict, list)):
+            found = _find_message(value, depth + 1)
+            if found:
+                return found
+    return None
+
+
+def _shorten(text: str, limit: int = 2000) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def classify_message(
+    message: str,
+    *,
+    status: int | None = None,
+    code: str | None = None,
+    retry_after: float | None = None,
+) -> Error:
+    """Kind from the words and code of an error, with the status as a tie-breaker.
+
+    Used for in-stream errors (no status, or the 200 of the stream) and as the
+    body-sensitive half of `classify_http_error`. Context overflow is checked
+    first: providers send it as 400, 413, and sometimes 429 or in-stream.
+    """
+    haystack = f"{code or ''} {message}"
+    if _CONTEXT_OVERFLOW.search(haystack):
+        return Error.context_overflow(message, status=status)
+    if status in (401, 403) or (status is None and _AUTH.search(haystack)):
+        return Error.auth(message, status=status)
+    if status == 429 or (status is None and _THROTTLED.search(haystack)):
+        return Error.throttled(message, retry_after=retry_after, status=status)
+    if status is not None and (status == 408 or status == 529 or 500 <= status <= 599):
+        return Error.network(message, status=status, retry_after=retry_after)
+    if _CONTENT_FILTER.search(haystack):
+        return Error.content_filter(message, status=status)
+    if _OVERLOADED.search(haystack) and (status is None or status >= 500 or status == 200):
+        return Error.network(message, status=status, retry_after=retry_after)
+    if status is not None and 400 <= status < 500:
+        if status == 413:
+            return Error.invalid_request(message, status=status)
+        return Error.invalid_request(message, status=status)
+    if status is None and _THROTTLED.search(haystack):
+        return Error.throttled(message, retry_after=retry_after)
+    return Error(
+        message=message, kind=ErrorKind.PROTOCOL if status is None else None, status=status
+    )
+
+
+def classify_http_error(
+    status: int,
+    headers: Iterable[tuple[str, str]] | Mapping[str, str],
+    body: bytes,
+    *,
+    provider: str = "",
+) -> Error:
+    """One `Error` for a non-2xx response, after its (bounded) body was read."""
+    message = extract_error_message(body)
+    prefix = f"{provider} HTTP {status}: " if provider else f"HTTP {status}: "
+    return classify_message(prefix + message, status=status, retry_after=parse_retry_after(headers))

@@ -1,0 +1,78 @@
+"""Which environment variable holds each provider's key, in one table.
+
+The core never reads the environment itself (it is pure); shells and the
+command line call `resolve_api_key(model, options, os.environ)`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+from .models import Model
+from .options import Options
+
+__all__ = ["ENV_KEYS", "MissingCredentials", "resolve_api_key"]
+
+#: provider -> environment variables tried in order
+ENV_KEYS: Final[dict[str, tuple[str, ...]]] = {
+    "openai": ("OPENAI_API_KEY",),
+    "azure": ("AZURE_OPENAI_API_KEY",),
+    "anthropic": ("ANTHROPIC_API_KEY",),
+    "google": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    "vertex": ("GOOGLE_CLOUD_ACCESS_TOKEN",),
+    "mistral": ("MISTRAL_API_KEY",),
+    "xai": ("XAI_API_KEY",),
+    "groq": ("GROQ_API_KEY",),
+    "deepseek": ("DEEPSEEK_API_KEY",),
+    "openrouter": ("OPENROUTER_API_KEY",),
+    "zai": ("ZAI_API_KEY",),
+    "proxy": ("STREAMFN_PROXY_TOKEN",),
+    "bedrock": ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"),
+}
+
+#: providers that work without any key (local servers)
+KEYLESS: Final = frozenset({"ollama", "openai-compatible", "local", "vllm", "llamacpp", "lmstudio"})
+
+
+class MissingCredentials(Exception):
+    """No key in the options nor in the environment; the message names the variable."""
+
+
+def resolve_api_key(model: Model, options: Options, environ: Mapping[str, str]) -> str | None:
+    """The key to use: ``options.api_key`` first, then the provider's variable.
+
+    Returns None for keyless providers; raises `MissingCredentials` naming the
+    variable to set otherwise. Bedrock's credentials are a set of variables
+    and are resolved by `aws_credentials`.
+    """
+    if options.api_key:
+        return options.api_key
+    if model.provider in KEYLESS or model.provider not in ENV_KEYS:
+        return None
+    if model.provider == "bedrock":
+        aws_credentials(environ)
+        return None
+    names = ENV_KEYS[model.provider]
+    for name in names:
+        value = environ.get(name)
+        if value:
+            return value
+    raise MissingCredentials(
+        f"no API key for {model.provider}: set {' or '.join(names)} in the environment "
+        "or pass Options(api_key=...)"
+    )
+
+
+def aws_credentials(environ: Mapping[str, str]) -> tuple[str, str, str | None, str]:
+    """(access key, secret key, session token, region) from the AWS variables."""
+    access = environ.get("AWS_ACCESS_KEY_ID")
+    secret = environ.get("AWS_SECRET_ACCESS_KEY")
+    if not access or not secret:
+        raise MissingCredentials(
+            "no AWS credentials for bedrock: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
+            "(and AWS_SESSION_TOKEN for temporary credentials, AWS_REGION for the region)"
+        )
+    region = environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+    return access, secret, environ.get("AWS_SESSION_TOKEN") or None, region

@@ -1,0 +1,161 @@
+"""Conversation types: what goes into a call (`Context`) and what comes out.
+
+They are provider-neutral on purpose. An `AssistantMessage` produced by one
+provider replays to another: thinking keeps its signature (and which
+provider/model produced it, so a foreign signature is never sent where it
+would be rejected), tool calls keep their ids, server-side blocks are kept
+as `OpaqueContent` for the provider that made them.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, TypeAlias
+
+import msgspec
+
+from .events import Cost, ErrorKind, StopReason, Usage
+
+__all__ = [
+    "AssistantContent",
+    "AssistantMessage",
+    "Context",
+    "ImageContent",
+    "Message",
+    "OpaqueContent",
+    "TextContent",
+    "ThinkingContent",
+    "Tool",
+    "ToolCall",
+    "ToolResultMessage",
+    "UserContent",
+    "UserMessage",
+]
+
+
+class TextContent(msgspec.Struct, tag="text", kw_only=True):
+    text: str
+    signature: str | None = None
+
+
+class ThinkingContent(msgspec.Struct, tag="thinking", kw_only=True):
+    """Reasoning. ``signature`` lets the producing provider verify it on replay;
+    ``redacted`` means the provider hid the text and ``signature`` holds it encrypted."""
+
+    thinking: str
+    signature: str | None = None
+    redacted: bool = False
+
+
+class ToolCall(msgspec.Struct, tag="tool_call", kw_only=True):
+    """A function call the model asked for.
+
+    ``arguments`` is the parsed JSON object (empty while unparsable);
+    ``arguments_json`` the exact text streamed, kept so nothing is lost when the
+    model emits invalid JSON; ``parse_error`` says why parsing failed, if it did.
+    """
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = msgspec.field(default_factory=dict)
+    arguments_json: str = ""
+    parse_error: str | None = None
+    signature: str | None = None
+
+
+class ImageContent(msgspec.Struct, tag="image", kw_only=True):
+    """An image as base64 ``data`` with its MIME type (``image/png`` ...)."""
+
+    data: str
+    mime_type: str
+
+
+class OpaqueContent(msgspec.Struct, tag="opaque", kw_only=True):
+    """A provider block streamfn carries without interpreting (server tool use and
+    results); ``json`` is sent back verbatim to ``provider`` and dropped elsewhere."""
+
+    provider: str
+    block_type: str
+    json: str
+
+
+UserContent: TypeAlias = TextContent | ImageContent
+AssistantContent: TypeAlias = TextContent | ThinkingContent | ToolCall | OpaqueContent
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class UserMessage(msgspec.Struct, tag="user", kw_only=True):
+    content: str | list[UserContent]
+    timestamp: int = 0
+
+
+class AssistantMessage(msgspec.Struct, tag="assistant", kw_only=True):
+    """The model's turn: content blocks in order, why it stopped, what it cost.
+
+    ``error_message``/``error_kind`` are set when the stream ended with an
+    `Error`; the content received before the error is kept.
+    """
+
+    content: list[AssistantContent] = msgspec.field(default_factory=list)
+    api: str = ""
+    provider: str = ""
+    model: str = ""
+    response_id: str | None = None
+    stop_reason: StopReason = StopReason.STOP
+    usage: Usage = msgspec.field(default_factory=Usage)
+    cost: Cost = msgspec.field(default_factory=Cost)
+    error_message: str | None = None
+    error_kind: ErrorKind | None = None
+    timestamp: int = 0
+
+    @property
+    def text(self) -> str:
+        """All text blocks joined: the answer, for callers that want just that."""
+        return "".join(b.text for b in self.content if isinstance(b, TextContent))
+
+    @property
+    def thinking(self) -> str:
+        return "".join(b.thinking for b in self.content if isinstance(b, ThinkingContent))
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        return [b for b in self.content if isinstance(b, ToolCall)]
+
+
+class ToolResultMessage(msgspec.Struct, tag="tool_result", kw_only=True):
+    """The result of running a tool call, sent back on the next turn."""
+
+    tool_call_id: str
+    tool_name: str
+    content: list[UserContent] = msgspec.field(default_factory=list)
+    is_error: bool = False
+    timestamp: int = 0
+
+
+Message: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage
+
+
+class Tool(msgspec.Struct, kw_only=True):
+    """A function the model may call; ``parameters`` is a JSON Schema object."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = msgspec.field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
+
+
+class Context(msgspec.Struct, kw_only=True):
+    """Everything a provider needs to produce the next assistant turn."""
+
+    messages: list[Message] = msgspec.field(default_factory=list)
+    system_prompt: str | None = None
+    tools: list[Tool] = msgspec.field(default_factory=list)
+
+    @classmethod
+    def of(cls, prompt: str, *, system_prompt: str | None = None) -> Context:
+        """A one-turn context: the common case in scripts and tests."""
+        return cls(messages=[UserMessage(content=prompt)], system_prompt=system_prompt)

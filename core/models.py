@@ -1,0 +1,158 @@
+"""Model descriptions, the registry of known models, and cost.
+
+A `Model` says where a model lives (provider, wire api, base URL) and what it
+costs. The registry gives the well-known ones by ``provider:id``; anything
+else (a vLLM or LM Studio server, a new model) is a `Model` built by hand or
+`openai_compatible(...)`, so no model is ever out of reach.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from .events import Cost, Usage
+
+__all__ = [
+    "API_NAMES",
+    "Model",
+    "UnknownModel",
+    "compute_cost",
+    "get_model",
+    "list_models",
+    "openai_compatible",
+    "register_model",
+]
+
+#: The wire formats streamfn speaks; `Model.api` is one of these.
+API_NAMES = (
+    "openai-chat",
+    "openai-responses",
+    "anthropic",
+    "gemini",
+    "ollama",
+    "bedrock",
+    "proxy",
+    "local",
+)
+
+
+class Model(msgspec.Struct, kw_only=True, frozen=True):
+    """Where a model is served and what it costs (US dollars per million tokens).
+
+    ``provider`` selects quirks within a wire format (``azure``, ``groq`` ...);
+    ``api`` selects the wire format itself.
+    """
+
+    id: str
+    provider: str
+    api: str
+    base_url: str
+    name: str = ""
+    context_window: int = 128_000
+    max_output: int = 4_096
+    price_input: float = 0.0
+    price_output: float = 0.0
+    price_cache_read: float = 0.0
+    price_cache_write: float = 0.0
+    reasoning: bool = False
+    images: bool = True
+    headers: dict[str, str] | None = None
+    #: provider-specific settings (Azure api-version, Vertex project, Bedrock region ...)
+    extra: dict[str, str] | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.provider}:{self.id}"
+
+
+def compute_cost(model: Model, usage: Usage) -> Cost:
+    """Price usage with the model's per-million-token prices."""
+    m = 1e-6
+    return Cost(
+        input=usage.input * model.price_input * m,
+        output=usage.output * model.price_output * m,
+        cache_read=usage.cache_read * model.price_cache_read * m,
+        cache_write=usage.cache_write * model.price_cache_write * m,
+    )
+
+
+class UnknownModel(KeyError):
+    """No registered model has that name; the message lists close matches."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown model"
+
+
+_REGISTRY: dict[str, Model] = {}
+
+
+def register_model(model: Model, *, replace: bool = True) -> Model:
+    """Add or replace a model under ``provider:id``."""
+    if not replace and model.key in _REGISTRY:
+        raise ValueError(f"model {model.key!r} is already registered")
+    _REGISTRY[model.key] = model
+    return model
+
+
+def list_models(provider: str | None = None) -> list[Model]:
+    _ensure_builtin()
+    models = sorted(_REGISTRY.values(), key=lambda m: (m.provider, m.id))
+    return [m for m in models if provider is None or m.provider == provider]
+
+
+def get_model(name: str) -> Model:
+    """Look up ``provider:id`` (or a bare id when only one provider has it)."""
+    _ensure_builtin()
+    if name in _REGISTRY:
+        return _REGISTRY[name]
+    matches = [m for m in _REGISTRY.values() if m.id == name]
+    if len(matches) == 1:
+        return matches[0]
+    if len(matches) > 1:
+        keys = ", ".join(sorted(m.key for m in matches))
+        raise UnknownModel(f"model {name!r} is ambiguous; say which provider: {keys}")
+    needle = name.split(":")[-1].lower()
+    close = sorted(k for k in _REGISTRY if needle and needle[:6] in k.lower())[:8]
+    hint = f" Close matches: {', '.join(close)}." if close else ""
+    raise UnknownModel(
+        f"unknown model {name!r}.{hint} Use `streamfn models` to list known models, "
+        "or build a Model(...) / openai_compatible(...) for any other server."
+    )
+
+
+def openai_compatible(
+    model_id: str,
+    base_url: str,
+    *,
+    provider: str = "openai-compatible",
+    context_window: int = 32_768,
+    max_output: int = 4_096,
+    reasoning: bool = False,
+) -> Model:
+    """A model on any OpenAI-compatible server (vLLM, llama.cpp, LM Studio ...)."""
+    return Model(
+        id=model_id,
+        provider=provider,
+        api="openai-chat",
+        base_url=base_url.rstrip("/"),
+        context_window=context_window,
+        max_output=max_output,
+        reasoning=reasoning,
+    )
+
+
+_loaded = False
+
+
+def _ensure_builtin() -> None:
+    """Import the built-in catalogue lazily so importing the core stays cheap."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    try:
+        from . import catalog
+    except ImportError:  # pragma: no cover - the catalogue ships with the package
+        return
+    for model in catalog.BUILTIN_MODELS:
+        _REGISTRY.setdefault(model.key, model)

@@ -1,0 +1,84 @@
+"""Per-call options: generation knobs, credentials, and the caps/timers the shells enforce.
+
+One struct for everything a caller may tune, so `stream(model, context, options)`
+has one shape across providers, shells and the local model. Fields a given
+provider cannot honour are ignored by that provider (and logged at debug).
+The core never reads a clock: the timeout fields are data for the shells.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import msgspec
+
+__all__ = ["Options", "ThinkingLevel"]
+
+
+class ThinkingLevel(enum.StrEnum):
+    """Reasoning effort, mapped to each provider's knob (budget tokens or effort)."""
+
+    OFF = "off"
+    MINIMAL = "minimal"
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+
+
+class Options(msgspec.Struct, kw_only=True, repr_omit_defaults=True):
+    """Options for one call. ``api_key`` never appears in ``repr()``.
+
+    Caps (bytes) bound the memory a stream may hold; exceeding one ends the
+    stream with ``Error(kind=limit)``. Timers (seconds) are enforced by the
+    shells: ``first_byte_timeout`` is long because reasoning models think
+    before they say anything; ``idle_timeout`` applies between chunks after
+    that, and SSE keep-alive comments reset it.
+    """
+
+    # generation
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    max_tokens: int | None = None
+    stop: list[str] | None = None
+    seed: int | None = None
+    tool_choice: str | None = None  # "auto", "none", "required", or a tool name
+    thinking: ThinkingLevel | None = None
+    thinking_budget: int | None = None  # explicit token budget, overrides the level
+    n: int | None = None
+    # credentials and routing
+    api_key: str | None = None
+    base_url: str | None = None
+    headers: dict[str, str] | None = None
+    extra_body: dict[str, Any] | None = None
+    # caps enforced by the core
+    max_line_bytes: int = 1 << 20
+    max_event_bytes: int = 16 << 20
+    max_error_body_bytes: int = 1 << 20
+    # caps and timers enforced by the shells
+    max_response_bytes: int = 256 << 20
+    max_content_bytes: int = 64 << 20
+    connect_timeout: float = 10.0
+    first_byte_timeout: float = 600.0
+    idle_timeout: float = 120.0
+    total_timeout: float | None = None
+    max_attempts: int = 3
+    retry_base_delay: float = 0.5
+    retry_max_delay: float = 30.0
+
+    def __repr__(self) -> str:
+        fields = []
+        for name in self.__struct_fields__:
+            value = getattr(self, name)
+            if value == getattr(_DEFAULTS, name):
+                continue
+            if name == "api_key":
+                value = "***"
+            elif name == "headers" and value:
+                value = {k: "***" for k in value}
+            fields.append(f"{name}={value!r}")
+        return f"Options({', '.join(fields)})"
+
+
+_DEFAULTS = Options()

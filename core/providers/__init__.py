@@ -1,0 +1,1 @@
+"""Provider wire formats: request builders and response state machines, all pure."""

@@ -1,0 +1,1 @@
+"""Local CTranslate2 models behind the same bytes-in/events-out contract."""
