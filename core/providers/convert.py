@@ -1,0 +1,202 @@
+"""Make a conversation safe to send to a given model, whoever produced it.
+
+Every request builder calls `prepare_messages` first, so the replay rules
+live in one place:
+
+- Thinking with a signature is kept only for the provider, wire api and
+  model that signed it. Elsewhere readable thinking becomes plain text (the
+  reasoning is not lost, but no foreign signature is sent) and redacted
+  thinking, which nobody else can read, is dropped.
+- Signatures on text and tool calls (Gemini's ``thoughtSignature``) are
+  dropped when the target is a different provider.
+- `OpaqueContent` (server-side tool blocks) is sent back only to the
+  provider that produced it.
+- Tool-call ids are rewritten to what the target accepts (Anthropic and
+  Bedrock: ``^[a-zA-Z0-9_-]{1,64}$``; Mistral: nine alphanumerics), and the
+  same rewrite is applied to the matching tool results.
+- A tool call with no result before the next turn gets a synthetic error
+  result, instead of a 400 from the provider.
+- Assistant turns that ended in an error or were aborted are skipped: their
+  last tool call or thinking block may be cut off half-way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from collections.abc import Callable
+from typing import Final
+
+from ..events import StopReason
+from ..messages import (
+    AssistantContent,
+    AssistantMessage,
+    Context,
+    Message,
+    OpaqueContent,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+)
+from ..models import Model
+
+__all__ = ["normalize_tool_call_id", "prepare_messages"]
+
+log = logging.getLogger("streamfn")
+
+_SAFE_ID: Final = re.compile(r"[^a-zA-Z0-9_-]")
+_ALNUM: Final = re.compile(r"[^a-zA-Z0-9]")
+
+MISSING_RESULT_TEXT: Final = "No result was recorded for this tool call."
+
+
+def _digest(text: str, length: int) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:length]
+
+
+def _anthropic_id(tool_id: str) -> str:
+    cleaned = _SAFE_ID.sub("_", tool_id)
+    if cleaned == tool_id and 0 < len(cleaned) <= 64:
+        return cleaned
+    if not cleaned:
+        return "call_" + _digest(tool_id, 16)
+    # Changed or too long: keep it readable and unique with a hash of the original.
+    return cleaned[:47] + "_" + _digest(tool_id, 16)
+
+
+def _mistral_id(tool_id: str) -> str:
+    cleaned = _ALNUM.sub("", tool_id)
+    if len(cleaned) == 9 and cleaned == tool_id:
+        return cleaned
+    return _digest(tool_id, 9)
+
+
+def _openai_id(tool_id: str) -> str:
+    # OpenAI accepts up to 64 characters; ids from other providers can be longer.
+    if 0 < len(tool_id) <= 64:
+        return tool_id
+    return tool_id[:47] + "_" + _digest(tool_id, 16) if tool_id else "call_empty"
+
+
+def _identity(tool_id: str) -> str:
+    return tool_id or "call_empty"
+
+
+def _id_rule(target: Model) -> Callable[[str], str]:
+    if target.provider == "mistral":
+        return _mistral_id
+    if target.api in ("anthropic", "bedrock"):
+        return _anthropic_id
+    if target.api in ("openai-chat", "openai-responses"):
+        return _openai_id
+    return _identity
+
+
+def normalize_tool_call_id(tool_id: str, target: Model) -> str:
+    """The id ``target`` accepts for a tool call first named ``tool_id``."""
+    return _id_rule(target)(tool_id)
+
+
+def _same_source(message: AssistantMessage, target: Model) -> bool:
+    return (
+        message.provider == target.provider
+        and message.api == target.api
+        and message.model == target.id
+    )
+
+
+def _convert_assistant(
+    message: AssistantMessage, target: Model, ids: dict[str, str]
+) -> AssistantMessage:
+    same_model = _same_source(message, target)
+    same_provider = message.provider == target.provider
+    rule = _id_rule(target)
+    content: list[AssistantContent] = []
+    for block in message.content:
+        if isinstance(block, ThinkingContent):
+            if same_model:
+                content.append(block)
+            elif not block.redacted and block.thinking.strip():
+                content.append(TextContent(text=block.thinking))
+        elif isinstance(block, TextContent):
+            if block.signature and not same_provider:
+                block = TextContent(text=block.text)
+            if block.text:
+                content.append(block)
+        elif isinstance(block, ToolCall):
+            new_id = ids.setdefault(block.id, rule(block.id))
+            content.append(
+                ToolCall(
+                    id=new_id,
+                    name=block.name,
+                    arguments=block.arguments,
+                    arguments_json=block.arguments_json,
+                    parse_error=block.parse_error,
+                    signature=block.signature if same_provider else None,
+                )
+            )
+        elif isinstance(block, OpaqueContent) and block.provider == target.provider:
+            content.append(block)
+    return AssistantMessage(
+        content=content,
+        api=message.api,
+        provider=message.provider,
+        model=message.model,
+        response_id=message.response_id,
+        stop_reason=message.stop_reason,
+        usage=message.usage,
+        cost=message.cost,
+        timestamp=message.timestamp,
+    )
+
+
+def prepare_messages(context: Context, target: Model) -> list[Message]:
+    """``context.messages`` rewritten by the rules in this module's docstring."""
+    ids: dict[str, str] = {}
+    out: list[Message] = []
+    pending: dict[str, ToolCall] = {}  # calls of the last assistant turn awaiting results
+
+    def flush_missing() -> None:
+        for call in pending.values():
+            log.warning(
+                "tool call %s (%s) has no result; sending an error result", call.id, call.name
+            )
+            out.append(
+                ToolResultMessage(
+                    tool_call_id=call.id,
+                    tool_name=call.name,
+                    content=[TextContent(text=MISSING_RESULT_TEXT)],
+                    is_error=True,
+                )
+            )
+        pending.clear()
+
+    for message in context.messages:
+        if isinstance(message, AssistantMessage):
+            flush_missing()
+            if message.stop_reason in (StopReason.ERROR, StopReason.ABORTED):
+                continue
+            converted = _convert_assistant(message, target, ids)
+            if not converted.content:
+                continue
+            out.append(converted)
+            pending = {b.id: b for b in converted.content if isinstance(b, ToolCall)}
+        elif isinstance(message, ToolResultMessage):
+            new_id = ids.get(message.tool_call_id) or _id_rule(target)(message.tool_call_id)
+            pending.pop(new_id, None)
+            out.append(
+                ToolResultMessage(
+                    tool_call_id=new_id,
+                    tool_name=message.tool_name,
+                    content=message.content,
+                    is_error=message.is_error,
+                    timestamp=message.timestamp,
+                )
+            )
+        else:
+            flush_missing()
+            out.append(message)
+    flush_missing()
+    return out
