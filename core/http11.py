@@ -1,0 +1,696 @@
+"""One HTTP/1.1 request/response exchange driving a provider `Call`, sans I/O.
+
+Both shells (trio and asyncio) move bytes; everything HTTP lives here once:
+framing the request, parsing the response with h11, handing status, headers
+and body chunks to the provider call, capping header and body sizes, turning
+broken HTTP (truncated chunked encoding, a reset, garbage) into a
+``network`` `Error`, telling the shell which timer applies and what to say
+when it fires, and whether the connection may go back to the keep-alive
+pool. The CONNECT request that opens an HTTPS_PROXY tunnel is here too.
+
+h11 is imported only by this module. The core's runtime dependency is
+msgspec alone; the ``trio`` and ``asyncio`` extras, which every user of a
+shell installs, bring h11. Importing `streamfn.core` never imports this.
+
+Clocks stay outside: the shell passes ``now`` (its own monotonic clock) to
+`Exchange.timer`, exactly as `sign_request` takes its timestamp.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Generator, Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Final, NamedTuple
+from urllib.parse import urlsplit
+
+import h11
+import msgspec
+
+from .call import Call, open_call
+from .credentials import aws_credentials, resolve_api_key
+from .events import Error, ErrorKind, Event, Start
+from .messages import Context
+from .models import Model
+from .options import Options
+from .providers.base import HTTPRequest, redact_url
+from .proxy_env import Proxy, proxy_for
+from .retry import FirstOutputGate, Retry, RetryPolicy
+
+__all__ = [
+    "EXPIRED",
+    "Connect",
+    "ConnectTunnel",
+    "Emit",
+    "Exchange",
+    "Receive",
+    "Release",
+    "Send",
+    "Sleep",
+    "Step",
+    "Target",
+    "TunnelError",
+    "connect_error",
+    "connect_timeout_error",
+    "drive",
+    "parse_target",
+    "wire_headers",
+    "with_credentials",
+]
+
+#: Cap on a response head (status line + headers); a server dripping headers
+#: forever (slow loris) hits the first-byte timer, one sending megabytes hits this.
+MAX_HEADER_BYTES: Final = 64 << 10
+USER_AGENT: Final = "streamfn/0.1"
+#: How long a shell waits for the end of the HTTP body after the terminal event
+#: before giving up on reusing the socket.
+TAIL_GRACE: Final = 1.0
+
+
+def _seconds(value: float) -> str:
+    return f"{float(value)} s"
+
+
+class Target(NamedTuple):
+    """Where a request goes: ``origin`` is the pool key, ``target`` the request-target."""
+
+    scheme: str
+    host: str
+    port: int
+    target: str
+
+    @property
+    def authority(self) -> str:
+        default = 443 if self.scheme == "https" else 80
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return host if self.port == default else f"{host}:{self.port}"
+
+    @property
+    def origin(self) -> tuple[str, str, int]:
+        return (self.scheme, self.host, self.port)
+
+
+def parse_target(url: str) -> Target:
+    """Split an ``http(s)://`` URL; raises ValueError (URL redacted) for anything else."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"not an http(s) URL: {redact_url(url)!r}")
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        raise ValueError(f"invalid port in {redact_url(url)!r}") from None
+    target = parts.path or "/"
+    if parts.query:
+        target += "?" + parts.query
+    return Target(parts.scheme, parts.hostname, port, target)
+
+
+def connect_error(target: Target, exc: BaseException) -> Error:
+    """A failed TCP connect or TLS handshake, named so the caller can act on it."""
+    tls = _tls_error(exc)
+    cause = tls or exc
+    detail = str(cause) or type(cause).__name__
+    what = "TLS handshake with" if tls is not None else "connect to"
+    return Error.network(f"{what} {target.host}:{target.port} failed: {detail}")
+
+
+def connect_timeout_error(target: Target, seconds: float) -> Error:
+    return Error.network(
+        f"connect timeout: no connection to {target.host}:{target.port} within {_seconds(seconds)}"
+    )
+
+
+def _tls_error(exc: BaseException) -> BaseException | None:
+    """The TLS error behind ``exc`` (trio wraps it in BrokenResourceError)."""
+    import ssl  # stdlib; only to recognise the exception type
+
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return None
+        if isinstance(seen, ssl.SSLError | ssl.CertificateError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+class _Timer(NamedTuple):
+    deadline: float
+    error: Error
+
+
+class Exchange:
+    """Request bytes out, response bytes in, provider events out.
+
+    The shell: sends `bytes_to_send()`, then loops ``deadline, on_expiry =
+    timer(now)`` / receive with that deadline / `receive_bytes` until
+    `finished`; on EOF it calls `receive_eof`, on a socket error
+    `connection_lost`, on an expired timer ``fail(on_expiry)``. Afterwards
+    `reusable` says whether the socket may serve the next request.
+
+    Exactly one `Start` and one terminal event come out, whatever happens;
+    nothing after the terminal event. ``deadline`` is the caller's absolute
+    total deadline on the shell's clock, if any.
+    """
+
+    def __init__(
+        self,
+        call: Call,
+        model: Model,
+        options: Options,
+        *,
+        headers: Iterable[tuple[str, str]] | None = None,
+        deadline: float | None = None,
+        reuse: Exchange | None = None,
+    ) -> None:
+        self.call = call
+        self.request = call.request
+        self.target = parse_target(self.request.url)
+        self._model = model
+        self._options = options
+        self._headers = list(self.request.headers if headers is None else headers)
+        self._deadline = deadline
+        self._h11: h11.Connection
+        if reuse is not None and reuse.reusable:
+            # after this the previous exchange is no longer `reusable`: one owner at a time
+            reuse._h11.start_next_cycle()
+            self._h11 = reuse._h11
+            self.reused = True
+        else:
+            self._h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEADER_BYTES)
+            self.reused = False
+        self.status: int | None = None
+        self.response_headers: list[tuple[str, str]] = []
+        self.body_bytes = 0
+        self.bytes_received = 0
+        self.finished = False
+        self._started = False
+        self._broken = False
+        self._fresh_data = False
+        self._phase_ref: float | None = None
+        self._body_seen = False
+        self._closed_by_peer = False
+
+    # -- sending -------------------------------------------------------------
+    def bytes_to_send(self) -> bytes:
+        """The request head and body, framed with Content-Length."""
+        names = {name.lower() for name, _ in self._headers}
+        headers = list(self._headers)
+        if "host" not in names:
+            headers.insert(0, ("Host", self.target.authority))
+        if "content-length" not in names and "transfer-encoding" not in names:
+            headers.append(("Content-Length", str(len(self.request.body))))
+        if "user-agent" not in names:
+            headers.append(("User-Agent", USER_AGENT))
+        out = self._h11.send(
+            h11.Request(method=self.request.method, target=self.target.target, headers=headers)
+        )
+        out = (out or b"") + (self._h11.send(h11.Data(data=self.request.body)) or b"")
+        return out + (self._h11.send(h11.EndOfMessage()) or b"")
+
+    # -- timers ----------------------------------------------------------------
+    @property
+    def body_started(self) -> bool:
+        """True once the first byte of the response body arrived (idle timer from then on)."""
+        return self._body_seen
+
+    def timer(self, now: float) -> tuple[float, Error]:
+        """The deadline for the next receive and the `Error` to end with if it passes.
+
+        Until the first body byte: ``first_byte_timeout`` from the first call
+        (the request was just sent; header bytes do not reset it, so a server
+        dripping its headers cannot hold us forever). After it:
+        ``idle_timeout`` from the last receive that brought bytes.
+        """
+        opts = self._options
+        if self._phase_ref is None or (self._body_seen and self._fresh_data):
+            self._phase_ref = now
+            self._fresh_data = False
+        if self._body_seen:
+            timer = _Timer(
+                self._phase_ref + opts.idle_timeout,
+                Error.network(f"idle timeout: no data for {_seconds(opts.idle_timeout)}"),
+            )
+        else:
+            timer = _Timer(
+                self._phase_ref + opts.first_byte_timeout,
+                Error.network(
+                    "first-byte timeout: no response body within "
+                    f"{_seconds(opts.first_byte_timeout)}"
+                ),
+            )
+        if self._deadline is not None and self._deadline <= timer.deadline:
+            total = opts.total_timeout if opts.total_timeout is not None else 0.0
+            return self._deadline, Error.network(
+                f"total timeout: the stream did not finish within {_seconds(total)}"
+            )
+        return timer.deadline, timer.error
+
+    # -- receiving -----------------------------------------------------------
+    def receive_bytes(self, data: bytes | bytearray) -> list[Event]:
+        """Feed bytes from the socket (never empty: EOF is `receive_eof`)."""
+        if self._broken or not data:
+            return []
+        self.bytes_received += len(data)
+        try:
+            self._h11.receive_data(bytes(data))
+        except h11.RemoteProtocolError as exc:
+            return self._protocol_failure(exc)
+        return self._pump()
+
+    def receive_eof(self) -> list[Event]:
+        """The server closed its side."""
+        self._closed_by_peer = True
+        if self.finished:
+            self._broken = True  # a tail that never came: the socket is done
+            return []
+        if self.status is None and not self._h11.trailing_data[0]:
+            return self.fail(
+                Error.network(f"connection closed by {self.target.host} before a response arrived")
+            )
+        self._h11.receive_data(b"")
+        events = self._pump()
+        if not self.finished:
+            # h11 saw a clean close of a read-until-close body, or nothing at all
+            events += self._finish_call(self.call.receive_eof())
+        return events
+
+    def connection_lost(self, exc: BaseException) -> list[Event]:
+        """The socket failed (reset, broken pipe) while this exchange was running."""
+        self._closed_by_peer = True
+        detail = str(exc) or type(exc).__name__
+        where = "mid-body" if self.status is not None else "before the response"
+        return self.fail(Error.network(f"connection lost {where}: {detail}"))
+
+    def fail(self, error: Error) -> list[Event]:
+        """End the stream with ``error`` (a timer fired, a cap was hit, the socket broke)."""
+        self._broken = True
+        if self.finished:
+            return []
+        self.finished = True
+        out: list[Event] = []
+        if not self._started:
+            self._started = True
+            out.append(
+                Start(api=self._model.api, provider=self._model.provider, model=self._model.id)
+            )
+        out.append(error)
+        return out
+
+    @property
+    def needs_tail(self) -> bool:
+        """The provider's terminal event came but the HTTP body has not ended yet.
+
+        OpenAI's ``data: [DONE]`` usually arrives a packet before the final
+        zero-length chunk; reading that tail (briefly, after the caller has
+        the terminal event) is what makes the socket reusable.
+        """
+        return (
+            self.finished
+            and not self._broken
+            and self._h11.our_state is h11.DONE
+            and self._h11.their_state is h11.SEND_BODY
+        )
+
+    @property
+    def stale_keep_alive(self) -> bool:
+        """The pooled socket had been closed by the server before we used it.
+
+        Servers drop idle keep-alive connections whenever they like; such a
+        failure says nothing about the request, so the shell resends it on a
+        new connection without counting an attempt.
+        """
+        return self.reused and self._closed_by_peer and self.bytes_received == 0
+
+    @property
+    def reusable(self) -> bool:
+        """May the socket carry another request? Only after a complete, clean exchange."""
+        return (
+            self.finished
+            and not self._broken
+            and self._h11.our_state is h11.DONE
+            and self._h11.their_state is h11.DONE
+        )
+
+    # -- internals -------------------------------------------------------------
+    def _pump(self) -> list[Event]:
+        events: list[Event] = []
+        while True:
+            try:
+                event = self._h11.next_event()
+            except h11.RemoteProtocolError as exc:
+                return events + self._protocol_failure(exc)
+            if event is h11.NEED_DATA or event is h11.PAUSED:
+                return events
+            if isinstance(event, h11.Response):
+                self.status = event.status_code
+                self.response_headers = [
+                    (k.decode("latin-1"), v.decode("latin-1")) for k, v in event.headers
+                ]
+                if not self.finished:
+                    events += self._finish_call(
+                        self.call.receive_response(self.status, self.response_headers)
+                    )
+            elif isinstance(event, h11.Data):
+                self._body_seen = True
+                self._fresh_data = True
+                self.body_bytes += len(event.data)
+                if self.body_bytes > self._options.max_response_bytes:
+                    return events + self.fail(
+                        Error.limit(
+                            "response body exceeded max_response_bytes="
+                            f"{self._options.max_response_bytes}; raise Options.max_response_bytes"
+                        )
+                    )
+                if not self.finished:
+                    events += self._finish_call(self.call.receive_data(bytes(event.data)))
+            elif isinstance(event, h11.EndOfMessage):
+                if not self.finished:
+                    events += self._finish_call(self.call.receive_eof())
+            elif isinstance(event, h11.ConnectionClosed):
+                if not self.finished:
+                    events += self._finish_call(self.call.receive_eof())
+                return events
+            # InformationalResponse (1xx): nothing to do
+
+    def _finish_call(self, events: list[Event]) -> list[Event]:
+        if events:
+            self._started = True
+        if self.call.finished:
+            self.finished = True
+        return events
+
+    def _protocol_failure(self, exc: h11.RemoteProtocolError) -> list[Event]:
+        if exc.error_status_hint == 431 or "buffer too long" in str(exc).lower():
+            return self.fail(
+                Error(
+                    message=f"response head larger than {MAX_HEADER_BYTES} bytes",
+                    kind=ErrorKind.LIMIT,
+                )
+            )
+        if self.status is None:
+            message = f"malformed HTTP response from {self.target.host}: {exc}"
+        elif "peer closed" in str(exc):
+            message = f"connection closed mid-body (incomplete HTTP body): {exc}"
+        else:
+            message = f"malformed HTTP body from {self.target.host}: {exc}"
+        return self.fail(Error.network(message, status=self.status))
+
+
+class TunnelError(Exception):
+    """The HTTPS proxy refused or broke the CONNECT; the message names the proxy, not its credentials."""
+
+
+class ConnectTunnel:
+    """``CONNECT host:port`` to an HTTPS_PROXY; after it succeeds the socket is a raw pipe."""
+
+    def __init__(self, target: Target, proxy: Proxy) -> None:
+        self.target = target
+        self.proxy = proxy
+        self._h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEADER_BYTES)
+        self.established = False
+
+    def bytes_to_send(self) -> bytes:
+        authority = f"{self.target.host}:{self.target.port}"
+        headers = [("Host", authority), ("User-Agent", USER_AGENT)]
+        if self.proxy.authorization:
+            headers.append(("Proxy-Authorization", self.proxy.authorization))
+        head = self._h11.send(h11.Request(method="CONNECT", target=authority, headers=headers))
+        return (head or b"") + (self._h11.send(h11.EndOfMessage()) or b"")
+
+    def receive_bytes(self, data: bytes | bytearray) -> bool:
+        """Feed the proxy's answer; True once the tunnel is open. Raises `TunnelError`."""
+        where = f"proxy {self.proxy.host}:{self.proxy.port}"
+        try:
+            self._h11.receive_data(bytes(data))
+            while True:
+                event = self._h11.next_event()
+                if event is h11.NEED_DATA:
+                    if not data:
+                        raise TunnelError(f"{where} closed the connection during CONNECT")
+                    return False
+                if isinstance(event, h11.Response):
+                    if not 200 <= event.status_code < 300:
+                        raise TunnelError(
+                            f"{where} refused CONNECT to {self.target.host}:{self.target.port}: "
+                            f"HTTP {event.status_code} {event.reason.decode('latin-1')}"
+                        )
+                    continue
+                if event is h11.PAUSED:
+                    if self._h11.trailing_data[0]:
+                        raise TunnelError(f"{where} sent data before the TLS handshake")
+                    self.established = True
+                    return True
+                if isinstance(event, h11.ConnectionClosed):
+                    raise TunnelError(f"{where} closed the connection during CONNECT")
+        except h11.RemoteProtocolError as exc:
+            raise TunnelError(f"{where} sent a malformed CONNECT response: {exc}") from None
+
+
+def with_credentials(model: Model, options: Options, environ: Mapping[str, str]) -> Options:
+    """``options`` with the API key filled from the environment when the caller gave none.
+
+    Raises `MissingCredentials` (naming the variable) before any connection is made.
+    """
+    key = resolve_api_key(model, options, environ)
+    if key is None or key == options.api_key:
+        return options
+    return msgspec.structs.replace(options, api_key=key)
+
+
+def wire_headers(
+    model: Model, request: HTTPRequest, environ: Mapping[str, str], now: datetime
+) -> list[tuple[str, str]]:
+    """The headers to send, signed with SigV4 for Bedrock at the moment of sending.
+
+    Signing happens here, in the shell's send path, and not in the provider's
+    request builder: the signature covers the time, and a retry minutes later
+    needs a fresh one.
+    """
+    if model.api != "bedrock":
+        return list(request.headers)
+    from .sigv4 import sign_request
+
+    access, secret, token, region = aws_credentials(environ)
+    region = (model.extra or {}).get("region") or _bedrock_region(request.url) or region
+    signed = sign_request(
+        method=request.method,
+        url=request.url,
+        headers=dict(request.headers),
+        body=request.body,
+        region=region,
+        service="bedrock",
+        access_key=access,
+        secret_key=secret,
+        session_token=token,
+        timestamp=now,
+    )
+    return list(signed.items())
+
+
+def _bedrock_region(url: str) -> str | None:
+    # bedrock-runtime.<region>.amazonaws.com
+    host = urlsplit(url).hostname or ""
+    parts = host.split(".")
+    if len(parts) >= 4 and parts[0].startswith("bedrock"):
+        return parts[1]
+    return None
+
+
+# -- the attempt loop, shared by both shells --------------------------------------
+#
+# A stream is a small program of I/O steps: connect, send, receive with a
+# deadline, sleep before a retry, hand events to the caller, put the socket
+# back or close it. `drive` is that program as a plain generator: it yields
+# one step at a time and the shell answers with the step's result. All the
+# decisions (which timer, when to retry, which Error, when a socket may be
+# reused) are made here once; each shell is a ~40-line interpreter.
+
+
+class Connect(NamedTuple):
+    """Give me a connection to ``key`` (a pooled one unless ``fresh``), by ``deadline``.
+
+    Answer: the `Exchange` the pooled socket last carried (reuse its HTTP
+    state), None for a new socket, or an `Error` (use `connect_error`;
+    `EXPIRED` when the deadline passed).
+    """
+
+    target: Target
+    proxy: Proxy | None
+    key: tuple[str, str, int, Proxy | None]
+    fresh: bool
+    deadline: float
+
+
+class Send(NamedTuple):
+    """Send ``data`` by ``deadline``. Answer: None, `EXPIRED`, or the exception."""
+
+    data: bytes
+    deadline: float
+
+
+class Receive(NamedTuple):
+    """Receive some bytes by ``deadline``. Answer: bytes (b"" at EOF), `EXPIRED`, or the exception."""
+
+    deadline: float
+
+
+class Sleep(NamedTuple):
+    """Wait before the next attempt. Answer: None."""
+
+    seconds: float
+
+
+class Emit(NamedTuple):
+    """Give these events to the caller. Answer: None."""
+
+    events: list[Event]
+
+
+class Release(NamedTuple):
+    """Done with the socket: pool it with ``keep`` as its HTTP state, or close it when None."""
+
+    keep: Exchange | None
+
+
+Step = Connect | Send | Receive | Sleep | Emit | Release
+
+
+class _Expired:
+    def __repr__(self) -> str:
+        return "EXPIRED"
+
+
+#: The answer to a step whose deadline passed.
+EXPIRED: Final = _Expired()
+
+
+def _answer(exchange: Exchange, result: object, on_expiry: Error) -> list[Event]:
+    if result is EXPIRED:
+        return exchange.fail(on_expiry)
+    if isinstance(result, BaseException):
+        return exchange.connection_lost(result)
+    if isinstance(result, bytes | bytearray):
+        return exchange.receive_bytes(result) if result else exchange.receive_eof()
+    return []
+
+
+def drive(
+    model: Model,
+    context: Context,
+    options: Options,
+    *,
+    environ: Mapping[str, str],
+    clock: Callable[[], float],
+    rand: Callable[[], float],
+    log: logging.Logger,
+) -> Generator[Step, object, None]:
+    """The whole life of one `stream()` call, as steps for a shell to perform.
+
+    ``clock`` is the shell's monotonic clock (deadlines are on it), ``rand``
+    the jitter source. Retries happen only before the caller saw an event
+    (`FirstOutputGate`); a pooled socket the server had already closed is
+    replaced without counting an attempt.
+    """
+    gate = FirstOutputGate(RetryPolicy.from_options(options))
+    began = clock()
+    deadline = began + options.total_timeout if options.total_timeout is not None else None
+    debug = log.isEnabledFor(logging.DEBUG)
+    fresh = False
+    while True:
+        if not fresh:
+            gate.begin_attempt()
+        call = open_call(model, context, options)
+        target = parse_target(call.request.url)
+        proxy = proxy_for(target.scheme, target.host, target.port, environ)
+        log.info(
+            "%s %s (attempt %d)", call.request.method, redact_url(call.request.url), gate.attempts
+        )
+        t0 = clock()
+        limit = t0 + options.connect_timeout
+        if deadline is not None:
+            limit = min(limit, deadline)
+        key = (target.scheme, target.host, target.port, proxy)
+        conn = yield Connect(target, proxy, key, fresh, limit)
+        fresh = False
+        outcome: list[Event] | Retry
+        if conn is EXPIRED or isinstance(conn, Error):
+            error = (
+                conn
+                if isinstance(conn, Error)
+                else connect_timeout_error(target, options.connect_timeout)
+            )
+            outcome = gate.feed(
+                Exchange(call, model, options).fail(error),
+                rand(),
+                time_left=None if deadline is None else deadline - clock(),
+            )
+        else:
+            log.debug("connected to %s:%d in %.3f s", target.host, target.port, clock() - t0)
+            previous = conn if isinstance(conn, Exchange) else None
+            exchange = Exchange(
+                call,
+                model,
+                options,
+                headers=wire_headers(model, call.request, environ, datetime.now(UTC)),
+                deadline=deadline,
+                reuse=previous,
+            )
+            until, on_expiry = exchange.timer(clock())
+            events = _answer(exchange, (yield Send(exchange.bytes_to_send(), until)), on_expiry)
+            logged_status = False
+            while True:
+                if not events and not exchange.finished:
+                    until, on_expiry = exchange.timer(clock())
+                    events = _answer(exchange, (yield Receive(until)), on_expiry)
+                if exchange.stale_keep_alive:
+                    log.debug("pooled connection was closed by the server; reconnecting")
+                    yield Release(None)
+                    fresh = True
+                    break
+                if not logged_status and exchange.status is not None:
+                    logged_status = True
+                    log.info(
+                        "HTTP %d from %s after %.3f s", exchange.status, target.host, clock() - t0
+                    )
+                outcome = gate.feed(
+                    events, rand(), time_left=None if deadline is None else deadline - clock()
+                )
+                events = []
+                if isinstance(outcome, Retry):
+                    yield Release(exchange if exchange.reusable else None)
+                    break
+                if outcome:
+                    if debug:
+                        for event in outcome:
+                            log.debug("event %r", event)
+                    yield Emit(outcome)
+                if exchange.finished:
+                    tail_until = clock() + TAIL_GRACE
+                    while exchange.needs_tail:
+                        result = yield Receive(tail_until)
+                        if result is EXPIRED:
+                            break
+                        _answer(exchange, result, Error.network("tail"))
+                    log.info(
+                        "stream finished after %.3f s (%d body bytes, %d attempt(s))",
+                        clock() - began,
+                        exchange.body_bytes,
+                        gate.attempts,
+                    )
+                    yield Release(exchange if exchange.reusable else None)
+                    return
+            if fresh:
+                continue
+        if isinstance(outcome, Retry):
+            log.warning(
+                "attempt %d failed (%s); retrying in %.2f s",
+                gate.attempts,
+                outcome.error.message,
+                outcome.delay,
+            )
+            yield Sleep(outcome.delay)
+            continue
+        if outcome:
+            yield Emit(outcome)
+        return

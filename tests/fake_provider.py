@@ -1,0 +1,474 @@
+"""A loopback fake LLM provider with faults on demand, for the shell tests and benchmarks.
+
+Real sockets on 127.0.0.1 served by plain threads, so the same server works
+for the trio shell, the asyncio shell and third-party clients (httpx, the
+openai SDK) alike, whatever event loop the test runs. The request path
+chooses what happens: ``/<fault>/<provider>/<token>/...`` (use `FakeProvider.base_url`),
+where ``provider`` picks the body (``openai-chat`` or ``anthropic``, or a
+corpus file registered with `FakeProvider.register_body`) and ``token``
+groups requests for faults with memory ("500 then success").
+
+Responses are written as raw bytes, not through an HTTP library, so a fault
+can break HTTP itself (truncated chunked encoding, a reset, garbage).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import ssl
+import struct
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["ANTHROPIC_BODY", "FAULTS", "OPENAI_BODY", "ConnectProxy", "FakeProvider"]
+
+
+def _sse(data: Any, event: str | None = None) -> bytes:
+    head = f"event: {event}\n" if event else ""
+    payload = data if isinstance(data, str) else json.dumps(data, separators=(",", ":"))
+    return f"{head}data: {payload}\n\n".encode()
+
+
+def _openai_body() -> bytes:
+    base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1, "model": "fake"}
+    words = ["Hello", ",", " wor", "ld", " — ", "café", " 🙂", "!"]
+    out = [_sse(base | {"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]})]
+    out += [
+        _sse(base | {"choices": [{"index": 0, "delta": {"content": w}, "finish_reason": None}]})
+        for w in words
+    ]
+    out.append(_sse(base | {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}))
+    usage = {"prompt_tokens": 5, "completion_tokens": 8, "total_tokens": 13}
+    out.append(_sse(base | {"choices": [], "usage": usage}))
+    out.append(_sse("[DONE]"))
+    return b"".join(out)
+
+
+def _anthropic_body() -> bytes:
+    message = {
+        "id": "msg_fake",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-fake",
+        "content": [],
+        "stop_reason": None,
+        "usage": {"input_tokens": 7, "output_tokens": 1},
+    }
+    out = [_sse({"type": "message_start", "message": message}, "message_start")]
+    out.append(
+        _sse(
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "text", "text": ""},
+            },
+            "content_block_start",
+        )
+    )
+    out.append(_sse({"type": "ping"}, "ping"))
+    for w in ["Bonjour", " le", " monde", " — ", "東京", "!"]:
+        delta = {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "text_delta", "text": w},
+        }
+        out.append(_sse(delta, "content_block_delta"))
+    out.append(_sse({"type": "content_block_stop", "index": 0}, "content_block_stop"))
+    out.append(
+        _sse(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": 9},
+            },
+            "message_delta",
+        )
+    )
+    out.append(_sse({"type": "message_stop"}, "message_stop"))
+    return b"".join(out)
+
+
+OPENAI_BODY = _openai_body()
+ANTHROPIC_BODY = _anthropic_body()
+
+#: the body minus its terminal marker: a stream the provider never finished
+_UNFINISHED = {
+    "openai-chat": OPENAI_BODY.split(
+        b'data: {"id":"chatcmpl-fake","object":"chat.completion.chunk","created":1,"model":"fake","choices":[{"index":0,"delta":{},"finish_reason":"stop"'
+    )[0],
+    "anthropic": ANTHROPIC_BODY.split(b"event: content_block_stop")[0],
+}
+
+_ERROR_BODIES = {
+    "401": (
+        401,
+        {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}},
+    ),
+    "403": (
+        403,
+        {"error": {"message": "permission denied for this model", "type": "permission_error"}},
+    ),
+    "400-context": (
+        400,
+        {
+            "error": {
+                "message": "This model's maximum context length is 8192 tokens. However, "
+                "your messages resulted in 9000 tokens.",
+                "type": "invalid_request_error",
+                "code": "context_length_exceeded",
+            }
+        },
+    ),
+    "429": (429, {"error": {"message": "Rate limit reached", "type": "rate_limit_error"}}),
+    "500": (500, {"error": {"message": "The server had an error", "type": "server_error"}}),
+    "503": (503, {"error": {"message": "Service Unavailable", "type": "overloaded_error"}}),
+}
+
+_OVERLOADED_FIRST = _sse(
+    {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}, "error"
+)
+
+#: every fault the server knows (the path's first segment)
+FAULTS = (
+    "ok",  # chunked body
+    "ok-length",  # Content-Length body
+    "ok-close",  # body delimited by closing the connection
+    "drip",  # one byte per chunk, one send per byte
+    "keepalive-comments",  # SSE comments every few ms between events
+    "stall-first",  # headers, then nothing
+    "stall-mid",  # half the body, then nothing
+    "slow-headers",  # header bytes one at a time, slowly, forever
+    "reset",  # half the body, then a TCP reset
+    "truncated",  # half the body, then a clean close without the last chunk
+    "no-terminal",  # a well-framed body without the provider's terminal event
+    "close-before-response",  # reads the request and closes
+    "401",
+    "403",
+    "400-context",
+    "429",  # forever, Retry-After: 0
+    "429-then-ok",
+    "500-then-ok",
+    "503",  # forever
+    "overloaded-then-ok",  # 200 whose first SSE event is an Anthropic overloaded_error
+    "wrong-ctype",  # 200 text/html
+    "garbage-body",  # 200 text/event-stream with bytes that are no SSE
+    "garbage-http",  # not an HTTP response at all
+    "big",  # 1 MiB of SSE comments before the body
+)
+
+
+class _Request:
+    def __init__(self, method: str, path: str, headers: dict[str, str], body: bytes) -> None:
+        self.method = method
+        self.path = path
+        self.headers = headers
+        self.body = body
+
+
+class _ThreadedServer:
+    """Accept loop + one thread per connection; `close` stops and joins everything."""
+
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
+        self._tls = tls
+        self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(1024)
+        self.port: int = self._listener.getsockname()[1]
+        self.stopping = threading.Event()
+        self.connections = 0
+        self._lock = threading.Lock()
+        self._open: set[socket.socket] = set()
+        self._threads: list[threading.Thread] = []
+        self._acceptor = threading.Thread(target=self._accept_loop, daemon=True)
+
+    def start(self) -> None:
+        self._acceptor.start()
+
+    def _accept_loop(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                sock, _ = self._listener.accept()
+            except OSError:
+                return
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            with self._lock:
+                self.connections += 1
+                self._open.add(sock)
+            thread = threading.Thread(target=self._serve, args=(sock,), daemon=True)
+            with self._lock:
+                self._threads = [t for t in self._threads if t.is_alive()]
+                self._threads.append(thread)
+            thread.start()
+
+    def _serve(self, raw: socket.socket) -> None:
+        sock = raw
+        try:
+            if self._tls is not None:
+                sock = self._tls.wrap_socket(raw, server_side=True)
+                with self._lock:
+                    self._open.add(sock)
+            self.handle(sock)
+        except (OSError, ssl.SSLError, ValueError):
+            pass
+        finally:
+            with self._lock:
+                self._open.discard(sock)
+                self._open.discard(raw)
+            sock.close()
+            raw.close()
+
+    def handle(self, sock: socket.socket) -> None:
+        raise NotImplementedError
+
+    def wait(self, seconds: float) -> None:
+        """Sleep that `close` interrupts, so stalls never outlive the test."""
+        if self.stopping.wait(seconds):
+            raise OSError("server closing")
+
+    def close(self) -> None:
+        self.stopping.set()
+        with contextlib.suppress(OSError):  # shutdown wakes the blocked accept()
+            self._listener.shutdown(socket.SHUT_RDWR)
+        self._listener.close()
+        with self._lock:
+            socks = list(self._open)
+        for s in socks:
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+        self._acceptor.join(5)
+        for t in list(self._threads):
+            t.join(5)
+
+    def __enter__(self) -> _ThreadedServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_request(sock: socket.socket, buffer: bytearray) -> _Request | None:
+    """One HTTP/1.1 request (Content-Length bodies only); None when the client closed."""
+    while b"\r\n\r\n" not in buffer:
+        data = sock.recv(65536)
+        if not data:
+            return None
+        buffer += data
+    head, _, rest = bytes(buffer).partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    method, path, _ = lines[0].split(" ", 2)
+    headers = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    length = int(headers.get("content-length", "0"))
+    body = bytearray(rest)
+    while len(body) < length:
+        data = sock.recv(65536)
+        if not data:
+            return None
+        body += data
+    buffer[:] = body[length:]
+    return _Request(method, path, headers, bytes(body[:length]))
+
+
+def _chunk(data: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(data), data) if data else b""
+
+
+def _head(status: int, ctype: str, extra: dict[str, str] | None = None, **framing: str) -> bytes:
+    reason = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden"}.get(status, "X")
+    lines = [f"HTTP/1.1 {status} {reason}", f"Content-Type: {ctype}"]
+    lines += [f"{k}: {v}" for k, v in (extra or {}).items()]
+    lines += [f"{k.replace('_', '-')}: {v}" for k, v in framing.items()]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+def _reset(sock: socket.socket) -> None:
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
+
+
+class FakeProvider(_ThreadedServer):
+    """The fake provider. ``requests`` records every request (method, path, headers, body)."""
+
+    def __init__(self, tls: ssl.SSLContext | None = None, stall: float = 5.0) -> None:
+        super().__init__(tls)
+        self.stall = stall
+        self.requests: list[_Request] = []
+        self._hits: dict[str, int] = defaultdict(int)
+        self._bodies: dict[str, tuple[bytes, str]] = {
+            "openai-chat": (OPENAI_BODY, "text/event-stream"),
+            "anthropic": (ANTHROPIC_BODY, "text/event-stream"),
+        }
+        self.on_request: Callable[[_Request], None] | None = None
+
+    @property
+    def url(self) -> str:
+        scheme = "https" if self._tls is not None else "http"
+        host = "localhost" if self._tls is not None else "127.0.0.1"
+        return f"{scheme}://{host}:{self.port}"
+
+    def base_url(self, fault: str, provider: str, token: str = "t") -> str:
+        return f"{self.url}/{fault}/{provider}/{token}"
+
+    def register_body(self, name: str, body: bytes, ctype: str = "text/event-stream") -> None:
+        self._bodies[name] = (body, ctype)
+
+    def body_for(self, provider: str) -> bytes:
+        return self._bodies[provider][0]
+
+    def hits(self, token: str) -> int:
+        return self._hits[token]
+
+    def handle(self, sock: socket.socket) -> None:
+        buffer = bytearray()
+        while not self.stopping.is_set():
+            request = read_request(sock, buffer)
+            if request is None:
+                return
+            self.requests.append(request)
+            parts = request.path.strip("/").split("/")
+            fault, provider, token = ([*parts, "ok", "openai-chat", "t"])[:3]
+            with self._lock:
+                self._hits[token] += 1
+                hit = self._hits[token]
+            keep = self.respond(sock, fault, provider, hit)
+            if not keep:
+                return
+
+    def respond(self, sock: socket.socket, fault: str, provider: str, hit: int) -> bool:
+        """Write the response; False when the connection must end afterwards."""
+        body, ctype = self._bodies[provider]
+        half = len(body) // 2
+        if fault in ("429-then-ok", "500-then-ok") and hit == 1:
+            fault = fault.split("-")[0]
+        if fault == "overloaded-then-ok" and hit == 1:
+            sock.sendall(_head(200, ctype, Content_Length=str(len(_OVERLOADED_FIRST))))
+            sock.sendall(_OVERLOADED_FIRST)
+            return True
+        if fault in _ERROR_BODIES:
+            status, payload = _ERROR_BODIES[fault]
+            data = json.dumps(payload).encode()
+            extra = {"Retry-After": "0"} if status == 429 else {}
+            sock.sendall(_head(status, "application/json", extra, Content_Length=str(len(data))))
+            sock.sendall(data)
+            return True
+        if fault in ("ok", "429-then-ok", "500-then-ok", "overloaded-then-ok"):
+            sock.sendall(_head(200, ctype, Transfer_Encoding="chunked"))
+            sock.sendall(_chunk(body[:half]) + _chunk(body[half:]) + b"0\r\n\r\n")
+            return True
+        if fault == "ok-length":
+            sock.sendall(_head(200, ctype, Content_Length=str(len(body))) + body)
+            return True
+        if fault == "ok-close":
+            sock.sendall(_head(200, ctype, Connection="close") + body)
+            return False
+        if fault == "drip":
+            sock.sendall(_head(200, ctype, Transfer_Encoding="chunked"))
+            for i in range(len(body)):
+                sock.sendall(_chunk(body[i : i + 1]))
+            sock.sendall(b"0\r\n\r\n")
+            return True
+        if fault == "keepalive-comments":
+            sock.sendall(_head(200, ctype, Transfer_Encoding="chunked"))
+            first, _, rest = body.partition(b"\n\n")
+            sock.sendall(_chunk(first + b"\n\n"))
+            for _ in range(6):  # 0.6 s of silence but for comments, past a 0.3 s idle timer
+                self.wait(0.1)
+                sock.sendall(_chunk(b": keep-alive\n\n"))
+            sock.sendall(_chunk(rest) + b"0\r\n\r\n")
+            return True
+        if fault == "stall-first":
+            sock.sendall(_head(200, ctype, Transfer_Encoding="chunked"))
+            self.wait(self.stall)
+            return False
+        if fault == "stall-mid":
+            sock.sendall(_head(200, ctype, Transfer_Encoding="chunked") + _chunk(body[:half]))
+            self.wait(self.stall)
+            return False
+        if fault == "slow-headers":
+            for byte in _head(200, ctype, Transfer_Encoding="chunked") * 100:
+                sock.sendall(bytes([byte]))
+                self.wait(0.05)
+            return False
+        if fault == "reset":
+            sock.sendall(_head(200, ctype, Transfer_Encoding="chunked") + _chunk(body[:half]))
+            time.sleep(0.05)
+            _reset(sock)
+            return False
+        if fault == "truncated":
+            sock.sendall(_head(200, ctype, Transfer_Encoding="chunked") + _chunk(body[:half]))
+            return False
+        if fault == "no-terminal":
+            cut = _UNFINISHED.get(provider, body[:half])
+            sock.sendall(_head(200, ctype, Content_Length=str(len(cut))) + cut)
+            return True
+        if fault == "close-before-response":
+            return False
+        if fault == "wrong-ctype":
+            page = b"<html><body>Sign in to continue</body></html>"
+            sock.sendall(_head(200, "text/html", Content_Length=str(len(page))) + page)
+            return True
+        if fault == "garbage-body":
+            junk = bytes(range(256)) * 4
+            sock.sendall(_head(200, ctype, Content_Length=str(len(junk))) + junk)
+            return True
+        if fault == "garbage-http":
+            sock.sendall(b"\x00\x01SSH-2.0-OpenSSH_9.6\r\nnot http at all\r\n\r\n")
+            return False
+        if fault == "big":
+            filler = b": " + b"x" * 1022 + b"\n"
+            sock.sendall(_head(200, ctype, Transfer_Encoding="chunked"))
+            for _ in range(1024):
+                sock.sendall(_chunk(filler))
+            sock.sendall(_chunk(body) + b"0\r\n\r\n")
+            return True
+        raise ValueError(f"unknown fault {fault!r}")
+
+
+class ConnectProxy(_ThreadedServer):
+    """A tiny HTTP CONNECT proxy: records each CONNECT, then pipes bytes both ways."""
+
+    def __init__(self) -> None:
+        super().__init__(None)
+        self.connects: list[_Request] = []
+
+    def handle(self, sock: socket.socket) -> None:
+        request = read_request(sock, bytearray())
+        if request is None:
+            return
+        self.connects.append(request)
+        if request.method != "CONNECT":
+            sock.sendall(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n")
+            return
+        host, _, port = request.path.rpartition(":")
+        upstream = socket.create_connection((host, int(port)))
+        with self._lock:
+            self._open.add(upstream)
+        try:
+            sock.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            pump = threading.Thread(target=_pipe, args=(upstream, sock), daemon=True)
+            pump.start()
+            _pipe(sock, upstream)
+            pump.join(5)
+        finally:
+            with self._lock:
+                self._open.discard(upstream)
+            upstream.close()
+
+
+def _pipe(src: socket.socket, dst: socket.socket) -> None:
+    try:
+        while data := src.recv(65536):
+            dst.sendall(data)
+    except OSError:
+        pass
+    with contextlib.suppress(OSError):
+        dst.shutdown(socket.SHUT_WR)

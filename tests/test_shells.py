@@ -1,0 +1,479 @@
+"""Both shells against a loopback fake provider: faults, TLS, proxy, keep-alive, cancellation.
+
+One suite, parametrized over the trio and the asyncio shell, so the two
+behave the same by test as well as by construction. The oracle for every
+body that arrives whole is the pure core: `replay` of the same bytes must
+give exactly the events the shell yields.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import importlib.util
+import logging
+import ssl
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+import trio
+from corpus_support import body as corpus_body
+from corpus_support import corpus_entries, require_corpus
+from fake_provider import ConnectProxy, FakeProvider
+
+from streamfn.core import (
+    Context,
+    Done,
+    Error,
+    ErrorKind,
+    Event,
+    MissingCredentials,
+    Model,
+    Options,
+    TextDelta,
+    replay,
+)
+from streamfn.io_asyncio import Client as AsyncioClient
+from streamfn.io_trio import Client as TrioClient
+
+SHELLS = ["trio", "asyncio"]
+PROVIDERS = ["openai-chat", "anthropic"]
+PROVIDER_OF = {"openai-chat": "openai", "anthropic": "anthropic"}
+KEY = "sk-test-PLANTED-SECRET-0123456789"
+FAST = Options(
+    api_key=KEY,
+    connect_timeout=2.0,
+    first_byte_timeout=0.3,
+    idle_timeout=0.3,
+    max_attempts=3,
+    retry_base_delay=0.01,
+    retry_max_delay=0.05,
+)
+
+
+def _have(api: str) -> bool:
+    return importlib.util.find_spec(f"streamfn.core.providers.{api.replace('-', '_')}") is not None
+
+
+def run(shell: str, fn: Callable[..., Awaitable[Any]], *args: Any, limit: float = 10.0) -> Any:
+    """Run ``fn(client, *args)`` under ``shell`` with a fresh client and a hard time limit."""
+    client_cls = TrioClient if shell == "trio" else AsyncioClient
+
+    async def main() -> Any:
+        async with client_cls(environ={}) as client:
+            return await fn(client, *args)
+
+    started = time.monotonic()
+    if shell == "trio":
+
+        async def bounded() -> Any:
+            with trio.fail_after(limit):
+                return await main()
+
+        result = trio.run(bounded)
+    else:
+
+        async def bounded_asyncio() -> Any:
+            async with asyncio.timeout(limit):
+                return await main()
+
+        result = asyncio.run(bounded_asyncio())
+    assert time.monotonic() - started < limit
+    return result
+
+
+async def collect(client: Any, model: Model, options: Options = FAST) -> list[Event]:
+    async with client.stream(model, Context.of("hi"), options) as events:
+        return [event async for event in events]
+
+
+def model_for(server: FakeProvider, fault: str, provider: str, token: str) -> Model:
+    return Model(
+        id="replay",
+        provider=PROVIDER_OF.get(provider, provider),
+        api=provider if provider in PROVIDER_OF else "openai-chat",
+        base_url=server.base_url(fault, provider, token),
+    )
+
+
+@pytest.fixture(scope="module")
+def server() -> Any:
+    with FakeProvider(stall=3.0) as srv:
+        yield srv
+
+
+@pytest.fixture(params=SHELLS)
+def shell(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture(params=PROVIDERS)
+def provider(request: pytest.FixtureRequest) -> str:
+    if not _have(request.param):
+        pytest.skip(f"core/providers/{request.param} has not landed yet")
+    return str(request.param)
+
+
+def expected_events(server: FakeProvider, provider: str, body: bytes | None = None) -> list[Event]:
+    return replay(
+        provider,
+        server.body_for(provider) if body is None else body,
+        provider=PROVIDER_OF[provider],
+        headers=[("content-type", "text/event-stream")],
+    )
+
+
+def _token(request: pytest.FixtureRequest) -> str:
+    return request.node.name.replace("/", "_").replace("[", "_").replace("]", "_")
+
+
+# -- the fault matrix ---------------------------------------------------------------
+
+WHOLE = ["ok", "ok-length", "ok-close", "drip", "keepalive-comments"]
+RECOVERS = ["429-then-ok", "500-then-ok", "overloaded-then-ok"]
+#: fault -> (kind, status, attempts, words in the message); attempts with FAST.max_attempts=3
+FAILS: dict[str, tuple[ErrorKind, int | None, int, str]] = {
+    "401": (ErrorKind.AUTH, 401, 1, "401"),
+    "403": (ErrorKind.AUTH, 403, 1, "403"),
+    "400-context": (ErrorKind.CONTEXT_OVERFLOW, 400, 1, "context length"),
+    "429": (ErrorKind.THROTTLED, 429, 3, "rate limit"),
+    "503": (ErrorKind.NETWORK, 503, 3, "503"),
+    "stall-first": (ErrorKind.NETWORK, None, 3, "first-byte timeout"),
+    "slow-headers": (ErrorKind.NETWORK, None, 3, "first-byte timeout"),
+    "close-before-response": (ErrorKind.NETWORK, None, 3, "before a response"),
+    "garbage-http": (ErrorKind.NETWORK, None, 3, "malformed HTTP response"),
+    "wrong-ctype": (ErrorKind.PROTOCOL, None, 1, "text/html"),
+    "big": (ErrorKind.LIMIT, None, 1, "max_response_bytes"),
+}
+#: output started, then the connection failed: a prefix of the real events, then Error
+MIDWAY = {
+    "stall-mid": "idle timeout: no data for 0.3 s",
+    "reset": "connection lost mid-body",
+    "truncated": "connection closed mid-body",
+}
+
+
+@pytest.mark.parametrize("fault", WHOLE)
+def test_whole_body_gives_exactly_the_replayed_events(
+    shell: str, provider: str, fault: str, server: FakeProvider, request: pytest.FixtureRequest
+) -> None:
+    model = model_for(server, fault, provider, _token(request))
+    events = run(shell, collect, model)
+    assert events == expected_events(server, provider)
+    assert isinstance(events[-1], Done)
+
+
+@pytest.mark.parametrize("fault", RECOVERS)
+def test_an_error_before_any_output_is_retried(
+    shell: str, provider: str, fault: str, server: FakeProvider, request: pytest.FixtureRequest
+) -> None:
+    if fault == "overloaded-then-ok" and provider != "anthropic":
+        pytest.skip("an in-stream overloaded_error is Anthropic's")
+    token = _token(request)
+    events = run(shell, collect, model_for(server, fault, provider, token))
+    assert events == expected_events(server, provider)
+    assert server.hits(token) == 2
+
+
+@pytest.mark.parametrize("fault", sorted(FAILS))
+def test_failures_end_with_the_right_error_kind(
+    shell: str, provider: str, fault: str, server: FakeProvider, request: pytest.FixtureRequest
+) -> None:
+    kind, status, attempts, words = FAILS[fault]
+    token = _token(request)
+    options = Options(**{**_fields(FAST), "max_response_bytes": 64 << 10})
+    events = run(shell, collect, model_for(server, fault, provider, token), options)
+    assert len(events) == 2, events  # Start, Error: nothing half-done leaks out
+    error = events[-1]
+    assert isinstance(error, Error)
+    assert error.kind == kind
+    assert error.status == status
+    assert error.attempts == attempts == server.hits(token)
+    assert words.lower() in error.message.lower()
+    if fault == "429":
+        assert error.retry_after == 0
+
+
+@pytest.mark.parametrize("fault", sorted(MIDWAY))
+def test_a_failure_after_output_started_is_an_error_event_not_a_retry(
+    shell: str, provider: str, fault: str, server: FakeProvider, request: pytest.FixtureRequest
+) -> None:
+    token = _token(request)
+    events = run(shell, collect, model_for(server, fault, provider, token))
+    error = events[-1]
+    assert isinstance(error, Error) and error.kind == ErrorKind.NETWORK
+    assert MIDWAY[fault] in error.message
+    assert error.attempts == 1 and server.hits(token) == 1
+    full = expected_events(server, provider)
+    assert len(events) > 2
+    assert events[:-1] == full[: len(events) - 1]
+
+
+@pytest.mark.parametrize("fault", ["no-terminal", "garbage-body"])
+def test_a_broken_stream_is_judged_by_the_provider_state_machine(
+    shell: str, provider: str, fault: str, server: FakeProvider, request: pytest.FixtureRequest
+) -> None:
+    """The shell adds nothing of its own when HTTP was fine: same events as replay."""
+    token = _token(request)
+    events = run(shell, collect, model_for(server, fault, provider, token))
+    [raw] = [r for r in server.requests if f"/{token}/" in r.path + "/"][:1]
+    assert raw.headers["authorization" if provider == "openai-chat" else "x-api-key"].endswith(KEY)
+    error = events[-1]
+    assert isinstance(error, Error)
+    # the body the server sent, decoded by the pure core, is the oracle
+    from fake_provider import _UNFINISHED
+
+    body = _UNFINISHED[provider] if fault == "no-terminal" else bytes(range(256)) * 4
+    expected = expected_events(server, provider, body)
+    assert [type(e) for e in events] == [type(e) for e in expected]
+    assert events[:-1] == expected[:-1]
+    assert error.kind == expected[-1].kind  # type: ignore[union-attr]
+
+
+def test_connect_failure_is_a_network_error_after_all_attempts(shell: str) -> None:
+    with FakeProvider() as closed:
+        url = closed.url
+    model = Model(id="m", provider="openai", api="openai-chat", base_url=url)
+    events = run(shell, collect, model)
+    assert isinstance(events[-1], Error)
+    assert events[-1].kind == ErrorKind.NETWORK and events[-1].attempts == 3
+    assert "connect to 127.0.0.1" in events[-1].message
+
+
+# -- keep-alive, limits, credentials, secrets -------------------------------------------
+
+
+def test_keep_alive_reuses_one_connection(shell: str, server: FakeProvider) -> None:
+    model = model_for(server, "ok", "openai-chat", "keepalive-" + shell)
+
+    async def three(client: Any) -> tuple[list[list[Event]], int, int]:
+        before = server.connections
+        runs = [await collect(client, model) for _ in range(3)]
+        return runs, server.connections - before, client.idle_connections
+
+    runs, opened, idle = run(shell, three)
+    assert runs[0] == runs[1] == runs[2] == expected_events(server, "openai-chat")
+    assert opened == 1
+    assert idle == 1
+
+
+def test_breaking_out_closes_the_connection_instead_of_pooling_it(
+    shell: str, server: FakeProvider
+) -> None:
+    model = model_for(server, "drip", "openai-chat", "break-" + shell)
+
+    async def partial(client: Any) -> tuple[list[Event], int, list[Event]]:
+        seen: list[Event] = []
+        async with client.stream(model, Context.of("hi"), FAST) as events:
+            async for event in events:
+                seen.append(event)
+                if isinstance(event, TextDelta):
+                    break
+        idle = client.idle_connections
+        return seen, idle, await collect(client, model)
+
+    seen, idle, again = run(shell, partial)
+    assert isinstance(seen[-1], TextDelta)
+    assert idle == 0
+    assert again == expected_events(server, "openai-chat")
+
+
+def test_missing_key_raises_before_connecting(shell: str, server: FakeProvider) -> None:
+    model = model_for(server, "ok", "openai-chat", "nokey")
+    before = server.connections
+
+    async def attempt(client: Any) -> None:
+        await collect(client, model, Options())
+
+    with pytest.raises(MissingCredentials, match="OPENAI_API_KEY"):
+        run(shell, attempt)
+    assert server.connections == before
+
+
+def test_key_from_the_environment_is_sent(shell: str, server: FakeProvider) -> None:
+    model = model_for(server, "ok", "openai-chat", "envkey-" + shell)
+
+    async def with_env(_: Any) -> list[Event]:
+        cls = TrioClient if shell == "trio" else AsyncioClient
+        async with cls(environ={"OPENAI_API_KEY": "sk-from-env"}) as client:
+            return await collect(client, model, Options(idle_timeout=2))
+
+    assert isinstance(run(shell, with_env)[-1], Done)
+    sent = [r for r in server.requests if "envkey-" + shell in r.path]
+    assert sent[-1].headers["authorization"] == "Bearer sk-from-env"
+
+
+def test_no_secret_in_logs_or_event_reprs(
+    shell: str, server: FakeProvider, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="streamfn")
+    events: list[Event] = []
+    for fault in ("ok", "401", "429"):
+        events += run(shell, collect, model_for(server, fault, "openai-chat", "secret-" + fault))
+    assert any("HTTP 401" in r.getMessage() for r in caplog.records)
+    assert "event " in caplog.text  # per-event debug logging was on
+    assert KEY not in caplog.text
+    assert KEY[-12:] not in caplog.text
+    assert all(KEY not in repr(e) for e in events)
+
+
+def test_complete_folds_the_stream(shell: str, server: FakeProvider) -> None:
+    model = model_for(server, "ok", "openai-chat", "complete")
+
+    async def go(client: Any) -> Any:
+        return await client.complete(model, Context.of("hi"), FAST)
+
+    message = run(shell, go)
+    text = "".join(
+        e.delta for e in expected_events(server, "openai-chat") if isinstance(e, TextDelta)
+    )
+    assert message.content[0].text == text
+
+
+def test_total_timeout_bounds_a_dripping_stream(shell: str, server: FakeProvider) -> None:
+    model = model_for(server, "keepalive-comments", "openai-chat", "total-" + shell)
+    options = Options(**{**_fields(FAST), "total_timeout": 0.3})
+    events = run(shell, collect, model, options)
+    assert isinstance(events[-1], Error)
+    assert events[-1].message.startswith("total timeout")
+
+
+# -- cancellation ---------------------------------------------------------------------
+
+
+def test_trio_cancel_scope_closes_the_socket_at_once(server: FakeProvider) -> None:
+    model = model_for(server, "stall-mid", "openai-chat", "cancel-trio")
+    seen: list[Event] = []
+
+    async def main() -> float:
+        async with TrioClient(environ={}) as client:
+            started = trio.current_time()
+            with trio.move_on_after(0.2):
+                async with client.stream(model, Context.of("hi"), Options(api_key=KEY)) as ev:
+                    async for event in ev:
+                        seen.append(event)
+            assert client.idle_connections == 0
+            return trio.current_time() - started
+
+    assert trio.run(main) < 1.0
+    assert seen and not isinstance(seen[-1], Error)  # nothing emitted after the cancel
+
+
+def test_asyncio_task_cancellation_propagates_and_closes(server: FakeProvider) -> None:
+    model = model_for(server, "stall-mid", "openai-chat", "cancel-asyncio")
+    seen: list[Event] = []
+
+    async def consume(client: AsyncioClient) -> None:
+        async with client.stream(model, Context.of("hi"), Options(api_key=KEY)) as events:
+            async for event in events:
+                seen.append(event)
+
+    async def main() -> float:
+        async with AsyncioClient(environ={}) as client:
+            task = asyncio.create_task(consume(client))
+            await asyncio.sleep(0.2)
+            started = time.monotonic()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert client.idle_connections == 0
+            return time.monotonic() - started
+
+    assert asyncio.run(main()) < 0.5
+    assert seen and not isinstance(seen[-1], Error)
+
+
+# -- TLS and the HTTPS proxy ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tls() -> Any:
+    trustme = pytest.importorskip("trustme")
+    ca = trustme.CA()
+    cert = ca.issue_cert("localhost")
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    cert.configure_cert(server_ctx)
+    names: list[str | None] = []
+    server_ctx.sni_callback = lambda sock, name, ctx: names.append(name)  # type: ignore[assignment,misc]
+    client_ctx = ssl.create_default_context()
+    ca.configure_trust(client_ctx)
+    with FakeProvider(tls=server_ctx) as srv:
+        yield srv, client_ctx, names
+
+
+def _tls_run(shell: str, fn: Callable[..., Awaitable[Any]], **client_kwargs: Any) -> Any:
+    cls = TrioClient if shell == "trio" else AsyncioClient
+
+    async def main() -> Any:
+        async with cls(**client_kwargs) as client:
+            return await fn(client)
+
+    return trio.run(main) if shell == "trio" else asyncio.run(main())
+
+
+def test_tls_with_a_trusted_ca_and_sni(shell: str, tls: Any) -> None:
+    srv, client_ctx, names = tls
+    model = model_for(srv, "ok", "openai-chat", "tls")
+    events = _tls_run(shell, lambda c: collect(c, model), ssl_context=client_ctx, environ={})
+    assert events == expected_events(srv, "openai-chat")
+    assert names[-1] == "localhost"
+
+
+def test_tls_verification_failure_is_a_clear_error(shell: str, tls: Any) -> None:
+    srv, _, _ = tls
+    model = model_for(srv, "ok", "openai-chat", "untrusted")
+    options = Options(**{**_fields(FAST), "max_attempts": 1})
+    events = _tls_run(shell, lambda c: collect(c, model, options), environ={})
+    error = events[-1]
+    assert isinstance(error, Error) and error.kind == ErrorKind.NETWORK
+    assert "TLS handshake with localhost" in error.message
+    assert "certificate verify failed" in error.message
+
+
+def test_https_proxy_connect_tunnel(shell: str, tls: Any) -> None:
+    srv, client_ctx, _ = tls
+    model = model_for(srv, "ok", "openai-chat", "proxied")
+    with ConnectProxy() as proxy:
+        environ = {"HTTPS_PROXY": f"http://user:p%40ss@127.0.0.1:{proxy.port}"}
+        events = _tls_run(
+            shell, lambda c: collect(c, model), ssl_context=client_ctx, environ=environ
+        )
+        direct = _tls_run(
+            shell,
+            lambda c: collect(c, model),
+            ssl_context=client_ctx,
+            environ=environ | {"NO_PROXY": "example.com,localhost"},
+        )
+    assert events == direct == expected_events(srv, "openai-chat")
+    assert len(proxy.connects) == 1
+    assert proxy.connects[0].path == f"localhost:{srv.port}"
+    auth = proxy.connects[0].headers["proxy-authorization"]
+    assert base64.b64decode(auth.split()[1]) == b"user:p@ss"
+
+
+# -- the recorded corpus through a real socket --------------------------------------------
+
+
+@pytest.mark.parametrize("entry", corpus_entries("openai-chat", "anthropic")[:12])
+def test_corpus_recordings_stream_like_replay(entry: Any, server: FakeProvider) -> None:
+    entry = require_corpus(entry)
+    api = entry["protocol"]
+    if not _have(api):
+        pytest.skip(f"core/providers/{api} has not landed yet")
+    data = corpus_body(entry)
+    name = "corpus-" + entry["file"].replace("/", "_")
+    server.register_body(name, data)
+    model = Model(
+        id="replay", provider=entry["provider"], api=api, base_url=server.base_url("ok", name)
+    )
+    expected = replay(
+        api, data, provider=entry["provider"], headers=[("content-type", "text/event-stream")]
+    )
+    for shell in SHELLS:
+        assert run(shell, collect, model, Options(api_key=KEY, idle_timeout=5)) == expected
+
+
+def _fields(options: Options) -> dict[str, Any]:
+    return {name: getattr(options, name) for name in options.__struct_fields__}
