@@ -32,6 +32,7 @@ from typing import Any, Final, Protocol
 
 import msgspec
 
+from streamfn.core.credentials import MissingCredentials
 from streamfn.core.encode_anthropic import (
     AnthropicEncoder,
     anthropic_error_type,
@@ -394,6 +395,9 @@ class App:
         except UnknownModelError as exc:
             await queue.put(Start())
             await queue.put(Error.invalid_request(str(exc), status=404))
+        except MissingCredentials as exc:
+            await queue.put(Start())
+            await queue.put(Error.auth(f"the server has no upstream key: {exc}"))
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a backend failure is the client's Error, not a 500 page
