@@ -35,6 +35,7 @@ _CONTEXT_OVERFLOW: Final = re.compile(
     r"|input (?:length|is too long|token count).{0,80}(?:exceed|too long|maximum)"
     r"|too many (?:input )?tokens"
     r"|input length and `max_tokens` exceed"
+    r"|input is too long for (?:the )?requested model"  # Bedrock validationException
     r"|reduce the length of the messages"
     r"|request too large for model"
     r"|prompt too long"
@@ -58,6 +59,21 @@ _AUTH: Final = re.compile(
 )
 _CONTENT_FILTER: Final = re.compile(
     r"content[ _-]?filter|content management policy|responsible ai policy|safety system",
+    re.IGNORECASE,
+)
+
+# Bedrock's ThrottlingException over HTTP says "Too many tokens, please wait before
+# trying again" with no code in the body: a rate limit, though it reads like an overflow.
+_WAIT_AND_RETRY: Final = re.compile(r"please wait before trying again", re.IGNORECASE)
+# Out of credit (OpenAI 429 insufficient_quota, DeepSeek 402, Anthropic 400): retrying
+# cannot help; the account must be fixed, like a bad key.
+_BILLING: Final = re.compile(
+    r"insufficient[ _](?:quota|balance)|credit balance is too low", re.IGNORECASE
+)
+# A bad key is an auth error even when the provider answers 400 (Gemini API_KEY_INVALID).
+_BAD_KEY: Final = re.compile(
+    r"api[ _]key[ _]invalid|api key not valid|invalid[ _]api[ _]key|incorrect api key"
+    r"|invalid x-api-key",
     re.IGNORECASE,
 )
 
@@ -156,8 +172,16 @@ def classify_message(
     first: providers send it as 400, 413, and sometimes 429 or in-stream.
     """
     haystack = f"{code or ''} {message}"
+    if code and code.lower().startswith("throttling"):
+        # Bedrock's throttlingException says "Too many tokens, please wait": the
+        # code, not the wording, decides (it is a rate limit, not an overflow).
+        return Error.throttled(message, retry_after=retry_after, status=status)
+    if _WAIT_AND_RETRY.search(haystack):
+        return Error.throttled(message, retry_after=retry_after, status=status)
     if _CONTEXT_OVERFLOW.search(haystack):
         return Error.context_overflow(message, status=status)
+    if _BILLING.search(haystack) or _BAD_KEY.search(haystack):
+        return Error.auth(message, status=status)
     if status in (401, 403) or (status is None and _AUTH.search(haystack)):
         return Error.auth(message, status=status)
     if status == 429 or (status is None and _THROTTLED.search(haystack)):

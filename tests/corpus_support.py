@@ -41,8 +41,11 @@ def body(entry: dict[str, Any]) -> bytes:
 
 def expected(entry: dict[str, Any]) -> dict[str, Any] | None:
     """The corpus's reconstructed final message (not authoritative), if any."""
-    name = entry["file"].rsplit(".", 1)[0]
-    path = CORPUS / "_derived" / f"{name}.expected.json"
+    if entry.get("expected_file"):
+        path = CORPUS / entry["expected_file"]
+    else:
+        name = entry["file"].rsplit(".", 1)[0]
+        path = CORPUS / "_derived" / f"{name}.expected.json"
     if not path.exists():
         return None
     data: dict[str, Any] = json.loads(path.read_text())

@@ -1,0 +1,179 @@
+"""The native streamfn proxy (``POST {base_url}/v1/stream``): both directions of the wire.
+
+Request: JSON ``{"model": <name the proxy resolves>, "context": Context,
+"options": Options}`` with our own msgspec encoding; ``options`` goes without
+``api_key``, ``base_url`` and ``headers`` (those reach the proxy itself and
+are not the upstream's business). The proxy token travels as
+``Authorization: Bearer``.
+
+Response: SSE whose ``event:`` is our event type and whose ``data:`` is the
+event's JSON (`encode_proxy_event` writes exactly that). The events are not
+trusted just because they are ours: each is checked against the event
+grammar (the accumulator's, so there is one definition of the rules) and
+then re-emitted through the `Emitter`, so a proxy that sends garbage ends in
+``Error(kind=protocol)`` rather than an impossible stream. The proxy's Done and Error pass through with their own
+usage, cost and kind (the proxy priced the call; our proxy model has no prices).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any, Final
+
+import msgspec
+
+from ..accumulate import _Grammar
+from ..events import (
+    Done,
+    Error,
+    Event,
+    OpaqueBlock,
+    Start,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ThinkingDelta,
+    ThinkingEnd,
+    ThinkingStart,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    decode_event_json,
+    encode_event_json,
+    event_type,
+)
+from ..messages import Context
+from ..models import Model
+from ..options import Options
+from ..sse import ServerSentEvent, encode_sse
+from .base import HTTPRequest, SSECall
+
+__all__ = [
+    "ProxyCall",
+    "build_request",
+    "encode_proxy_event",
+    "encode_proxy_events",
+    "open_call",
+]
+
+log = logging.getLogger("streamfn")
+
+_JSON: Final = msgspec.json.Encoder()
+
+#: every event type the proxy may send (the ``event:`` line)
+_EVENT_TYPES: Final = frozenset(
+    event_type(e)
+    for e in (
+        Start(),
+        TextStart(0),
+        TextDelta(0, ""),
+        TextEnd(0),
+        ThinkingStart(0),
+        ThinkingDelta(0, ""),
+        ThinkingEnd(0),
+        ToolCallStart(0, "", ""),
+        ToolCallDelta(0, ""),
+        ToolCallEnd(0),
+        OpaqueBlock(0, "", "", ""),
+        Done(),
+        Error(message=""),
+    )
+)
+
+# ---------------------------------------------------------------------------
+# Encoder (the server side)
+# ---------------------------------------------------------------------------
+
+
+def encode_proxy_event(event: Event) -> bytes:
+    """One event as the proxy's SSE frame: ``event: <type>`` and ``data: <json>``."""
+    return encode_sse(encode_event_json(event).decode(), event=event_type(event))
+
+
+def encode_proxy_events(events: Iterable[Event]) -> bytes:
+    """A whole stream as the proxy would send it."""
+    return b"".join(encode_proxy_event(e) for e in events)
+
+
+# ---------------------------------------------------------------------------
+# Request
+# ---------------------------------------------------------------------------
+
+
+def build_request(model: Model, context: Context, options: Options) -> HTTPRequest:
+    """The request to the proxy; pure. ``model.id`` is the name the proxy serves."""
+    forwarded = msgspec.structs.replace(options, api_key=None, base_url=None, headers=None)
+    body: dict[str, Any] = {"model": model.id, "context": context, "options": forwarded}
+    headers = [("content-type", "application/json"), ("accept", "text/event-stream")]
+    if options.api_key:
+        headers.append(("authorization", f"Bearer {options.api_key}"))
+    for extra in (model.headers, options.headers):
+        if extra:
+            names = {k.lower() for k in extra}
+            headers = [(k, v) for k, v in headers if k.lower() not in names]
+            headers.extend(extra.items())
+    base = (options.base_url or model.base_url).rstrip("/")
+    return HTTPRequest(
+        method="POST", url=f"{base}/v1/stream", headers=headers, body=_JSON.encode(body)
+    )
+
+
+# ---------------------------------------------------------------------------
+# Response
+# ---------------------------------------------------------------------------
+
+
+class ProxyCall(SSECall):
+    """Decodes a streamfn proxy's event stream, checking it obeys the protocol."""
+
+    api = "proxy"
+
+    def __init__(
+        self, model: Model, context: Context, options: Options, request: HTTPRequest
+    ) -> None:
+        super().__init__(model, context, options, request)
+        # The one implementation of the event grammar (shared with the fold);
+        # a violation raises ProtocolViolation, which the base turns into
+        # Error(kind=protocol).
+        self._grammar = _Grammar()
+
+    def on_event(self, sse: ServerSentEvent) -> None:
+        if sse.event not in _EVENT_TYPES:
+            log.debug("proxy: ignoring SSE event type %r", sse.event)
+            return
+        event = decode_event_json(sse.data)
+        if event_type(event) != sse.event:
+            raise ValueError(f"event {sse.event!r} carries a {event_type(event)!r} payload")
+        self._grammar.check(event)
+        emit = self.emit
+        if isinstance(event, Start):
+            self.response_id = event.response_id  # ours went out already, on the 200
+        elif isinstance(event, TextStart):
+            emit.text(event.index, "")
+        elif isinstance(event, ThinkingStart):
+            emit.thinking(event.index, "")
+        elif isinstance(event, ToolCallStart):
+            emit.tool_start(event.index, event.id, event.name)
+        elif isinstance(event, TextDelta):
+            emit.text(event.index, event.delta)
+        elif isinstance(event, ThinkingDelta):
+            emit.thinking(event.index, event.delta)
+        elif isinstance(event, ToolCallDelta):
+            emit.tool_delta(event.index, event.delta)
+        elif isinstance(event, ThinkingEnd):
+            emit.end(event.index, signature=event.signature, redacted=event.redacted)
+        elif isinstance(event, (TextEnd, ToolCallEnd)):
+            emit.end(event.index, signature=event.signature)
+        elif isinstance(event, OpaqueBlock):
+            emit.opaque(event.provider, event.block_type, event.json)
+        elif isinstance(event, Done):
+            self.usage = event.usage
+            emit.done(event.stop_reason, event.usage, event.cost)
+        else:
+            emit.error(event)
+
+
+def open_call(model: Model, context: Context, options: Options) -> ProxyCall:
+    """Build the request and the call that decodes the proxy's stream."""
+    return ProxyCall(model, context, options, build_request(model, context, options))
