@@ -450,51 +450,32 @@ class ConnectTunnel:
 def with_credentials(model: Model, options: Options, environ: Mapping[str, str]) -> Options:
     """``options`` with the API key filled from the environment when the caller gave none.
 
-    Raises `MissingCredentials` (naming the variable) before any connection is made.
+    For Bedrock the AWS variables become the ``ACCESS:SECRET[:SESSION]`` key the
+    provider module signs with. Raises `MissingCredentials` (naming the
+    variable) before any connection is made.
     """
+    if model.api == "bedrock" and not options.api_key:
+        from .providers.bedrock import format_aws_key
+
+        access, secret, token, _region = aws_credentials(environ)
+        return msgspec.structs.replace(options, api_key=format_aws_key(access, secret, token))
     key = resolve_api_key(model, options, environ)
     if key is None or key == options.api_key:
         return options
     return msgspec.structs.replace(options, api_key=key)
 
 
-def wire_headers(
-    model: Model, request: HTTPRequest, environ: Mapping[str, str], now: datetime
-) -> list[tuple[str, str]]:
-    """The headers to send, signed with SigV4 for Bedrock at the moment of sending.
+def wire_headers(call: Call, now: datetime) -> list[tuple[str, str]]:
+    """The headers to send, signed (Bedrock SigV4) at the moment of sending.
 
-    Signing happens here, in the shell's send path, and not in the provider's
-    request builder: the signature covers the time, and a retry minutes later
-    needs a fresh one.
+    Signing happens in the send path, not in the request builder: the
+    signature covers the time, and a retry minutes later needs a fresh one.
+    The provider module owns the signing; the shell only supplies the clock.
     """
-    if model.api != "bedrock":
-        return list(request.headers)
-    from .sigv4 import sign_request
-
-    access, secret, token, region = aws_credentials(environ)
-    region = (model.extra or {}).get("region") or _bedrock_region(request.url) or region
-    signed = sign_request(
-        method=request.method,
-        url=request.url,
-        headers=dict(request.headers),
-        body=request.body,
-        region=region,
-        service="bedrock",
-        access_key=access,
-        secret_key=secret,
-        session_token=token,
-        timestamp=now,
-    )
-    return list(signed.items())
-
-
-def _bedrock_region(url: str) -> str | None:
-    # bedrock-runtime.<region>.amazonaws.com
-    host = urlsplit(url).hostname or ""
-    parts = host.split(".")
-    if len(parts) >= 4 and parts[0].startswith("bedrock"):
-        return parts[1]
-    return None
+    if getattr(call, "needs_signing", False):
+        signed: HTTPRequest = call.sign(now)  # type: ignore[attr-defined]
+        return list(signed.headers)
+    return list(call.request.headers)
 
 
 # -- the attempt loop, shared by both shells --------------------------------------
@@ -632,7 +613,7 @@ def drive(
                 call,
                 model,
                 options,
-                headers=wire_headers(model, call.request, environ, datetime.now(UTC)),
+                headers=wire_headers(call, datetime.now(UTC)),
                 deadline=deadline,
                 reuse=previous,
             )

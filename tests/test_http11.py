@@ -20,6 +20,7 @@ from streamfn.core.http11 import (
     TunnelError,
     parse_target,
     wire_headers,
+    with_credentials,
 )
 from streamfn.core.proxy_env import Proxy, no_proxy_matches, proxy_for
 
@@ -199,15 +200,15 @@ def test_bedrock_requests_are_signed_at_send_time() -> None:
         api="bedrock",
         base_url="https://bedrock-runtime.eu-west-1.amazonaws.com",
     )
-    call = open_call(model, Context.of("hi"), Options())
     env = {"AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "secret"}
+    call = open_call(model, Context.of("hi"), with_credentials(model, Options(), env))
     when = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
-    headers = dict((k.lower(), v) for k, v in wire_headers(model, call.request, env, when))
+    headers = dict((k.lower(), v) for k, v in wire_headers(call, when))
     assert headers["authorization"].startswith(
         "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20240501/eu-west-1/bedrock/"
     )
     assert headers["x-amz-date"] == "20240501T120000Z"
     later = dict(
-        (k.lower(), v) for k, v in wire_headers(model, call.request, env, when.replace(hour=13))
+        (k.lower(), v) for k, v in wire_headers(call, when.replace(hour=13))
     )
     assert later["authorization"] != headers["authorization"]
