@@ -1,0 +1,5 @@
+"""`python -m streamfn.local` is the `streamfn` command."""
+
+from .cli import main
+
+raise SystemExit(main())

