@@ -465,7 +465,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _load_builtin_commands() -> None:
+    """Commands defined in their own modules register themselves on import."""
+    from . import cmd_replay, cmd_serve  # noqa: F401
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _load_builtin_commands()
     parser = build_parser()
     args = parser.parse_args(argv)  # exits 2 on usage errors, as argparse does
     try:
