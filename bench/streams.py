@@ -17,13 +17,14 @@ from typing import Any
 
 __all__ = ["anthropic_stream", "chunks_fixed", "chunks_random", "openai_chat_stream"]
 
-_WORDS = (
+_ENGLISH = (
     "the model streams tokens as soon as it has them so the user sees text early "
     "and the decoder must keep up with every byte while staying within its bounded "
     "buffers latency matters more than anything else here because people wait "
     "for the first word answer reply function tool call argument result message "
     "content delta index choice finish reason usage prompt completion total"
-).split() + ["café", "naïve", "Zürich", "東京", "🙂", "résumé", "—", "über"]
+)
+_WORDS = (*_ENGLISH.split(), "café", "naïve", "Zürich", "東京", "🙂", "résumé", "—", "über")
 
 
 def _json(obj: Any) -> str:
@@ -135,13 +136,21 @@ def anthropic_stream(n_events: int = 20000, seed: int = 0) -> bytes:
         frame("message_start", start),
         frame(
             "content_block_start",
-            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "text", "text": ""},
+            },
         ),
     ]
     parts.extend(
         frame(
             "content_block_delta",
-            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}},
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": text},
+            },
         )
         for text in _phrases(rng, n_events)
     )

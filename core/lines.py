@@ -2,9 +2,13 @@
 
 Lines end at CRLF, LF or a lone CR. A CR that ends one chunk may be the
 first half of a CRLF whose LF starts the next chunk, so that LF is swallowed
-rather than read as an empty line. A partial line is kept in a bytearray and
-only the new bytes are searched, so a single huge line fed in small chunks
-costs O(n), not O(n^2). The partial line is capped: memory stays bounded.
+rather than read as an empty line. A partial line is kept as pieces and only
+the new bytes are searched, so a single huge line fed in small chunks costs
+O(n), not O(n^2). The partial line is capped: memory stays bounded.
+
+Speed matters here (every streamed byte passes through): the common chunk has
+no CR, so it is cut with one C-level ``bytes.split``; per-line length checks
+are skipped whenever the chunk plus the partial line cannot exceed the cap.
 """
 
 from __future__ import annotations
@@ -18,63 +22,90 @@ _ANY_EOL: Final = re.compile(rb"\r\n|\r|\n")
 
 
 class LineTooLong(Exception):
-    """A line grew past the splitter's cap before its terminator arrived."""
+    """A line grew past the splitter's cap before its terminator arrived.
 
-    def __init__(self, limit: int) -> None:
+    ``lines`` holds the complete lines that preceded the long one in the same
+    feed, so a caller can still act on them: the outcome then does not depend
+    on where the chunk boundaries fell.
+    """
+
+    def __init__(self, limit: int, lines: list[bytes] | None = None) -> None:
         super().__init__(f"line longer than {limit} bytes")
         self.limit = limit
+        self.lines: list[bytes] = lines if lines is not None else []
 
 
 class LineSplitter:
-    """Feed bytes, get complete lines (without terminators) back."""
+    """Feed bytes, get complete lines (without terminators) back.
 
-    __slots__ = ("_after_cr", "_max", "_partial")
+    The partial line is the bytes tail of the last chunk (no copy) and turns
+    into a bytearray only when a line spans more chunks (amortized O(1) growth,
+    memory exactly the line's length).
+
+    After `LineTooLong` the splitter holds nothing; callers treat the stream
+    as failed.
+    """
+
+    __slots__ = ("_after_cr", "_max", "_pending")
 
     def __init__(self, max_line_bytes: int = 1 << 20) -> None:
+        if max_line_bytes < 1:
+            raise ValueError("max_line_bytes must be at least 1")
         self._max = max_line_bytes
-        self._partial = bytearray()
+        self._pending: bytes | bytearray = b""
         self._after_cr = False
 
     def feed(self, data: bytes) -> list[bytes]:
+        if not data:
+            return []  # keeps a pending CR pending: its LF may still come
         if self._after_cr:
             self._after_cr = False
-            if data[:1] == b"\n":
+            if data[0] == 0x0A:
                 data = data[1:]
-        if not data:
-            return []
-        has_cr = b"\r" in data
-        if not has_cr and b"\n" not in data:
-            self._partial += data
-            if len(self._partial) > self._max:
-                raise LineTooLong(self._max)
-            return []
-        if has_cr:
-            if data[-1:] == b"\r":
-                self._after_cr = True
+                if not data:
+                    return []
+        limit = self._max
+        pending = self._pending
+        longest_possible = len(pending) + len(data)
+        if b"\r" in data:
+            self._after_cr = data[-1] == 0x0D
             lines = _ANY_EOL.split(data)
         else:
             lines = data.split(b"\n")
-        if self._partial:
-            self._partial += lines[0]
-            lines[0] = bytes(self._partial)
         tail = lines.pop()
-        self._partial = bytearray(tail)
-        limit = self._max
-        if len(tail) > limit:
-            raise LineTooLong(limit)
-        for line in lines:
-            if len(line) > limit:
+        if not lines:  # no terminator: the partial line grows
+            if longest_possible > limit:
+                self._reset()
                 raise LineTooLong(limit)
+            if type(pending) is bytes:
+                self._pending = pending = bytearray(pending)
+            pending += tail
+            return []
+        if pending:
+            lines[0] = (pending if type(pending) is bytes else bytes(pending)) + lines[0]
+        if longest_possible > limit:
+            # Only now can a line be over the cap: find the first one.
+            for i, line in enumerate(lines):
+                if len(line) > limit:
+                    self._reset()
+                    raise LineTooLong(limit, lines[:i])
+            if len(tail) > limit:
+                self._reset()
+                raise LineTooLong(limit, lines)
+        self._pending = tail
         return lines
 
     def end(self) -> bytes | None:
         """The unterminated last line, if any bytes of it arrived."""
-        if not self._partial:
-            return None
-        line = bytes(self._partial)
-        self._partial = bytearray()
+        line = bytes(self._pending) if self._pending else None
+        self._reset()
         return line
+
+    def _reset(self) -> None:
+        self._pending = b""
+        self._after_cr = False
 
     @property
     def buffered(self) -> int:
-        return len(self._partial)
+        """Bytes of the partial line held (never more than the cap)."""
+        return len(self._pending)

@@ -1,0 +1,120 @@
+"""Long-running fuzz target for the SSE decoder (see fuzz/README.md).
+
+Two engines, the same checks as tests/test_sse.py's properties but with a
+budget of hours instead of seconds:
+
+- hypothesis (default): ``FUZZ_EXAMPLES`` examples per property (default
+  100,000), repeated with fresh seeds until ``FUZZ_SECONDS`` have passed
+  (default: one round). Failures are shrunk and saved in ``.hypothesis/``.
+- atheris (``--atheris``, coverage-guided, libFuzzer flags after it): the
+  input is split into a stream and a chunking; the decoder must agree with
+  itself fed whole, fed in those chunks and fed byte by byte, and with the
+  literal spec transcription when no cap is hit. Only `SSEError` may escape.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+if "--atheris" in sys.argv:  # instrument only the decoder, before anything imports it
+    import atheris  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+    with atheris.instrument_imports():
+        from streamfn.core import lines, sse  # noqa: F401
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_sse import bytewise, chunked, outcome, spec_oracle
+
+from streamfn.core.sse import ServerSentEvent, SSEComment, SSEDecoder, SSEError
+
+CAPS: dict[str, Any] = {"max_line_bytes": 24, "max_event_bytes": 40, "emit_comments": True}
+BIG_CAPS: dict[str, Any] = {"emit_comments": True}
+
+
+def check(data: bytes, chunks: list[bytes]) -> None:
+    """Every invariant one input can be held to."""
+    for caps in (CAPS, BIG_CAPS):
+        whole = outcome([data], **caps)
+        assert outcome(chunks, **caps) == whole, (data, chunks, caps)
+        assert outcome(bytewise(data), **caps) == whole, (data, caps)
+    items, error = outcome([data], **BIG_CAPS)
+    if error is None:
+        assert items == spec_oracle(data), data
+    decoder = SSEDecoder(max_line_bytes=16, max_event_bytes=24, emit_comments=True)
+    try:
+        for chunk in chunks:
+            for item in decoder.feed(chunk):
+                assert isinstance(item, ServerSentEvent | SSEComment)
+            assert decoder.buffered <= 16 + 24
+        decoder.end()
+    except SSEError as exc:
+        assert "longer than" in exc.reason or "larger than" in exc.reason
+
+
+MAX_INPUT = 4096  # longer inputs find nothing new and slow every check down
+
+
+def split_by(data: bytes, sizes: list[int]) -> list[bytes]:
+    chunks, pos = [], 0
+    for size in sizes:
+        chunks.append(data[pos : pos + size])
+        pos += size
+    return [*chunks, data[pos:]]
+
+
+def hypothesis_round(examples: int) -> None:
+    budget = settings(
+        max_examples=examples,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+
+    @budget
+    @given(chunked())
+    def structured(case: tuple[bytes, list[bytes]]) -> None:
+        check(*case)
+
+    @budget
+    @given(st.binary(max_size=2048), st.lists(st.integers(0, 300), max_size=20))
+    def raw_bytes(data: bytes, sizes: list[int]) -> None:
+        check(data, split_by(data, sizes))
+
+    structured()
+    raw_bytes()
+
+
+def atheris_main(argv: list[str]) -> None:
+    def one_input(raw: bytes) -> None:
+        fdp = atheris.FuzzedDataProvider(raw)
+        sizes = [fdp.ConsumeIntInRange(0, 64) for _ in range(fdp.ConsumeIntInRange(0, 16))]
+        data = fdp.ConsumeBytes(MAX_INPUT)
+        check(data, split_by(data, sizes))
+
+    atheris.Setup(argv, one_input)
+    atheris.Fuzz()
+
+
+def main() -> None:
+    if "--atheris" in sys.argv:
+        atheris_main([arg for arg in sys.argv if arg != "--atheris"])
+        return
+    examples = int(os.environ.get("FUZZ_EXAMPLES", "100000"))
+    deadline = time.monotonic() + float(os.environ.get("FUZZ_SECONDS", "0"))
+    rounds = 0
+    while True:
+        hypothesis_round(examples)
+        rounds += 1
+        print(f"fuzz_sse: round {rounds} passed ({examples:,} examples per property)", flush=True)
+        if time.monotonic() >= deadline:
+            break
+
+
+if __name__ == "__main__":
+    main()
