@@ -51,7 +51,9 @@ __all__ = [
     "NDJSONCall",
     "ProviderCall",
     "SSECall",
+    "json_request",
     "redact_headers",
+    "request_headers",
 ]
 
 log = logging.getLogger("streamfn")
@@ -99,6 +101,38 @@ class HTTPRequest(msgspec.Struct, frozen=True, kw_only=True):
             f"HTTPRequest(method={self.method!r}, url={redact_url(self.url)!r}, "
             f"headers={redact_headers(self.headers)!r}, body=<{len(self.body)} bytes>)"
         )
+
+
+_JSON_ENCODER: Final = msgspec.json.Encoder()
+
+
+def request_headers(
+    model: Model, options: Options, *, accept: str, auth: tuple[str, str] | None = None
+) -> list[tuple[str, str]]:
+    """JSON-in, stream-out headers plus the credential header, then the caller's own.
+
+    ``model.headers`` then ``options.headers`` replace any header of the same
+    name (case-insensitively): that is how beta flags, API versions and
+    gateways' extra headers get in without a provider knowing about them.
+    """
+    headers = [("content-type", "application/json"), ("accept", accept)]
+    if auth is not None:
+        headers.append(auth)
+    for extra in (model.headers, options.headers):
+        if extra:
+            names = {k.lower() for k in extra}
+            headers = [(k, v) for k, v in headers if k.lower() not in names]
+            headers.extend(extra.items())
+    return headers
+
+
+def json_request(
+    url: str, headers: list[tuple[str, str]], body: dict[str, Any], options: Options
+) -> HTTPRequest:
+    """A POST of ``body`` as JSON, with ``options.extra_body`` merged over it last."""
+    if options.extra_body:
+        body.update(options.extra_body)
+    return HTTPRequest(method="POST", url=url, headers=headers, body=_JSON_ENCODER.encode(body))
 
 
 class _Block(msgspec.Struct, gc=False):

@@ -17,7 +17,8 @@ live in one place:
 - A tool call with no result before the next turn gets a synthetic error
   result, instead of a 400 from the provider.
 - Assistant turns that ended in an error or were aborted are skipped: their
-  last tool call or thinking block may be cut off half-way.
+  last tool call or thinking block may be cut off half-way. Results of their
+  tool calls are skipped with them (a result without its call is a 400).
 """
 
 from __future__ import annotations
@@ -157,6 +158,7 @@ def prepare_messages(context: Context, target: Model) -> list[Message]:
     ids: dict[str, str] = {}
     out: list[Message] = []
     pending: dict[str, ToolCall] = {}  # calls of the last assistant turn awaiting results
+    skipped: set[str] = set()  # ids of tool calls in skipped (errored/aborted) turns
 
     def flush_missing() -> None:
         for call in pending.values():
@@ -177,6 +179,7 @@ def prepare_messages(context: Context, target: Model) -> list[Message]:
         if isinstance(message, AssistantMessage):
             flush_missing()
             if message.stop_reason in (StopReason.ERROR, StopReason.ABORTED):
+                skipped.update(b.id for b in message.content if isinstance(b, ToolCall))
                 continue
             converted = _convert_assistant(message, target, ids)
             if not converted.content:
@@ -184,6 +187,9 @@ def prepare_messages(context: Context, target: Model) -> list[Message]:
             out.append(converted)
             pending = {b.id: b for b in converted.content if isinstance(b, ToolCall)}
         elif isinstance(message, ToolResultMessage):
+            if message.tool_call_id in skipped and message.tool_call_id not in ids:
+                log.debug("dropping the result of tool call %s from a skipped turn", message.tool_call_id)
+                continue
             new_id = ids.get(message.tool_call_id) or _id_rule(target)(message.tool_call_id)
             pending.pop(new_id, None)
             out.append(

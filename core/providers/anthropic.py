@@ -1,0 +1,644 @@
+"""Anthropic Messages (``POST {base_url}/v1/messages``, ``stream: true``) as one state machine.
+
+Decisions a caller can rely on (each one is a choice the wire leaves open):
+
+- **Blocks** are routed by the wire's ``index``, so parallel blocks and tool
+  calls keep their own content index. Text, ``thinking`` (with the
+  ``signature_delta`` on `ThinkingEnd`), ``redacted_thinking`` (no text; its
+  ``data`` is `ThinkingEnd.signature` with ``redacted=True``) and client
+  ``tool_use`` become streamfn blocks. Every other block type (server tool use
+  and results: web search, code execution, MCP, text editor, tool search, and
+  any type added later) is carried whole as an `OpaqueBlock` at its
+  ``content_block_stop``, with its streamed ``input_json_delta`` folded into
+  ``input``, so a caller can show it and a replay to Anthropic sends it back
+  verbatim (`OpaqueContent`). Its content index is taken at that stop (the
+  emitter numbers an opaque block when it is complete); Anthropic streams
+  server blocks start to stop, so this is the wire order.
+- **Terminal marker**: ``message_stop``. A body that ends before it ends in
+  ``Error(kind=network, "stream ended early")`` even after ``message_delta``:
+  Anthropic always sends ``message_stop``, so its absence means a cut stream.
+  A last event cut mid-JSON by the end of the body is that too, not a
+  protocol error.
+- **Stop reasons**: ``end_turn``/``stop_sequence`` -> stop; ``max_tokens`` ->
+  length (a tool call cut by it is closed; the fold reports its unparsable
+  arguments); ``tool_use`` -> tool_use; ``pause_turn`` -> stop: the server
+  paused a long server-tool turn, and the caller continues it by sending the
+  conversation (this message included) back as is.
+  ``refusal`` -> ``Error(kind=content_filter)``: it is set by Anthropic's
+  streaming safety classifiers, not by the model declining in words, so it is
+  the provider's safety system, as ``content_filter`` is for OpenAI; the text
+  streamed before it stays in the folded message.
+  ``model_context_window_exceeded`` -> ``Error(kind=context_overflow)``.
+- **Errors inside the stream** (``event: error``: overloaded, rate limit,
+  api error) go through `classify_message`; the error ``type`` is used as the
+  tie-breaker Anthropic documents (``overloaded_error`` is its 529) without
+  claiming an HTTP status for a 200 stream.
+- **Usage** in our convention: ``input_tokens`` (already without cache) ->
+  input, ``cache_read_input_tokens`` -> cache_read,
+  ``cache_creation_input_tokens`` -> cache_write, ``output_tokens`` -> output.
+  ``message_start`` gives the first counts; ``message_delta`` counts are
+  cumulative and override field by field. Anthropic does not report thinking
+  tokens apart, so ``reasoning`` stays 0.
+- Citations (``citations_delta``) are not carried: the event protocol has no
+  place for them yet; they are logged at debug level.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Final
+
+import msgspec
+
+from ..classify import classify_message
+from ..events import Error, StopReason, Usage
+from ..messages import (
+    AssistantMessage,
+    Context,
+    ImageContent,
+    Message,
+    OpaqueContent,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserContent,
+    UserMessage,
+)
+from ..models import Model
+from ..options import Options, ThinkingLevel
+from ..sse import ServerSentEvent
+from .base import HTTPRequest, SSECall
+from .convert import prepare_messages
+
+__all__ = ["MODELS", "AnthropicCall", "build_request", "open_call"]
+
+log = logging.getLogger("streamfn")
+
+API_VERSION: Final = "2023-06-01"
+_BASE_URL: Final = "https://api.anthropic.com"
+
+
+def _claude(
+    model_id: str,
+    name: str,
+    *,
+    price_in: float,
+    price_out: float,
+    max_output: int,
+    reasoning: bool = True,
+) -> Model:
+    # Cache reads cost 0.1x input, 5-minute cache writes 1.25x input, for every Claude model.
+    return Model(
+        id=model_id,
+        provider="anthropic",
+        api="anthropic",
+        base_url=_BASE_URL,
+        name=name,
+        context_window=200_000,
+        max_output=max_output,
+        price_input=price_in,
+        price_output=price_out,
+        price_cache_read=round(price_in * 0.1, 6),
+        price_cache_write=round(price_in * 1.25, 6),
+        reasoning=reasoning,
+    )
+
+
+#: Anthropic's models with list prices (USD per million tokens), for the catalogue.
+MODELS: Final[list[Model]] = [
+    _claude("claude-opus-4-5", "Claude Opus 4.5", price_in=5, price_out=25, max_output=64_000),
+    _claude("claude-opus-4-1", "Claude Opus 4.1", price_in=15, price_out=75, max_output=32_000),
+    _claude("claude-opus-4-0", "Claude Opus 4", price_in=15, price_out=75, max_output=32_000),
+    _claude("claude-sonnet-4-5", "Claude Sonnet 4.5", price_in=3, price_out=15, max_output=64_000),
+    _claude("claude-sonnet-4-0", "Claude Sonnet 4", price_in=3, price_out=15, max_output=64_000),
+    _claude(
+        "claude-3-7-sonnet-latest",
+        "Claude Sonnet 3.7",
+        price_in=3,
+        price_out=15,
+        max_output=64_000,
+    ),
+    _claude("claude-haiku-4-5", "Claude Haiku 4.5", price_in=1, price_out=5, max_output=64_000),
+    _claude(
+        "claude-3-5-haiku-latest",
+        "Claude Haiku 3.5",
+        price_in=0.8,
+        price_out=4,
+        max_output=8_192,
+        reasoning=False,
+    ),
+]
+
+
+# ---------------------------------------------------------------------------
+# Request
+# ---------------------------------------------------------------------------
+
+_JSON: Final = msgspec.json.Encoder()
+
+#: budget_tokens per thinking level; 1024 is Anthropic's minimum.
+THINKING_BUDGETS: Final = {
+    ThinkingLevel.MINIMAL: 1024,
+    ThinkingLevel.LOW: 4096,
+    ThinkingLevel.MEDIUM: 10_240,
+    ThinkingLevel.HIGH: 32_000,
+}
+
+
+def _url(model: Model, options: Options) -> str:
+    base = (options.base_url or model.base_url or _BASE_URL).rstrip("/")
+    return f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
+
+
+def _headers(model: Model, options: Options) -> list[tuple[str, str]]:
+    headers = [
+        ("content-type", "application/json"),
+        ("accept", "text/event-stream"),
+        ("anthropic-version", API_VERSION),
+    ]
+    if options.api_key:
+        headers.append(("x-api-key", options.api_key))
+    for extra in (model.headers, options.headers):  # beta flags come this way
+        if extra:
+            names = {k.lower() for k in extra}
+            headers = [(k, v) for k, v in headers if k.lower() not in names]
+            headers.extend(extra.items())
+    return headers
+
+
+def _image(image: ImageContent) -> dict[str, Any]:
+    return {
+        "type": "image",
+        "source": {"type": "base64", "media_type": image.mime_type, "data": image.data},
+    }
+
+
+def _user_blocks(content: list[UserContent], model: Model) -> list[dict[str, Any]]:
+    """Anthropic rejects empty text blocks (400), so they are left out."""
+    blocks: list[dict[str, Any]] = []
+    for part in content:
+        if isinstance(part, TextContent):
+            if part.text:
+                blocks.append({"type": "text", "text": part.text})
+        elif model.images:
+            blocks.append(_image(part))
+        else:
+            log.debug("model %s takes no images; dropping one", model.key)
+    return blocks
+
+
+def _assistant_blocks(message: AssistantMessage) -> list[Any]:
+    blocks: list[Any] = []
+    for block in message.content:
+        if isinstance(block, TextContent):
+            if block.text:
+                blocks.append({"type": "text", "text": block.text})
+        elif isinstance(block, ThinkingContent):
+            # prepare_messages kept thinking only when this very model produced it.
+            if block.redacted:
+                if block.signature:
+                    blocks.append({"type": "redacted_thinking", "data": block.signature})
+            elif block.signature:
+                blocks.append(
+                    {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
+                )
+            elif block.thinking.strip():  # unsigned (cut-off) thinking would be rejected
+                blocks.append({"type": "text", "text": block.thinking})
+        elif isinstance(block, ToolCall):
+            blocks.append(
+                {"type": "tool_use", "id": block.id, "name": block.name, "input": block.arguments}
+            )
+        elif isinstance(block, OpaqueContent):
+            # Verbatim: the block exactly as Anthropic described it.
+            blocks.append(msgspec.Raw(block.json.encode()))
+    return blocks
+
+
+def _tool_result(message: ToolResultMessage, model: Model) -> dict[str, Any]:
+    result: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id}
+    content = _user_blocks(message.content, model)
+    if content:
+        result["content"] = content
+    if message.is_error:
+        result["is_error"] = True
+    return result
+
+
+def _messages(messages: list[Message], model: Model) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] | None = None  # the user turn collecting tool results
+    for message in messages:
+        if isinstance(message, ToolResultMessage):
+            if results is None:
+                results = []
+                out.append({"role": "user", "content": results})
+            results.append(_tool_result(message, model))
+            continue
+        results = None
+        if isinstance(message, UserMessage):
+            if isinstance(message.content, str):
+                if message.content:
+                    out.append({"role": "user", "content": message.content})
+                continue
+            blocks = _user_blocks(message.content, model)
+            if blocks:
+                out.append({"role": "user", "content": blocks})
+        else:
+            blocks = _assistant_blocks(message)
+            if blocks:
+                out.append({"role": "assistant", "content": blocks})
+    return out
+
+
+def _tool_choice(choice: str) -> dict[str, str]:
+    if choice == "auto":
+        return {"type": "auto"}
+    if choice == "none":
+        return {"type": "none"}
+    if choice == "required":
+        return {"type": "any"}
+    return {"type": "tool", "name": choice}
+
+
+def thinking_budget(options: Options) -> int | None:
+    """The ``budget_tokens`` to send, or None when thinking is not asked for."""
+    if options.thinking_budget is not None:
+        return options.thinking_budget if options.thinking_budget > 0 else None
+    if options.thinking is None or options.thinking == ThinkingLevel.OFF:
+        return None
+    return THINKING_BUDGETS[options.thinking]
+
+
+def build_request(model: Model, context: Context, options: Options) -> HTTPRequest:
+    """The HTTP request for one streamed message; pure.
+
+    ``max_tokens`` is required by Anthropic (default: the model's
+    ``max_output``). With thinking it counts the thinking too and must exceed
+    the budget, so when it does not it becomes ``budget + max_tokens``
+    (capped at the model's ``max_output`` when that still leaves room).
+    Thinking requires the default temperature and top_k: both are left out
+    (logged at debug) rather than sent and rejected.
+    """
+    max_tokens = options.max_tokens or model.max_output
+    body: dict[str, Any] = {"model": model.id, "max_tokens": max_tokens, "stream": True}
+    if context.system_prompt:
+        body["system"] = context.system_prompt
+    body["messages"] = _messages(prepare_messages(context, model), model)
+    if context.tools:
+        tools = []
+        for tool in context.tools:
+            spec: dict[str, Any] = {"name": tool.name}
+            if tool.description:
+                spec["description"] = tool.description
+            spec["input_schema"] = tool.parameters
+            tools.append(spec)
+        body["tools"] = tools
+        if options.tool_choice:
+            body["tool_choice"] = _tool_choice(options.tool_choice)
+    budget = thinking_budget(options)
+    if budget is not None:
+        if max_tokens <= budget:
+            max_tokens = budget + max_tokens
+            if budget < model.max_output < max_tokens:
+                max_tokens = model.max_output
+            body["max_tokens"] = max_tokens
+        body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+        if options.temperature is not None or options.top_k is not None:
+            log.debug("%s: temperature/top_k not sent with thinking enabled", model.key)
+    else:
+        if options.temperature is not None:
+            body["temperature"] = options.temperature
+        if options.top_k is not None:
+            body["top_k"] = options.top_k
+    if options.top_p is not None:
+        body["top_p"] = options.top_p
+    if options.stop:
+        body["stop_sequences"] = list(options.stop)
+    if options.seed is not None or (options.n or 1) > 1:
+        log.debug("%s: seed and n are not supported by Anthropic; not sent", model.key)
+    if options.extra_body:
+        body.update(options.extra_body)
+    return HTTPRequest(
+        method="POST",
+        url=_url(model, options),
+        headers=_headers(model, options),
+        body=_JSON.encode(body),
+    )
+
+
+# ---------------------------------------------------------------------------
+# Response: wire structs (only the fields we read; everything else is skipped)
+# ---------------------------------------------------------------------------
+
+
+_NO_RAW: Final = msgspec.Raw()
+
+
+class _Delta(msgspec.Struct, gc=False):
+    type: str = ""
+    text: str | None = None
+    thinking: str | None = None
+    signature: str | None = None
+    partial_json: str | None = None
+    stop_reason: str | None = None
+
+
+class _Usage(msgspec.Struct, gc=False):
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+
+
+class _Message(msgspec.Struct, gc=False):
+    id: str | None = None
+    usage: _Usage | None = None
+
+
+class _ErrorBody(msgspec.Struct, gc=False):
+    type: str = ""
+    message: str = ""
+
+
+class _Event(msgspec.Struct, gc=False):
+    type: str
+    index: int | None = None
+    delta: _Delta | None = None
+    content_block: msgspec.Raw = _NO_RAW  # empty when absent (Raw cannot be Optional)
+    message: _Message | None = None
+    usage: _Usage | None = None
+    error: _ErrorBody | None = None
+
+
+class _BlockHead(msgspec.Struct, gc=False):
+    """The ``content_block`` of ``content_block_start``, for the block types we interpret."""
+
+    type: str
+    text: str = ""
+    thinking: str = ""
+    signature: str = ""
+    data: str = ""
+    id: str = ""
+    name: str = ""
+    input: msgspec.Raw = _NO_RAW
+
+
+_decode_event: Final = msgspec.json.Decoder(_Event).decode
+_decode_head: Final = msgspec.json.Decoder(_BlockHead).decode
+_decode_object: Final = msgspec.json.Decoder(dict[str, Any]).decode
+
+_STOP_REASONS: Final = {
+    "end_turn": StopReason.STOP,
+    "stop_sequence": StopReason.STOP,
+    "pause_turn": StopReason.STOP,
+    "max_tokens": StopReason.LENGTH,
+    "tool_use": StopReason.TOOL_USE,
+}
+
+#: The HTTP status Anthropic documents for each error type; a tie-breaker for
+#: `classify_message` on errors that arrive inside a 200 stream.
+_ERROR_STATUS: Final = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+
+_TEXT: Final = 1
+_THINKING: Final = 2
+_REDACTED: Final = 3
+_TOOL: Final = 4
+_OPAQUE: Final = 5
+
+
+class _Opaque:
+    """A server-side block held until its stop, with its streamed input."""
+
+    __slots__ = ("head", "parts", "type")
+
+    def __init__(self, head: bytes, block_type: str) -> None:
+        self.head = head
+        self.type = block_type
+        self.parts: list[str] = []
+
+    def json(self) -> str:
+        if not self.parts:
+            return self.head.decode()
+        block = _decode_object(self.head)
+        text = "".join(self.parts)
+        block["input"] = _decode_object(text) if text.strip() else {}
+        return _JSON.encode(block).decode()
+
+
+class AnthropicCall(SSECall):
+    """The response state machine for one streamed Messages API call."""
+
+    api = "anthropic"
+
+    def __init__(
+        self, model: Model, context: Context, options: Options, request: HTTPRequest
+    ) -> None:
+        super().__init__(model, context, options, request)
+        self._kinds: dict[int, int] = {}  # wire index -> block kind, for open blocks
+        self._signatures: dict[int, str] = {}
+        self._opaque: dict[int, _Opaque] = {}
+        self._stop_reason: str | None = None
+        self._ending = False
+
+    # -- SSE events -----------------------------------------------------------
+    def _eof(self) -> None:
+        self._ending = True
+        super()._eof()
+
+    def on_event(self, event: ServerSentEvent) -> None:
+        try:
+            wire = _decode_event(event.data)
+        except msgspec.DecodeError:
+            if self._ending:
+                # The SSE decoder hands over an unterminated last event at EOF; cut
+                # mid-JSON it is a dropped connection ("stream ended early"), not bad data.
+                log.debug("anthropic: the body ended inside an event")
+                return
+            raise
+        kind = wire.type
+        if kind == "content_block_delta":
+            self._delta(wire)
+        elif kind == "content_block_start":
+            self._start(wire)
+        elif kind == "content_block_stop":
+            self._stop(_index(wire))
+        elif kind == "message_start":
+            message = wire.message
+            if message is None:
+                raise ValueError("message_start without a message")
+            self.response_id = message.id
+            if message.usage is not None:
+                self._usage(message.usage)
+        elif kind == "message_delta":
+            if wire.delta is not None and wire.delta.stop_reason is not None:
+                self._stop_reason = wire.delta.stop_reason
+            if wire.usage is not None:
+                self._usage(wire.usage)
+        elif kind == "message_stop":
+            self._complete()
+        elif kind == "error":
+            self._stream_error(wire.error)
+        elif kind != "ping":
+            log.debug("anthropic: ignoring event type %r", kind)
+
+    # -- blocks ---------------------------------------------------------------
+    def _start(self, wire: _Event) -> None:
+        index = _index(wire)
+        if index in self._kinds:
+            raise ValueError(f"content block {index} started twice")
+        raw = wire.content_block
+        if not raw:
+            raise ValueError("content_block_start without a content_block")
+        head = _decode_head(raw)
+        block_type = head.type
+        if block_type == "text":
+            self._kinds[index] = _TEXT
+            self.emit.text(index, head.text)
+        elif block_type == "thinking":
+            self._kinds[index] = _THINKING
+            self.emit.thinking(index, head.thinking)
+            if head.signature:
+                self._signatures[index] = head.signature
+        elif block_type == "redacted_thinking":
+            self._kinds[index] = _REDACTED
+            self.emit.thinking(index, "")
+            self._signatures[index] = head.data
+        elif block_type == "tool_use":
+            self._kinds[index] = _TOOL
+            self.emit.tool_start(index, head.id, head.name)
+            initial = bytes(head.input).strip()
+            if initial and initial != b"{}":
+                # A complete input in the start (no deltas will follow).
+                self.emit.tool_delta(index, initial.decode())
+        else:
+            self._kinds[index] = _OPAQUE
+            self._opaque[index] = _Opaque(bytes(raw), block_type)
+
+    def _delta(self, wire: _Event) -> None:
+        index = _index(wire)
+        delta = wire.delta
+        if delta is None:
+            raise ValueError("content_block_delta without a delta")
+        kind = self._kinds.get(index)
+        if kind is None:
+            raise ValueError(f"delta for content block {index}, which is not open")
+        dtype = delta.type
+        if dtype == "text_delta":
+            if kind != _TEXT or delta.text is None:
+                raise ValueError(f"text_delta for a non-text block {index}")
+            self.emit.text(index, delta.text)
+        elif dtype == "input_json_delta":
+            if delta.partial_json is None:
+                raise ValueError("input_json_delta without partial_json")
+            if kind == _TOOL:
+                self.emit.tool_delta(index, delta.partial_json)
+            elif kind == _OPAQUE:
+                self._opaque[index].parts.append(delta.partial_json)
+            else:
+                raise ValueError(f"input_json_delta for block {index}, which takes no input")
+        elif dtype == "thinking_delta":
+            if kind != _THINKING or delta.thinking is None:
+                raise ValueError(f"thinking_delta for a non-thinking block {index}")
+            self.emit.thinking(index, delta.thinking)
+        elif dtype == "signature_delta":
+            if kind != _THINKING or delta.signature is None:
+                raise ValueError(f"signature_delta for a non-thinking block {index}")
+            self._signatures[index] = self._signatures.get(index, "") + delta.signature
+        else:
+            log.debug("anthropic: ignoring %s for block %d", dtype, index)
+
+    def _stop(self, index: int) -> None:
+        kind = self._kinds.pop(index, None)
+        if kind is None:
+            raise ValueError(f"content_block_stop for block {index}, which is not open")
+        if kind == _OPAQUE:
+            block = self._opaque.pop(index)
+            self.emit.opaque("anthropic", block.type, block.json())
+        else:
+            signature = self._signatures.pop(index, None) or None
+            self.emit.end(index, signature=signature, redacted=kind == _REDACTED)
+
+    def _usage(self, wire: _Usage) -> None:
+        old = self.usage
+        self.usage = Usage(
+            input=old.input if wire.input_tokens is None else wire.input_tokens,
+            output=old.output if wire.output_tokens is None else wire.output_tokens,
+            cache_read=(
+                old.cache_read
+                if wire.cache_read_input_tokens is None
+                else wire.cache_read_input_tokens
+            ),
+            cache_write=(
+                old.cache_write
+                if wire.cache_creation_input_tokens is None
+                else wire.cache_creation_input_tokens
+            ),
+        )
+
+    # -- ending ---------------------------------------------------------------
+    def _complete(self) -> None:
+        # Close what the wire left open (a block cut by max_tokens) in index order.
+        for index in sorted(self._kinds):
+            if self._kinds[index] == _OPAQUE:
+                log.warning("anthropic: server block %d was never stopped", index)
+            try:
+                self._stop(index)
+            except msgspec.DecodeError:  # input cut mid-JSON: keep the block as it started
+                block = self._opaque.pop(index, None)
+                if block is not None:
+                    self.emit.opaque("anthropic", block.type, block.head.decode())
+        reason = self._stop_reason
+        stop = _STOP_REASONS.get(reason) if reason is not None else StopReason.STOP
+        if reason is None:
+            log.warning("anthropic: message_stop without a stop_reason")
+        if stop is not None:
+            self.finish(stop)
+        elif reason == "refusal":
+            self.fail(
+                Error.content_filter(
+                    f"{self.model.provider}: the answer was stopped by the safety classifier "
+                    "(stop_reason=refusal)"
+                )
+            )
+        elif reason == "model_context_window_exceeded":
+            self.fail(
+                Error.context_overflow(
+                    f"{self.model.provider}: the model's context window was exceeded"
+                )
+            )
+        else:
+            log.warning("anthropic: unknown stop_reason %r read as stop", reason)
+            self.finish(StopReason.STOP)
+
+    def _stream_error(self, error: _ErrorBody | None) -> None:
+        if error is None:
+            self.fail(Error.protocol(f"{self.model.provider}: error event without an error"))
+            return
+        message = f"{self.model.provider}: {error.type}: {error.message or 'unknown error'}"
+        classified = classify_message(
+            message, status=_ERROR_STATUS.get(error.type), code=error.type
+        )
+        self.fail(msgspec.structs.replace(classified, status=None))
+
+
+def _index(wire: _Event) -> int:
+    if wire.index is None:
+        raise ValueError(f"{wire.type} without an index")
+    return wire.index
+
+
+def open_call(model: Model, context: Context, options: Options) -> AnthropicCall:
+    """Build the request and the call that decodes its streamed response."""
+    return AnthropicCall(model, context, options, build_request(model, context, options))
