@@ -35,10 +35,11 @@ from streamfn.core import (
     UserMessage,
     classify_http_error,
     encode_sse,
+    list_models,
     replay,
 )
 from streamfn.core.accumulate import accumulate, check_protocol
-from streamfn.core.providers.anthropic import MODELS, build_request, open_call
+from streamfn.core.providers.anthropic import build_request, open_call
 
 TRANSCRIPTS = Path(__file__).parent / "transcripts" / "anthropic"
 SSE = [("content-type", "text/event-stream; charset=utf-8")]
@@ -303,9 +304,10 @@ def test_extra_body_merges() -> None:
     assert body["metadata"] == {"user_id": "u1"}
 
 
-def test_models_are_priced_for_the_catalogue() -> None:
-    assert MODELS and all(m.api == "anthropic" and m.price_input > 0 for m in MODELS)
-    sonnet = next(m for m in MODELS if m.id == "claude-sonnet-4-5")
+def test_models_are_priced_in_the_catalogue() -> None:
+    models = list_models("anthropic")
+    assert models and all(m.api == "anthropic" and m.price_input > 0 for m in models)
+    sonnet = next(m for m in models if m.id == "claude-sonnet-4-5")
     assert (sonnet.price_cache_read, sonnet.price_cache_write) == (0.3, 3.75)
 
 

@@ -68,67 +68,15 @@ from ..messages import (
 from ..models import Model
 from ..options import Options, ThinkingLevel
 from ..sse import ServerSentEvent
-from .base import HTTPRequest, SSECall
+from .base import HTTPRequest, SSECall, json_request, request_headers
 from .convert import prepare_messages
 
-__all__ = ["MODELS", "AnthropicCall", "build_request", "open_call"]
+__all__ = ["AnthropicCall", "build_request", "open_call"]
 
 log = logging.getLogger("streamfn")
 
 API_VERSION: Final = "2023-06-01"
 _BASE_URL: Final = "https://api.anthropic.com"
-
-
-def _claude(
-    model_id: str,
-    name: str,
-    *,
-    price_in: float,
-    price_out: float,
-    max_output: int,
-    reasoning: bool = True,
-) -> Model:
-    # Cache reads cost 0.1x input, 5-minute cache writes 1.25x input, for every Claude model.
-    return Model(
-        id=model_id,
-        provider="anthropic",
-        api="anthropic",
-        base_url=_BASE_URL,
-        name=name,
-        context_window=200_000,
-        max_output=max_output,
-        price_input=price_in,
-        price_output=price_out,
-        price_cache_read=round(price_in * 0.1, 6),
-        price_cache_write=round(price_in * 1.25, 6),
-        reasoning=reasoning,
-    )
-
-
-#: Anthropic's models with list prices (USD per million tokens), for the catalogue.
-MODELS: Final[list[Model]] = [
-    _claude("claude-opus-4-5", "Claude Opus 4.5", price_in=5, price_out=25, max_output=64_000),
-    _claude("claude-opus-4-1", "Claude Opus 4.1", price_in=15, price_out=75, max_output=32_000),
-    _claude("claude-opus-4-0", "Claude Opus 4", price_in=15, price_out=75, max_output=32_000),
-    _claude("claude-sonnet-4-5", "Claude Sonnet 4.5", price_in=3, price_out=15, max_output=64_000),
-    _claude("claude-sonnet-4-0", "Claude Sonnet 4", price_in=3, price_out=15, max_output=64_000),
-    _claude(
-        "claude-3-7-sonnet-latest",
-        "Claude Sonnet 3.7",
-        price_in=3,
-        price_out=15,
-        max_output=64_000,
-    ),
-    _claude("claude-haiku-4-5", "Claude Haiku 4.5", price_in=1, price_out=5, max_output=64_000),
-    _claude(
-        "claude-3-5-haiku-latest",
-        "Claude Haiku 3.5",
-        price_in=0.8,
-        price_out=4,
-        max_output=8_192,
-        reasoning=False,
-    ),
-]
 
 
 # ---------------------------------------------------------------------------
@@ -152,18 +100,14 @@ def _url(model: Model, options: Options) -> str:
 
 
 def _headers(model: Model, options: Options) -> list[tuple[str, str]]:
-    headers = [
-        ("content-type", "application/json"),
-        ("accept", "text/event-stream"),
-        ("anthropic-version", API_VERSION),
-    ]
-    if options.api_key:
-        headers.append(("x-api-key", options.api_key))
-    for extra in (model.headers, options.headers):  # beta flags come this way
-        if extra:
-            names = {k.lower() for k in extra}
-            headers = [(k, v) for k, v in headers if k.lower() not in names]
-            headers.extend(extra.items())
+    auth = ("x-api-key", options.api_key) if options.api_key else None
+    headers = request_headers(model, options, accept="text/event-stream", auth=auth)
+    # the API version goes before the caller's headers, which may pin another one
+    names = {k.lower() for k in (model.headers or {})} | {
+        k.lower() for k in (options.headers or {})
+    }
+    if "anthropic-version" not in names:
+        headers.insert(2, ("anthropic-version", API_VERSION))
     return headers
 
 
@@ -317,14 +261,7 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
         body["stop_sequences"] = list(options.stop)
     if options.seed is not None or (options.n or 1) > 1:
         log.debug("%s: seed and n are not supported by Anthropic; not sent", model.key)
-    if options.extra_body:
-        body.update(options.extra_body)
-    return HTTPRequest(
-        method="POST",
-        url=_url(model, options),
-        headers=_headers(model, options),
-        body=_JSON.encode(body),
-    )
+    return json_request(_url(model, options), _headers(model, options), body, options)
 
 
 # ---------------------------------------------------------------------------
@@ -450,23 +387,10 @@ class AnthropicCall(SSECall):
         self._signatures: dict[int, str] = {}
         self._opaque: dict[int, _Opaque] = {}
         self._stop_reason: str | None = None
-        self._ending = False
 
     # -- SSE events -----------------------------------------------------------
-    def _eof(self) -> None:
-        self._ending = True
-        super()._eof()
-
     def on_event(self, event: ServerSentEvent) -> None:
-        try:
-            wire = _decode_event(event.data)
-        except msgspec.DecodeError:
-            if self._ending:
-                # The SSE decoder hands over an unterminated last event at EOF; cut
-                # mid-JSON it is a dropped connection ("stream ended early"), not bad data.
-                log.debug("anthropic: the body ended inside an event")
-                return
-            raise
+        wire = _decode_event(event.data)  # a body cut inside this event: SSECall._eof
         kind = wire.type
         if kind == "content_block_delta":
             self._delta(wire)

@@ -322,6 +322,8 @@ class ProviderCall(abc.ABC):
         self._headers: list[tuple[str, str]] = []
         self._error_body = bytearray()
         self._wrong_type: str | None = None
+        #: the body stopped inside an event (set by the SSE base at end of body)
+        self.cut_inside_event = False
 
     # -- public contract --------------------------------------------------
     @property
@@ -374,7 +376,10 @@ class ProviderCall(abc.ABC):
         if not self.emit.finished:
             self._guard(self._eof)
         if not self.emit.finished:
-            self.emit.error(Error.network("stream ended early", usage=self._usage_or_none()))
+            where = " (inside an event)" if self.cut_inside_event else ""
+            self.emit.error(
+                Error.network(f"stream ended early{where}", usage=self._usage_or_none())
+            )
         return self._drain()
 
     def abort(self, message: str = "aborted by the caller") -> list[Event]:
@@ -502,14 +507,11 @@ class SSECall(ProviderCall):
                     # The decoder hands over an unterminated last event at EOF (a
                     # documented leniency for recordings that end without the blank
                     # line). If that event does not parse, the body was cut inside
-                    # it: a dropped connection, which is retryable, not bad data.
+                    # it: a dropped connection, not bad data. Drop it and let
+                    # `on_end` decide, as for any body without its terminal marker.
                     log.debug("%s: body ended inside an event: %s", self.api, exc)
-                    self.fail(
-                        Error.network(
-                            "stream ended early (inside an event)", usage=self._usage_or_none()
-                        )
-                    )
-                    return
+                    self.cut_inside_event = True
+                    break
                 if self.emit.finished:
                     return
         self.on_end()

@@ -55,11 +55,10 @@ from ..messages import (
 from ..models import Model
 from ..options import Options, ThinkingLevel
 from ..sigv4 import encode_path_segment, sign_request
-from .base import HTTPRequest, ProviderCall
+from .base import HTTPRequest, ProviderCall, json_request, request_headers
 from .convert import prepare_messages
 
 __all__ = [
-    "MODELS",
     "AWSCredentials",
     "BedrockCall",
     "build_request",
@@ -72,8 +71,6 @@ __all__ = [
 
 log = logging.getLogger("streamfn")
 
-#: Models only this module knows of; the lead merges them into the catalogue.
-MODELS: list[Model] = []
 
 EVENTSTREAM: Final = "application/vnd.amazon.eventstream"
 DEFAULT_REGION: Final = "us-east-1"
@@ -179,15 +176,9 @@ def _url(model: Model, options: Options) -> str:
 
 
 def _headers(model: Model, options: Options) -> list[tuple[str, str]]:
-    headers = [("content-type", "application/json"), ("accept", EVENTSTREAM)]
-    if options.api_key and parse_aws_key(options.api_key) is None:
-        headers.append(("authorization", f"Bearer {options.api_key}"))
-    for extra in (model.headers, options.headers):
-        if extra:
-            names = {k.lower() for k in extra}
-            headers = [(k, v) for k, v in headers if k.lower() not in names]
-            headers.extend(extra.items())
-    return headers
+    bearer = options.api_key and parse_aws_key(options.api_key) is None
+    auth = ("authorization", f"Bearer {options.api_key}") if bearer else None
+    return request_headers(model, options, accept=EVENTSTREAM, auth=auth)
 
 
 def _image(image: ImageContent) -> dict[str, Any]:
@@ -331,14 +322,7 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
     if options.top_k is not None:
         fields = body.setdefault("additionalModelRequestFields", {})
         fields["top_k"] = options.top_k
-    if options.extra_body:
-        body.update(options.extra_body)
-    return HTTPRequest(
-        method="POST",
-        url=_url(model, options),
-        headers=_headers(model, options),
-        body=_JSON.encode(body),
-    )
+    return json_request(_url(model, options), _headers(model, options), body, options)
 
 
 # ---------------------------------------------------------------------------

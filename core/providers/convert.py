@@ -188,7 +188,9 @@ def prepare_messages(context: Context, target: Model) -> list[Message]:
             pending = {b.id: b for b in converted.content if isinstance(b, ToolCall)}
         elif isinstance(message, ToolResultMessage):
             if message.tool_call_id in skipped and message.tool_call_id not in ids:
-                log.debug("dropping the result of tool call %s from a skipped turn", message.tool_call_id)
+                log.debug(
+                    "dropping the result of tool call %s from a skipped turn", message.tool_call_id
+                )
                 continue
             new_id = ids.get(message.tool_call_id) or _id_rule(target)(message.tool_call_id)
             pending.pop(new_id, None)

@@ -82,11 +82,10 @@ from ..models import Model
 from ..ndjson import NDJSONError
 from ..options import Options, ThinkingLevel
 from ..sse import ServerSentEvent
-from .base import HTTPRequest, SSECall
+from .base import HTTPRequest, SSECall, json_request, request_headers
 from .convert import prepare_messages
 
 __all__ = [
-    "MODELS",
     "GeminiCall",
     "GeminiJSONArrayCall",
     "JSONArraySplitter",
@@ -99,56 +98,6 @@ __all__ = [
 log = logging.getLogger("streamfn")
 
 _BASE_URL: Final = "https://generativelanguage.googleapis.com"
-
-
-def _gemini(
-    model_id: str,
-    name: str,
-    *,
-    price_in: float,
-    price_out: float,
-    price_cache: float,
-    max_output: int = 65_536,
-    reasoning: bool = True,
-) -> Model:
-    return Model(
-        id=model_id,
-        provider="google",
-        api="gemini",
-        base_url=_BASE_URL,
-        name=name,
-        context_window=1_048_576,
-        max_output=max_output,
-        price_input=price_in,
-        price_output=price_out,
-        price_cache_read=price_cache,
-        reasoning=reasoning,
-    )
-
-
-#: Gemini API models with list prices (USD per million tokens, prompts up to 200k
-#: tokens), for the catalogue. Vertex models are the same ids with provider "vertex".
-MODELS: Final[list[Model]] = [
-    _gemini("gemini-3-pro-preview", "Gemini 3 Pro", price_in=2, price_out=12, price_cache=0.2),
-    _gemini("gemini-2.5-pro", "Gemini 2.5 Pro", price_in=1.25, price_out=10, price_cache=0.125),
-    _gemini("gemini-2.5-flash", "Gemini 2.5 Flash", price_in=0.3, price_out=2.5, price_cache=0.03),
-    _gemini(
-        "gemini-2.5-flash-lite",
-        "Gemini 2.5 Flash-Lite",
-        price_in=0.1,
-        price_out=0.4,
-        price_cache=0.01,
-    ),
-    _gemini(
-        "gemini-2.0-flash",
-        "Gemini 2.0 Flash",
-        price_in=0.1,
-        price_out=0.4,
-        price_cache=0.025,
-        max_output=8_192,
-        reasoning=False,
-    ),
-]
 
 
 # ---------------------------------------------------------------------------
@@ -193,18 +142,12 @@ def _url(model: Model, options: Options) -> str:
 
 
 def _headers(model: Model, options: Options) -> list[tuple[str, str]]:
-    headers = [("content-type", "application/json"), ("accept", "text/event-stream")]
+    auth = None
     if options.api_key:
-        if model.provider == "vertex":
-            headers.append(("authorization", f"Bearer {options.api_key}"))
-        else:
-            headers.append(("x-goog-api-key", options.api_key))
-    for extra in (model.headers, options.headers):
-        if extra:
-            names = {k.lower() for k in extra}
-            headers = [(k, v) for k, v in headers if k.lower() not in names]
-            headers.extend(extra.items())
-    return headers
+        vertex = model.provider == "vertex"
+        auth = ("authorization", f"Bearer {options.api_key}") if vertex else None
+        auth = auth or ("x-goog-api-key", options.api_key)
+    return request_headers(model, options, accept="text/event-stream", auth=auth)
 
 
 def _inline(image: ImageContent) -> dict[str, Any]:
@@ -411,14 +354,7 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
         config["thinkingConfig"] = thinking
     if config:
         body["generationConfig"] = config
-    if options.extra_body:
-        body.update(options.extra_body)
-    return HTTPRequest(
-        method="POST",
-        url=_url(model, options),
-        headers=_headers(model, options),
-        body=_JSON.encode(body),
-    )
+    return json_request(_url(model, options), _headers(model, options), body, options)
 
 
 # ---------------------------------------------------------------------------
@@ -673,27 +609,13 @@ class GeminiCall(SSECall):
         self._finish_reason: str | None = None
         self._finish_message: str | None = None
         self._warned_candidates = False
-        self._ending = False
 
     # -- SSE events -------------------------------------------------------------
-    def _eof(self) -> None:
-        self._ending = True
-        super()._eof()
-
     def on_event(self, event: ServerSentEvent) -> None:
         data = event.data
         if not data or data.isspace():
             return
-        try:
-            chunk = _decode_chunk(data)
-        except msgspec.DecodeError:
-            if self._ending:
-                # An unterminated last event cut mid-JSON is a dropped connection:
-                # Done if a finishReason came before it, else "stream ended early".
-                log.debug("gemini: the body ended inside an event")
-                return
-            raise
-        self._chunk(chunk)
+        self._chunk(_decode_chunk(data))  # a body cut inside this event: SSECall._eof
 
     def _chunk(self, chunk: _Chunk) -> None:
         if chunk.responseId and self.response_id is None:

@@ -33,17 +33,15 @@ from ..messages import (
 )
 from ..models import Model
 from ..options import Options, ThinkingLevel
-from .base import HTTPRequest, NDJSONCall
+from .base import HTTPRequest, NDJSONCall, json_request, request_headers
 from .convert import prepare_messages
 
-__all__ = ["DEFAULT_BASE_URL", "MODELS", "OllamaCall", "build_request", "open_call"]
+__all__ = ["DEFAULT_BASE_URL", "OllamaCall", "build_request", "open_call"]
 
 log = logging.getLogger("streamfn")
 
 DEFAULT_BASE_URL: Final = "http://localhost:11434"
 
-#: Models only this module knows of (local models are free); the lead merges them.
-MODELS: list[Model] = []
 
 _JSON: Final = msgspec.json.Encoder()
 
@@ -57,15 +55,9 @@ def _url(model: Model, options: Options) -> str:
 
 
 def _headers(model: Model, options: Options) -> list[tuple[str, str]]:
-    headers = [("content-type", "application/json"), ("accept", "application/x-ndjson")]
-    if options.api_key:  # Ollama's cloud and authenticating proxies
-        headers.append(("authorization", f"Bearer {options.api_key}"))
-    for extra in (model.headers, options.headers):
-        if extra:
-            names = {k.lower() for k in extra}
-            headers = [(k, v) for k, v in headers if k.lower() not in names]
-            headers.extend(extra.items())
-    return headers
+    # a key only for Ollama's cloud and authenticating proxies
+    auth = ("authorization", f"Bearer {options.api_key}") if options.api_key else None
+    return request_headers(model, options, accept="application/x-ndjson", auth=auth)
 
 
 def _split(content: str | list[Any], model: Model) -> tuple[str, list[str]]:
@@ -159,14 +151,7 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
         body["options"] = knobs
     if options.thinking is not None:
         body["think"] = options.thinking != ThinkingLevel.OFF
-    if options.extra_body:
-        body.update(options.extra_body)
-    return HTTPRequest(
-        method="POST",
-        url=_url(model, options),
-        headers=_headers(model, options),
-        body=_JSON.encode(body),
-    )
+    return json_request(_url(model, options), _headers(model, options), body, options)
 
 
 # ---------------------------------------------------------------------------

@@ -64,7 +64,7 @@ from ..messages import (
 from ..models import Model
 from ..options import Options, ThinkingLevel
 from ..sse import ServerSentEvent
-from .base import HTTPRequest, SSECall
+from .base import HTTPRequest, SSECall, json_request, request_headers
 from .convert import prepare_messages
 
 __all__ = ["OpenAIChatCall", "Quirks", "build_request", "open_call", "quirks_for"]
@@ -142,18 +142,12 @@ def _url(model: Model, options: Options, quirks: Quirks) -> str:
 
 
 def _headers(model: Model, options: Options, quirks: Quirks) -> list[tuple[str, str]]:
-    headers = [("content-type", "application/json"), ("accept", "text/event-stream")]
+    auth = None
     if options.api_key:
-        if quirks.auth_header == "authorization":
-            headers.append(("authorization", f"Bearer {options.api_key}"))
-        else:
-            headers.append((quirks.auth_header, options.api_key))
-    for extra in (model.headers, options.headers):
-        if extra:
-            names = {k.lower() for k in extra}
-            headers = [(k, v) for k, v in headers if k.lower() not in names]
-            headers.extend(extra.items())
-    return headers
+        bearer = quirks.auth_header == "authorization"
+        value = f"Bearer {options.api_key}" if bearer else options.api_key
+        auth = (quirks.auth_header, value)
+    return request_headers(model, options, accept="text/event-stream", auth=auth)
 
 
 def _data_url(image: ImageContent) -> dict[str, Any]:
@@ -338,14 +332,7 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
     if options.n is not None:
         body["n"] = options.n
     body.update(_reasoning(model, options, quirks))
-    if options.extra_body:
-        body.update(options.extra_body)
-    return HTTPRequest(
-        method="POST",
-        url=url,
-        headers=_headers(model, options, quirks),
-        body=_JSON.encode(body),
-    )
+    return json_request(url, _headers(model, options, quirks), body, options)
 
 
 # ---------------------------------------------------------------------------

@@ -53,15 +53,13 @@ from ..messages import (
 from ..models import Model
 from ..options import Options, ThinkingLevel
 from ..sse import ServerSentEvent
-from .base import HTTPRequest, SSECall
+from .base import HTTPRequest, SSECall, json_request, request_headers
 from .convert import prepare_messages
 
-__all__ = ["MODELS", "OpenAIResponsesCall", "build_request", "open_call"]
+__all__ = ["OpenAIResponsesCall", "build_request", "open_call"]
 
 log = logging.getLogger("streamfn")
 
-#: Models only this module knows of; the lead merges them into the catalogue.
-MODELS: list[Model] = []
 
 _JSON: Final = msgspec.json.Encoder()
 
@@ -82,18 +80,15 @@ def _url(model: Model, options: Options) -> str:
 
 
 def _headers(model: Model, options: Options) -> list[tuple[str, str]]:
-    headers = [("content-type", "application/json"), ("accept", "text/event-stream")]
+    auth = None
     if options.api_key:
-        if model.provider == "azure":
-            headers.append(("api-key", options.api_key))
-        else:
-            headers.append(("authorization", f"Bearer {options.api_key}"))
-    for extra in (model.headers, options.headers):
-        if extra:
-            names = {k.lower() for k in extra}
-            headers = [(k, v) for k, v in headers if k.lower() not in names]
-            headers.extend(extra.items())
-    return headers
+        azure = model.provider == "azure"
+        auth = (
+            ("api-key", options.api_key)
+            if azure
+            else ("authorization", f"Bearer {options.api_key}")
+        )
+    return request_headers(model, options, accept="text/event-stream", auth=auth)
 
 
 def _image(image: ImageContent) -> dict[str, Any]:
@@ -248,14 +243,7 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
             body["top_p"] = options.top_p
     if options.stop or options.seed is not None:
         log.debug("%s: the Responses API has no stop sequences or seed; not sent", model.key)
-    if options.extra_body:
-        body.update(options.extra_body)
-    return HTTPRequest(
-        method="POST",
-        url=_url(model, options),
-        headers=_headers(model, options),
-        body=_JSON.encode(body),
-    )
+    return json_request(_url(model, options), _headers(model, options), body, options)
 
 
 # ---------------------------------------------------------------------------

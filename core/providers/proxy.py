@@ -47,7 +47,7 @@ from ..messages import Context
 from ..models import Model
 from ..options import Options
 from ..sse import ServerSentEvent, encode_sse
-from .base import HTTPRequest, SSECall
+from .base import HTTPRequest, SSECall, json_request, request_headers
 
 __all__ = [
     "ProxyCall",
@@ -105,18 +105,11 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
     """The request to the proxy; pure. ``model.id`` is the name the proxy serves."""
     forwarded = msgspec.structs.replace(options, api_key=None, base_url=None, headers=None)
     body: dict[str, Any] = {"model": model.id, "context": context, "options": forwarded}
-    headers = [("content-type", "application/json"), ("accept", "text/event-stream")]
-    if options.api_key:
-        headers.append(("authorization", f"Bearer {options.api_key}"))
-    for extra in (model.headers, options.headers):
-        if extra:
-            names = {k.lower() for k in extra}
-            headers = [(k, v) for k, v in headers if k.lower() not in names]
-            headers.extend(extra.items())
+    auth = ("authorization", f"Bearer {options.api_key}") if options.api_key else None
+    headers = request_headers(model, options, accept="text/event-stream", auth=auth)
     base = (options.base_url or model.base_url).rstrip("/")
-    return HTTPRequest(
-        method="POST", url=f"{base}/v1/stream", headers=headers, body=_JSON.encode(body)
-    )
+    # extra_body travels inside the forwarded options, not merged into this envelope
+    return json_request(f"{base}/v1/stream", headers, body, Options())
 
 
 # ---------------------------------------------------------------------------

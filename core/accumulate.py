@@ -1,0 +1,426 @@
+"""The message is a fold over the events: `accumulate` and the incremental `Accumulator`.
+
+Events never carry a copy of the partial message, so whoever wants the
+message folds the events. An `Accumulator` is fed every event as it arrives;
+``acc.message`` is the live `AssistantMessage` at any moment and the final
+message after `Done` or `Error`.
+
+Cost stays linear in the length of the stream however often the live view is
+read: `Accumulator.add` only appends a delta to a list, and reading
+``acc.message`` brings up to date just the blocks that changed since the last
+read (text is appended in place where CPython allows it; partial tool-call
+arguments go through the incremental `PartialJSONParser`). Tool-call
+arguments are parsed once, with msgspec, when the call ends.
+
+The fold also enforces the event grammar, like h11 enforces HTTP: an event
+that breaks it raises `ProtocolViolation`, and the accumulator stays broken
+afterwards. `check_protocol` applies the same rules to a whole recorded
+stream, for provider tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Final
+
+import msgspec
+
+from .events import (
+    Done,
+    Error,
+    Event,
+    OpaqueBlock,
+    Start,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ThinkingDelta,
+    ThinkingEnd,
+    ThinkingStart,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    event_type,
+)
+from .messages import (
+    AssistantContent,
+    AssistantMessage,
+    OpaqueContent,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+)
+from .partial_json import PartialJSONParser
+
+__all__ = ["Accumulator", "ProtocolViolation", "accumulate", "check_protocol"]
+
+
+class ProtocolViolation(Exception):
+    """An event sequence broke the streamfn event grammar.
+
+    ``reason`` says which rule; ``position`` is the 0-based number of the
+    offending event in the stream and ``event`` the event itself. A provider
+    that produces one has a bug: the core promises valid sequences.
+    """
+
+    def __init__(self, reason: str, *, position: int, event: object) -> None:
+        super().__init__(f"event #{position}: {reason}")
+        self.reason = reason
+        self.position = position
+        self.event = event
+
+
+# What each block event does to which kind of block, for the grammar checks.
+_TEXT: Final = "text"
+_THINKING: Final = "thinking"
+_TOOL: Final = "tool call"
+_OPAQUE: Final = "opaque"
+_BLOCK_EVENTS: Final[dict[type, tuple[str, str]]] = {
+    TextStart: (_TEXT, "start"),
+    TextDelta: (_TEXT, "delta"),
+    TextEnd: (_TEXT, "end"),
+    ThinkingStart: (_THINKING, "start"),
+    ThinkingDelta: (_THINKING, "delta"),
+    ThinkingEnd: (_THINKING, "end"),
+    ToolCallStart: (_TOOL, "start"),
+    ToolCallDelta: (_TOOL, "delta"),
+    ToolCallEnd: (_TOOL, "end"),
+    OpaqueBlock: (_OPAQUE, "whole"),
+}
+
+
+def _name(event: object) -> str:
+    try:
+        return event_type(event)  # type: ignore[arg-type]
+    except AttributeError:
+        return type(event).__name__
+
+
+class _Grammar:
+    """The event grammar as a state machine; the one implementation of the rules.
+
+    Shared by `Accumulator` (event by event) and `check_protocol` (a whole
+    stream), so providers are held to exactly what the fold accepts.
+    """
+
+    __slots__ = ("count", "finished", "kinds", "open", "started", "violation")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.started = False
+        self.finished = False
+        self.kinds: list[str] = []  # block kind by index
+        self.open: set[int] = set()
+        self.violation: ProtocolViolation | None = None
+
+    def check(self, event: object) -> None:
+        if self.violation is not None:
+            raise ProtocolViolation(
+                f"the stream already broke the protocol ({self.violation.reason}); "
+                "no further events are accepted",
+                position=self.count,
+                event=event,
+            )
+        reason = self._rule_broken(event)
+        if reason is not None:
+            self.violation = ProtocolViolation(reason, position=self.count, event=event)
+            raise self.violation
+        self.count += 1
+
+    def _rule_broken(self, event: object) -> str | None:
+        """Apply ``event``; return why it is not allowed here, or None."""
+        cls = type(event)
+        if self.finished:
+            return f"{_name(event)} after the terminal event; nothing may follow Done or Error"
+        if not self.started:
+            if cls is not Start:
+                return f"the first event must be Start, got {_name(event)}"
+            self.started = True
+            return None
+        role = _BLOCK_EVENTS.get(cls)
+        if role is None:
+            if cls is Done:
+                if self.open:
+                    return f"Done while blocks {sorted(self.open)} are still open"
+                self.finished = True
+                return None
+            if cls is Error:
+                self.finished = True  # an error may cut blocks off mid-way
+                return None
+            if cls is Start:
+                return "a second Start; a stream has exactly one"
+            return f"{cls.__name__} is not a streamfn event"
+        kind, step = role
+        index = getattr(event, "index", None)
+        if type(index) is not int:
+            return f"{_name(event)} has a non-integer index {index!r}"
+        known = len(self.kinds)
+        if step in ("start", "whole"):
+            if index != known:
+                if 0 <= index < known:
+                    return f"{_name(event)} for block {index}, which was already started"
+                return (
+                    f"{_name(event)} for block {index}, expected block {known}: "
+                    "indices are 0, 1, 2 ... in order of first appearance"
+                )
+            self.kinds.append(kind)
+            if step == "start":
+                self.open.add(index)
+            return None
+        if not 0 <= index < known:
+            return f"{_name(event)} for block {index}, which was never started"
+        if self.kinds[index] != kind:
+            return f"{_name(event)} for block {index}, which is a {self.kinds[index]} block"
+        if index not in self.open:
+            return f"{_name(event)} for block {index}, which is already closed"
+        if step == "end":
+            self.open.discard(index)
+        return None
+
+
+def check_protocol(events: Iterable[Event]) -> None:
+    """Raise `ProtocolViolation` unless ``events`` is one complete, valid stream.
+
+    Valid means: exactly one `Start`, first; block indices 0, 1, 2 ... in
+    order of first appearance; every delta and end for an open block of the
+    same kind; every block closed before `Done`; exactly one terminal event
+    (`Done` or `Error`), last.
+    """
+    grammar = _Grammar()
+    for event in events:
+        grammar.check(event)
+    if not grammar.finished:
+        raise ProtocolViolation(
+            "the stream has no terminal event (Done or Error)"
+            if grammar.started
+            else "the stream is empty; it must begin with Start",
+            position=grammar.count,
+            event=None,
+        )
+
+
+class _Live:
+    """A block still receiving deltas: the deltas not yet in its content, and
+    (for tool calls read while streaming) the incremental arguments parser."""
+
+    __slots__ = ("content", "field", "parser", "pending")
+
+    def __init__(self, content: AssistantContent, field: str) -> None:
+        self.content = content
+        self.field = field  # the string attribute deltas extend
+        self.pending: list[str] = []
+        self.parser: PartialJSONParser | None = None
+
+    def flush(self) -> str:
+        """Move pending deltas into the content; return what was added."""
+        pending = self.pending
+        if not pending:
+            return ""
+        addition = pending[0] if len(pending) == 1 else "".join(pending)
+        self.pending = []
+        _append(self.content, self.field, addition)
+        return addition
+
+    def show_partial_arguments(self) -> None:
+        """Bring a streaming tool call's best-effort ``arguments`` up to date."""
+        call = self.content
+        assert isinstance(call, ToolCall)
+        if self.parser is None:
+            self.parser = PartialJSONParser()
+            self.flush()
+            self.parser.feed(call.arguments_json)
+        else:
+            self.parser.feed(self.flush())
+        value = self.parser.value()
+        call.arguments = value if isinstance(value, dict) else {}
+        call.parse_error = self.parser.error
+        if self.parser.error is None and value is not None and not isinstance(value, dict):
+            call.parse_error = _not_an_object(value)
+
+
+def _append(obj: AssistantContent, field: str, addition: str) -> None:
+    """``obj.field += addition`` without copying the whole string, where CPython can.
+
+    Dropping the struct's reference first leaves the local name as the only
+    one, so CPython's ``+=`` resizes the string in place; that keeps reading
+    the live view after every delta linear overall. If anybody else holds the
+    old string it is copied instead, so nothing visible ever changes.
+    """
+    text: str = getattr(obj, field)
+    setattr(obj, field, "")
+    text += addition
+    setattr(obj, field, text)
+
+
+_arguments_decoder: Final = msgspec.json.Decoder()
+
+
+def _not_an_object(value: object) -> str:
+    return f"tool call arguments must be a JSON object, got {type(value).__name__}"
+
+
+def _parse_arguments(text: str) -> tuple[dict[str, Any], str | None]:
+    """The final arguments of a finished tool call, and why they are unusable if they are."""
+    if not text.strip():
+        return {}, None
+    try:
+        value = _arguments_decoder.decode(text)
+    except msgspec.DecodeError as exc:
+        return {}, f"tool call arguments are not valid JSON: {exc}"
+    except RecursionError:
+        return {}, "tool call arguments are nested too deeply to parse"
+    if not isinstance(value, dict):
+        return {}, _not_an_object(value)
+    return value, None
+
+
+class Accumulator:
+    """Folds events into an `AssistantMessage`, one `add` per event.
+
+    ``message`` is a live view: the same object every time, updated in place
+    as events arrive (copy it, e.g. with ``msgspec.structs.replace`` or
+    ``copy.deepcopy``, to keep a snapshot). After the terminal event it is the
+    final message. An event that breaks the grammar raises
+    `ProtocolViolation`; from then on every `add` raises too.
+    """
+
+    __slots__ = ("_dirty", "_grammar", "_live", "_message")
+
+    def __init__(self) -> None:
+        self._grammar = _Grammar()
+        self._message = AssistantMessage()
+        self._live: dict[int, _Live] = {}  # open blocks by index
+        self._dirty: dict[int, _Live] = {}  # open blocks with deltas not yet in the message
+
+    # -- reading ----------------------------------------------------------
+    @property
+    def message(self) -> AssistantMessage:
+        """The message so far; costs only the deltas that arrived since the last read."""
+        if self._dirty:
+            for live in self._dirty.values():
+                if isinstance(live.content, ToolCall):
+                    live.show_partial_arguments()
+                else:
+                    live.flush()
+            self._dirty.clear()
+        return self._message
+
+    @property
+    def finished(self) -> bool:
+        """The terminal event (`Done` or `Error`) has been added."""
+        return self._grammar.finished
+
+    @property
+    def violation(self) -> ProtocolViolation | None:
+        """The protocol violation that broke this accumulator, if one did."""
+        return self._grammar.violation
+
+    def partial_arguments(self, index: int) -> dict[str, Any]:
+        """Best-effort arguments of the tool call at content ``index``, while it streams.
+
+        Unfinished strings are shown as far as they arrived; keys without a
+        value, unfinished numbers and literals are left out. After the call
+        ends this is its parsed ``arguments``.
+        """
+        content = self._message.content
+        if not 0 <= index < len(content):
+            raise IndexError(f"no content block {index} (the message has {len(content)})")
+        call = content[index]
+        if not isinstance(call, ToolCall):
+            raise ValueError(f"content block {index} is {type(call).__name__}, not a ToolCall")
+        live = self._dirty.pop(index, None)
+        if live is not None:
+            live.show_partial_arguments()
+        return call.arguments
+
+    # -- folding ----------------------------------------------------------
+    def add(self, event: Event) -> None:
+        """Fold one event in; O(1) amortised. Raises `ProtocolViolation`."""
+        self._grammar.check(event)
+        if isinstance(event, (TextDelta, ThinkingDelta, ToolCallDelta)):
+            if event.delta:
+                live = self._live[event.index]
+                live.pending.append(event.delta)
+                self._dirty[event.index] = live
+        elif isinstance(event, TextStart):
+            self._open(event.index, TextContent(text=""), "text")
+        elif isinstance(event, ThinkingStart):
+            self._open(event.index, ThinkingContent(thinking=""), "thinking")
+        elif isinstance(event, ToolCallStart):
+            self._open(event.index, ToolCall(id=event.id, name=event.name), "arguments_json")
+        elif isinstance(event, TextEnd):
+            text = self._close(event.index)
+            assert isinstance(text, TextContent)
+            text.signature = event.signature
+        elif isinstance(event, ThinkingEnd):
+            thinking = self._close(event.index)
+            assert isinstance(thinking, ThinkingContent)
+            thinking.signature = event.signature
+            thinking.redacted = event.redacted
+        elif isinstance(event, ToolCallEnd):
+            call = self._close(event.index)
+            assert isinstance(call, ToolCall)
+            call.signature = event.signature
+            call.arguments, call.parse_error = _parse_arguments(call.arguments_json)
+        elif isinstance(event, OpaqueBlock):
+            self._message.content.append(
+                OpaqueContent(provider=event.provider, block_type=event.block_type, json=event.json)
+            )
+        elif isinstance(event, Start):
+            message = self._message
+            message.api = event.api
+            message.provider = event.provider
+            message.model = event.model
+            message.response_id = event.response_id
+        elif isinstance(event, Done):
+            message = self._message
+            message.stop_reason = event.stop_reason
+            message.usage = event.usage
+            message.cost = event.cost
+        elif isinstance(event, Error):
+            self._fail(event)
+
+    def extend(self, events: Iterable[Event]) -> None:
+        for event in events:
+            self.add(event)
+
+    def _open(self, index: int, content: AssistantContent, field: str) -> None:
+        self._message.content.append(content)
+        self._live[index] = _Live(content, field)
+
+    def _close(self, index: int) -> AssistantContent:
+        live = self._live.pop(index)
+        self._dirty.pop(index, None)
+        live.flush()
+        return live.content
+
+    def _fail(self, error: Error) -> None:
+        """Keep what arrived; mark tool calls the error cut off so nobody runs them."""
+        message = self._message
+        message.stop_reason = error.stop_reason
+        if error.usage is not None:
+            message.usage = error.usage
+        message.error_message = error.message
+        message.error_kind = error.kind
+        for live in self._live.values():
+            if isinstance(live.content, ToolCall):
+                live.show_partial_arguments()
+                live.content.parse_error = (
+                    "the stream ended with an error before this tool call was complete"
+                )
+            else:
+                live.flush()
+        self._live.clear()
+        self._dirty.clear()
+
+
+def accumulate(events: Iterable[Event]) -> AssistantMessage:
+    """The message these events describe (the final one if the stream is complete).
+
+    Raises `ProtocolViolation` if the events break the grammar; a stream cut
+    short without a terminal event gives the partial message.
+    """
+    acc = Accumulator()
+    for event in events:
+        acc.add(event)
+    return acc.message

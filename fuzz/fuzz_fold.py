@@ -1,0 +1,106 @@
+"""Long-running fuzz of the fold and the partial-JSON parser.
+
+Runs the property tests of tests/test_accumulate.py and
+tests/test_partial_json.py with many more examples, plus targets with wider
+input than the test suite affords (any Unicode text as JSON, long event
+sequences). What must hold:
+
+- any event sequence: `Accumulator.add` raises nothing but `ProtocolViolation`,
+  the live view never raises, `check_protocol` agrees on where it breaks;
+- valid streams fold into the intended message, and the live view after each
+  event equals the fold of that prefix;
+- any text in any chunking: `PartialJSONParser` accepts exactly what
+  ``msgspec.json.decode`` accepts and gives the same value; every prefix of
+  valid JSON shows a value consistent with the final one.
+
+Run::
+
+    FUZZ_EXAMPLES=20000 .venv/bin/python fuzz/fuzz_fold.py [target-name ...]
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import msgspec
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+import test_accumulate as fold
+import test_partial_json as pj
+
+from streamfn.core.accumulate import Accumulator, ProtocolViolation
+from streamfn.core.partial_json import PartialJSONError, PartialJSONParser
+
+
+@given(st.lists(fold.any_event, max_size=200))
+def long_random_event_sequences(events: list[fold.Event]) -> None:
+    acc = Accumulator()
+    for event in [fold.START, *events]:
+        try:
+            acc.add(event)
+        except ProtocolViolation:
+            assert acc.violation is not None
+            return
+        acc.message  # noqa: B018 - reading must never raise
+
+
+@given(st.text(), st.data())
+def any_text_as_json(text: str, data: st.DataObject) -> None:
+    chunks = data.draw(pj.chunkings(text))
+    parser = PartialJSONParser()
+    for chunk in chunks:
+        parser.feed(chunk)  # never raises
+        parser.value()
+    try:
+        ours: tuple[bool, object] = (True, parser.close())
+    except PartialJSONError:
+        ours = (False, None)
+    try:
+        theirs: tuple[bool, object] = (True, msgspec.json.decode(text))
+    except msgspec.DecodeError:
+        theirs = (False, None)
+    assert ours == theirs, (text, ours, theirs)
+
+
+TARGETS: dict[str, Callable[[], None]] = {
+    "random-events": fold.test_any_event_sequence_raises_only_protocol_violation,
+    "long-random-events": long_random_event_sequences,
+    "valid-streams": fold.test_a_valid_stream_folds_into_the_intended_message,
+    "live-view": fold.test_the_live_view_after_each_event_is_the_fold_of_that_prefix,
+    "json-vs-msgspec": pj.test_any_chunking_gives_exactly_what_msgspec_gives,
+    "json-prefixes": pj.test_every_prefix_is_consistent_with_the_final_value,
+    "json-chunking": pj.test_best_effort_value_does_not_depend_on_chunking,
+    "damaged-json": pj.test_accepts_and_rejects_exactly_what_msgspec_does,
+    "any-text-json": any_text_as_json,
+}
+
+
+def main(names: list[str]) -> None:
+    examples = int(os.environ.get("FUZZ_EXAMPLES", "2000"))
+    chosen = names or list(TARGETS)
+    unknown = sorted(set(chosen) - set(TARGETS))
+    if unknown:
+        raise SystemExit(f"unknown targets {unknown}; choose from {sorted(TARGETS)}")
+    fuzz_settings = settings(
+        max_examples=examples,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        print_blob=True,
+    )
+    for name in chosen:
+        started = time.perf_counter()
+        fuzz_settings(TARGETS[name])()
+        print(
+            f"{name}: {examples} examples ok in {time.perf_counter() - started:.1f} s", flush=True
+        )
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
