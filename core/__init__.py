@@ -4,6 +4,7 @@ Everything here is deterministic: given the same bytes it returns the same
 events, and it never opens a socket, reads a clock or starts a thread.
 """
 
+from .accumulate import Accumulator, ProtocolViolation, accumulate, check_protocol
 from .call import Call, open_call, replay
 from .classify import classify_http_error, classify_message, parse_retry_after
 from .credentials import MissingCredentials, resolve_api_key
@@ -32,6 +33,12 @@ from .events import (
     encode_event_json,
     event_type,
 )
+from .eventstream import (
+    EventStreamDecoder,
+    EventStreamError,
+    EventStreamMessage,
+    encode_message,
+)
 from .messages import (
     AssistantContent,
     AssistantMessage,
@@ -58,10 +65,12 @@ from .models import (
 )
 from .ndjson import NDJSONDecoder, NDJSONError
 from .options import Options, ThinkingLevel
+from .partial_json import PartialJSONError, PartialJSONParser
 from .providers.base import HTTPRequest
 from .sse import ServerSentEvent, SSEComment, SSEDecoder, SSEError, encode_sse
 
 __all__ = [
+    "Accumulator",
     "AssistantContent",
     "AssistantMessage",
     "Call",
@@ -71,6 +80,9 @@ __all__ = [
     "Error",
     "ErrorKind",
     "Event",
+    "EventStreamDecoder",
+    "EventStreamError",
+    "EventStreamMessage",
     "HTTPRequest",
     "ImageContent",
     "Message",
@@ -81,12 +93,16 @@ __all__ = [
     "OpaqueBlock",
     "OpaqueContent",
     "Options",
+    "PartialJSONError",
+    "PartialJSONParser",
+    "ProtocolViolation",
     "SSEComment",
     "SSEDecoder",
     "SSEError",
     "ServerSentEvent",
     "Start",
     "StopReason",
+    "TaggedDecoder",
     "TextContent",
     "TextDelta",
     "TextEnd",
@@ -106,6 +122,8 @@ __all__ = [
     "Usage",
     "UserContent",
     "UserMessage",
+    "accumulate",
+    "check_protocol",
     "classify_http_error",
     "classify_message",
     "compute_cost",
@@ -113,6 +131,7 @@ __all__ = [
     "decode_event_json",
     "encode_event",
     "encode_event_json",
+    "encode_message",
     "encode_sse",
     "event_type",
     "get_model",
@@ -123,4 +142,5 @@ __all__ = [
     "register_model",
     "replay",
     "resolve_api_key",
+    "sign_request",
 ]
