@@ -65,11 +65,8 @@ def test_missing_local_model_dir_is_a_runtime_error(
 def test_missing_api_key_names_the_variable(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from streamfn.core.models import Model, register_model
-
-    register_model(Model(id="cli-test", provider="anthropic", api="anthropic", base_url="http://x"))
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    assert cli.main(["chat", "-m", "anthropic:cli-test", "hi"]) == cli.EXIT_RUNTIME
+    assert cli.main(["chat", "-m", "anthropic:claude-haiku-4-5", "hi"]) == cli.EXIT_RUNTIME
     assert "ANTHROPIC_API_KEY" in capsys.readouterr().err
 
 
