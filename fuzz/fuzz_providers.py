@@ -1,0 +1,135 @@
+"""Fuzz every provider state machine with mutated real bodies.
+
+Seeds are the hand-made transcripts in ``tests/transcripts/<api>/`` and, when
+``../shared/corpus`` is beside the repository, every real recording in it.
+Each example picks a seed, mutates it (bit flips, byte insertions and
+deletions, truncation, duplicated or dropped ranges), chunks it at random
+and replays it through its wire format. Invariants:
+
+- no exception escapes ``replay``;
+- the events satisfy the protocol (`check_protocol`): one Start, exactly one
+  terminal event, last, every block closed before Done, indices in order;
+- a different chunking of the same bytes gives the same events.
+
+Run (from the repository root)::
+
+    FUZZ_EXAMPLES=2000 .venv/bin/python fuzz/fuzz_providers.py            # a smoke run
+    FUZZ_SECONDS=3600 FUZZ_EXAMPLES=20000 .venv/bin/python fuzz/fuzz_providers.py  # an hour
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from streamfn.core import check_protocol, replay
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT.parent / "shared" / "corpus"
+_API_OF_DIR = {
+    "openai-chat": "openai-chat",
+    "openai-responses": "openai-responses",
+    "anthropic": "anthropic",
+    "gemini": "gemini",
+    "ollama": "ollama",
+    "bedrock": "bedrock",
+    "proxy": "proxy",
+}
+_API_OF_PROTOCOL = {"bedrock-eventstream": "bedrock"}
+
+
+def seeds() -> list[tuple[str, str | None, bytes]]:
+    """(api, provider, body) for every recorded body we can find."""
+    found: list[tuple[str, str | None, bytes]] = []
+    for directory in sorted((ROOT / "tests" / "transcripts").iterdir()):
+        api = _API_OF_DIR.get(directory.name)
+        if api is None:
+            continue
+        for path in sorted(directory.iterdir()):
+            if path.is_file():
+                found.append((api, None, path.read_bytes()))
+    index = CORPUS / "index.json"
+    if index.exists():
+        for entry in json.loads(index.read_text()):
+            api = _API_OF_PROTOCOL.get(entry["protocol"], entry["protocol"])
+            for name in entry["files"]:
+                if name.endswith((".sse", ".ndjson", ".bin")):
+                    found.append((api, entry["provider"], (CORPUS / name).read_bytes()))
+    return found
+
+
+SEEDS = seeds()
+
+
+@st.composite
+def mutated(draw: st.DrawFn, body: bytes) -> bytes:
+    data = bytearray(body)
+    for _ in range(draw(st.integers(0, 4))):
+        if not data:
+            break
+        op = draw(st.sampled_from(["flip", "insert", "delete", "truncate", "dup"]))
+        at = draw(st.integers(0, len(data) - 1))
+        if op == "flip":
+            data[at] ^= 1 << draw(st.integers(0, 7))
+        elif op == "insert":
+            data[at:at] = draw(st.binary(min_size=1, max_size=8))
+        elif op == "delete":
+            del data[at : at + draw(st.integers(1, 64))]
+        elif op == "truncate":
+            del data[at:]
+        else:
+            end = min(len(data), at + draw(st.integers(1, 256)))
+            data[at:at] = data[at:end]
+    return bytes(data)
+
+
+def _chunks(body: bytes, cuts: list[int]) -> list[bytes]:
+    points = sorted({c % (len(body) + 1) for c in cuts})
+    return [body[a:b] for a, b in zip([0, *points], [*points, len(body)], strict=True)]
+
+
+def _check(api: str, provider: str | None, body: bytes, cuts: list[int]) -> None:
+    whole = replay(api, body, provider=provider)
+    check_protocol(whole)
+    assert replay(api, _chunks(body, cuts), provider=provider) == whole
+
+
+@given(st.data())
+def fuzz_any_provider(data: st.DataObject) -> None:
+    index = data.draw(st.integers(0, len(SEEDS) - 1))
+    api, provider, seed = SEEDS[index]
+    body = data.draw(mutated(seed))
+    cuts = data.draw(st.lists(st.integers(0, 1 << 20), max_size=12))
+    _check(api, provider, body, cuts)
+
+
+def main() -> None:
+    examples = int(os.environ.get("FUZZ_EXAMPLES", "100000"))
+    seconds = float(os.environ.get("FUZZ_SECONDS", "0"))
+    logging.getLogger("streamfn").setLevel(logging.ERROR)  # mutated bodies warn by design
+    print(f"{len(SEEDS)} seed bodies; {examples} examples per round", file=sys.stderr)
+    target = settings(
+        max_examples=examples,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        database=None if os.environ.get("FUZZ_NO_DB") else settings.default.database,
+    )(fuzz_any_provider)
+    deadline = time.monotonic() + seconds
+    rounds = 0
+    while True:
+        target()
+        rounds += 1
+        if time.monotonic() >= deadline:
+            break
+    print(f"ok: {rounds} round(s) of {examples} examples", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
