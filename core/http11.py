@@ -18,10 +18,15 @@ Clocks stay outside: the shell passes ``now`` (its own monotonic clock) to
 
 from __future__ import annotations
 
+import abc
 import logging
-from collections.abc import Callable, Generator, Iterable, Mapping
+import os
+import random
+import ssl
+from collections.abc import AsyncIterator, Callable, Generator, Iterable, Mapping
+from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
-from typing import Final, NamedTuple
+from typing import Final, Generic, NamedTuple, Self, TypeVar
 from urllib.parse import urlsplit
 
 import h11
@@ -30,7 +35,7 @@ import msgspec
 from .call import Call, open_call
 from .credentials import aws_credentials, resolve_api_key
 from .events import Error, ErrorKind, Event, Start
-from .messages import Context
+from .messages import AssistantMessage, Context
 from .models import Model
 from .options import Options
 from .providers.base import HTTPRequest, redact_url
@@ -39,6 +44,7 @@ from .retry import FirstOutputGate, Retry, RetryPolicy
 
 __all__ = [
     "EXPIRED",
+    "ClientBase",
     "Connect",
     "ConnectTunnel",
     "Emit",
@@ -675,3 +681,84 @@ def drive(
         if outcome:
             yield Emit(outcome)
         return
+
+
+# -- what both shells' clients share: configuration, the pool, the public API -----
+
+ConnT = TypeVar("ConnT")
+PoolKey = tuple[str, str, int, Proxy | None]
+
+
+class ClientBase(Generic[ConnT], abc.ABC):
+    """Configuration and a keep-alive pool shared by the streams a client opens.
+
+    ``ssl_context`` overrides the default (verification on, system CAs);
+    ``environ`` is where API keys and HTTPS_PROXY/NO_PROXY are read (default
+    `os.environ`); at most ``max_idle_per_host`` idle connections are kept per
+    host. Use ``async with Client() as client`` (or `aclose`) so idle sockets
+    are closed with it. The shells subclass this with their own I/O; nothing
+    here touches a socket or an event loop.
+    """
+
+    def __init__(
+        self,
+        *,
+        ssl_context: ssl.SSLContext | None = None,
+        environ: Mapping[str, str] | None = None,
+        max_idle_per_host: int = 8,
+        logger: logging.Logger | None = None,
+        rand: Callable[[], float] | None = None,
+    ) -> None:
+        self._ssl_context = ssl_context
+        self.environ: Mapping[str, str] = os.environ if environ is None else environ
+        self.max_idle_per_host = max_idle_per_host
+        self.log = logger or logging.getLogger("streamfn")
+        self._rand = rand or random.random
+        self._idle: dict[PoolKey, list[ConnT]] = {}
+
+    @property
+    def ssl_context(self) -> ssl.SSLContext:
+        if self._ssl_context is None:
+            self._ssl_context = ssl.create_default_context()
+        return self._ssl_context
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    @abc.abstractmethod
+    async def aclose(self) -> None:
+        """Close every idle connection."""
+
+    @property
+    def idle_connections(self) -> int:
+        return sum(len(c) for c in self._idle.values())
+
+    def stream(
+        self, model: Model, context: Context, options: Options | None = None
+    ) -> AbstractAsyncContextManager[AsyncIterator[Event]]:
+        """``async with client.stream(m, ctx) as events: async for ev in events: ...``
+
+        Raises `MissingCredentials` on entry, before connecting, when no key
+        is configured. Leaving the block closes the connection unless the
+        response was read to its end.
+        """
+        return self._stream(model, context, options or Options())
+
+    async def complete(
+        self, model: Model, context: Context, options: Options | None = None
+    ) -> AssistantMessage:
+        """The whole answer as one message (errors are in its ``stop_reason``/``error``)."""
+        from .accumulate import accumulate
+
+        async with self.stream(model, context, options) as events:
+            collected = [event async for event in events]
+        return accumulate(collected)
+
+    @abc.abstractmethod
+    def _stream(
+        self, model: Model, context: Context, options: Options
+    ) -> AbstractAsyncContextManager[AsyncIterator[Event]]:
+        """The shell's own streaming, with credentials not yet resolved."""

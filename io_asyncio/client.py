@@ -13,21 +13,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
-import os
-import random
-import ssl
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Final
 
 from streamfn.core.events import Error, Event
 from streamfn.core.http11 import (
     EXPIRED,
+    ClientBase,
     Connect,
     ConnectTunnel,
     Emit,
     Exchange,
+    PoolKey,
     Receive,
     Release,
     Send,
@@ -46,7 +44,7 @@ from streamfn.core.proxy_env import Proxy
 __all__ = ["Client", "complete", "default_client", "stream"]
 
 READ_SIZE: Final = 64 << 10
-_PoolKey = tuple[str, str, int, Proxy | None]
+_PoolKey = PoolKey
 
 
 class _Connection:
@@ -69,43 +67,8 @@ class _Connection:
             self.writer.transport.abort()
 
 
-class Client:
-    """Configuration and a keep-alive pool shared by the streams it opens.
-
-    ``ssl_context`` overrides the default (verification on, system CAs);
-    ``environ`` is where API keys and HTTPS_PROXY/NO_PROXY are read (default
-    `os.environ`); at most ``max_idle_per_host`` idle connections are kept per
-    host. Use ``async with Client() as client`` (or `aclose`) so idle sockets
-    are closed with it.
-    """
-
-    def __init__(
-        self,
-        *,
-        ssl_context: ssl.SSLContext | None = None,
-        environ: Mapping[str, str] | None = None,
-        max_idle_per_host: int = 8,
-        logger: logging.Logger | None = None,
-        rand: Callable[[], float] | None = None,
-    ) -> None:
-        self._ssl_context = ssl_context
-        self.environ: Mapping[str, str] = os.environ if environ is None else environ
-        self.max_idle_per_host = max_idle_per_host
-        self.log = logger or logging.getLogger("streamfn")
-        self._rand = rand or random.random
-        self._idle: dict[_PoolKey, list[_Connection]] = {}
-
-    @property
-    def ssl_context(self) -> ssl.SSLContext:
-        if self._ssl_context is None:
-            self._ssl_context = ssl.create_default_context()
-        return self._ssl_context
-
-    async def __aenter__(self) -> Client:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
+class Client(ClientBase[_Connection]):
+    """An asyncio client: configuration and a keep-alive pool (see `ClientBase`)."""
 
     async def aclose(self) -> None:
         """Close every idle connection."""
@@ -114,32 +77,6 @@ class Client:
             for conn in conns:
                 conn.abort()
         await asyncio.sleep(0)  # let the transports finish closing their sockets
-
-    @property
-    def idle_connections(self) -> int:
-        return sum(len(c) for c in self._idle.values())
-
-    # -- public API -------------------------------------------------------------
-    def stream(
-        self, model: Model, context: Context, options: Options | None = None
-    ) -> AbstractAsyncContextManager[AsyncIterator[Event]]:
-        """``async with client.stream(m, ctx) as events: async for ev in events: ...``
-
-        Raises `MissingCredentials` on entry, before connecting, when no key
-        is configured. Leaving the block closes the connection unless the
-        response was read to its end.
-        """
-        return self._stream(model, context, options or Options())
-
-    async def complete(
-        self, model: Model, context: Context, options: Options | None = None
-    ) -> AssistantMessage:
-        """The whole answer as one message (errors are in its ``stop_reason``/``error``)."""
-        from streamfn.core.accumulate import accumulate
-
-        async with self.stream(model, context, options) as events:
-            collected = [event async for event in events]
-        return accumulate(collected)
 
     # -- internals --------------------------------------------------------------
     @asynccontextmanager
