@@ -402,3 +402,21 @@ def test_curl_smoke(server: Server) -> None:
         check=True,
     ).stdout
     assert b'"content":"Hello"' in out and out.rstrip().endswith(b"data: [DONE]")
+
+
+def test_graceful_shutdown_ends_open_streams_cleanly_and_refuses_new_ones() -> None:
+    with serving(delay=0.2, shutdown_grace=0.3) as (server, _):
+        sock = _post(server.port, "/v1/chat/completions", STREAM_BODY)
+        sock.settimeout(5)
+        assert sock.recv(4096).startswith(b"HTTP/1.1 200")
+        done = asyncio.run_coroutine_threadsafe(server.app.shutdown(), server.loop)
+        with sock:
+            data = _read_all(sock)
+        done.result(5)
+        # the open stream got an in-stream error in OpenAI's shape, then a proper end
+        assert b'"error":' in data and b"server shutting down" in data
+        assert data.endswith(b"0\r\n\r\n")  # the chunked body was terminated
+        assert server.app.active == 0
+        with pytest.raises(openai.InternalServerError) as info:
+            oa(server).chat.completions.create(model="demo-text", messages=USER)  # type: ignore[arg-type]
+        assert info.value.status_code == 503
