@@ -49,7 +49,9 @@ _THROTTLED: Final = re.compile(
 )
 _OVERLOADED: Final = re.compile(
     r"overloaded|unavailable|internal server error|server[ _-]error|timeout|timed out"
-    r"|try again later|capacity",
+    r"|try again later|capacity"
+    r"|while running the model"  # Ollama: the runner process died mid-generation
+    r"|upstream connect error|disconnect/reset|connection reset",  # proxies (Envoy) in-stream
     re.IGNORECASE,
 )
 _AUTH: Final = re.compile(

@@ -362,3 +362,19 @@ def test_in_stream_messages(message: str, code: str | None, kind: ErrorKind) -> 
 )
 def test_parse_retry_after(headers: dict[str, str], expected: float | None) -> None:
     assert parse_retry_after(headers) == expected
+
+
+def test_ollama_runner_crash_in_stream_is_retryable_network() -> None:
+    # Ollama sends {"error": "..."} as an NDJSON line when its runner dies mid-generation.
+    err = classify_message(
+        "an error was encountered while running the model: unexpected EOF"
+    )
+    assert err.kind is ErrorKind.NETWORK and err.retryable
+
+
+def test_proxy_upstream_reset_in_stream_is_retryable_network() -> None:
+    # Envoy-fronted gateways report a dropped upstream with this wording.
+    err = classify_message(
+        "upstream connect error or disconnect/reset before headers. reset reason: connection termination"
+    )
+    assert err.kind is ErrorKind.NETWORK and err.retryable

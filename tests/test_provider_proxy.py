@@ -100,7 +100,8 @@ def test_round_trip_keeps_every_event_after_start() -> None:
     events = run(wire)
     assert events[1:] == STREAM[1:]  # Done keeps the proxy's usage and cost
     assert run([wire[i : i + 1] for i in range(len(wire))]) == events
-    assert events[0] == Start(api="proxy", provider="proxy", model="replay")
+    # the upstream response id survives into our Start
+    assert events[0] == Start(api="proxy", provider="proxy", model="replay", response_id="msg_1")
 
 
 def test_proxy_error_passes_through_with_its_kind() -> None:

@@ -257,3 +257,24 @@ def test_replay_options_caps_apply() -> None:
 def test_replay_unknown_api_is_a_value_error() -> None:
     with pytest.raises(ValueError, match="unknown wire api"):
         replay("carrier-pigeon", b"")
+
+
+def test_the_response_id_from_the_body_reaches_start_and_the_folded_message() -> None:
+    from streamfn.core import Start, accumulate
+
+    body = (
+        b'data: {"id":"chatcmpl-42","choices":[{"index":0,"delta":{"content":"hi"}}]}\n\n'
+        b'data: {"id":"chatcmpl-42","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
+        b"data: [DONE]\n\n"
+    )
+    events = replay("openai-chat", body)
+    assert isinstance(events[0], Start) and events[0].response_id == "chatcmpl-42"
+    assert accumulate(events).response_id == "chatcmpl-42"
+    anthropic = (
+        b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_7",'
+        b'"usage":{"input_tokens":1,"output_tokens":0}}}\n\n'
+        b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"},'
+        b'"usage":{"output_tokens":1}}\n\n'
+        b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+    )
+    assert accumulate(replay("anthropic", anthropic)).response_id == "msg_7"

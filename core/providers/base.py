@@ -324,6 +324,7 @@ class ProviderCall(abc.ABC):
         self._wrong_type: str | None = None
         #: the body stopped inside an event (set by the SSE base at end of body)
         self.cut_inside_event = False
+        self._start_pending = False
 
     # -- public contract --------------------------------------------------
     @property
@@ -347,8 +348,11 @@ class ProviderCall(abc.ABC):
             self._state = _ERROR_BODY
             return []
         self._state = _STREAMING
-        self.emit.events.append(self._start_event())
-        return self.emit.drain()
+        # Start goes out with the first events the body yields, not now: by then
+        # the provider has read its response id from the body (message_start,
+        # response.created, a chunk's id), so Start and the folded message carry it.
+        self._start_pending = True
+        return []
 
     def receive_data(self, data: bytes) -> list[Event]:
         if self._state == _ERROR_BODY:
@@ -386,10 +390,11 @@ class ProviderCall(abc.ABC):
         """The caller gave up: end the stream with ``stop_reason=aborted``."""
         if self._state == _DONE or self.emit.finished:
             return []
-        start = [self._start_event()] if self._state == _AWAITING else []
+        if self._state == _AWAITING:
+            self._start_pending = True
         self._state = _STREAMING
         self.emit.error(Error.aborted(message, usage=self._usage_or_none()))
-        return start + self._drain()
+        return self._drain()
 
     def header(self, name: str) -> str | None:
         lname = name.lower()
@@ -434,6 +439,9 @@ class ProviderCall(abc.ABC):
 
     def _drain(self) -> list[Event]:
         events = self.emit.drain()
+        if self._start_pending and (events or self.emit.finished):
+            self._start_pending = False
+            events.insert(0, self._start_event())
         if self.emit.finished:
             self._state = _DONE
         return events
