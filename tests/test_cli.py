@@ -123,3 +123,33 @@ def test_help_teaches_with_examples() -> None:
     assert done.returncode == 0
     assert 'streamfn chat "What is the capital of France?"' in done.stdout
     assert "local prepare --from" in done.stdout
+
+
+def test_replay_prints_events_as_json_lines_then_the_final_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    body = tmp_path / "body.sse"
+    body.write_bytes(
+        b'data: {"id":"c1","choices":[{"index":0,"delta":{"content":"Par"}}]}\n\n'
+        b'data: {"id":"c1","choices":[{"index":0,"delta":{"content":"is"},"finish_reason":"stop"}]}\n\n'
+        b"data: [DONE]\n\n"
+    )
+    assert cli.main(["replay", "--api", "openai-chat", str(body)]) == cli.EXIT_OK
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [ln["type"] for ln in lines] == [
+        "start",
+        "text_start",
+        "text_delta",
+        "text_delta",
+        "text_end",
+        "done",
+        "assistant",
+    ]
+    assert lines[-1]["content"] == [{"type": "text", "text": "Paris", "signature": None}]
+
+
+def test_replay_of_a_missing_file_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["replay", "--api", "anthropic", "/nonexistent.sse"]) == cli.EXIT_USAGE
+    assert "no such file" in capsys.readouterr().err
