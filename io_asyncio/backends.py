@@ -8,14 +8,14 @@ cancellation. Model names are the registry's ``provider:id`` keys, plus
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
 from streamfn.core.events import Event
 from streamfn.core.messages import Context
-from streamfn.core.models import UnknownModel, get_model, list_models
+from streamfn.core.models import Model, UnknownModel, get_model, list_models
 from streamfn.core.options import Options
 
 from .client import Client
@@ -29,17 +29,31 @@ LOCAL_NAMES = ("local", "local:smollm2-135m-instruct", "smollm2-135m-instruct")
 class ProviderBackend:
     """Any registered model, reached over HTTPS with keys from the environment."""
 
-    def __init__(self, client: Client | None = None, environ: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        client: Client | None = None,
+        environ: Mapping[str, str] | None = None,
+        *,
+        models: Iterable[Model] = (),
+    ) -> None:
+        """``models`` are served by ``provider:id`` ahead of the registry's (a
+        gateway's own vLLM box, a renamed deployment ...)."""
         self.client = client or Client(environ=dict(environ or os.environ))
+        self.models = {m.key: m for m in models}
+
+    async def aclose(self) -> None:
+        """Close idle upstream connections (the server calls this at shutdown)."""
+        await self.client.aclose()
 
     def list_models(self) -> list[str]:
-        return [m.key for m in list_models()]
+        registry = [m.key for m in list_models() if m.key not in self.models]
+        return list(self.models) + registry
 
     def stream(
         self, model: str, context: Context, options: Options
     ) -> AbstractAsyncContextManager[AsyncIterator[Event]]:
         try:
-            resolved = get_model(model)
+            resolved = self.models.get(model) or get_model(model)
         except UnknownModel as exc:
             raise UnknownModelError(str(exc)) from None
         if resolved.api == "local":
@@ -85,6 +99,10 @@ class RouterBackend:
             raise ValueError("a server needs a local model, upstream providers, or both")
         self.local = local
         self.providers = providers
+
+    async def aclose(self) -> None:
+        if self.providers is not None:
+            await self.providers.aclose()
 
     def list_models(self) -> list[str]:
         names: list[str] = []

@@ -253,6 +253,10 @@ class App:
         self._abort.set()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._idle.wait(), 2.0)
+        # Idle upstream connections belong to this event loop: close them with it.
+        aclose = getattr(self.backend, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
     # -- request plumbing ---------------------------------------------------------
     def _authenticate(self, scope: Scope) -> None:
