@@ -278,3 +278,19 @@ def test_the_response_id_from_the_body_reaches_start_and_the_folded_message() ->
         b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
     )
     assert accumulate(replay("anthropic", anthropic)).response_id == "msg_7"
+
+
+def test_start_is_chunking_invariant_when_the_id_arrives_after_content() -> None:
+    # Found by fuzz/fuzz_providers.py: with Start taken at drain time, its
+    # response_id depended on where the chunks fell. Start now goes out right
+    # before the first event, a fixed point in the byte stream.
+    body = (
+        b'event: response.output_text.delta\ndata: {"type":"response.output_text.delta",'
+        b'"item_id":"m","output_index":0,"content_index":0,"delta":"Hi"}\n\n'
+        b'event: response.completed\ndata: {"type":"response.completed","response":'
+        b'{"id":"resp_late","status":"completed","output":[],"usage":{"input_tokens":1,'
+        b'"output_tokens":1}}}\n\n'
+    )
+    whole = replay("openai-responses", body)
+    for cut in range(len(body) + 1):
+        assert replay("openai-responses", [body[:cut], body[cut:]]) == whole

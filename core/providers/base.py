@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import abc
 import logging
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any, ClassVar, Final
 
 import msgspec
@@ -150,13 +150,32 @@ class Emitter:
     after a terminal event.
     """
 
-    def __init__(self, *, max_content_bytes: int | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        max_content_bytes: int | None = None,
+        before_first: Callable[[], Event] | None = None,
+    ) -> None:
         self.events: list[Event] = []
         self.finished = False
+        #: makes the event that must precede all others (`Start`), at the moment
+        #: the first one is emitted: that moment is a fixed point in the byte
+        #: stream, so what Start carries does not depend on the chunking.
+        self._before_first = before_first
         self._open: dict[Hashable, _Block] = {}
         self._next_index = 0
         self._content_bytes = 0
         self._max_content = max_content_bytes
+
+    def _push(self, event: Event) -> None:
+        if self._before_first is not None:
+            self.events.append(self._before_first())
+            self._before_first = None
+        self.events.append(event)
+
+    def start_before_first(self, make: Callable[[], Event]) -> None:
+        """Emit ``make()`` right before the next event (once)."""
+        self._before_first = make
 
     def drain(self) -> list[Event]:
         out, self.events = self.events, []
@@ -208,7 +227,7 @@ class Emitter:
         was_open = self.open_kind(key) == "text"
         index = self._open_block(key, "text")
         if not was_open:
-            self.events.append(TextStart(index))
+            self._push(TextStart(index))
         if delta and self._count(delta):
             self.events.append(TextDelta(index, delta))
 
@@ -223,7 +242,7 @@ class Emitter:
         was_open = self.open_kind(key) == "thinking"
         index = self._open_block(key, "thinking")
         if not was_open:
-            self.events.append(ThinkingStart(index))
+            self._push(ThinkingStart(index))
         if delta and self._count(delta):
             self.events.append(ThinkingDelta(index, delta))
 
@@ -233,7 +252,7 @@ class Emitter:
         if key in self._open:
             self.end(key)
         index = self._open_block(key, "tool")
-        self.events.append(ToolCallStart(index, id, name))
+        self._push(ToolCallStart(index, id, name))
 
     def tool_delta(self, key: Hashable, delta: str) -> None:
         if self.finished or not delta:
@@ -263,7 +282,7 @@ class Emitter:
             return
         index = self._next_index
         self._next_index += 1
-        self.events.append(OpaqueBlock(index, provider, block_type, json))
+        self._push(OpaqueBlock(index, provider, block_type, json))
 
     def close_all(self) -> None:
         for key in list(self._open):
@@ -274,14 +293,14 @@ class Emitter:
         if self.finished:
             return
         self.close_all()
-        self.events.append(Done(stop_reason=stop_reason, usage=usage, cost=cost))
+        self._push(Done(stop_reason=stop_reason, usage=usage, cost=cost))
         self.finished = True
         self._open.clear()
 
     def error(self, error: Error) -> None:
         if self.finished:
             return
-        self.events.append(error)
+        self._push(error)
         self.finished = True
         self._open.clear()
 
@@ -324,7 +343,6 @@ class ProviderCall(abc.ABC):
         self._wrong_type: str | None = None
         #: the body stopped inside an event (set by the SSE base at end of body)
         self.cut_inside_event = False
-        self._start_pending = False
 
     # -- public contract --------------------------------------------------
     @property
@@ -351,7 +369,7 @@ class ProviderCall(abc.ABC):
         # Start goes out with the first events the body yields, not now: by then
         # the provider has read its response id from the body (message_start,
         # response.created, a chunk's id), so Start and the folded message carry it.
-        self._start_pending = True
+        self.emit.start_before_first(self._start_event)
         return []
 
     def receive_data(self, data: bytes) -> list[Event]:
@@ -391,7 +409,7 @@ class ProviderCall(abc.ABC):
         if self._state == _DONE or self.emit.finished:
             return []
         if self._state == _AWAITING:
-            self._start_pending = True
+            self.emit.start_before_first(self._start_event)
         self._state = _STREAMING
         self.emit.error(Error.aborted(message, usage=self._usage_or_none()))
         return self._drain()
@@ -439,9 +457,6 @@ class ProviderCall(abc.ABC):
 
     def _drain(self) -> list[Event]:
         events = self.emit.drain()
-        if self._start_pending and (events or self.emit.finished):
-            self._start_pending = False
-            events.insert(0, self._start_event())
         if self.emit.finished:
             self._state = _DONE
         return events
