@@ -37,9 +37,10 @@ from .events import (
     Usage,
 )
 
-__all__ = ["AnthropicEncoder", "anthropic_error_type", "anthropic_usage"]
+__all__ = ["STOP_REASONS", "AnthropicEncoder", "anthropic_error_type", "anthropic_usage"]
 
-_STOP: Final = {
+#: our stop reasons -> Anthropic ``stop_reason`` (streamed and whole messages alike)
+STOP_REASONS: Final = {
     StopReason.STOP: "end_turn",
     StopReason.LENGTH: "max_tokens",
     StopReason.TOOL_USE: "tool_use",
@@ -166,7 +167,10 @@ class AnthropicEncoder:
                 "message_delta",
                 {
                     "type": "message_delta",
-                    "delta": {"stop_reason": _STOP[event.stop_reason], "stop_sequence": None},
+                    "delta": {
+                        "stop_reason": STOP_REASONS[event.stop_reason],
+                        "stop_sequence": None,
+                    },
                     "usage": anthropic_usage(event.usage),
                 },
             ) + _frame("message_stop", {"type": "message_stop"})

@@ -30,9 +30,10 @@ from .events import (
 )
 from .sse import encode_sse
 
-__all__ = ["OpenAIChatEncoder", "openai_usage"]
+__all__ = ["FINISH_REASONS", "OpenAIChatEncoder", "openai_error_type", "openai_usage"]
 
-_FINISH: Final = {
+#: our stop reasons -> OpenAI ``finish_reason`` (streamed and whole responses alike)
+FINISH_REASONS: Final = {
     StopReason.STOP: "stop",
     StopReason.LENGTH: "length",
     StopReason.TOOL_USE: "tool_calls",
@@ -122,7 +123,7 @@ class OpenAIChatEncoder:
         if isinstance(event, Start):
             return self._frame(self._chunk({"role": "assistant", "content": ""}))
         if isinstance(event, Done):
-            out = self._frame(self._chunk({}, _FINISH[event.stop_reason]))
+            out = self._frame(self._chunk({}, FINISH_REASONS[event.stop_reason]))
             if self._include_usage:
                 out += self._frame(
                     {

@@ -32,12 +32,15 @@ from typing import Any, Final, Protocol
 
 import msgspec
 
+from streamfn.core.accumulate import accumulate
 from streamfn.core.credentials import MissingCredentials
+from streamfn.core.encode_anthropic import STOP_REASONS as ANTHROPIC_STOP_REASONS
 from streamfn.core.encode_anthropic import (
     AnthropicEncoder,
     anthropic_error_type,
     anthropic_usage,
 )
+from streamfn.core.encode_openai import FINISH_REASONS as OPENAI_FINISH_REASONS
 from streamfn.core.encode_openai import OpenAIChatEncoder, openai_error_type, openai_usage
 from streamfn.core.events import (
     Done,
@@ -45,9 +48,6 @@ from streamfn.core.events import (
     ErrorKind,
     Event,
     Start,
-    StopReason,
-    encode_event_json,
-    event_type,
 )
 from streamfn.core.inbound import (
     BadRequest,
@@ -56,13 +56,13 @@ from streamfn.core.inbound import (
     parse_openai_request,
 )
 from streamfn.core.messages import (
-    AssistantMessage,
     Context,
     TextContent,
     ThinkingContent,
     ToolCall,
 )
 from streamfn.core.options import Options
+from streamfn.core.providers.proxy import encode_proxy_event
 from streamfn.core.sse import encode_sse
 
 __all__ = ["App", "Backend", "EventsBackend", "ServerConfig", "UnknownModelError"]
@@ -558,13 +558,7 @@ def _encoder_for(
     if path == "/v1/messages":
         an = AnthropicEncoder(message_id=f"msg_{uuid.uuid4().hex[:24]}", model=request.model)
         return an.encode, an.keep_alive
-    return _encode_native, lambda: encode_sse(comment="keep-alive")
-
-
-def _encode_native(event: Event) -> bytes:
-    return (
-        b"event: " + event_type(event).encode() + b"\ndata: " + encode_event_json(event) + b"\n\n"
-    )
+    return encode_proxy_event, lambda: encode_sse(comment="keep-alive")
 
 
 class _NativeRequest(msgspec.Struct, kw_only=True):
@@ -582,31 +576,9 @@ def _parse_native(body: bytes) -> ClientRequest:
     return ClientRequest(model=req.model, context=req.context, options=options, stream=True)
 
 
-def _fold(events: list[Event]) -> AssistantMessage:
-    from streamfn.core.accumulate import accumulate
-
-    return accumulate(events)
-
-
-_OPENAI_FINISH: Final = {
-    StopReason.STOP: "stop",
-    StopReason.LENGTH: "length",
-    StopReason.TOOL_USE: "tool_calls",
-    StopReason.ERROR: "stop",
-    StopReason.ABORTED: "stop",
-}
-_ANTHROPIC_STOP: Final = {
-    StopReason.STOP: "end_turn",
-    StopReason.LENGTH: "max_tokens",
-    StopReason.TOOL_USE: "tool_use",
-    StopReason.ERROR: "end_turn",
-    StopReason.ABORTED: "end_turn",
-}
-
-
 def _final_body(path: str, request: ClientRequest, events: list[Event]) -> dict[str, Any]:
     """A non-streaming response, built by folding the same events a stream carries."""
-    message = _fold(events)
+    message = accumulate(events)
     if path == "/v1/messages":
         content: list[dict[str, Any]] = []
         for block in message.content:
@@ -638,7 +610,7 @@ def _final_body(path: str, request: ClientRequest, events: list[Event]) -> dict[
             "role": "assistant",
             "model": request.model,
             "content": content,
-            "stop_reason": _ANTHROPIC_STOP[message.stop_reason],
+            "stop_reason": ANTHROPIC_STOP_REASONS[message.stop_reason],
             "stop_sequence": None,
             "usage": anthropic_usage(message.usage),
         }
@@ -664,7 +636,7 @@ def _final_body(path: str, request: ClientRequest, events: list[Event]) -> dict[
             {
                 "index": 0,
                 "message": msg,
-                "finish_reason": _OPENAI_FINISH[message.stop_reason],
+                "finish_reason": OPENAI_FINISH_REASONS[message.stop_reason],
                 "logprobs": None,
             }
         ],

@@ -46,7 +46,7 @@ from ..events import (
 from ..messages import Context
 from ..models import Model
 from ..options import Options
-from ..sse import ServerSentEvent, encode_sse
+from ..sse import ServerSentEvent
 from .base import HTTPRequest, SSECall, json_request, request_headers
 
 __all__ = [
@@ -87,8 +87,15 @@ _EVENT_TYPES: Final = frozenset(
 
 
 def encode_proxy_event(event: Event) -> bytes:
-    """One event as the proxy's SSE frame: ``event: <type>`` and ``data: <json>``."""
-    return encode_sse(encode_event_json(event).decode(), event=event_type(event))
+    """One event as the proxy's SSE frame: ``event: <type>`` and ``data: <json>``.
+
+    Framed directly rather than through `encode_sse`: msgspec's JSON never
+    contains a raw line break, so it is always exactly one ``data:`` line, and
+    the server sends this per event.
+    """
+    return (
+        b"event: " + event_type(event).encode() + b"\ndata: " + encode_event_json(event) + b"\n\n"
+    )
 
 
 def encode_proxy_events(events: Iterable[Event]) -> bytes:
