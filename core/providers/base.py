@@ -216,35 +216,42 @@ class Emitter:
             return False
         return True
 
+    # text() and thinking() are the hot path: one dict lookup per delta. A
+    # finished emitter has no open blocks (done/error clear them), so a block
+    # found open means the stream is live.
     def text(self, key: Hashable, delta: str) -> None:
         block = self._open.get(key)
-        if block is not None and block.kind == "text" and not self.finished:
-            if delta and self._count(delta):  # the hot path: one more delta
-                self.events.append(TextDelta(block.index, delta))
-            return
-        if self.finished:
-            return
-        was_open = self.open_kind(key) == "text"
-        index = self._open_block(key, "text")
-        if not was_open:
-            self._push(TextStart(index))
+        if block is not None and block.kind == "text":
+            index = block.index
+        else:
+            opened = self._start_stream(key, "text", TextStart)
+            if opened is None:
+                return
+            index = opened
         if delta and self._count(delta):
             self.events.append(TextDelta(index, delta))
 
     def thinking(self, key: Hashable, delta: str) -> None:
         block = self._open.get(key)
-        if block is not None and block.kind == "thinking" and not self.finished:
-            if delta and self._count(delta):
-                self.events.append(ThinkingDelta(block.index, delta))
-            return
-        if self.finished:
-            return
-        was_open = self.open_kind(key) == "thinking"
-        index = self._open_block(key, "thinking")
-        if not was_open:
-            self._push(ThinkingStart(index))
+        if block is not None and block.kind == "thinking":
+            index = block.index
+        else:
+            opened = self._start_stream(key, "thinking", ThinkingStart)
+            if opened is None:
+                return
+            index = opened
         if delta and self._count(delta):
             self.events.append(ThinkingDelta(index, delta))
+
+    def _start_stream(
+        self, key: Hashable, kind: str, start: type[TextStart] | type[ThinkingStart]
+    ) -> int | None:
+        """Open a text or thinking block (closing whatever ``key`` had open)."""
+        if self.finished:
+            return None
+        index = self._open_block(key, kind)
+        self._push(start(index))
+        return index
 
     def tool_start(self, key: Hashable, id: str, name: str) -> None:
         if self.finished:
