@@ -8,26 +8,19 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterable, Mapping
-from typing import Protocol, cast
+from datetime import datetime
+from typing import Final, Protocol, cast
 
 from .events import Event
 from .messages import Context
-from .models import Model
+from .models import API_NAMES, Model
 from .options import Options
 from .providers.base import HTTPRequest
 
-__all__ = ["Call", "open_call", "replay"]
+__all__ = ["API_MODULES", "Call", "open_call", "replay"]
 
-#: `Model.api` -> module under `streamfn.core.providers`
-_MODULES = {
-    "openai-chat": "openai_chat",
-    "openai-responses": "openai_responses",
-    "anthropic": "anthropic",
-    "gemini": "gemini",
-    "ollama": "ollama",
-    "bedrock": "bedrock",
-    "proxy": "proxy",
-}
+#: `Model.api` -> module under `streamfn.core.providers` (the local model has no wire)
+API_MODULES: Final = {api: api.replace("-", "_") for api in API_NAMES if api != "local"}
 
 
 class Call(Protocol):
@@ -48,6 +41,10 @@ class Call(Protocol):
 
     def abort(self, message: str = ...) -> list[Event]: ...
 
+    def sign(self, timestamp: datetime) -> HTTPRequest:
+        """The request to send at ``timestamp`` (signed where the provider needs it)."""
+        ...
+
 
 class _ProviderModule(Protocol):
     def open_call(self, model: Model, context: Context, options: Options) -> Call: ...
@@ -55,9 +52,9 @@ class _ProviderModule(Protocol):
 
 def _module(api: str) -> _ProviderModule:
     try:
-        name = _MODULES[api]
+        name = API_MODULES[api]
     except KeyError:
-        known = ", ".join(_MODULES)
+        known = ", ".join(API_MODULES)
         raise ValueError(f"unknown wire api {api!r}; known: {known}") from None
     return cast(_ProviderModule, importlib.import_module(f"streamfn.core.providers.{name}"))
 

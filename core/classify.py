@@ -23,6 +23,7 @@ __all__ = [
     "classify_message",
     "extract_error_message",
     "parse_retry_after",
+    "retryable_status",
 ]
 
 # Real wording from providers' context-overflow errors (400/413 bodies).
@@ -160,6 +161,11 @@ def _shorten(text: str, limit: int = 2000) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
+def retryable_status(status: int) -> bool:
+    """408 request timeout, 429 throttled, 5xx (529 is Anthropic's "overloaded")."""
+    return status in (408, 429) or 500 <= status <= 599
+
+
 def classify_message(
     message: str,
     *,
@@ -188,18 +194,14 @@ def classify_message(
         return Error.auth(message, status=status)
     if status == 429 or (status is None and _THROTTLED.search(haystack)):
         return Error.throttled(message, retry_after=retry_after, status=status)
-    if status is not None and (status == 408 or status == 529 or 500 <= status <= 599):
+    if status is not None and retryable_status(status):  # 429 was taken above
         return Error.network(message, status=status, retry_after=retry_after)
     if _CONTENT_FILTER.search(haystack):
         return Error.content_filter(message, status=status)
     if _OVERLOADED.search(haystack) and (status is None or status >= 500 or status == 200):
         return Error.network(message, status=status, retry_after=retry_after)
     if status is not None and 400 <= status < 500:
-        if status == 413:
-            return Error.invalid_request(message, status=status)
         return Error.invalid_request(message, status=status)
-    if status is None and _THROTTLED.search(haystack):
-        return Error.throttled(message, retry_after=retry_after)
     return Error(
         message=message, kind=ErrorKind.PROTOCOL if status is None else None, status=status
     )

@@ -34,11 +34,11 @@ import msgspec
 
 from .call import Call, open_call
 from .credentials import aws_credentials, resolve_api_key
-from .events import Error, ErrorKind, Event, Start
+from .events import Error, Event, Start
 from .messages import AssistantMessage, Context
 from .models import Model
 from .options import Options
-from .providers.base import HTTPRequest, redact_url
+from .providers.base import redact_url
 from .proxy_env import Proxy, proxy_for
 from .retry import FirstOutputGate, Retry, RetryPolicy
 
@@ -128,8 +128,6 @@ def connect_timeout_error(target: Target, seconds: float) -> Error:
 
 def _tls_error(exc: BaseException) -> BaseException | None:
     """The TLS error behind ``exc`` (trio wraps it in BrokenResourceError)."""
-    import ssl  # stdlib; only to recognise the exception type
-
     seen: BaseException | None = exc
     for _ in range(8):
         if seen is None:
@@ -138,11 +136,6 @@ def _tls_error(exc: BaseException) -> BaseException | None:
             return seen
         seen = seen.__cause__ or seen.__context__
     return None
-
-
-class _Timer(NamedTuple):
-    deadline: float
-    error: Error
 
 
 class Exchange:
@@ -196,6 +189,17 @@ class Exchange:
         self._phase_ref: float | None = None
         self._body_seen = False
         self._closed_by_peer = False
+        # what each timer says when it fires: fixed for the exchange, built once
+        self._idle_error = Error.network(
+            f"idle timeout: no data for {_seconds(options.idle_timeout)}"
+        )
+        self._first_byte_error = Error.network(
+            f"first-byte timeout: no response body within {_seconds(options.first_byte_timeout)}"
+        )
+        total = options.total_timeout if options.total_timeout is not None else 0.0
+        self._total_error = Error.network(
+            f"total timeout: the stream did not finish within {_seconds(total)}"
+        )
 
     # -- sending -------------------------------------------------------------
     def bytes_to_send(self) -> bytes:
@@ -215,11 +219,6 @@ class Exchange:
         return out + (self._h11.send(h11.EndOfMessage()) or b"")
 
     # -- timers ----------------------------------------------------------------
-    @property
-    def body_started(self) -> bool:
-        """True once the first byte of the response body arrived (idle timer from then on)."""
-        return self._body_seen
-
     def timer(self, now: float) -> tuple[float, Error]:
         """The deadline for the next receive and the `Error` to end with if it passes.
 
@@ -233,24 +232,12 @@ class Exchange:
             self._phase_ref = now
             self._fresh_data = False
         if self._body_seen:
-            timer = _Timer(
-                self._phase_ref + opts.idle_timeout,
-                Error.network(f"idle timeout: no data for {_seconds(opts.idle_timeout)}"),
-            )
+            deadline, error = self._phase_ref + opts.idle_timeout, self._idle_error
         else:
-            timer = _Timer(
-                self._phase_ref + opts.first_byte_timeout,
-                Error.network(
-                    "first-byte timeout: no response body within "
-                    f"{_seconds(opts.first_byte_timeout)}"
-                ),
-            )
-        if self._deadline is not None and self._deadline <= timer.deadline:
-            total = opts.total_timeout if opts.total_timeout is not None else 0.0
-            return self._deadline, Error.network(
-                f"total timeout: the stream did not finish within {_seconds(total)}"
-            )
-        return timer.deadline, timer.error
+            deadline, error = self._phase_ref + opts.first_byte_timeout, self._first_byte_error
+        if self._deadline is not None and self._deadline <= deadline:
+            return self._deadline, self._total_error
+        return deadline, error
 
     # -- receiving -----------------------------------------------------------
     def receive_bytes(self, data: bytes | bytearray) -> list[Event]:
@@ -259,7 +246,7 @@ class Exchange:
             return []
         self.bytes_received += len(data)
         try:
-            self._h11.receive_data(bytes(data))
+            self._h11.receive_data(data if isinstance(data, bytes) else bytes(data))
         except h11.RemoteProtocolError as exc:
             return self._protocol_failure(exc)
         return self._pump()
@@ -348,16 +335,7 @@ class Exchange:
                 return events + self._protocol_failure(exc)
             if event is h11.NEED_DATA or event is h11.PAUSED:
                 return events
-            if isinstance(event, h11.Response):
-                self.status = event.status_code
-                self.response_headers = [
-                    (k.decode("latin-1"), v.decode("latin-1")) for k, v in event.headers
-                ]
-                if not self.finished:
-                    events += self._finish_call(
-                        self.call.receive_response(self.status, self.response_headers)
-                    )
-            elif isinstance(event, h11.Data):
+            if isinstance(event, h11.Data):  # the per-chunk case first
                 self._body_seen = True
                 self._fresh_data = True
                 self.body_bytes += len(event.data)
@@ -370,6 +348,15 @@ class Exchange:
                     )
                 if not self.finished:
                     events += self._finish_call(self.call.receive_data(bytes(event.data)))
+            elif isinstance(event, h11.Response):
+                self.status = event.status_code
+                self.response_headers = [
+                    (k.decode("latin-1"), v.decode("latin-1")) for k, v in event.headers
+                ]
+                if not self.finished:
+                    events += self._finish_call(
+                        self.call.receive_response(self.status, self.response_headers)
+                    )
             elif isinstance(event, h11.EndOfMessage):
                 if not self.finished:
                     events += self._finish_call(self.call.receive_eof())
@@ -388,12 +375,7 @@ class Exchange:
 
     def _protocol_failure(self, exc: h11.RemoteProtocolError) -> list[Event]:
         if exc.error_status_hint == 431 or "buffer too long" in str(exc).lower():
-            return self.fail(
-                Error(
-                    message=f"response head larger than {MAX_HEADER_BYTES} bytes",
-                    kind=ErrorKind.LIMIT,
-                )
-            )
+            return self.fail(Error.limit(f"response head larger than {MAX_HEADER_BYTES} bytes"))
         if self.status is None:
             message = f"malformed HTTP response from {self.target.host}: {exc}"
         elif "peer closed" in str(exc):
@@ -478,10 +460,7 @@ def wire_headers(call: Call, now: datetime) -> list[tuple[str, str]]:
     signature covers the time, and a retry minutes later needs a fresh one.
     The provider module owns the signing; the shell only supplies the clock.
     """
-    if getattr(call, "needs_signing", False):
-        signed: HTTPRequest = call.sign(now)  # type: ignore[attr-defined]
-        return list(signed.headers)
-    return list(call.request.headers)
+    return list(call.sign(now).headers)
 
 
 # -- the attempt loop, shared by both shells --------------------------------------

@@ -26,7 +26,7 @@ class ThinkingLevel(enum.StrEnum):
     HIGH = "high"
 
 
-class Options(msgspec.Struct, kw_only=True, repr_omit_defaults=True):
+class Options(msgspec.Struct, kw_only=True):
     """Options for one call. ``api_key`` never appears in ``repr()``.
 
     Caps (bytes) bound the memory a stream may hold; exceeding one ends the

@@ -18,15 +18,11 @@ from typing import NamedTuple
 
 import msgspec
 
+from .classify import retryable_status
 from .events import Error, Event, Start
 from .options import Options
 
 __all__ = ["FirstOutputGate", "Retry", "RetryPolicy", "retryable_status"]
-
-
-def retryable_status(status: int) -> bool:
-    """408 request timeout, 429 throttled, 5xx (529 is Anthropic's "overloaded")."""
-    return status in (408, 429) or 500 <= status <= 599
 
 
 class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
@@ -128,7 +124,7 @@ class FirstOutputGate:
         return self._stamp(held)
 
     def _stamp(self, events: list[Event]) -> list[Event]:
-        return [
-            msgspec.structs.replace(e, attempts=self.attempts) if isinstance(e, Error) else e
-            for e in events
-        ]
+        # An Error is always the terminal, last event: only the last one can need it.
+        if events and isinstance(events[-1], Error):
+            events = [*events[:-1], msgspec.structs.replace(events[-1], attempts=self.attempts)]
+        return events

@@ -14,6 +14,7 @@ from __future__ import annotations
 import abc
 import logging
 from collections.abc import Callable, Hashable, Iterable, Mapping
+from datetime import datetime
 from typing import Any, ClassVar, Final
 
 import msgspec
@@ -420,6 +421,11 @@ class ProviderCall(abc.ABC):
         self._state = _STREAMING
         self.emit.error(Error.aborted(message, usage=self._usage_or_none()))
         return self._drain()
+
+    def sign(self, timestamp: datetime) -> HTTPRequest:
+        """The request to send at ``timestamp``. Most providers need no signature;
+        Bedrock overrides this with SigV4, which covers the time of sending."""
+        return self.request
 
     def header(self, name: str) -> str | None:
         lname = name.lower()
