@@ -6,13 +6,16 @@ command line call `resolve_api_key(model, options, os.environ)`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Final
+
+import msgspec
 
 from .models import Model
 from .options import Options
 
-__all__ = ["ENV_KEYS", "MissingCredentials", "resolve_api_key"]
+__all__ = ["ENV_KEYS", "MissingCredentials", "aws_credentials", "resolve_api_key", "with_credentials"]
 
 #: provider -> environment variables tried in order
 ENV_KEYS: Final[dict[str, tuple[str, ...]]] = {
@@ -32,9 +35,6 @@ ENV_KEYS: Final[dict[str, tuple[str, ...]]] = {
     "bedrock": ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"),
 }
 
-#: providers that work without any key (local servers)
-KEYLESS: Final = frozenset({"ollama", "openai-compatible", "local", "vllm", "llamacpp", "lmstudio"})
-
 
 class MissingCredentials(Exception):
     """No key in the options nor in the environment; the message names the variable."""
@@ -49,7 +49,7 @@ def resolve_api_key(model: Model, options: Options, environ: Mapping[str, str]) 
     """
     if options.api_key:
         return options.api_key
-    if model.provider in KEYLESS or model.provider not in ENV_KEYS:
+    if model.provider not in ENV_KEYS:  # the keyless local servers among them
         return None
     if model.provider == "bedrock":
         aws_credentials(environ)
@@ -76,3 +76,34 @@ def aws_credentials(environ: Mapping[str, str]) -> tuple[str, str, str | None, s
         )
     region = environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or "us-east-1"
     return access, secret, environ.get("AWS_SESSION_TOKEN") or None, region
+
+
+#: the standard regional endpoint, which AWS_REGION may point elsewhere
+_BEDROCK_ENDPOINT: Final = re.compile(r"^https://bedrock-runtime\.[a-z0-9-]+\.amazonaws\.com/?$")
+
+
+def with_credentials(model: Model, options: Options, environ: Mapping[str, str]) -> Options:
+    """``options`` with the credentials filled from ``environ`` when the caller gave none.
+
+    Raises `MissingCredentials` (naming the variable) before any connection is
+    made. For Bedrock the AWS variables become the ``ACCESS:SECRET[:SESSION]``
+    key the provider module signs with, and ``AWS_REGION`` (or
+    ``AWS_DEFAULT_REGION``) picks the regional endpoint unless the model names
+    its region or the caller chose a base URL.
+    """
+    if model.api != "bedrock":
+        key = resolve_api_key(model, options, environ)
+        if key is None or key == options.api_key:
+            return options
+        return msgspec.structs.replace(options, api_key=key)
+    changes: dict[str, str] = {}
+    if not options.api_key:
+        from .providers.bedrock import format_aws_key
+
+        access, secret, token, _ = aws_credentials(environ)
+        changes["api_key"] = format_aws_key(access, secret, token)
+    region = environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION")
+    standard = not model.base_url or _BEDROCK_ENDPOINT.match(model.base_url) is not None
+    if region and standard and not options.base_url and not (model.extra or {}).get("region"):
+        changes["base_url"] = f"https://bedrock-runtime.{region}.amazonaws.com"
+    return msgspec.structs.replace(options, **changes) if changes else options

@@ -30,10 +30,9 @@ from typing import Final, Generic, NamedTuple, Self, TypeVar
 from urllib.parse import urlsplit
 
 import h11
-import msgspec
 
 from .call import Call, open_call
-from .credentials import aws_credentials, resolve_api_key
+from .credentials import with_credentials
 from .events import Error, Event, Start
 from .messages import AssistantMessage, Context
 from .models import Model
@@ -433,24 +432,6 @@ class ConnectTunnel:
                     raise TunnelError(f"{where} closed the connection during CONNECT")
         except h11.RemoteProtocolError as exc:
             raise TunnelError(f"{where} sent a malformed CONNECT response: {exc}") from None
-
-
-def with_credentials(model: Model, options: Options, environ: Mapping[str, str]) -> Options:
-    """``options`` with the API key filled from the environment when the caller gave none.
-
-    For Bedrock the AWS variables become the ``ACCESS:SECRET[:SESSION]`` key the
-    provider module signs with. Raises `MissingCredentials` (naming the
-    variable) before any connection is made.
-    """
-    if model.api == "bedrock" and not options.api_key:
-        from .providers.bedrock import format_aws_key
-
-        access, secret, token, _region = aws_credentials(environ)
-        return msgspec.structs.replace(options, api_key=format_aws_key(access, secret, token))
-    key = resolve_api_key(model, options, environ)
-    if key is None or key == options.api_key:
-        return options
-    return msgspec.structs.replace(options, api_key=key)
 
 
 def wire_headers(call: Call, now: datetime) -> list[tuple[str, str]]:

@@ -212,3 +212,25 @@ def test_bedrock_requests_are_signed_at_send_time() -> None:
         (k.lower(), v) for k, v in wire_headers(call, when.replace(hour=13))
     )
     assert later["authorization"] != headers["authorization"]
+
+
+def test_aws_region_picks_the_bedrock_endpoint_and_the_signing_region() -> None:
+    model = Model(
+        id="anthropic.claude-3-5-sonnet-20240620-v1:0",
+        provider="bedrock",
+        api="bedrock",
+        base_url="https://bedrock-runtime.us-east-1.amazonaws.com",
+    )
+    env = {
+        "AWS_ACCESS_KEY_ID": "AKIDEXAMPLE",
+        "AWS_SECRET_ACCESS_KEY": "secret",
+        "AWS_REGION": "eu-central-1",
+    }
+    call = open_call(model, Context.of("hi"), with_credentials(model, Options(), env))
+    assert call.request.url.startswith("https://bedrock-runtime.eu-central-1.amazonaws.com/")
+    when = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+    auth = dict((k.lower(), v) for k, v in wire_headers(call, when))["authorization"]
+    assert "/eu-central-1/bedrock/" in auth
+    # a caller's base URL or the model's own region wins over the environment
+    pinned = with_credentials(model, Options(base_url="https://vpce.example/bedrock"), env)
+    assert pinned.base_url == "https://vpce.example/bedrock"
