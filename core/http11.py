@@ -23,10 +23,10 @@ import logging
 import os
 import random
 import ssl
-from collections.abc import AsyncIterator, Callable, Generator, Iterable, Mapping
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterable, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import UTC, datetime
-from typing import Final, Generic, NamedTuple, Self, TypeVar
+from typing import Final, Generic, NamedTuple, Self, TypeVar, cast
 from urllib.parse import urlsplit
 
 import h11
@@ -48,6 +48,8 @@ __all__ = [
     "ConnectTunnel",
     "Emit",
     "Exchange",
+    "PoolKey",
+    "PooledConnection",
     "Receive",
     "Release",
     "Send",
@@ -643,21 +645,37 @@ def drive(
         return
 
 
-# -- what both shells' clients share: configuration, the pool, the public API -----
+# -- what both shells' clients share: configuration, the pool, the step loop -----
 
-ConnT = TypeVar("ConnT")
 PoolKey = tuple[str, str, int, Proxy | None]
 
 
+class PooledConnection:
+    """A shell's socket wrapper: what the pool needs to know about it."""
+
+    __slots__ = ("key", "last")
+
+    def __init__(self, key: PoolKey) -> None:
+        self.key = key
+        #: the exchange it last carried, handed to the next one on reuse
+        self.last: Exchange | None = None
+
+
+ConnT = TypeVar("ConnT", bound=PooledConnection)
+
+
 class ClientBase(Generic[ConnT], abc.ABC):
-    """Configuration and a keep-alive pool shared by the streams a client opens.
+    """Configuration, a keep-alive pool, and the loop that performs `drive`'s steps.
 
     ``ssl_context`` overrides the default (verification on, system CAs);
     ``environ`` is where API keys and HTTPS_PROXY/NO_PROXY are read (default
     `os.environ`); at most ``max_idle_per_host`` idle connections are kept per
     host. Use ``async with Client() as client`` (or `aclose`) so idle sockets
-    are closed with it. The shells subclass this with their own I/O; nothing
-    here touches a socket or an event loop.
+    are closed with it.
+
+    A shell subclasses this with its I/O primitives only (open, send,
+    receive with a deadline, sleep, close, its clock). Nothing here imports
+    trio or asyncio, and both shells run this same loop.
     """
 
     def __init__(
@@ -688,9 +706,12 @@ class ClientBase(Generic[ConnT], abc.ABC):
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
-    @abc.abstractmethod
     async def aclose(self) -> None:
         """Close every idle connection."""
+        idle, self._idle = self._idle, {}
+        for conns in idle.values():
+            for conn in conns:
+                await self._close(conn)
 
     @property
     def idle_connections(self) -> int:
@@ -717,8 +738,112 @@ class ClientBase(Generic[ConnT], abc.ABC):
             collected = [event async for event in events]
         return accumulate(collected)
 
+    # -- the I/O a shell provides ------------------------------------------------
     @abc.abstractmethod
-    def _stream(
+    def _clock(self) -> Callable[[], float]:
+        """The event loop's clock, which every deadline is measured on."""
+
+    @abc.abstractmethod
+    async def _open(self, step: Connect) -> ConnT | Error | object:
+        """A new connection, a connect `Error`, or `EXPIRED`."""
+
+    @abc.abstractmethod
+    async def _send(self, conn: ConnT, data: bytes, deadline: float) -> object:
+        """None when sent, the exception when the socket failed, or `EXPIRED`."""
+
+    @abc.abstractmethod
+    async def _receive(self, conn: ConnT, deadline: float) -> object:
+        """Bytes (empty at EOF), the exception when the socket failed, or `EXPIRED`."""
+
+    @abc.abstractmethod
+    async def _sleep(self, seconds: float) -> None: ...
+
+    @abc.abstractmethod
+    async def _close(self, conn: ConnT) -> None:
+        """Close at once, without waiting for the peer (cancellation, errors, abandon)."""
+
+    def _usable(self, conn: ConnT) -> bool:
+        """Whether an idle connection may serve another request."""
+        return True
+
+    # -- shared --------------------------------------------------------------------
+    @asynccontextmanager
+    async def _stream(
         self, model: Model, context: Context, options: Options
-    ) -> AbstractAsyncContextManager[AsyncIterator[Event]]:
-        """The shell's own streaming, with credentials not yet resolved."""
+    ) -> AsyncIterator[AsyncIterator[Event]]:
+        options = with_credentials(model, options, self.environ)
+        events = self._events(model, context, options)
+        try:
+            yield events
+        finally:
+            await events.aclose()
+
+    async def _events(
+        self, model: Model, context: Context, options: Options
+    ) -> AsyncGenerator[Event, None]:
+        """Perform the steps of `drive`; the connection in hand is closed on any exit."""
+        steps = drive(
+            model,
+            context,
+            options,
+            environ=self.environ,
+            clock=self._clock(),
+            rand=self._rand,
+            log=self.log,
+        )
+        conn: ConnT | None = None
+        answer: object = None
+        try:
+            while True:
+                try:
+                    step = steps.send(answer)
+                except StopIteration:
+                    return
+                answer = None
+                if isinstance(step, Emit):
+                    for event in step.events:
+                        yield event
+                elif isinstance(step, Receive):
+                    assert conn is not None
+                    answer = await self._receive(conn, step.deadline)
+                elif isinstance(step, Send):
+                    assert conn is not None
+                    answer = await self._send(conn, step.data, step.deadline)
+                elif isinstance(step, Connect):
+                    conn = None if step.fresh else await self._take_idle(step.key)
+                    if conn is not None:
+                        answer = conn.last
+                    else:
+                        opened = await self._open(step)
+                        if isinstance(opened, PooledConnection):
+                            conn = cast(ConnT, opened)
+                        else:
+                            answer = opened
+                elif isinstance(step, Release):
+                    assert conn is not None
+                    held, conn = conn, None
+                    await self._release(held, step.keep)
+                elif isinstance(step, Sleep):
+                    await self._sleep(step.seconds)
+        finally:
+            steps.close()
+            if conn is not None:
+                await self._close(conn)
+
+    async def _take_idle(self, key: PoolKey) -> ConnT | None:
+        conns = self._idle.get(key)
+        while conns:
+            conn = conns.pop()
+            if self._usable(conn):
+                return conn
+            await self._close(conn)
+        return None
+
+    async def _release(self, conn: ConnT, keep: Exchange | None) -> None:
+        """Back to the pool after a complete exchange; closed at once otherwise."""
+        conns = self._idle.setdefault(conn.key, [])
+        if keep is not None and len(conns) < self.max_idle_per_host:
+            conn.last = keep
+            conns.append(conn)
+        else:
+            await self._close(conn)

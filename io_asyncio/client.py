@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Final
 
 from streamfn.core.events import Error, Event
@@ -23,18 +23,11 @@ from streamfn.core.http11 import (
     ClientBase,
     Connect,
     ConnectTunnel,
-    Emit,
-    Exchange,
+    PooledConnection,
     PoolKey,
-    Receive,
-    Release,
-    Send,
-    Sleep,
     Target,
     TunnelError,
     connect_error,
-    drive,
-    with_credentials,
 )
 from streamfn.core.messages import AssistantMessage, Context
 from streamfn.core.models import Model
@@ -47,19 +40,18 @@ READ_SIZE: Final = 64 << 10
 _PoolKey = PoolKey
 
 
-class _Connection:
-    """A socket (maybe TLS, maybe tunnelled), its loop, and the exchange it last carried."""
+class _Connection(PooledConnection):
+    """An asyncio stream pair (maybe TLS, maybe tunnelled) and the loop it belongs to."""
 
-    __slots__ = ("key", "last", "loop", "reader", "writer")
+    __slots__ = ("loop", "reader", "writer")
 
     def __init__(
-        self, key: _PoolKey, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        self, key: PoolKey, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
-        self.key = key
+        super().__init__(key)
         self.reader = reader
         self.writer = writer
         self.loop = asyncio.get_running_loop()
-        self.last: Exchange | None = None
 
     def abort(self) -> None:
         """Close now, without waiting for the peer (cancellation, errors, abandon)."""
@@ -68,80 +60,25 @@ class _Connection:
 
 
 class Client(ClientBase[_Connection]):
-    """An asyncio client: configuration and a keep-alive pool (see `ClientBase`)."""
+    """An asyncio client: configuration, a keep-alive pool and the step loop come
+    from `ClientBase`; this class only does asyncio's I/O."""
 
     async def aclose(self) -> None:
-        """Close every idle connection."""
-        idle, self._idle = self._idle, {}
-        for conns in idle.values():
-            for conn in conns:
-                conn.abort()
+        await super().aclose()
         await asyncio.sleep(0)  # let the transports finish closing their sockets
 
-    # -- internals --------------------------------------------------------------
-    @asynccontextmanager
-    async def _stream(
-        self, model: Model, context: Context, options: Options
-    ) -> AsyncIterator[AsyncIterator[Event]]:
-        options = with_credentials(model, options, self.environ)
-        events = self._events(model, context, options)
-        try:
-            yield events
-        finally:
-            await events.aclose()
+    def _clock(self) -> Callable[[], float]:
+        return asyncio.get_running_loop().time
 
-    async def _events(
-        self, model: Model, context: Context, options: Options
-    ) -> AsyncGenerator[Event, None]:
-        """Perform the steps of `drive`; the connection in hand is closed on any exit."""
-        loop = asyncio.get_running_loop()
-        steps = drive(
-            model,
-            context,
-            options,
-            environ=self.environ,
-            clock=loop.time,
-            rand=self._rand,
-            log=self.log,
-        )
-        conn: _Connection | None = None
-        answer: object = None
-        try:
-            while True:
-                try:
-                    step = steps.send(answer)
-                except StopIteration:
-                    return
-                answer = None
-                if isinstance(step, Emit):
-                    for event in step.events:
-                        yield event
-                elif isinstance(step, Receive):
-                    assert conn is not None
-                    answer = await self._receive(conn, step.deadline)
-                elif isinstance(step, Send):
-                    assert conn is not None
-                    answer = await self._send(conn, step.data, step.deadline)
-                elif isinstance(step, Connect):
-                    conn = None if step.fresh else self._take_idle(step.key)
-                    if conn is not None:
-                        answer = conn.last
-                    else:
-                        opened = await self._open(step)
-                        if isinstance(opened, _Connection):
-                            conn = opened
-                        else:
-                            answer = opened
-                elif isinstance(step, Release):
-                    assert conn is not None
-                    held, conn = conn, None
-                    self._release(held, step.keep)
-                elif isinstance(step, Sleep):
-                    await asyncio.sleep(step.seconds)
-        finally:
-            steps.close()
-            if conn is not None:
-                conn.abort()
+    async def _sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+    async def _close(self, conn: _Connection) -> None:
+        conn.abort()  # never suspends: safe in a finally block during cancellation
+
+    def _usable(self, conn: _Connection) -> bool:
+        # a pooled connection belongs to the loop that opened it
+        return conn.loop is asyncio.get_running_loop() and not conn.writer.is_closing()
 
     async def _open(self, step: Connect) -> _Connection | Error | object:
         try:
@@ -182,8 +119,7 @@ class Client(ClientBase[_Connection]):
         while not tunnel.receive_bytes(await conn.reader.read(READ_SIZE)):
             pass
 
-    @staticmethod
-    async def _send(conn: _Connection, data: bytes, deadline: float) -> object:
+    async def _send(self, conn: _Connection, data: bytes, deadline: float) -> object:
         try:
             async with asyncio.timeout_at(deadline):
                 try:
@@ -195,8 +131,7 @@ class Client(ClientBase[_Connection]):
         except TimeoutError:
             return EXPIRED
 
-    @staticmethod
-    async def _receive(conn: _Connection, deadline: float) -> object:
+    async def _receive(self, conn: _Connection, deadline: float) -> object:
         try:
             async with asyncio.timeout_at(deadline):
                 try:
@@ -205,25 +140,6 @@ class Client(ClientBase[_Connection]):
                     return exc
         except TimeoutError:
             return EXPIRED
-
-    def _take_idle(self, key: _PoolKey) -> _Connection | None:
-        conns = self._idle.get(key)
-        loop = asyncio.get_running_loop()
-        while conns:
-            conn = conns.pop()
-            if conn.loop is loop and not conn.writer.is_closing():
-                return conn
-            conn.abort()
-        return None
-
-    def _release(self, conn: _Connection, keep: Exchange | None) -> None:
-        """Back to the pool after a complete exchange; closed at once otherwise."""
-        conns = self._idle.setdefault(conn.key, [])
-        if keep is not None and len(conns) < self.max_idle_per_host:
-            conn.last = keep
-            conns.append(conn)
-        else:
-            conn.abort()
 
 
 _default: Client | None = None

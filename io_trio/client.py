@@ -10,8 +10,8 @@ module only connects, sends, receives with a deadline, sleeps, and closes.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Final
 
 import trio
@@ -22,18 +22,11 @@ from streamfn.core.http11 import (
     ClientBase,
     Connect,
     ConnectTunnel,
-    Emit,
-    Exchange,
+    PooledConnection,
     PoolKey,
-    Receive,
-    Release,
-    Send,
-    Sleep,
     Target,
     TunnelError,
     connect_error,
-    drive,
-    with_credentials,
 )
 from streamfn.core.messages import AssistantMessage, Context
 from streamfn.core.models import Model
@@ -43,99 +36,36 @@ from streamfn.core.proxy_env import Proxy
 __all__ = ["Client", "complete", "default_client", "stream"]
 
 READ_SIZE: Final = 64 << 10
-_PoolKey = PoolKey
 
 
-class _Connection:
-    """A socket (maybe TLS, maybe tunnelled) and the exchange it last carried."""
+class _Connection(PooledConnection):
+    """A trio stream (maybe TLS, maybe tunnelled) in the pool."""
 
-    __slots__ = ("key", "last", "stream")
+    __slots__ = ("stream",)
 
-    def __init__(self, key: _PoolKey, stream: trio.abc.Stream) -> None:
-        self.key = key
+    def __init__(self, key: PoolKey, stream: trio.abc.Stream) -> None:
+        super().__init__(key)
         self.stream = stream
-        self.last: Exchange | None = None
 
 
 class Client(ClientBase[_Connection]):
-    """A trio client: configuration and a keep-alive pool (see `ClientBase`)."""
+    """A trio client: configuration, a keep-alive pool and the step loop come from
+    `ClientBase`; this class only does trio's I/O."""
 
-    async def aclose(self) -> None:
-        """Close every idle connection."""
-        idle, self._idle = self._idle, {}
-        for conns in idle.values():
-            for conn in conns:
-                await trio.aclose_forcefully(conn.stream)
+    def _clock(self) -> Callable[[], float]:
+        return trio.current_time
 
-    # -- internals --------------------------------------------------------------
-    @asynccontextmanager
-    async def _stream(
-        self, model: Model, context: Context, options: Options
-    ) -> AsyncIterator[AsyncIterator[Event]]:
-        options = with_credentials(model, options, self.environ)
-        events = self._events(model, context, options)
-        try:
-            yield events
-        finally:
-            await events.aclose()
+    async def _sleep(self, seconds: float) -> None:
+        await trio.sleep(seconds)
 
-    async def _events(
-        self, model: Model, context: Context, options: Options
-    ) -> AsyncGenerator[Event, None]:
-        """Perform the steps of `drive`; the connection in hand is closed on any exit."""
-        steps = drive(
-            model,
-            context,
-            options,
-            environ=self.environ,
-            clock=trio.current_time,
-            rand=self._rand,
-            log=self.log,
-        )
-        conn: _Connection | None = None
-        answer: object = None
-        try:
-            while True:
-                try:
-                    step = steps.send(answer)
-                except StopIteration:
-                    return
-                answer = None
-                if isinstance(step, Emit):
-                    for event in step.events:
-                        yield event
-                elif isinstance(step, Receive):
-                    assert conn is not None
-                    answer = await self._receive(conn.stream, step.deadline)
-                elif isinstance(step, Send):
-                    assert conn is not None
-                    answer = await self._send(conn.stream, step.data, step.deadline)
-                elif isinstance(step, Connect):
-                    conn = None if step.fresh else self._take_idle(step.key)
-                    if conn is not None:
-                        answer = conn.last
-                    else:
-                        opened = await self._open(step)
-                        if isinstance(opened, trio.abc.Stream):
-                            conn = _Connection(step.key, opened)
-                        else:
-                            answer = opened
-                elif isinstance(step, Release):
-                    assert conn is not None
-                    held, conn = conn, None
-                    await self._release(held, step.keep)
-                elif isinstance(step, Sleep):
-                    await trio.sleep(step.seconds)
-        finally:
-            steps.close()
-            if conn is not None:
-                await trio.aclose_forcefully(conn.stream)
+    async def _close(self, conn: _Connection) -> None:
+        await trio.aclose_forcefully(conn.stream)
 
-    async def _open(self, step: Connect) -> trio.abc.Stream | Error | object:
+    async def _open(self, step: Connect) -> _Connection | Error | object:
         failure: Error | None = None
         with trio.move_on_at(step.deadline):
             try:
-                return await self._connect(step.target, step.proxy)
+                return _Connection(step.key, await self._connect(step.target, step.proxy))
             except TunnelError as exc:
                 failure = Error.network(str(exc))
             except (OSError, trio.BrokenResourceError) as exc:
@@ -166,37 +96,22 @@ class Client(ClientBase[_Connection]):
         while not tunnel.receive_bytes(await sock.receive_some(READ_SIZE)):
             pass
 
-    @staticmethod
-    async def _send(stream: trio.abc.Stream, data: bytes, deadline: float) -> object:
+    async def _send(self, conn: _Connection, data: bytes, deadline: float) -> object:
         with trio.move_on_at(deadline):
             try:
-                await stream.send_all(data)
+                await conn.stream.send_all(data)
             except (trio.BrokenResourceError, OSError) as exc:
                 return exc
             return None
         return EXPIRED
 
-    @staticmethod
-    async def _receive(stream: trio.abc.Stream, deadline: float) -> object:
+    async def _receive(self, conn: _Connection, deadline: float) -> object:
         with trio.move_on_at(deadline):
             try:
-                return await stream.receive_some(READ_SIZE)
+                return await conn.stream.receive_some(READ_SIZE)
             except (trio.BrokenResourceError, OSError) as exc:
                 return exc
         return EXPIRED
-
-    def _take_idle(self, key: _PoolKey) -> _Connection | None:
-        conns = self._idle.get(key)
-        return conns.pop() if conns else None
-
-    async def _release(self, conn: _Connection, keep: Exchange | None) -> None:
-        """Back to the pool after a complete exchange; closed at once otherwise."""
-        conns = self._idle.setdefault(conn.key, [])
-        if keep is not None and len(conns) < self.max_idle_per_host:
-            conn.last = keep
-            conns.append(conn)
-        else:
-            await trio.aclose_forcefully(conn.stream)
 
 
 _default: Client | None = None
