@@ -87,6 +87,9 @@ _BLOCK_EVENTS: Final[dict[type, tuple[str, str]]] = {
     ToolCallEnd: (_TOOL, "end"),
     OpaqueBlock: (_OPAQUE, "whole"),
 }
+_DELTA_KINDS: Final[dict[type, str]] = {
+    cls: kind for cls, (kind, step) in _BLOCK_EVENTS.items() if step == "delta"
+}
 
 
 def _name(event: object) -> str:
@@ -110,10 +113,18 @@ class _Grammar:
         self.started = False
         self.finished = False
         self.kinds: list[str] = []  # block kind by index
-        self.open: set[int] = set()
+        self.open: dict[int, str] = {}  # open blocks: index -> kind
         self.violation: ProtocolViolation | None = None
 
     def check(self, event: object) -> None:
+        # Most of a stream is deltas to an open block of their kind: accept those
+        # without the full rules. Anything else, valid or not, takes the long way.
+        kind = _DELTA_KINDS.get(type(event))
+        if kind is not None and self.violation is None and not self.finished:
+            index = event.index  # type: ignore[attr-defined]
+            if type(index) is int and self.open.get(index) == kind:
+                self.count += 1
+                return
         if self.violation is not None:
             raise ProtocolViolation(
                 f"the stream already broke the protocol ({self.violation.reason}); "
@@ -165,7 +176,7 @@ class _Grammar:
                 )
             self.kinds.append(kind)
             if step == "start":
-                self.open.add(index)
+                self.open[index] = kind
             return None
         if not 0 <= index < known:
             return f"{_name(event)} for block {index}, which was never started"
@@ -174,7 +185,7 @@ class _Grammar:
         if index not in self.open:
             return f"{_name(event)} for block {index}, which is already closed"
         if step == "end":
-            self.open.discard(index)
+            del self.open[index]
         return None
 
 

@@ -36,8 +36,16 @@ from .events import (
     ToolCallStart,
     Usage,
 )
+from .messages import AssistantMessage, TextContent, ThinkingContent, ToolCall
 
-__all__ = ["STOP_REASONS", "AnthropicEncoder", "anthropic_error_type", "anthropic_usage"]
+__all__ = [
+    "STOP_REASONS",
+    "AnthropicEncoder",
+    "anthropic_error_body",
+    "anthropic_error_type",
+    "anthropic_message_body",
+    "anthropic_usage",
+]
 
 #: our stop reasons -> Anthropic ``stop_reason`` (streamed and whole messages alike)
 STOP_REASONS: Final = {
@@ -75,8 +83,75 @@ def anthropic_error_type(kind: ErrorKind | None) -> str:
     return _ERROR_TYPES.get(kind, "api_error") if kind else "api_error"
 
 
+def anthropic_error_body(error_type: str, message: str) -> dict[str, Any]:
+    """Anthropic's error object, the same in a stream's ``error`` event and an HTTP error."""
+    return {"type": "error", "error": {"type": error_type, "message": message}}
+
+
+def anthropic_message_body(
+    message: AssistantMessage, *, message_id: str, model: str
+) -> dict[str, Any]:
+    """A whole (non-streaming) Messages response; the message is the fold of a stream."""
+    content: list[dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, TextContent):
+            content.append({"type": "text", "text": block.text})
+        elif isinstance(block, ThinkingContent):
+            if block.redacted:
+                content.append({"type": "redacted_thinking", "data": block.signature or ""})
+            else:
+                content.append(
+                    {
+                        "type": "thinking",
+                        "thinking": block.thinking,
+                        "signature": block.signature or "",
+                    }
+                )
+        elif isinstance(block, ToolCall):
+            content.append(
+                {
+                    "type": "tool_use",
+                    "id": block.id,
+                    "name": block.name,
+                    "input": block.arguments,
+                }
+            )
+    return {
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": STOP_REASONS[message.stop_reason],
+        "stop_sequence": None,
+        "usage": anthropic_usage(message.usage),
+    }
+
+
 def _frame(name: str, obj: dict[str, Any]) -> bytes:
     return b"event: " + name.encode() + b"\ndata: " + _encoder.encode(obj) + b"\n\n"
+
+
+_PING: Final = _frame("ping", {"type": "ping"})
+#: stands in for a delta while a frame is split around it
+_HOLE: Final = "\x00"
+#: what follows the delta string in every content_block_delta frame (fixed punctuation)
+_DELTA_POST: Final = b"}}\n\n"
+
+
+def _delta_prefix(index: int, kind: str, field: str) -> bytes:
+    """The bytes before the delta string of a ``kind`` frame for block ``index``.
+
+    A string encodes to the same JSON wherever it sits, so a delta frame is
+    ``prefix + encode(delta) + _DELTA_POST`` byte for byte.
+    """
+    frame = _frame(
+        "content_block_delta",
+        {"type": "content_block_delta", "index": index, "delta": {"type": kind, field: _HOLE}},
+    )
+    prefix, hole, post = frame.rpartition(_encoder.encode(_HOLE))
+    assert hole and post == _DELTA_POST, "unexpected content_block_delta shape"
+    return prefix
 
 
 class AnthropicEncoder:
@@ -86,6 +161,10 @@ class AnthropicEncoder:
         self._id = message_id
         self._model = model
         self._pending_thinking: set[int] = set()
+        # Deltas are most of a stream: their frame prefixes are encoded once per block.
+        self._text_pre: dict[int, bytes] = {}
+        self._thinking_pre: dict[int, bytes] = {}
+        self._json_pre: dict[int, bytes] = {}
 
     def _block_start(self, index: int, block: dict[str, Any]) -> bytes:
         return _frame(
@@ -109,15 +188,26 @@ class AnthropicEncoder:
 
     def encode(self, event: Event) -> bytes:
         if isinstance(event, TextDelta):
-            return self._delta(event.index, {"type": "text_delta", "text": event.delta})
+            pre = self._text_pre.get(event.index)
+            if pre is None:
+                pre = self._text_pre[event.index] = _delta_prefix(event.index, "text_delta", "text")
+            return pre + _encoder.encode(event.delta) + _DELTA_POST
         if isinstance(event, ThinkingDelta):
-            return self._flush_thinking(event.index) + self._delta(
-                event.index, {"type": "thinking_delta", "thinking": event.delta}
+            pre = self._thinking_pre.get(event.index)
+            if pre is None:
+                pre = self._thinking_pre[event.index] = _delta_prefix(
+                    event.index, "thinking_delta", "thinking"
+                )
+            return (
+                self._flush_thinking(event.index) + pre + _encoder.encode(event.delta) + _DELTA_POST
             )
         if isinstance(event, ToolCallDelta):
-            return self._delta(
-                event.index, {"type": "input_json_delta", "partial_json": event.delta}
-            )
+            pre = self._json_pre.get(event.index)
+            if pre is None:
+                pre = self._json_pre[event.index] = _delta_prefix(
+                    event.index, "input_json_delta", "partial_json"
+                )
+            return pre + _encoder.encode(event.delta) + _DELTA_POST
         if isinstance(event, TextStart):
             return self._block_start(event.index, {"type": "text", "text": ""})
         if isinstance(event, ThinkingStart):
@@ -176,14 +266,10 @@ class AnthropicEncoder:
             ) + _frame("message_stop", {"type": "message_stop"})
         if isinstance(event, Error):
             return _frame(
-                "error",
-                {
-                    "type": "error",
-                    "error": {"type": anthropic_error_type(event.kind), "message": event.message},
-                },
+                "error", anthropic_error_body(anthropic_error_type(event.kind), event.message)
             )
         return b""
 
     def keep_alive(self) -> bytes:
         """Anthropic's own keep-alive is a ``ping`` event; clients ignore it."""
-        return _frame("ping", {"type": "ping"})
+        return _PING

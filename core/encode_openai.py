@@ -11,6 +11,7 @@ token counts. Thinking travels as ``reasoning_content`` deltas (the DeepSeek
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final
 
 import msgspec
@@ -28,9 +29,16 @@ from .events import (
     ToolCallStart,
     Usage,
 )
+from .messages import AssistantMessage
 from .sse import encode_sse
 
-__all__ = ["FINISH_REASONS", "OpenAIChatEncoder", "openai_error_type", "openai_usage"]
+__all__ = [
+    "FINISH_REASONS",
+    "OpenAIChatEncoder",
+    "openai_completion_body",
+    "openai_error_type",
+    "openai_usage",
+]
 
 #: our stop reasons -> OpenAI ``finish_reason`` (streamed and whole responses alike)
 FINISH_REASONS: Final = {
@@ -55,6 +63,23 @@ _ERROR_TYPES: Final = {
 
 _encoder: Final = msgspec.json.Encoder()
 
+#: an SSE comment: ignored by clients, resets idle timers on the way
+_KEEP_ALIVE: Final = encode_sse(comment="keep-alive")
+#: stands in for a delta while a frame is split around it
+_HOLE: Final = "\x00"
+
+
+def _around(frame: Callable[[str], bytes]) -> tuple[bytes, bytes]:
+    """The bytes of ``frame`` before and after its one string slot.
+
+    A string encodes to the same JSON wherever it sits, so a delta frame is
+    ``before + encode(delta) + after`` byte for byte; the slot is the last
+    string in the frame (only fixed punctuation follows it), hence rpartition.
+    """
+    before, hole, after = frame(_HOLE).rpartition(_encoder.encode(_HOLE))
+    assert hole, "the frame has no slot for a string"
+    return before, after
+
 
 def openai_usage(usage: Usage) -> dict[str, Any]:
     """Our usage convention back into OpenAI's (cached tokens inside prompt_tokens)."""
@@ -72,6 +97,40 @@ def openai_error_type(kind: ErrorKind | None) -> str:
     return _ERROR_TYPES.get(kind, "server_error") if kind else "server_error"
 
 
+def openai_completion_body(
+    message: AssistantMessage, *, response_id: str, model: str, created: int
+) -> dict[str, Any]:
+    """A whole (non-streaming) chat completion; the message is the fold of a stream."""
+    tool_calls = [
+        {
+            "id": c.id,
+            "type": "function",
+            "function": {"name": c.name, "arguments": c.arguments_json or "{}"},
+        }
+        for c in message.tool_calls
+    ]
+    msg: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+    if message.thinking:
+        msg["reasoning_content"] = message.thinking
+    if tool_calls:
+        msg["tool_calls"] = tool_calls
+    return {
+        "id": response_id,
+        "object": "chat.completion",
+        "created": created,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": msg,
+                "finish_reason": FINISH_REASONS[message.stop_reason],
+                "logprobs": None,
+            }
+        ],
+        "usage": openai_usage(message.usage),
+    }
+
+
 class OpenAIChatEncoder:
     """Stateful: tool calls are numbered per message, as OpenAI's ``index`` is."""
 
@@ -83,6 +142,14 @@ class OpenAIChatEncoder:
         self._created = created
         self._include_usage = include_usage
         self._tool_slots: dict[int, int] = {}
+        # Deltas are most of a stream: their envelopes are encoded once, not per delta.
+        self._content_pre, self._content_post = _around(
+            lambda v: self._frame(self._chunk({"content": v}))
+        )
+        self._reasoning_pre, self._reasoning_post = _around(
+            lambda v: self._frame(self._chunk({"reasoning_content": v}))
+        )
+        self._arguments: dict[int, tuple[bytes, bytes]] = {}  # by content index
 
     def _chunk(
         self, delta: dict[str, Any], finish: str | None = None, **extra: Any
@@ -102,17 +169,22 @@ class OpenAIChatEncoder:
     def encode(self, event: Event) -> bytes:
         """Bytes to write for one event (empty when the format has nothing to say)."""
         if isinstance(event, TextDelta):
-            return self._frame(self._chunk({"content": event.delta}))
+            return self._content_pre + _encoder.encode(event.delta) + self._content_post
         if isinstance(event, ThinkingDelta):
-            return self._frame(self._chunk({"reasoning_content": event.delta}))
+            return self._reasoning_pre + _encoder.encode(event.delta) + self._reasoning_post
         if isinstance(event, ToolCallDelta):
-            slot = self._tool_slots.get(event.index)
-            if slot is None:
+            around = self._arguments.get(event.index)
+            if around is None:
                 return b""
-            call = {"index": slot, "function": {"arguments": event.delta}}
-            return self._frame(self._chunk({"tool_calls": [call]}))
+            return around[0] + _encoder.encode(event.delta) + around[1]
         if isinstance(event, ToolCallStart):
             slot = self._tool_slots.setdefault(event.index, len(self._tool_slots))
+            if event.index not in self._arguments:
+                self._arguments[event.index] = _around(
+                    lambda v: self._frame(
+                        self._chunk({"tool_calls": [{"index": slot, "function": {"arguments": v}}]})
+                    )
+                )
             call = {
                 "index": slot,
                 "id": event.id,
@@ -149,4 +221,4 @@ class OpenAIChatEncoder:
 
     def keep_alive(self) -> bytes:
         """An SSE comment: ignored by clients, resets idle timers on the way."""
-        return encode_sse(comment="keep-alive")
+        return _KEEP_ALIVE

@@ -23,11 +23,13 @@ arguments side by side); every block opened is closed before `Done`, while an
 from __future__ import annotations
 
 import enum
+import typing
 from typing import Any, Final, TypeAlias, cast
 
 import msgspec
 
 __all__ = [
+    "EVENT_TYPES",
     "Cost",
     "Done",
     "Error",
@@ -341,6 +343,11 @@ Event: TypeAlias = (
 
 TERMINAL: Final = (Done, Error)
 
+# Read once: looking the tag up in ``__struct_config__`` per event costs more than a dict.
+_TAGS: Final[dict[type, str]] = {t: str(t.__struct_config__.tag) for t in typing.get_args(Event)}
+#: every event's wire tag (``start``, ``text_delta`` ... ``error``)
+EVENT_TYPES: Final[frozenset[str]] = frozenset(_TAGS.values())
+
 _json_encoder: Final = msgspec.json.Encoder()
 _json_decoder: Final = msgspec.json.Decoder(Event)
 _msgpack_encoder: Final = msgspec.msgpack.Encoder()
@@ -368,5 +375,10 @@ def decode_event(data: bytes) -> Event:
 
 def event_type(event: Event) -> str:
     """The wire tag of an event (``text_delta``, ``done`` ...), as the proxy's ``event:`` line."""
-    tag: Any = type(event).__struct_config__.tag
-    return str(tag)
+    try:
+        return _TAGS[type(event)]
+    except KeyError:
+        # Not one of the union's classes (a subclass, a stray object): ask the class,
+        # which raises AttributeError for anything that is no msgspec struct.
+        tag: Any = type(event).__struct_config__.tag
+        return str(tag)

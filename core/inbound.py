@@ -12,6 +12,7 @@ from typing import Any
 
 import msgspec
 
+from .accumulate import _parse_arguments
 from .messages import (
     AssistantContent,
     AssistantMessage,
@@ -164,15 +165,14 @@ def _openai_message(msg: Any, i: int, system: list[str], out: list[Message]) -> 
             args_json = fn.get("arguments") or "{}"
             if not isinstance(args_json, str):
                 raise BadRequest(f"{w}.function.arguments: must be a JSON string")
-            try:
-                args = msgspec.json.decode(args_json)
-            except msgspec.DecodeError:
-                args = {}
+            # Unusable arguments (invalid, not an object) replay as {}; the raw
+            # text still travels in arguments_json.
+            args = _parse_arguments(args_json)[0]
             content.append(
                 ToolCall(
                     id=_req(call, "id", str, w),
                     name=_req(fn, "name", str, f"{w}.function"),
-                    arguments=args if isinstance(args, dict) else {},
+                    arguments=args,
                     arguments_json=args_json,
                 )
             )

@@ -362,21 +362,14 @@ class PartialJSONParser:
         slot = self._string_slot
         if slot is None or not self._pending or self._string_is_key:
             return
-        container, key = slot
+        container: Any = slot[0]  # a dict with a str key or a list with an int one
+        key = slot[1]
         addition = self._pending[0] if len(self._pending) == 1 else "".join(self._pending)
         self._pending = []
-        if isinstance(container, dict):
-            assert isinstance(key, str)
-            text: str = container[key]
-            container[key] = None
-            text += addition
-            container[key] = text
-        else:
-            assert isinstance(key, int)
-            text = container[key]
-            container[key] = None
-            text += addition
-            container[key] = text
+        text: str = container[key]
+        container[key] = None
+        text += addition
+        container[key] = text
 
     def _end_number(self, offset: int | None = None) -> bool:
         token = "".join(self._number)

@@ -160,7 +160,12 @@ class TaggedDecoder:
         self._tool: _ToolCall | None = None
         self._tool_count = 0
         self._max_tool = max_tool_call_bytes
-        self._text_blocks = 0
+        # The tags that can end each mode, built once rather than on every scan step.
+        self._tags_by_mode: dict[str, tuple[str, ...]] = {
+            _TEXT: (self._think_open, self._tool_open),
+            _THINKING: (self._think_close,),
+            _TOOL: (self._tool_close,),
+        }
 
     # -- public contract --------------------------------------------------
     @property
@@ -228,7 +233,7 @@ class TaggedDecoder:
         buffer = self._pending + text
         self._pending = ""
         while buffer and not self.emit.finished:
-            tags = self._tags()
+            tags = self._tags_by_mode[self._mode]
             found = _first_tag(buffer, tags)
             if found is None:
                 keep = 0 if final else _held_prefix(buffer, tags)
@@ -239,13 +244,6 @@ class TaggedDecoder:
             self._content(buffer[:at])
             self._switch(tag)
             buffer = buffer[at + len(tag) :]
-
-    def _tags(self) -> tuple[str, ...]:
-        if self._mode == _TEXT:
-            return (self._think_open, self._tool_open)
-        if self._mode == _THINKING:
-            return (self._think_close,)
-        return (self._tool_close,)
 
     def _switch(self, tag: str) -> None:
         if tag == self._think_open:

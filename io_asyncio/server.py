@@ -28,20 +28,23 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Final, Protocol
+from typing import Any, ClassVar, Final, Protocol
 
 import msgspec
 
 from streamfn.core.accumulate import accumulate
 from streamfn.core.credentials import MissingCredentials
-from streamfn.core.encode_anthropic import STOP_REASONS as ANTHROPIC_STOP_REASONS
 from streamfn.core.encode_anthropic import (
     AnthropicEncoder,
+    anthropic_error_body,
     anthropic_error_type,
-    anthropic_usage,
+    anthropic_message_body,
 )
-from streamfn.core.encode_openai import FINISH_REASONS as OPENAI_FINISH_REASONS
-from streamfn.core.encode_openai import OpenAIChatEncoder, openai_error_type, openai_usage
+from streamfn.core.encode_openai import (
+    OpenAIChatEncoder,
+    openai_completion_body,
+    openai_error_type,
+)
 from streamfn.core.events import (
     Done,
     Error,
@@ -55,12 +58,7 @@ from streamfn.core.inbound import (
     parse_anthropic_request,
     parse_openai_request,
 )
-from streamfn.core.messages import (
-    Context,
-    TextContent,
-    ThinkingContent,
-    ToolCall,
-)
+from streamfn.core.messages import Context
 from streamfn.core.options import Options
 from streamfn.core.providers.proxy import encode_proxy_event
 from streamfn.core.sse import encode_sse
@@ -83,6 +81,8 @@ _JSON: Final = [(b"content-type", b"application/json")]
 _json: Final = msgspec.json.Encoder()
 #: most events coalesced into one write
 _MAX_BATCH: Final = 256
+#: the native stream's keep-alive: an SSE comment every client ignores
+_KEEP_ALIVE: Final = encode_sse(comment="keep-alive")
 
 
 class UnknownModelError(LookupError):
@@ -138,10 +138,24 @@ _STATUS_FOR_KIND: Final = {
 }
 
 
+#: generic kinds of our own errors that mean what an ErrorKind means, so each
+#: dialect names them as it names that kind
+_KIND_AS_ERROR_KIND: Final = {
+    "auth": ErrorKind.AUTH,
+    "invalid_request": ErrorKind.INVALID_REQUEST,
+    "overloaded": ErrorKind.THROTTLED,
+    "unavailable": ErrorKind.NETWORK,
+}
+
+
 class _Dialect:
     """How one client API frames errors and streams."""
 
-    name = "openai"
+    #: our generic kinds no ErrorKind covers -> this dialect's word for them
+    extra_words: ClassVar[dict[str, str]] = {
+        "not_found": "model_not_found",
+        "too_large": "invalid_request_error",
+    }
 
     def error_body(self, kind: str, message: str) -> bytes:
         return _json.encode({"error": {"message": message, "type": kind, "code": kind}})
@@ -149,12 +163,22 @@ class _Dialect:
     def error_type(self, kind: ErrorKind | None) -> str:
         return openai_error_type(kind)
 
+    def word(self, kind: str) -> str:
+        """This dialect's error type for one of our generic kinds (others pass through)."""
+        error_kind = _KIND_AS_ERROR_KIND.get(kind)
+        if error_kind is not None:
+            return self.error_type(error_kind)
+        return self.extra_words.get(kind, kind)
+
 
 class _AnthropicDialect(_Dialect):
-    name = "anthropic"
+    extra_words: ClassVar[dict[str, str]] = {
+        "not_found": "not_found_error",
+        "too_large": "request_too_large",
+    }
 
     def error_body(self, kind: str, message: str) -> bytes:
-        return _json.encode({"type": "error", "error": {"type": kind, "message": message}})
+        return _json.encode(anthropic_error_body(kind, message))
 
     def error_type(self, kind: ErrorKind | None) -> str:
         return anthropic_error_type(kind)
@@ -162,26 +186,6 @@ class _AnthropicDialect(_Dialect):
 
 _OPENAI: Final = _Dialect()
 _ANTHROPIC: Final = _AnthropicDialect()
-
-#: generic kinds of our own errors -> each dialect's word for them
-_KIND_WORDS: Final = {
-    "openai": {
-        "auth": "invalid_api_key",
-        "invalid_request": "invalid_request_error",
-        "not_found": "model_not_found",
-        "overloaded": "rate_limit_exceeded",
-        "too_large": "invalid_request_error",
-        "unavailable": "server_error",
-    },
-    "anthropic": {
-        "auth": "authentication_error",
-        "invalid_request": "invalid_request_error",
-        "not_found": "not_found_error",
-        "overloaded": "rate_limit_error",
-        "too_large": "request_too_large",
-        "unavailable": "overloaded_error",
-    },
-}
 
 
 class App:
@@ -223,8 +227,7 @@ class App:
             else:
                 raise _HTTPError(404, "not_found", f"no route for {method} {path}")
         except _HTTPError as exc:
-            words = _KIND_WORDS[dialect.name]
-            kind = words.get(exc.kind, exc.kind)
+            kind = dialect.word(exc.kind)
             headers = list(_JSON)
             if exc.retry_after is not None:
                 headers.append((b"retry-after", str(int(exc.retry_after + 0.999)).encode()))
@@ -367,7 +370,7 @@ class App:
                 return
             terminal = head[-1] if isinstance(head[-1], (Done, Error)) else None
             dialect = _ANTHROPIC if path == "/v1/messages" else _OPENAI
-            if isinstance(terminal, Error) and not _has_output(head):
+            if isinstance(terminal, Error):  # all before it are Start: nothing sent yet
                 if terminal.status == 404:
                     status = 404
                 elif terminal.kind is not None:
@@ -423,9 +426,8 @@ class App:
             event = await _next(queue, watcher, None)
             if event is _DISCONNECTED:
                 return None
-            if event is None or event is _TIMEOUT:
-                if event is None:
-                    head.append(Error.network("backend ended without a terminal event"))
+            if event is None:
+                head.append(Error.network("backend ended without a terminal event"))
                 return head
             assert not isinstance(event, _Marker)
             head.append(event)
@@ -540,10 +542,6 @@ async def _collect(queue: asyncio.Queue[Event | None]) -> list[Event]:
             return events
 
 
-def _has_output(events: list[Event]) -> bool:
-    return any(not isinstance(e, (Start, Done, Error)) for e in events)
-
-
 def _encoder_for(
     path: str, request: ClientRequest
 ) -> tuple[Callable[[Event], bytes], Callable[[], bytes]]:
@@ -558,7 +556,7 @@ def _encoder_for(
     if path == "/v1/messages":
         an = AnthropicEncoder(message_id=f"msg_{uuid.uuid4().hex[:24]}", model=request.model)
         return an.encode, an.keep_alive
-    return encode_proxy_event, lambda: encode_sse(comment="keep-alive")
+    return encode_proxy_event, lambda: _KEEP_ALIVE
 
 
 class _NativeRequest(msgspec.Struct, kw_only=True):
@@ -580,68 +578,15 @@ def _final_body(path: str, request: ClientRequest, events: list[Event]) -> dict[
     """A non-streaming response, built by folding the same events a stream carries."""
     message = accumulate(events)
     if path == "/v1/messages":
-        content: list[dict[str, Any]] = []
-        for block in message.content:
-            if isinstance(block, TextContent):
-                content.append({"type": "text", "text": block.text})
-            elif isinstance(block, ThinkingContent):
-                if block.redacted:
-                    content.append({"type": "redacted_thinking", "data": block.signature or ""})
-                else:
-                    content.append(
-                        {
-                            "type": "thinking",
-                            "thinking": block.thinking,
-                            "signature": block.signature or "",
-                        }
-                    )
-            elif isinstance(block, ToolCall):
-                content.append(
-                    {
-                        "type": "tool_use",
-                        "id": block.id,
-                        "name": block.name,
-                        "input": block.arguments,
-                    }
-                )
-        return {
-            "id": f"msg_{uuid.uuid4().hex[:24]}",
-            "type": "message",
-            "role": "assistant",
-            "model": request.model,
-            "content": content,
-            "stop_reason": ANTHROPIC_STOP_REASONS[message.stop_reason],
-            "stop_sequence": None,
-            "usage": anthropic_usage(message.usage),
-        }
-    tool_calls = [
-        {
-            "id": c.id,
-            "type": "function",
-            "function": {"name": c.name, "arguments": c.arguments_json or "{}"},
-        }
-        for c in message.tool_calls
-    ]
-    msg: dict[str, Any] = {"role": "assistant", "content": message.text or None}
-    if message.thinking:
-        msg["reasoning_content"] = message.thinking
-    if tool_calls:
-        msg["tool_calls"] = tool_calls
-    return {
-        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": request.model,
-        "choices": [
-            {
-                "index": 0,
-                "message": msg,
-                "finish_reason": OPENAI_FINISH_REASONS[message.stop_reason],
-                "logprobs": None,
-            }
-        ],
-        "usage": openai_usage(message.usage),
-    }
+        return anthropic_message_body(
+            message, message_id=f"msg_{uuid.uuid4().hex[:24]}", model=request.model
+        )
+    return openai_completion_body(
+        message,
+        response_id=f"chatcmpl-{uuid.uuid4().hex[:24]}",
+        model=request.model,
+        created=int(time.time()),
+    )
 
 
 class EventsBackend:
