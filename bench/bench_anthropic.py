@@ -29,10 +29,9 @@ from typing import Any, cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.bench_decode import best_times, run_reference
+from bench.bench_decode import best_times, fold_call, run_reference
 from bench.streams import anthropic_stream, chunks_fixed, chunks_random
 from streamfn.core import Context, Model, Options, TextDelta
-from streamfn.core.accumulate import Accumulator
 from streamfn.core.providers.anthropic import open_call
 
 MODEL = Model(
@@ -60,16 +59,7 @@ def run_streamfn_events(chunks: Sequence[bytes]) -> int:
 
 def run_streamfn_fold(chunks: Sequence[bytes]) -> int:
     call = open_call(MODEL, Context(), Options(api_key="bench"))
-    acc = Accumulator()
-    add = acc.add
-    for event in call.receive_response(200, HEADERS):
-        add(event)
-    for chunk in chunks:
-        for event in call.receive_data(chunk):
-            add(event)
-    for event in call.receive_eof():
-        add(event)
-    return len(acc.message.text)
+    return len(fold_call(call, HEADERS, chunks).text)
 
 
 def _sdk_stream(chunks: Sequence[bytes]) -> Any:

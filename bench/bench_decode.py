@@ -41,6 +41,9 @@ from bench.streams import (
     chunks_random,
     openai_chat_stream,
 )
+from streamfn.core.accumulate import Accumulator
+from streamfn.core.call import Call
+from streamfn.core.messages import AssistantMessage
 from streamfn.core.sse import ServerSentEvent, SSEDecoder
 
 # -- the chunk shapes, decoded the way a provider adapter would ------------------
@@ -219,6 +222,23 @@ def best_times(fns: Mapping[K, Callable[[], object]], repeats: int) -> dict[K, f
             fn()
             best[name] = min(best[name], time.perf_counter() - t0)
     return best
+
+
+def fold_call(
+    call: Call, headers: Sequence[tuple[str, str]], chunks: Sequence[bytes]
+) -> AssistantMessage:
+    """Feed an opened call the whole response, folding every event as it arrives: the
+    ``streamfn+fold`` contender of the provider benchmarks (they time the opening too)."""
+    acc = Accumulator()
+    add = acc.add
+    for event in call.receive_response(200, headers):
+        add(event)
+    for chunk in chunks:
+        for event in call.receive_data(chunk):
+            add(event)
+    for event in call.receive_eof():
+        add(event)
+    return acc.message
 
 
 def streams_table(n_events: int, repeats: int) -> None:

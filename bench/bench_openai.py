@@ -29,10 +29,9 @@ must stay flat (the fold is linear).
 from __future__ import annotations
 
 import argparse
-import gc
 import sys
-import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +39,9 @@ import msgspec
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.bench_decode import best_times, fold_call
 from bench.streams import chunks_fixed, chunks_random, openai_chat_stream
 from streamfn.core import Context, Model, Options, TextDelta, open_call
-from streamfn.core.accumulate import Accumulator
 
 MODEL = Model(id="gpt-4o-mini", provider="openai", api="openai-chat", base_url="http://bench")
 SSE = [("content-type", "text/event-stream")]
@@ -94,16 +93,7 @@ def run_streamfn(chunks: Sequence[bytes]) -> str:
 
 def run_streamfn_fold(chunks: Sequence[bytes]) -> str:
     call = open_call(MODEL, Context(), Options(api_key="bench"))
-    acc = Accumulator()
-    add = acc.add
-    for event in call.receive_response(200, SSE):
-        add(event)
-    for chunk in chunks:
-        for event in call.receive_data(chunk):
-            add(event)
-    for event in call.receive_eof():
-        add(event)
-    return acc.message.text
+    return fold_call(call, SSE, chunks).text
 
 
 # -- the openai SDK ----------------------------------------------------------------
@@ -148,29 +138,6 @@ CONTENDERS: dict[str, Callable[[Sequence[bytes]], str]] = {
 }
 
 
-def best_of(fn: Callable[[Sequence[bytes]], str], chunks: Sequence[bytes], repeats: int) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        gc.collect()
-        t0 = time.perf_counter()
-        fn(chunks)
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
-def best_of_interleaved(
-    contenders: dict[str, Callable[[Sequence[bytes]], str]],
-    chunks: Sequence[bytes],
-    repeats: int,
-) -> dict[str, float]:
-    """Round-robin repeats, so load on a shared machine hits every contender alike."""
-    best = dict.fromkeys(contenders, float("inf"))
-    for _ in range(repeats):
-        for name, fn in contenders.items():
-            best[name] = min(best[name], best_of(fn, chunks, 1))
-    return best
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--events", type=int, default=20_000)
@@ -193,8 +160,8 @@ def main() -> None:
             raise SystemExit(f"contenders disagree on the answer text ({label})")
         fast = {k: v for k, v in CONTENDERS.items() if not k.startswith("sdk")}
         sdk = {k: v for k, v in CONTENDERS.items() if k.startswith("sdk")}
-        times = best_of_interleaved(fast, chunks, args.repeats)
-        times |= best_of_interleaved(sdk, chunks, args.sdk_repeats)
+        times = best_times({k: partial(fn, chunks) for k, fn in fast.items()}, args.repeats)
+        times |= best_times({k: partial(fn, chunks) for k, fn in sdk.items()}, args.sdk_repeats)
         ref = times["reference"]
         print(f"\n{label} ({len(chunks)} chunks)")
         print(f"  {'contender':<18} {'seconds':>8} {'x reference':>12} {'events/s':>11}")
@@ -212,7 +179,7 @@ def main() -> None:
     print("\nper-event cost of streamfn+fold (random chunks), must stay flat:")
     for n in (5_000, 20_000, 80_000):
         chunks = chunks_random(openai_chat_stream(n), 1, 4096, seed=1)
-        seconds = best_of(run_streamfn_fold, chunks, args.repeats)
+        seconds = best_times({"fold": partial(run_streamfn_fold, chunks)}, args.repeats)["fold"]
         print(f"  {n:>6} deltas: {seconds / n * 1e6:6.2f} us/event")
 
 

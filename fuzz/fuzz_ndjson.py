@@ -10,10 +10,8 @@ buffer held is ever longer than the cap; only `NDJSONError` escapes.
 
 from __future__ import annotations
 
-import os
 import re
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -24,6 +22,7 @@ if "--atheris" in sys.argv:  # instrument only the decoder, before anything impo
     with atheris.instrument_imports():
         from streamfn.core import lines, ndjson  # noqa: F401
 
+import _harness
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_ndjson import outcome
@@ -55,14 +54,6 @@ def check(data: bytes, chunks: list[bytes], cap: int) -> None:
 MAX_INPUT = 4096  # longer inputs find nothing new and slow every check down
 
 
-def split_by(data: bytes, sizes: list[int]) -> list[bytes]:
-    chunks, pos = [], 0
-    for size in sizes:
-        chunks.append(data[pos : pos + size])
-        pos += size
-    return [*chunks, data[pos:]]
-
-
 def hypothesis_round(examples: int) -> None:
     budget = settings(max_examples=examples, deadline=None, suppress_health_check=list(HealthCheck))
     sizes = st.lists(st.integers(0, 300), max_size=20)
@@ -74,44 +65,27 @@ def hypothesis_round(examples: int) -> None:
         st.integers(1, 24),
     )
     def structured(data: bytes, cuts: list[int], cap: int) -> None:
-        check(data, split_by(data, cuts), cap)
+        check(data, _harness.split_by(data, cuts), cap)
 
     @budget
     @given(st.binary(max_size=2048), sizes, st.integers(1, 64))
     def raw_bytes(data: bytes, cuts: list[int], cap: int) -> None:
-        check(data, split_by(data, cuts), cap)
+        check(data, _harness.split_by(data, cuts), cap)
 
     structured()
     raw_bytes()
 
 
-def atheris_main(argv: list[str]) -> None:
-    def one_input(raw: bytes) -> None:
-        fdp = atheris.FuzzedDataProvider(raw)
-        cap = fdp.ConsumeIntInRange(1, 64)
-        sizes = [fdp.ConsumeIntInRange(0, 64) for _ in range(fdp.ConsumeIntInRange(0, 16))]
-        data = fdp.ConsumeBytes(MAX_INPUT)
-        check(data, split_by(data, sizes), cap)
-
-    atheris.Setup(argv, one_input)
-    atheris.Fuzz()
+def one_input(raw: bytes) -> None:
+    fdp = atheris.FuzzedDataProvider(raw)
+    cap = fdp.ConsumeIntInRange(1, 64)
+    sizes = [fdp.ConsumeIntInRange(0, 64) for _ in range(fdp.ConsumeIntInRange(0, 16))]
+    data = fdp.ConsumeBytes(MAX_INPUT)
+    check(data, _harness.split_by(data, sizes), cap)
 
 
 def main() -> None:
-    if "--atheris" in sys.argv:
-        atheris_main([arg for arg in sys.argv if arg != "--atheris"])
-        return
-    examples = int(os.environ.get("FUZZ_EXAMPLES", "100000"))
-    deadline = time.monotonic() + float(os.environ.get("FUZZ_SECONDS", "0"))
-    rounds = 0
-    while True:
-        hypothesis_round(examples)
-        rounds += 1
-        print(
-            f"fuzz_ndjson: round {rounds} passed ({examples:,} examples per property)", flush=True
-        )
-        if time.monotonic() >= deadline:
-            break
+    _harness.main("fuzz_ndjson", hypothesis_round, one_input)
 
 
 if __name__ == "__main__":

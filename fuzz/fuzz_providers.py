@@ -30,18 +30,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from streamfn.core import check_protocol, replay
+from streamfn.core.call import API_MODULES
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "corpus"
-_API_OF_DIR = {
-    "openai-chat": "openai-chat",
-    "openai-responses": "openai-responses",
-    "anthropic": "anthropic",
-    "gemini": "gemini",
-    "ollama": "ollama",
-    "bedrock": "bedrock",
-    "proxy": "proxy",
-}
 _API_OF_PROTOCOL = {"bedrock-eventstream": "bedrock"}
 
 
@@ -49,8 +41,8 @@ def seeds() -> list[tuple[str, str | None, bytes]]:
     """(api, provider, body) for every recorded body we can find."""
     found: list[tuple[str, str | None, bytes]] = []
     for directory in sorted((ROOT / "tests" / "transcripts").iterdir()):
-        api = _API_OF_DIR.get(directory.name)
-        if api is None:
+        api = directory.name  # transcripts/<wire api>/
+        if api not in API_MODULES:
             continue
         for path in sorted(directory.iterdir()):
             if path.is_file():

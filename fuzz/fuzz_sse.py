@@ -14,9 +14,7 @@ budget of hours instead of seconds:
 
 from __future__ import annotations
 
-import os
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +26,7 @@ if "--atheris" in sys.argv:  # instrument only the decoder, before anything impo
     with atheris.instrument_imports():
         from streamfn.core import lines, sse  # noqa: F401
 
+import _harness
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_sse import bytewise, chunked, outcome, spec_oracle
@@ -61,14 +60,6 @@ def check(data: bytes, chunks: list[bytes]) -> None:
 MAX_INPUT = 4096  # longer inputs find nothing new and slow every check down
 
 
-def split_by(data: bytes, sizes: list[int]) -> list[bytes]:
-    chunks, pos = [], 0
-    for size in sizes:
-        chunks.append(data[pos : pos + size])
-        pos += size
-    return [*chunks, data[pos:]]
-
-
 def hypothesis_round(examples: int) -> None:
     budget = settings(
         max_examples=examples,
@@ -84,36 +75,21 @@ def hypothesis_round(examples: int) -> None:
     @budget
     @given(st.binary(max_size=2048), st.lists(st.integers(0, 300), max_size=20))
     def raw_bytes(data: bytes, sizes: list[int]) -> None:
-        check(data, split_by(data, sizes))
+        check(data, _harness.split_by(data, sizes))
 
     structured()
     raw_bytes()
 
 
-def atheris_main(argv: list[str]) -> None:
-    def one_input(raw: bytes) -> None:
-        fdp = atheris.FuzzedDataProvider(raw)
-        sizes = [fdp.ConsumeIntInRange(0, 64) for _ in range(fdp.ConsumeIntInRange(0, 16))]
-        data = fdp.ConsumeBytes(MAX_INPUT)
-        check(data, split_by(data, sizes))
-
-    atheris.Setup(argv, one_input)
-    atheris.Fuzz()
+def one_input(raw: bytes) -> None:
+    fdp = atheris.FuzzedDataProvider(raw)
+    sizes = [fdp.ConsumeIntInRange(0, 64) for _ in range(fdp.ConsumeIntInRange(0, 16))]
+    data = fdp.ConsumeBytes(MAX_INPUT)
+    check(data, _harness.split_by(data, sizes))
 
 
 def main() -> None:
-    if "--atheris" in sys.argv:
-        atheris_main([arg for arg in sys.argv if arg != "--atheris"])
-        return
-    examples = int(os.environ.get("FUZZ_EXAMPLES", "100000"))
-    deadline = time.monotonic() + float(os.environ.get("FUZZ_SECONDS", "0"))
-    rounds = 0
-    while True:
-        hypothesis_round(examples)
-        rounds += 1
-        print(f"fuzz_sse: round {rounds} passed ({examples:,} examples per property)", flush=True)
-        if time.monotonic() >= deadline:
-            break
+    _harness.main("fuzz_sse", hypothesis_round, one_input)
 
 
 if __name__ == "__main__":

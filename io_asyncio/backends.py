@@ -69,13 +69,9 @@ class LocalBackend:
     """
 
     def __init__(self, model_dir: str | Path | None = None, *, progress: Any = None) -> None:
-        from streamfn.local.fetch import is_prepared
         from streamfn.local.model import LocalModel
 
-        if model_dir is not None and is_prepared(model_dir):
-            self.model = LocalModel(Path(model_dir))
-        else:
-            self.model = LocalModel.default(model_dir, progress=progress)
+        self.model = LocalModel.default(model_dir, progress=progress)
 
     def list_models(self) -> list[str]:
         return list(LOCAL_NAMES)

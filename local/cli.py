@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Final
 
+from streamfn.core.accumulate import accumulate
 from streamfn.core.events import (
     Done,
     Error,
@@ -31,7 +32,7 @@ from streamfn.core.events import (
     ToolCallStart,
     encode_event_json,
 )
-from streamfn.core.messages import AssistantMessage, Context, Message, TextContent, UserMessage
+from streamfn.core.messages import AssistantMessage, Context, Message, UserMessage
 from streamfn.core.options import Options, ThinkingLevel
 
 __all__ = ["Command", "CommandError", "main", "register_command"]
@@ -146,11 +147,6 @@ class _Transcript:
         self.events: list[Event] = []
 
     def message(self) -> AssistantMessage:
-        try:
-            from streamfn.core.accumulate import accumulate
-        except ImportError:  # the fold is not in this build: keep the answer's text
-            text = "".join(e.delta for e in self.events if isinstance(e, TextDelta))
-            return AssistantMessage(content=[TextContent(text=text)])
         return accumulate(self.events)
 
 
@@ -223,15 +219,17 @@ def _local_opener(args: argparse.Namespace) -> StreamOpener:
 
     directory = _model_dir(args)
     try:
-        if directory is not None and is_prepared(directory):
-            model = LocalModel(directory)
-        elif directory is not None and directory != default_model_dir():
+        # Only the default directory is prepared on first use; others must hold a model already.
+        if (
+            directory is not None
+            and not is_prepared(directory)
+            and directory != default_model_dir()
+        ):
             raise CommandError(
                 f"{directory} holds no prepared model; run `streamfn local prepare "
                 f"--model-dir {directory}` or point --model-dir at a CTranslate2 model"
             )
-        else:
-            model = LocalModel.default(directory, progress=_progress_printer())
+        model = LocalModel.default(directory, progress=_progress_printer())
     except PrepareError as exc:
         raise CommandError(str(exc)) from exc
     except (OSError, ValueError, RuntimeError) as exc:
@@ -239,8 +237,9 @@ def _local_opener(args: argparse.Namespace) -> StreamOpener:
     return model.stream_trio
 
 
-def _remote_opener(name: str, options: Options) -> StreamOpener:
-    from streamfn.core.credentials import MissingCredentials, resolve_api_key
+def _remote_opener(name: str, options: Options) -> tuple[StreamOpener, Options]:
+    """The opener and ``options`` with the credentials in, checked before any connection."""
+    from streamfn.core.credentials import MissingCredentials, with_credentials
     from streamfn.core.models import UnknownModel, get_model
 
     try:
@@ -248,7 +247,7 @@ def _remote_opener(name: str, options: Options) -> StreamOpener:
     except UnknownModel as exc:
         raise CommandError(str(exc), EXIT_USAGE) from exc
     try:
-        options.api_key = resolve_api_key(model, options, os.environ)
+        options = with_credentials(model, options, os.environ)
     except MissingCredentials as exc:
         raise CommandError(str(exc)) from exc
     try:
@@ -262,7 +261,7 @@ def _remote_opener(name: str, options: Options) -> StreamOpener:
     def opener(context: Context, opts: Options) -> Any:
         return stream(model, context, opts)
 
-    return opener
+    return opener, options
 
 
 def _is_local(name: str) -> bool:
@@ -298,7 +297,10 @@ def _run_chat(args: argparse.Namespace) -> int:
 
     options = _options(args)
     prompt = _read_prompt(args)
-    opener = _local_opener(args) if _is_local(args.model) else _remote_opener(args.model, options)
+    if _is_local(args.model):
+        opener = _local_opener(args)
+    else:
+        opener, options = _remote_opener(args.model, options)
     if prompt is not None:
         context = Context.of(prompt, system_prompt=args.system)
         trio.run(_stream_once, opener, context, options, args)
@@ -397,12 +399,10 @@ def _run_local(args: argparse.Namespace) -> int:
     if not is_prepared(directory):
         print("state:          not prepared (run `streamfn local prepare`)")
         return EXIT_OK
-    import json
-
     from .convert import METADATA_FILE
+    from .model import read_json
 
-    meta_file = directory / METADATA_FILE
-    meta = json.loads(meta_file.read_text(encoding="utf-8")) if meta_file.is_file() else {}
+    meta = read_json(directory / METADATA_FILE)
     size = sum(f.stat().st_size for f in directory.iterdir() if f.is_file())
     print("state:          prepared")
     for key in ("name", "source", "quantization", "context_length"):

@@ -36,6 +36,7 @@ __all__ = [
     "GGUFConfig",
     "Progress",
     "convert_gguf",
+    "no_progress",
     "read_config",
 ]
 
@@ -59,7 +60,8 @@ class ConversionError(Exception):
     """The GGUF cannot be converted (unsupported architecture or tensor type)."""
 
 
-def _noop(stage: str, done: int, total: int) -> None:
+def no_progress(stage: str, done: int, total: int) -> None:
+    """The `Progress` of library callers who pass none (one definition for the package)."""
     return None
 
 
@@ -279,7 +281,7 @@ def convert_gguf(
     *,
     quantization: str = "int8",
     source: str = "",
-    progress: Progress = _noop,
+    progress: Progress = no_progress,
 ) -> Path:
     """Convert a llama GGUF into ``output_dir`` (replacing it atomically) and return it."""
     import ctranslate2  # noqa: F401  (fail early with the import error, before any work)

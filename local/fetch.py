@@ -25,7 +25,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Final
 
-from .convert import TOKENIZER_FILE, Progress, convert_gguf
+from .convert import TOKENIZER_FILE, Progress, convert_gguf, no_progress
 
 __all__ = [
     "DEFAULT_MODEL_NAME",
@@ -55,10 +55,6 @@ class PrepareError(Exception):
     """The default model could not be prepared; the message says what to do."""
 
 
-def _noop(stage: str, done: int, total: int) -> None:
-    return None
-
-
 def default_model_dir(environ: Mapping[str, str] | None = None) -> Path:
     """``$XDG_CACHE_HOME/streamfn/models/<name>``, else ``~/.cache/streamfn/models/<name>``."""
     env = os.environ if environ is None else environ
@@ -77,7 +73,7 @@ def prepare_default_model(
     *,
     source: str | os.PathLike[str] | None = None,
     force: bool = False,
-    progress: Progress = _noop,
+    progress: Progress = no_progress,
 ) -> Path:
     """Make sure the default model is converted in ``model_dir``; return the directory.
 

@@ -19,6 +19,7 @@ import math
 import queue
 import threading
 import weakref
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +31,7 @@ from streamfn.core.models import Model
 from streamfn.core.options import Options
 from streamfn.core.tagged import TaggedDecoder
 
-from .convert import METADATA_FILE, TOKENIZER_FILE, Progress
+from .convert import METADATA_FILE, TOKENIZER_FILE, Progress, no_progress
 from .prompt import ChatTemplate, TemplateError
 from .tokens import token_bytes_table
 
@@ -64,10 +65,15 @@ _END: Final = _End()
 _Item = int | _End | BaseException
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def read_json(path: Path) -> dict[str, Any]:
+    """The object in an optional JSON file; ``{}`` when it is missing or not an object."""
     if not path.is_file():
         return {}
-    value = json.loads(path.read_text(encoding="utf-8"))
+    return _json_object(path.read_text(encoding="utf-8"))
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    value = json.loads(text)
     return value if isinstance(value, dict) else {}
 
 
@@ -135,7 +141,7 @@ class _Session:
         self.model = model
         self.plan = plan
         self.decoder = TaggedDecoder(
-            start=Start(api="local", provider="local", model=model.info.id),
+            start=model._start(),
             stop=plan.options.stop or (),
             start_in_thinking=plan.start_in_thinking,
             max_content_bytes=plan.options.max_content_bytes,
@@ -211,11 +217,13 @@ class LocalModel:
         }
         self._generator: Any = ctranslate2.Generator(str(self.model_dir), **self._generator_args)
         _LIVE.add(self)
-        tokenizer_json = _read_json(self.model_dir / TOKENIZER_FILE)
-        self._tokenizer = Tokenizer.from_file(str(self.model_dir / TOKENIZER_FILE))
-        config = _read_json(self.model_dir / "config.json")
-        meta = _read_json(self.model_dir / METADATA_FILE)
-        tokenizer_config = _read_json(self.model_dir / "tokenizer_config.json")
+        # tokenizer.json is megabytes: read it once for both the byte table and the tokenizer.
+        tokenizer_text = (self.model_dir / TOKENIZER_FILE).read_text(encoding="utf-8")
+        tokenizer_json = _json_object(tokenizer_text)
+        self._tokenizer = Tokenizer.from_str(tokenizer_text)
+        config = read_json(self.model_dir / "config.json")
+        meta = read_json(self.model_dir / METADATA_FILE)
+        tokenizer_config = read_json(self.model_dir / "tokenizer_config.json")
         vocabulary = _read_vocabulary(self.model_dir)
         self._token_bytes = token_bytes_table(vocabulary, tokenizer_json)
         ids = {token: i for i, token in enumerate(vocabulary)}
@@ -227,6 +235,7 @@ class LocalModel:
             self.model_dir,
             bos_token=config.get("bos_token") or _token_text(tokenizer_config.get("bos_token")),
             eos_token=eos or "",
+            tokenizer_config=tokenizer_config,
         )
         context_window = int(
             meta.get("context_length") or tokenizer_config.get("model_max_length") or 4096
@@ -256,7 +265,7 @@ class LocalModel:
         """The default model (SmolLM2-135M-Instruct), downloaded and converted on first use."""
         from .fetch import prepare_default_model
 
-        path = prepare_default_model(model_dir, source=source, progress=progress or _quiet)
+        path = prepare_default_model(model_dir, source=source, progress=progress or no_progress)
         return cls(path, **kwargs)
 
     def close(self) -> None:
@@ -269,6 +278,13 @@ class LocalModel:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+    def _start(self) -> Start:
+        return Start(api="local", provider="local", model=self.info.id)
+
+    def _failed(self, error: Error) -> list[Event]:
+        """A stream refused before generation (template error, prompt too long)."""
+        return [self._start(), error]
 
     # -- prompt -----------------------------------------------------------
     def render_prompt(self, context: Context, options: Options | None = None) -> str:
@@ -335,8 +351,7 @@ class LocalModel:
         """
         plan = self._plan(context, options)
         if isinstance(plan, Error):
-            yield Start(api="local", provider="local", model=self.info.id)
-            yield plan
+            yield from self._failed(plan)
             return
         items: queue.SimpleQueue[_Item] = queue.SimpleQueue()
         job = self._job(plan, items.put)
@@ -363,7 +378,7 @@ class LocalModel:
 
         plan = self._plan(context, options)
         if isinstance(plan, Error):
-            yield _Finished(self, plan)
+            yield _Finished(self._failed(plan))
             return
         send, receive = trio.open_memory_channel[_Item](math.inf)
         token = trio.lowlevel.current_trio_token()
@@ -392,7 +407,7 @@ class LocalModel:
         """``async with model.stream_asyncio(ctx) as events: async for event in events``."""
         plan = self._plan(context, options)
         if isinstance(plan, Error):
-            yield _Finished(self, plan)
+            yield _Finished(self._failed(plan))
             return
         loop = asyncio.get_running_loop()
         items: asyncio.Queue[_Item] = asyncio.Queue()
@@ -438,7 +453,7 @@ class _Events:
         self._session = session
         self._job = job
         self._receive = receive
-        self._ready: list[Event] = session.start()
+        self._ready: deque[Event] = deque(session.start())
 
     def __aiter__(self) -> _Events:
         return self
@@ -447,20 +462,17 @@ class _Events:
         while not self._ready:
             if self._session.finished:
                 raise StopAsyncIteration
-            self._ready = self._session.handle(await self._receive())
+            self._ready.extend(self._session.handle(await self._receive()))
             if self._session.wants_stop:
                 self._job.stop.set()
-        return self._ready.pop(0)
+        return self._ready.popleft()
 
 
 class _Finished:
-    """An already-failed stream (template error, prompt too long): Start then the Error."""
+    """The async iterator for a stream refused before generation (`LocalModel._failed`)."""
 
-    def __init__(self, model: LocalModel, error: Error) -> None:
-        self._events: list[Event] = [
-            Start(api="local", provider="local", model=model.info.id),
-            error,
-        ]
+    def __init__(self, events: list[Event]) -> None:
+        self._events = deque(events)
 
     def __aiter__(self) -> _Finished:
         return self
@@ -468,7 +480,7 @@ class _Finished:
     async def __anext__(self) -> Event:
         if not self._events:
             raise StopAsyncIteration
-        return self._events.pop(0)
+        return self._events.popleft()
 
 
 def _token_text(value: Any) -> str:
@@ -476,7 +488,3 @@ def _token_text(value: Any) -> str:
     if isinstance(value, dict):
         return str(value.get("content") or "")
     return str(value or "")
-
-
-def _quiet(stage: str, done: int, total: int) -> None:
-    return None

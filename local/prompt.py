@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
@@ -22,11 +23,12 @@ from streamfn.core.messages import (
     AssistantMessage,
     Context,
     TextContent,
-    ToolCall,
     ToolResultMessage,
     UserMessage,
 )
 from streamfn.core.options import Options, ThinkingLevel
+
+from .convert import TEMPLATE_FILE
 
 __all__ = ["ChatTemplate", "TemplateError"]
 
@@ -66,19 +68,22 @@ def _strftime_now(fmt: str) -> str:
     return datetime.now().strftime(fmt)
 
 
-def _load_template_source(model_dir: Path) -> str:
-    jinja_file = model_dir / "chat_template.jinja"
+def _load_template_source(model_dir: Path, tokenizer_config: Mapping[str, Any] | None) -> str:
+    jinja_file = model_dir / TEMPLATE_FILE
     if jinja_file.is_file():
         return jinja_file.read_text(encoding="utf-8")
-    config_file = model_dir / "tokenizer_config.json"
-    if config_file.is_file():
-        config = json.loads(config_file.read_text(encoding="utf-8"))
-        template = config.get("chat_template")
-        if isinstance(template, list):  # named templates: take "default"
-            named = {t.get("name"): t.get("template") for t in template if isinstance(t, dict)}
-            template = named.get("default") or next(iter(named.values()), None)
-        if isinstance(template, str) and template:
-            return template
+    config = tokenizer_config
+    if config is None:
+        config_file = model_dir / "tokenizer_config.json"
+        config = (
+            json.loads(config_file.read_text(encoding="utf-8")) if config_file.is_file() else {}
+        )
+    template = config.get("chat_template")
+    if isinstance(template, list):  # named templates: take "default"
+        named = {t.get("name"): t.get("template") for t in template if isinstance(t, dict)}
+        template = named.get("default") or next(iter(named.values()), None)
+    if isinstance(template, str) and template:
+        return template
     log.debug("no chat template in %s: using ChatML", model_dir)
     return CHATML
 
@@ -106,9 +111,17 @@ class ChatTemplate:
 
     @classmethod
     def from_model_dir(
-        cls, model_dir: str | Path, *, bos_token: str = "", eos_token: str = ""
+        cls,
+        model_dir: str | Path,
+        *,
+        bos_token: str = "",
+        eos_token: str = "",
+        tokenizer_config: Mapping[str, Any] | None = None,
     ) -> ChatTemplate:
-        return cls(_load_template_source(Path(model_dir)), bos_token=bos_token, eos_token=eos_token)
+        """``tokenizer_config``: the directory's ``tokenizer_config.json`` when the caller
+        has parsed it already (it is read from the directory otherwise)."""
+        source = _load_template_source(Path(model_dir), tokenizer_config)
+        return cls(source, bos_token=bos_token, eos_token=eos_token)
 
     def render(self, context: Context, options: Options | None = None) -> str:
         options = options or Options()
@@ -149,8 +162,8 @@ class ChatTemplate:
 
     def _assistant(self, message: AssistantMessage) -> dict[str, Any]:
         # Earlier reasoning is not replayed: chat templates drop it too.
-        text = "".join(b.text for b in message.content if isinstance(b, TextContent))
-        calls = [b for b in message.content if isinstance(b, ToolCall)]
+        text = message.text
+        calls = message.tool_calls
         entry: dict[str, Any] = {"role": "assistant", "content": text}
         if calls and self.knows_tools:
             entry["tool_calls"] = [

@@ -1,9 +1,8 @@
-"""Shared test setup: hypothesis profiles and the path to the shared corpus."""
+"""Shared test setup: hypothesis profiles (the corpus path lives in corpus_support)."""
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from hypothesis import HealthCheck, settings
 
@@ -15,7 +14,3 @@ settings.register_profile(
     "long", max_examples=20_000, deadline=None, suppress_health_check=list(HealthCheck)
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
-
-REPO = Path(__file__).resolve().parents[1]
-CORPUS = REPO.parent / "shared" / "corpus"
-TRANSCRIPTS = REPO / "tests" / "transcripts"

@@ -25,13 +25,14 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
+from streamfn.core.sse import encode_sse
+
 __all__ = ["ANTHROPIC_BODY", "FAULTS", "OPENAI_BODY", "ConnectProxy", "FakeProvider"]
 
 
 def _sse(data: Any, event: str | None = None) -> bytes:
-    head = f"event: {event}\n" if event else ""
     payload = data if isinstance(data, str) else json.dumps(data, separators=(",", ":"))
-    return f"{head}data: {payload}\n\n".encode()
+    return encode_sse(payload, event=event or None)
 
 
 def _openai_body() -> bytes:

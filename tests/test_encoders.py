@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+from chunking import split_at
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -61,7 +62,7 @@ def blocks(draw: Any) -> list[tuple[str, Any]]:
             args = draw(st.dictionaries(st.text(max_size=6), json_values, max_size=3))
             raw = msgspec.json.encode(args).decode()
             cuts = sorted(draw(st.lists(st.integers(0, len(raw)), max_size=4)))
-            pieces = [raw[a:b] for a, b in zip([0, *cuts], [*cuts, len(raw)], strict=True)]
+            pieces = split_at(raw, cuts)
             ident = draw(st.from_regex(r"call_[a-zA-Z0-9]{4,12}", fullmatch=True))
             name = draw(st.from_regex(r"[a-z][a-z_]{0,10}", fullmatch=True))
             out.append(("tool", (ident, name, [p for p in pieces if p])))

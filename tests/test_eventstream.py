@@ -6,7 +6,6 @@ Frames in the rule tests are built by hand (`_frame`) rather than with
 
 from __future__ import annotations
 
-import itertools
 import json
 import struct
 import time
@@ -17,6 +16,8 @@ from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from chunking import bytewise, split_at
+from corpus_support import CORPUS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -33,7 +34,6 @@ from streamfn.core.eventstream import (
     encode_message,
 )
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 BEDROCK_BINS = sorted((CORPUS / "bedrock").glob("*.bin")) if CORPUS.is_dir() else []
 
 # At least 200 examples; more when a bigger profile (HYPOTHESIS_PROFILE=long) is loaded.
@@ -454,7 +454,7 @@ def test_corpus_decodes_like_botocore_view(path: Path) -> None:
     # Byte-exact: re-encoding the decoded frames gives the recording back.
     assert b"".join(encode_message(m.headers, m.payload) for m in messages) == data
     # And a 1-byte feed agrees with the whole-body feed.
-    assert _decode_chunks([data[i : i + 1] for i in range(len(data))]) == messages
+    assert _decode_chunks(bytewise(data)) == messages
 
 
 @pytest.mark.skipif(not BEDROCK_BINS, reason="shared corpus not present")
@@ -480,8 +480,8 @@ def _decode_chunks(chunks: Sequence[bytes | bytearray | memoryview]) -> list[Eve
 
 
 def _split(data: bytes, cuts: list[int]) -> list[bytes]:
-    points = sorted({c % (len(data) + 1) for c in cuts} | {0, len(data)})
-    return [data[a:b] for a, b in itertools.pairwise(points)]
+    """Cut at ``cuts`` taken modulo the length, with no empty piece."""
+    return [p for p in split_at(data, sorted({c % (len(data) + 1) for c in cuts})) if p]
 
 
 header_values: st.SearchStrategy[HeaderValue] = st.one_of(
@@ -530,7 +530,7 @@ def test_any_chunking_gives_identical_messages(
 @given(streams)
 def test_one_byte_feeds_give_identical_messages(items: list[EventStreamMessage]) -> None:
     data = _encode_all(items)
-    assert _decode_chunks([data[i : i + 1] for i in range(len(data))]) == items
+    assert _decode_chunks(bytewise(data)) == items
 
 
 def _outcome(

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from itertools import pairwise
 
 import pytest
+from chunking import split_at
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -78,8 +78,7 @@ _stream = st.lists(
 
 @given(_stream, st.lists(st.integers(0, 200), max_size=10))
 def test_any_chunking_splits_like_a_whole_stream_regex(data: bytes, cuts: list[int]) -> None:
-    bounds = [0, *sorted(min(c, len(data)) for c in cuts), len(data)]
-    chunks = [data[a:b] for a, b in pairwise(bounds)]
+    chunks = split_at(data, sorted(min(c, len(data)) for c in cuts))
     *complete, rest = re.split(rb"\r\n|\r|\n", data)
     assert split_all(chunks) == (complete, rest or None)
 

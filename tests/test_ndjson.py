@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import re
-from itertools import pairwise
 from typing import Any
 
 import pytest
+from chunking import bytewise, split_at
 from corpus_support import body, corpus_entries, require_corpus
 from hypothesis import given
 from hypothesis import strategies as st
@@ -81,11 +81,10 @@ _ndjson = st.lists(
 def test_any_chunking_gives_the_same_lines_and_error(
     data: bytes, cuts: list[int], cap: int
 ) -> None:
-    bounds = [0, *sorted(min(c, len(data)) for c in cuts), len(data)]
-    chunks = [data[a:b] for a, b in pairwise(bounds)]
+    chunks = split_at(data, sorted(min(c, len(data)) for c in cuts))
     whole = outcome([data], cap)
     assert outcome(chunks, cap) == whole
-    assert outcome([data[i : i + 1] for i in range(len(data))], cap) == whole
+    assert outcome(bytewise(data), cap) == whole
     if whole[1] is None:
         expected = [line for line in re.split(rb"\r\n|\r|\n", data) if line.strip()]
         assert whole[0] == expected
@@ -110,6 +109,6 @@ def test_corpus_ollama_streams_are_one_json_object_per_line(entry: dict[str, Any
     raw = body(entry)
     lines, error = outcome([raw])
     assert error is None
-    assert outcome([raw[i : i + 1] for i in range(len(raw))]) == (lines, None)
+    assert outcome(bytewise(raw)) == (lines, None)
     objects = [json.loads(line) for line in lines]
     assert objects and objects[-1].get("done") is True

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import copy
-import itertools
 import json
 import time
 from typing import Any
 
 import msgspec
 import pytest
+from chunking import split_at
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -48,8 +48,7 @@ def json_texts(draw: st.DrawFn, values: st.SearchStrategy[Any] = json_values) ->
 def chunkings(draw: st.DrawFn, text: str) -> list[str]:
     """``text`` cut at arbitrary points (possibly inside escapes and surrogate pairs)."""
     cuts = sorted(draw(st.lists(st.integers(0, len(text)), max_size=12)))
-    bounds = [0, *cuts, len(text)]
-    return [text[a:b] for a, b in itertools.pairwise(bounds)]
+    return split_at(text, cuts)
 
 
 def parse_in(chunks: list[str]) -> PartialJSONParser:

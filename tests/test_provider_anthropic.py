@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
+from chunking import bytewise, split_at
 from corpus_support import body, corpus_entries, expected, require_corpus
 from hypothesis import given
 from hypothesis import strategies as st
@@ -373,7 +373,7 @@ def test_crlf_framing_and_non_ascii() -> None:
     events = run(data)
     assert accumulate(events).text == "café 🙂"
     # Split inside the multi-byte characters: same events.
-    assert run([data[i : i + 1] for i in range(len(data))]) == events
+    assert run(bytewise(data)) == events
 
 
 def test_refusal_is_a_content_filter_error_keeping_the_text() -> None:
@@ -523,11 +523,11 @@ def test_http_errors_are_classified_from_real_bodies() -> None:
 
 def _frame_chunks(text: str) -> bytes:
     """Frame a Vercel ``*.chunks.txt`` fixture the way the corpus framed its .sse copy."""
-    out = []
-    for line in text.splitlines():
-        if line.strip():
-            out.append(f"event: {json.loads(line)['type']}\ndata: {line}\n\n")
-    return "".join(out).encode()
+    return b"".join(
+        encode_sse(line, event=json.loads(line)["type"])
+        for line in text.splitlines()
+        if line.strip()
+    )
 
 
 @pytest.mark.parametrize("entry", corpus_entries("anthropic"))
@@ -618,7 +618,7 @@ _args = st.dictionaries(
 @st.composite
 def _fragments(draw: st.DrawFn, text: str) -> list[str]:
     cuts = sorted(draw(st.lists(st.integers(0, len(text)), max_size=4)))
-    return [text[a:b] for a, b in itertools.pairwise([0, *cuts, len(text)])]
+    return split_at(text, cuts)
 
 
 @st.composite
@@ -763,7 +763,7 @@ def test_any_chunking_same_events_and_the_fold_is_what_was_sent(
     data, blocks, stop, usage = case
     whole = run(data)
     offsets = sorted({c % (len(data) + 1) for c in cuts})
-    pieces = [data[a:b] for a, b in itertools.pairwise([0, *offsets, len(data)])]
+    pieces = split_at(data, offsets)
     assert run(pieces) == whole
     check_protocol(whole)
     done = whole[-1]

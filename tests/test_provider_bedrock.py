@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from chunking import bytewise, split_at
 from corpus_support import body, corpus_entries, expected, require_corpus
 from hypothesis import given
 from hypothesis import strategies as st
@@ -304,7 +305,7 @@ def test_text_tool_use_and_usage_with_cache() -> None:
         ]
     )
     events = run(data)
-    assert run([data[i : i + 1] for i in range(len(data))]) == events
+    assert run(bytewise(data)) == events
     message = accumulate(events)
     assert message.text == "Let me check."
     assert [(c.id, c.name, c.arguments) for c in message.tool_calls] == [
@@ -579,7 +580,7 @@ def test_property_chunking_and_intended_message(
     wire, want = generated
     events = run(wire)
     cuts = sorted(data.draw(st.lists(st.integers(0, len(wire)), max_size=8)))
-    assert run([wire[a:b] for a, b in zip([0, *cuts], [*cuts, len(wire)], strict=True)]) == events
+    assert run(split_at(wire, cuts)) == events
     got: list[tuple[str, Any]] = []
     for block in accumulate(events).content:
         if isinstance(block, TextContent):

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from chunking import bytewise, split_at
 from corpus_support import body, corpus_entries, expected, require_corpus
 from hypothesis import given
 from hypothesis import strategies as st
@@ -418,7 +418,7 @@ def test_lf_framing_and_split_utf8() -> None:
     data = (TRANSCRIPTS / "lf-framing.sse").read_bytes()
     events = run(data)
     assert accumulate(events).text == "café 🙂"
-    assert run([data[i : i + 1] for i in range(len(data))]) == events
+    assert run(bytewise(data)) == events
 
 
 def test_thought_and_text_blocks_keep_order_and_signatures() -> None:
@@ -790,7 +790,7 @@ def test_any_chunking_same_events_and_the_fold_is_what_was_sent(
     data, blocks, stop = case
     whole = run(data)
     offsets = sorted({c % (len(data) + 1) for c in cuts})
-    assert run([data[a:b] for a, b in itertools.pairwise([0, *offsets, len(data)])]) == whole
+    assert run(split_at(data, offsets)) == whole
     check_protocol(whole)
     done = whole[-1]
     assert isinstance(done, Done) and done.stop_reason == stop
@@ -891,8 +891,8 @@ def test_json_array_splitter_any_chunking(
     offsets = sorted({c % (len(data) + 1) for c in cuts})
     splitter = JSONArraySplitter()
     got: list[bytes] = []
-    for a, b in itertools.pairwise([0, *offsets, len(data)]):
-        got += splitter.feed(data[a:b])
+    for chunk in split_at(data, offsets):
+        got += splitter.feed(chunk)
     assert [json.loads(e) for e in got] == objects
     assert splitter.complete
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from chunking import bytewise, split_at
 from corpus_support import body, corpus_entries, expected, require_corpus
 from hypothesis import given
 from hypothesis import strategies as st
@@ -187,7 +188,7 @@ def test_length_with_crlf_lines_at_every_boundary() -> None:
     data = transcript("length.ndjson")
     events = run(data)
     assert isinstance(events[-1], Done) and events[-1].stop_reason == StopReason.LENGTH
-    assert run([data[i : i + 1] for i in range(len(data))]) == events
+    assert run(bytewise(data)) == events
 
 
 def test_truncated_stream_is_a_network_error() -> None:
@@ -301,7 +302,7 @@ def test_property_chunking_and_intended_message(
     wire, want, stop = generated
     events = run(wire)
     cuts = sorted(data.draw(st.lists(st.integers(0, len(wire)), max_size=8)))
-    chunks = [wire[a:b] for a, b in zip([0, *cuts], [*cuts, len(wire)], strict=True)]
+    chunks = split_at(wire, cuts)
     assert run(chunks) == events
     message = accumulate(events)
     got: list[tuple[str, Any]] = []

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 import random
 from pathlib import Path
@@ -10,6 +9,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from chunking import split_at
 from corpus_support import body, corpus_entries, expected, require_corpus
 from hypothesis import given
 from hypothesis import strategies as st
@@ -59,8 +59,7 @@ def run(data: bytes, provider: str = "openai", chunks: list[int] | None = None) 
     """Replay ``data`` cut at ``chunks`` (sorted cut offsets) or whole."""
     if chunks is None:
         return replay("openai-chat", data, provider=provider, headers=SSE)
-    cuts = [0, *chunks, len(data)]
-    pieces = [data[a:b] for a, b in itertools.pairwise(cuts) if b > a]
+    pieces = [p for p in split_at(data, chunks) if p]
     return replay("openai-chat", pieces, provider=provider, headers=SSE)
 
 
@@ -656,9 +655,7 @@ def wire_transcripts(draw: st.DrawFn) -> tuple[bytes, dict[str, Any]]:
     for i in range(draw(st.integers(0, 3))):
         args = json.dumps(draw(_args), ensure_ascii=draw(st.booleans()))
         cuts = sorted(draw(st.sets(st.integers(1, max(1, len(args) - 1)), max_size=4)))
-        fragments = [
-            args[a:b] for a, b in zip([0, *cuts], [*cuts, len(args)], strict=False) if b > a
-        ]
+        fragments = [f for f in split_at(args, cuts) if f]
         calls.append(
             {"id": f"call_{i}x", "name": draw(_names), "args": args, "fragments": fragments}
         )

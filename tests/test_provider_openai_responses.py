@@ -9,6 +9,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from chunking import bytewise, split_at
 from corpus_support import CORPUS, body, corpus_entries, require_corpus
 from hypothesis import given
 from hypothesis import strategies as st
@@ -39,6 +40,7 @@ from streamfn.core import (
 )
 from streamfn.core.accumulate import accumulate, check_protocol
 from streamfn.core.providers.openai_responses import build_request
+from streamfn.core.sse import encode_sse
 
 TRANSCRIPTS = Path(__file__).parent / "transcripts" / "openai-responses"
 SSE = [("content-type", "text/event-stream")]
@@ -296,7 +298,7 @@ def test_crlf_reasoning_summary_parts_refusal_and_usage() -> None:
     assert (message.usage.input, message.usage.cache_read, message.usage.output) == (60, 40, 30)
     assert message.usage.reasoning == 10 and message.usage.total == 130
     # split UTF-8 and CRLF across every byte boundary give the same events
-    assert run(data, chunks=[data[i : i + 1] for i in range(len(data))]) == events
+    assert run(data, chunks=bytewise(data)) == events
 
 
 def test_truncated_stream_is_a_network_error() -> None:
@@ -385,12 +387,11 @@ def test_malformed_json_is_a_protocol_error() -> None:
 
 def _frame_chunks(text: bytes) -> bytes:
     """``.chunks.txt`` fixtures hold one JSON event per line; frame them as the API does."""
-    out = []
-    for line in text.decode().splitlines():
-        if line.strip():
-            kind = json.loads(line)["type"]
-            out.append(f"event: {kind}\ndata: {line}\n\n")
-    return "".join(out).encode()
+    return b"".join(
+        encode_sse(line, event=json.loads(line)["type"])
+        for line in text.decode().splitlines()
+        if line.strip()
+    )
 
 
 def _responses(data: bytes) -> list[bytes]:
@@ -557,7 +558,7 @@ def wire_transcripts(draw: st.DrawFn) -> tuple[bytes, dict[str, Any]]:
             args = draw(st.dictionaries(st.sampled_from("abc"), st.integers() | _text, max_size=3))
             text = json.dumps(args)
             cuts = sorted(draw(st.sets(st.integers(1, max(1, len(text) - 1)), max_size=3)))
-            frags = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+            frags = split_at(text, cuts)
             item = {
                 "type": "function_call",
                 "id": f"fc{oi}",
@@ -600,17 +601,13 @@ def _cuts(data: bytes) -> st.SearchStrategy[list[int]]:
     return st.lists(st.integers(0, len(data)), max_size=8).map(sorted)
 
 
-def _split(data: bytes, cuts: list[int]) -> list[bytes]:
-    return [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
-
-
 @given(wire_transcripts(), st.data())
 def test_property_any_chunking_same_events_and_intended_message(
     generated: tuple[bytes, dict[str, Any]], data: st.DataObject
 ) -> None:
     wire, intended = generated
     whole = run(wire)
-    assert run(wire, chunks=_split(wire, data.draw(_cuts(wire)))) == whole
+    assert run(wire, chunks=split_at(wire, data.draw(_cuts(wire)))) == whole
     message = accumulate(whole)
     got: list[tuple[str, Any]] = []
     for block in message.content:

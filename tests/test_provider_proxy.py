@@ -8,6 +8,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from chunking import bytewise, split_at
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -99,7 +100,7 @@ def test_round_trip_keeps_every_event_after_start() -> None:
     wire = encode_proxy_events(STREAM)
     events = run(wire)
     assert events[1:] == STREAM[1:]  # Done keeps the proxy's usage and cost
-    assert run([wire[i : i + 1] for i in range(len(wire))]) == events
+    assert run(bytewise(wire)) == events
     # the upstream response id survives into our Start
     assert events[0] == Start(api="proxy", provider="proxy", model="replay", response_id="msg_1")
 
@@ -200,7 +201,7 @@ def test_property_encode_decode_is_identity_under_any_chunking(
 ) -> None:
     wire = encode_proxy_events(stream)
     cuts = sorted(data.draw(st.lists(st.integers(0, len(wire)), max_size=8)))
-    chunks = [wire[a:b] for a, b in zip([0, *cuts], [*cuts, len(wire)], strict=True)]
+    chunks = split_at(wire, cuts)
     events = run(chunks)
     # empty deltas are not events (the emitter drops them); everything else survives
     assert events[1:] == [

@@ -26,14 +26,11 @@ from streamfn.core import (
 from streamfn.core.accumulate import accumulate, check_protocol
 from streamfn.core.eventstream import encode_message
 from streamfn.core.providers.proxy import encode_proxy_events
+from streamfn.core.sse import encode_sse
 
 
 def _sse(*events: dict[str, Any], named: bool = False) -> bytes:
-    out = []
-    for e in events:
-        head = f"event: {e['type']}\n" if named else ""
-        out.append(f"{head}data: {json.dumps(e)}\n\n")
-    return "".join(out).encode()
+    return b"".join(encode_sse(json.dumps(e), event=e["type"] if named else None) for e in events)
 
 
 def _bedrock() -> bytes:

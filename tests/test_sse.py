@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 import re
-from itertools import pairwise
 from typing import Any
 
 import pytest
+from chunking import bytewise, split_at
 from corpus_support import body, corpus_entries, require_corpus
 from hypothesis import given
 from hypothesis import strategies as st
@@ -47,10 +47,6 @@ def outcome(chunks: list[bytes], **options: Any) -> tuple[list[Item], str | None
     except SSEError as exc:
         return out, exc.reason
     return out, None
-
-
-def bytewise(data: bytes) -> list[bytes]:
-    return [data[i : i + 1] for i in range(len(data))]
 
 
 def datas(items: list[Item]) -> list[str]:
@@ -355,8 +351,7 @@ def chunked(
 ) -> tuple[bytes, list[bytes]]:
     data = draw(streams)
     cuts = sorted(draw(st.lists(st.integers(0, len(data)), max_size=12)))
-    bounds = [0, *cuts, len(data)]
-    return data, [data[a:b] for a, b in pairwise(bounds)]
+    return data, split_at(data, cuts)
 
 
 _CAPS: dict[str, Any] = {"max_line_bytes": 24, "max_event_bytes": 40, "emit_comments": True}

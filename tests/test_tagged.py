@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from chunking import by_sizes
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -36,12 +37,8 @@ def run(
 ) -> tuple[list[Event], TaggedDecoder]:
     decoder = TaggedDecoder(**kwargs)
     events: list[Event] = []
-    sizes = chunks or [len(data) or 1]
-    at, i = 0, 0
-    while at < len(data):
-        size = max(1, sizes[i % len(sizes)])
-        events += decoder.receive_data(data[at : at + size])
-        at, i = at + size, i + 1
+    for chunk in by_sizes(data, chunks or [len(data) or 1]):
+        events += decoder.receive_data(chunk)
     events += decoder.receive_eof(usage=Usage(input=3, output=7), length=length)
     return events, decoder
 
