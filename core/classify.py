@@ -2,8 +2,8 @@
 
 HTTP status + headers + body -> an `Error` with the right `ErrorKind`, the
 provider's own message, the status, and ``retry_after``. Provider modules
-call `classify_http_error` for non-2xx responses and `classify_message` for
-errors that arrive inside a 200 stream (Anthropic ``event: error``, Groq,
+call `classify_http_error` for non-2xx responses and `classify_stream_error`
+for errors that arrive inside a 200 stream (Anthropic ``event: error``, Groq,
 Bedrock exception frames), so the same wording maps to the same kind
 everywhere.
 """
@@ -21,6 +21,7 @@ from .events import Error, ErrorKind
 __all__ = [
     "classify_http_error",
     "classify_message",
+    "classify_stream_error",
     "extract_error_message",
     "parse_retry_after",
     "retryable_status",
@@ -205,6 +206,24 @@ def classify_message(
     return Error(
         message=message, kind=ErrorKind.PROTOCOL if status is None else None, status=status
     )
+
+
+def classify_stream_error(
+    message: str,
+    *,
+    status_hint: int | None = None,
+    code: str | None = None,
+    retry_after: float | None = None,
+) -> Error:
+    """An error that arrived inside a 200 stream.
+
+    ``status_hint`` is the HTTP status the provider documents for this error
+    (Anthropic's error types, Bedrock's exception types, Gemini's
+    ``error.code``). It breaks ties as a real status would, but the response
+    itself was a 200, so the `Error` claims no status.
+    """
+    error = classify_message(message, status=status_hint, code=code, retry_after=retry_after)
+    return error if error.status is None else msgspec.structs.replace(error, status=None)
 
 
 def classify_http_error(

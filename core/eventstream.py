@@ -171,11 +171,16 @@ class EventStreamMessage(msgspec.Struct, frozen=True, gc=False):
 
 
 class EventStreamError(Exception):
-    """The bytes are not a valid event stream; ``reason`` says why. Sticky."""
+    """The bytes are not a valid event stream; ``reason`` says why. Sticky.
 
-    def __init__(self, reason: str) -> None:
+    ``limit`` is True when a frame broke a size cap rather than the format,
+    so callers classify the error without reading the wording of ``reason``.
+    """
+
+    def __init__(self, reason: str, *, limit: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.limit = limit
 
 
 class EventStreamDecoder:
@@ -305,11 +310,12 @@ class EventStreamDecoder:
             raise EventStreamError(f"total length {total} below the minimum of {MIN_MESSAGE_BYTES}")
         if total > self._max_message:
             raise EventStreamError(
-                f"message length {total} exceeds the cap of {self._max_message} bytes"
+                f"message length {total} exceeds the cap of {self._max_message} bytes", limit=True
             )
         if headers_len > self._max_headers:
             raise EventStreamError(
-                f"headers length {headers_len} exceeds the cap of {self._max_headers} bytes"
+                f"headers length {headers_len} exceeds the cap of {self._max_headers} bytes",
+                limit=True,
             )
         if headers_len > total - MIN_MESSAGE_BYTES:
             raise EventStreamError(

@@ -14,11 +14,17 @@ __all__ = ["NDJSONDecoder", "NDJSONError"]
 
 
 class NDJSONError(Exception):
-    """A line grew past its cap; sticky, like every streamfn decoder error."""
+    """A line grew past its cap; sticky, like every streamfn decoder error.
 
-    def __init__(self, reason: str) -> None:
+    ``limit`` is True when a cap was exceeded (other framers that raise this
+    type also report malformed structure), so callers classify the error
+    without reading the wording of ``reason``.
+    """
+
+    def __init__(self, reason: str, *, limit: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.limit = limit
 
 
 def _non_blank(lines: list[bytes]) -> list[bytes]:
@@ -48,7 +54,7 @@ class NDJSONDecoder:
         try:
             lines = self._lines.feed(data)
         except LineTooLong as exc:
-            self._error = NDJSONError(f"NDJSON line longer than {exc.limit} bytes")
+            self._error = NDJSONError(f"NDJSON line longer than {exc.limit} bytes", limit=True)
             done = _non_blank(exc.lines)
             if done:
                 return done

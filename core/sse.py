@@ -41,11 +41,16 @@ class SSEComment(msgspec.Struct, frozen=True, gc=False):
 
 
 class SSEError(Exception):
-    """The byte stream broke a cap; ``reason`` says which. Sticky."""
+    """The byte stream broke a cap; ``reason`` says which. Sticky.
 
-    def __init__(self, reason: str) -> None:
+    ``limit`` is True when a cap was exceeded, so callers classify the error
+    without reading the wording of ``reason``.
+    """
+
+    def __init__(self, reason: str, *, limit: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.limit = limit
 
 
 class SSEDecoder:
@@ -169,7 +174,7 @@ class SSEDecoder:
         except LineTooLong as exc:
             out = self._process(exc.lines)
             if self._error is None:
-                self._fail(f"SSE line longer than {exc.limit} bytes")
+                self._fail(f"SSE line longer than {exc.limit} bytes", limit=True)
             return self._deliver(out)
         out = self._process(lines)
         return self._deliver(out) if self._error is not None else out
@@ -183,8 +188,8 @@ class SSEDecoder:
         assert self._error is not None
         raise self._error
 
-    def _fail(self, reason: str) -> None:
-        self._error = SSEError(reason)
+    def _fail(self, reason: str, *, limit: bool) -> None:
+        self._error = SSEError(reason, limit=limit)
         self._first = None
         self._more = bytearray()
         self._size = 0
@@ -257,7 +262,7 @@ class SSEDecoder:
                 self._more += value
                 size += 1 + len(value)
             if size > max_event:
-                self._fail(f"SSE event data larger than {max_event} bytes")
+                self._fail(f"SSE event data larger than {max_event} bytes", limit=True)
                 return out
         self._first = first
         self._size = size

@@ -30,7 +30,7 @@ Decisions a caller can rely on (each one is a choice the wire leaves open):
   streamed before it stays in the folded message.
   ``model_context_window_exceeded`` -> ``Error(kind=context_overflow)``.
 - **Errors inside the stream** (``event: error``: overloaded, rate limit,
-  api error) go through `classify_message`; the error ``type`` is used as the
+  api error) go through `classify_stream_error`; the error ``type`` is used as the
   tie-breaker Anthropic documents (``overloaded_error`` is its 529) without
   claiming an HTTP status for a 200 stream.
 - **Usage** in our convention: ``input_tokens`` (already without cache) ->
@@ -50,7 +50,7 @@ from typing import Any, Final
 
 import msgspec
 
-from ..classify import classify_message
+from ..classify import classify_stream_error
 from ..events import Error, StopReason, Usage
 from ..messages import (
     AssistantMessage,
@@ -118,17 +118,15 @@ def _image(image: ImageContent) -> dict[str, Any]:
     }
 
 
-def _user_blocks(content: list[UserContent], model: Model) -> list[dict[str, Any]]:
+def _user_blocks(content: list[UserContent]) -> list[dict[str, Any]]:
     """Anthropic rejects empty text blocks (400), so they are left out."""
     blocks: list[dict[str, Any]] = []
     for part in content:
         if isinstance(part, TextContent):
             if part.text:
                 blocks.append({"type": "text", "text": part.text})
-        elif model.images:
-            blocks.append(_image(part))
         else:
-            log.debug("model %s takes no images; dropping one", model.key)
+            blocks.append(_image(part))
     return blocks
 
 
@@ -159,9 +157,9 @@ def _assistant_blocks(message: AssistantMessage) -> list[Any]:
     return blocks
 
 
-def _tool_result(message: ToolResultMessage, model: Model) -> dict[str, Any]:
+def _tool_result(message: ToolResultMessage) -> dict[str, Any]:
     result: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id}
-    content = _user_blocks(message.content, model)
+    content = _user_blocks(message.content)
     if content:
         result["content"] = content
     if message.is_error:
@@ -169,7 +167,7 @@ def _tool_result(message: ToolResultMessage, model: Model) -> dict[str, Any]:
     return result
 
 
-def _messages(messages: list[Message], model: Model) -> list[dict[str, Any]]:
+def _messages(messages: list[Message]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     results: list[dict[str, Any]] | None = None  # the user turn collecting tool results
     for message in messages:
@@ -177,7 +175,7 @@ def _messages(messages: list[Message], model: Model) -> list[dict[str, Any]]:
             if results is None:
                 results = []
                 out.append({"role": "user", "content": results})
-            results.append(_tool_result(message, model))
+            results.append(_tool_result(message))
             continue
         results = None
         if isinstance(message, UserMessage):
@@ -185,7 +183,7 @@ def _messages(messages: list[Message], model: Model) -> list[dict[str, Any]]:
                 if message.content:
                     out.append({"role": "user", "content": message.content})
                 continue
-            blocks = _user_blocks(message.content, model)
+            blocks = _user_blocks(message.content)
             if blocks:
                 out.append({"role": "user", "content": blocks})
         else:
@@ -228,7 +226,7 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
     body: dict[str, Any] = {"model": model.id, "max_tokens": max_tokens, "stream": True}
     if context.system_prompt:
         body["system"] = context.system_prompt
-    body["messages"] = _messages(prepare_messages(context, model), model)
+    body["messages"] = _messages(prepare_messages(context, model))
     if context.tools:
         tools = []
         for tool in context.tools:
@@ -334,7 +332,7 @@ _STOP_REASONS: Final = {
 }
 
 #: The HTTP status Anthropic documents for each error type; a tie-breaker for
-#: `classify_message` on errors that arrive inside a 200 stream.
+#: `classify_stream_error` on errors that arrive inside a 200 stream.
 _ERROR_STATUS: Final = {
     "invalid_request_error": 400,
     "authentication_error": 401,
@@ -551,10 +549,11 @@ class AnthropicCall(SSECall):
             self.fail(Error.protocol(f"{self.model.provider}: error event without an error"))
             return
         message = f"{self.model.provider}: {error.type}: {error.message or 'unknown error'}"
-        classified = classify_message(
-            message, status=_ERROR_STATUS.get(error.type), code=error.type
+        self.fail(
+            classify_stream_error(
+                message, status_hint=_ERROR_STATUS.get(error.type), code=error.type
+            )
         )
-        self.fail(msgspec.structs.replace(classified, status=None))
 
 
 def _index(wire: _Event) -> int:

@@ -39,6 +39,7 @@ from ..events import (
     ToolCallStart,
     Usage,
 )
+from ..eventstream import EventStreamError
 from ..messages import Context
 from ..models import Model, compute_cost
 from ..ndjson import NDJSONDecoder, NDJSONError
@@ -52,6 +53,7 @@ __all__ = [
     "NDJSONCall",
     "ProviderCall",
     "SSECall",
+    "bearer",
     "json_request",
     "redact_headers",
     "request_headers",
@@ -105,6 +107,11 @@ class HTTPRequest(msgspec.Struct, frozen=True, kw_only=True):
 
 
 _JSON_ENCODER: Final = msgspec.json.Encoder()
+
+
+def bearer(api_key: str | None) -> tuple[str, str] | None:
+    """The ``Authorization: Bearer`` header for ``api_key``; None without a key."""
+    return ("authorization", f"Bearer {api_key}") if api_key else None
 
 
 def request_headers(
@@ -333,6 +340,8 @@ class ProviderCall(abc.ABC):
     api: ClassVar[str] = ""
     #: content types a 2xx body may have; anything else is read as an error body
     content_types: ClassVar[tuple[str, ...]] = ()
+    #: put before a wire decoder's own reason in the `Error` it ends the call with
+    decoder_error_prefix: ClassVar[str] = ""
 
     def __init__(
         self, model: Model, context: Context, options: Options, request: HTTPRequest
@@ -477,10 +486,9 @@ class ProviderCall(abc.ABC):
     def _guard(self, fn: Any, *args: Any) -> None:
         try:
             fn(*args)
-        except (SSEError, NDJSONError) as exc:
-            kind_limit = "longer than" in exc.reason or "larger than" in exc.reason
-            err = Error.limit(exc.reason) if kind_limit else Error.protocol(exc.reason)
-            self.fail(err)
+        except (SSEError, NDJSONError, EventStreamError) as exc:
+            reason = self.decoder_error_prefix + exc.reason
+            self.fail(Error.limit(reason) if exc.limit else Error.protocol(reason))
         except Exception as exc:  # malformed provider data must not escape
             log.warning("malformed %s stream: %s: %s", self.api, type(exc).__name__, exc)
             self.fail(

@@ -36,9 +36,9 @@ from typing import Any, Final
 
 import msgspec
 
-from ..classify import classify_message
+from ..classify import classify_stream_error
 from ..events import Error, StopReason, Usage
-from ..eventstream import EventStreamDecoder, EventStreamError, EventStreamMessage
+from ..eventstream import EventStreamDecoder, EventStreamMessage
 from ..messages import (
     AssistantMessage,
     Context,
@@ -55,7 +55,7 @@ from ..messages import (
 from ..models import Model
 from ..options import Options, ThinkingLevel
 from ..sigv4 import encode_path_segment, sign_request
-from .base import HTTPRequest, ProviderCall, json_request, request_headers
+from .base import HTTPRequest, ProviderCall, bearer, json_request, request_headers
 from .convert import prepare_messages
 
 __all__ = [
@@ -176,8 +176,8 @@ def _url(model: Model, options: Options) -> str:
 
 
 def _headers(model: Model, options: Options) -> list[tuple[str, str]]:
-    bearer = options.api_key and parse_aws_key(options.api_key) is None
-    auth = ("authorization", f"Bearer {options.api_key}") if bearer else None
+    # SigV4 keys are signed in later (`sign`); any other key is a Bedrock API key
+    auth = bearer(options.api_key) if parse_aws_key(options.api_key) is None else None
     return request_headers(model, options, accept=EVENTSTREAM, auth=auth)
 
 
@@ -186,7 +186,7 @@ def _image(image: ImageContent) -> dict[str, Any]:
     return {"image": {"format": fmt, "source": {"bytes": image.data}}}
 
 
-def _user_blocks(content: str | list[UserContent], model: Model) -> list[dict[str, Any]]:
+def _user_blocks(content: str | list[UserContent]) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [{"text": content}] if content else []
     blocks: list[dict[str, Any]] = []
@@ -194,10 +194,8 @@ def _user_blocks(content: str | list[UserContent], model: Model) -> list[dict[st
         if isinstance(part, TextContent):
             if part.text:
                 blocks.append({"text": part.text})
-        elif model.images:
-            blocks.append(_image(part))
         else:
-            log.debug("model %s takes no images; dropping one", model.key)
+            blocks.append(_image(part))
     return blocks
 
 
@@ -225,24 +223,24 @@ def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
     return blocks
 
 
-def _tool_result(message: ToolResultMessage, model: Model) -> dict[str, Any]:
-    content = _user_blocks(message.content, model) or [{"text": ""}]
+def _tool_result(message: ToolResultMessage) -> dict[str, Any]:
+    content = _user_blocks(message.content) or [{"text": ""}]
     result: dict[str, Any] = {"toolUseId": message.tool_call_id, "content": content}
     if message.is_error:
         result["status"] = "error"
     return {"toolResult": result}
 
 
-def _messages(messages: list[Message], model: Model) -> list[dict[str, Any]]:
+def _messages(messages: list[Message]) -> list[dict[str, Any]]:
     """Converse wants strictly alternating roles: consecutive turns of one role merge."""
     out: list[dict[str, Any]] = []
     for message in messages:
         if isinstance(message, UserMessage):
-            role, blocks = "user", _user_blocks(message.content, model)
+            role, blocks = "user", _user_blocks(message.content)
         elif isinstance(message, AssistantMessage):
             role, blocks = "assistant", _assistant_blocks(message)
         else:
-            role, blocks = "user", [_tool_result(message, model)]
+            role, blocks = "user", [_tool_result(message)]
         if not blocks:
             continue
         if out and out[-1]["role"] == role:
@@ -274,7 +272,7 @@ def _thinking_budget(model: Model, options: Options) -> int | None:
 
 def build_request(model: Model, context: Context, options: Options) -> HTTPRequest:
     """The ConverseStream request; unsigned when the key is SigV4 (see `sign`)."""
-    body: dict[str, Any] = {"messages": _messages(prepare_messages(context, model), model)}
+    body: dict[str, Any] = {"messages": _messages(prepare_messages(context, model))}
     if context.system_prompt:
         body["system"] = [{"text": context.system_prompt}]
     if context.tools:
@@ -401,7 +399,7 @@ _STOP_REASONS: Final = {
 }
 _FILTERED: Final = frozenset({"guardrail_intervened", "content_filtered"})
 
-#: exception type -> the HTTP status AWS documents for it, so `classify_message`
+#: exception type -> the HTTP status AWS documents for it, so `classify_stream_error`
 #: sees the same signal as for a non-2xx answer (the status is not kept).
 _EXCEPTION_STATUS: Final = {
     "throttlingException": 429,
@@ -443,6 +441,7 @@ class BedrockCall(ProviderCall):
 
     api = "bedrock"
     content_types = (EVENTSTREAM,)
+    decoder_error_prefix = "bedrock event stream: "
 
     def __init__(
         self, model: Model, context: Context, options: Options, request: HTTPRequest
@@ -471,31 +470,17 @@ class BedrockCall(ProviderCall):
         return self.request
 
     # -- frames ----------------------------------------------------------------
+    # A decoder error (EventStreamError) ends the call in ProviderCall._guard.
     def _feed(self, data: bytes) -> None:
-        try:
-            frames = self.decoder.feed(data)
-        except EventStreamError as exc:
-            self._decoder_error(exc)
-            return
-        for frame in frames:
+        for frame in self.decoder.feed(data):
             self._frame(frame)
             if self.emit.finished:
                 return
 
     def _eof(self) -> None:
-        try:
-            self.decoder.end()
-        except EventStreamError as exc:
-            self._decoder_error(exc)
-            return
+        self.decoder.end()
         if self._stop is not None:
             self._finish()
-
-    def _decoder_error(self, exc: EventStreamError) -> None:
-        if "exceeds the cap" in exc.reason:
-            self.fail(Error.limit(f"bedrock event stream: {exc.reason}"))
-        else:
-            self.fail(Error.protocol(f"bedrock event stream: {exc.reason}"))
 
     def _frame(self, frame: EventStreamMessage) -> None:
         kind = frame.headers.get(":message-type")
@@ -525,10 +510,11 @@ class BedrockCall(ProviderCall):
             text = payload.message or payload.Message or code
         except (msgspec.DecodeError, msgspec.ValidationError):
             text = frame.payload.decode("utf-8", "replace").strip() or code
-        error = classify_message(
-            f"bedrock {code}: {text}", status=_EXCEPTION_STATUS.get(code), code=code
+        self.fail(
+            classify_stream_error(
+                f"bedrock {code}: {text}", status_hint=_EXCEPTION_STATUS.get(code), code=code
+            )
         )
-        self.fail(msgspec.structs.replace(error, status=None))
 
     # -- events -----------------------------------------------------------------
     def _event(self, name: str, payload: bytes) -> None:

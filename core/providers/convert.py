@@ -19,6 +19,8 @@ live in one place:
 - Assistant turns that ended in an error or were aborted are skipped: their
   last tool call or thinking block may be cut off half-way. Results of their
   tool calls are skipped with them (a result without its call is a 400).
+- Images (in user turns and tool results) are dropped for a model with
+  ``images=False``; the turn itself is kept, with its text.
 """
 
 from __future__ import annotations
@@ -26,24 +28,35 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Final
+
+import msgspec
 
 from ..events import StopReason
 from ..messages import (
     AssistantContent,
     AssistantMessage,
     Context,
+    ImageContent,
     Message,
     OpaqueContent,
     TextContent,
     ThinkingContent,
     ToolCall,
     ToolResultMessage,
+    UserContent,
+    UserMessage,
 )
 from ..models import Model
 
-__all__ = ["normalize_tool_call_id", "prepare_messages"]
+__all__ = [
+    "data_url",
+    "joined_text",
+    "normalize_tool_call_id",
+    "prepare_messages",
+    "tool_arguments",
+]
 
 log = logging.getLogger("streamfn")
 
@@ -51,6 +64,35 @@ _SAFE_ID: Final = re.compile(r"[^a-zA-Z0-9_-]")
 _ALNUM: Final = re.compile(r"[^a-zA-Z0-9]")
 
 MISSING_RESULT_TEXT: Final = "No result was recorded for this tool call."
+
+_JSON: Final = msgspec.json.Encoder()
+
+
+def tool_arguments(call: ToolCall) -> str:
+    """A tool call's arguments as the JSON text of wire formats that carry a string.
+
+    The exact streamed text when it parsed; otherwise the parsed object, so
+    the server never receives the invalid JSON it may have produced.
+    """
+    if call.arguments_json and call.parse_error is None:
+        return call.arguments_json
+    return _JSON.encode(call.arguments).decode()
+
+
+def data_url(image: ImageContent) -> str:
+    return f"data:{image.mime_type};base64,{image.data}"
+
+
+def joined_text(content: Sequence[UserContent]) -> str:
+    """The text parts as one string, for fields that take no list of parts."""
+    return "\n".join(p.text for p in content if isinstance(p, TextContent))
+
+
+def _without_images(content: list[UserContent], target: Model) -> list[UserContent]:
+    if target.images or not any(isinstance(p, ImageContent) for p in content):
+        return content
+    log.debug("model %s takes no images; dropping them", target.key)
+    return [p for p in content if not isinstance(p, ImageContent)]
 
 
 def _digest(text: str, length: int) -> str:
@@ -198,13 +240,17 @@ def prepare_messages(context: Context, target: Model) -> list[Message]:
                 ToolResultMessage(
                     tool_call_id=new_id,
                     tool_name=message.tool_name,
-                    content=message.content,
+                    content=_without_images(message.content, target),
                     is_error=message.is_error,
                     timestamp=message.timestamp,
                 )
             )
         else:
             flush_missing()
+            if isinstance(message.content, list):
+                content = _without_images(message.content, target)
+                if content is not message.content:
+                    message = UserMessage(content=content, timestamp=message.timestamp)
             out.append(message)
     flush_missing()
     return out

@@ -63,7 +63,7 @@ from typing import Any, Final
 
 import msgspec
 
-from ..classify import classify_message
+from ..classify import classify_stream_error
 from ..events import Error, StopReason, Usage
 from ..messages import (
     AssistantMessage,
@@ -82,8 +82,8 @@ from ..models import Model
 from ..ndjson import NDJSONError
 from ..options import Options, ThinkingLevel
 from ..sse import ServerSentEvent
-from .base import HTTPRequest, SSECall, json_request, request_headers
-from .convert import prepare_messages
+from .base import HTTPRequest, SSECall, bearer, json_request, request_headers
+from .convert import joined_text, prepare_messages
 
 __all__ = [
     "GeminiCall",
@@ -142,11 +142,10 @@ def _url(model: Model, options: Options) -> str:
 
 
 def _headers(model: Model, options: Options) -> list[tuple[str, str]]:
-    auth = None
-    if options.api_key:
-        vertex = model.provider == "vertex"
-        auth = ("authorization", f"Bearer {options.api_key}") if vertex else None
-        auth = auth or ("x-goog-api-key", options.api_key)
+    if model.provider == "vertex":
+        auth = bearer(options.api_key)  # an OAuth access token
+    else:
+        auth = ("x-goog-api-key", options.api_key) if options.api_key else None
     return request_headers(model, options, accept="text/event-stream", auth=auth)
 
 
@@ -154,7 +153,7 @@ def _inline(image: ImageContent) -> dict[str, Any]:
     return {"inlineData": {"mimeType": image.mime_type, "data": image.data}}
 
 
-def _user_parts(content: str | list[UserContent], model: Model) -> list[dict[str, Any]]:
+def _user_parts(content: str | list[UserContent]) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [{"text": content}] if content else []
     parts: list[dict[str, Any]] = []
@@ -162,10 +161,8 @@ def _user_parts(content: str | list[UserContent], model: Model) -> list[dict[str
         if isinstance(part, TextContent):
             if part.text:
                 parts.append({"text": part.text})
-        elif model.images:
-            parts.append(_inline(part))
         else:
-            log.debug("model %s takes no images; dropping one", model.key)
+            parts.append(_inline(part))
     return parts
 
 
@@ -194,12 +191,12 @@ def _model_parts(message: AssistantMessage) -> list[Any]:
 
 
 def _function_response(message: ToolResultMessage) -> dict[str, Any]:
-    text = "\n".join(p.text for p in message.content if isinstance(p, TextContent))
+    text = joined_text(message.content)
     response = {"error": text} if message.is_error else {"output": text}
     return {"functionResponse": {"name": message.tool_name, "response": response}}
 
 
-def _contents(messages: list[Message], model: Model) -> list[dict[str, Any]]:
+def _contents(messages: list[Message]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     results: list[Any] | None = None  # the user turn collecting function responses
     for message in messages:
@@ -212,12 +209,11 @@ def _contents(messages: list[Message], model: Model) -> list[dict[str, Any]]:
             results.insert(
                 sum(1 for p in results if "functionResponse" in p), _function_response(message)
             )
-            if images and model.images:
-                results.extend(_inline(i) for i in images)
+            results.extend(_inline(i) for i in images)
             continue
         results = None
         if isinstance(message, UserMessage):
-            parts = _user_parts(message.content, model)
+            parts = _user_parts(message.content)
             if parts:
                 out.append({"role": "user", "parts": parts})
         else:
@@ -321,7 +317,7 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
     a level becomes ``thinkingLevel`` on Gemini 3 and a budget on 2.5 (see
     `THINKING_BUDGETS`); thought summaries are always asked for with it.
     """
-    body: dict[str, Any] = {"contents": _contents(prepare_messages(context, model), model)}
+    body: dict[str, Any] = {"contents": _contents(prepare_messages(context, model))}
     if context.system_prompt:
         body["systemInstruction"] = {"parts": [{"text": context.system_prompt}]}
     if context.tools:
@@ -410,10 +406,17 @@ class PartialArgsWriter:
         self._stack: list[_Container] = []
         self._open_string: list[str | int] | None = None
         self._started = False
+        # A long string arrives as many pieces under one path: parse it once.
+        self._last_path: str | None = None
+        self._last_steps: list[str | int] = []
 
     def add(self, path: str, value: tuple[str, Any], will_continue: bool) -> str:
         """``value`` is (``"string"``, text) or (``"json"``, raw JSON text of a scalar)."""
-        steps = _parse_path(path)
+        if path == self._last_path:
+            steps = self._last_steps
+        else:
+            steps = _parse_path(path)
+            self._last_path, self._last_steps = path, steps
         out: list[str] = []
         kind, payload = value
         if self._open_string is not None:
@@ -577,6 +580,9 @@ _RETRY_DELAY: Final = re.compile(rb'"retryDelay"\s*:\s*"(\d{1,6}(?:\.\d{1,9})?)s
 _NONE: Final = 0
 _TEXT: Final = 1
 _THINKING: Final = 2
+#: the emitter key of the open text or thinking block: one key suffices, as a
+#: block closed under it is never continued (the next one gets a new index)
+_SEGMENT: Final = "segment"
 
 
 def convert_usage(wire: _UsageMetadata) -> Usage:
@@ -601,8 +607,7 @@ class GeminiCall(SSECall):
         self, model: Model, context: Context, options: Options, request: HTTPRequest
     ) -> None:
         super().__init__(model, context, options, request)
-        self._mode = _NONE
-        self._segment = 0  # emitter key of the open text or thinking block
+        self._mode = _NONE  # which of text / thinking is open now (under _SEGMENT)
         self._signature: str | None = None  # of the open text/thinking block
         self._calls = 0
         self._streaming: tuple[str, PartialArgsWriter, str | None] | None = None
@@ -671,9 +676,9 @@ class GeminiCall(SSECall):
             if signature:
                 self._signature = signature
             if mode == _TEXT:
-                self.emit.text(self._segment, text)
+                self.emit.text(_SEGMENT, text)
             else:
-                self.emit.thinking(self._segment, text)
+                self.emit.thinking(_SEGMENT, text)
             return
         for block_type, raw in (
             ("executableCode", part.executableCode),
@@ -688,12 +693,11 @@ class GeminiCall(SSECall):
 
     def _switch(self, mode: int) -> None:
         self._close_segment()
-        self._segment += 1
         self._mode = mode
 
     def _close_segment(self) -> None:
         if self._mode != _NONE:
-            self.emit.end(self._segment, signature=self._signature)
+            self.emit.end(_SEGMENT, signature=self._signature)
             self._signature = None
             self._mode = _NONE
 
@@ -776,8 +780,7 @@ class GeminiCall(SSECall):
 
     def _stream_error(self, error: _ErrorBody) -> None:
         message = f"{self.model.provider}: {error.message or error.status or 'unknown error'}"
-        classified = classify_message(message, status=error.code, code=error.status)
-        self.fail(msgspec.structs.replace(classified, status=None))
+        self.fail(classify_stream_error(message, status_hint=error.code, code=error.status))
 
 
 _STRUCTURAL: Final = re.compile(rb'["\\{}\[\]]')
@@ -858,7 +861,7 @@ class JSONArraySplitter:
             self._start = 0
         self._scan = len(buf)
         if len(buf) > self._max:
-            raise NDJSONError(f"JSON array element larger than {self._max} bytes")
+            raise NDJSONError(f"JSON array element larger than {self._max} bytes", limit=True)
         return out
 
 

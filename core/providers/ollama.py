@@ -19,7 +19,7 @@ from typing import Any, Final
 
 import msgspec
 
-from ..classify import classify_message
+from ..classify import classify_stream_error
 from ..events import StopReason, Usage
 from ..messages import (
     AssistantMessage,
@@ -33,8 +33,8 @@ from ..messages import (
 )
 from ..models import Model
 from ..options import Options, ThinkingLevel
-from .base import HTTPRequest, NDJSONCall, json_request, request_headers
-from .convert import prepare_messages
+from .base import HTTPRequest, NDJSONCall, bearer, json_request, request_headers
+from .convert import joined_text, prepare_messages
 
 __all__ = ["DEFAULT_BASE_URL", "OllamaCall", "build_request", "open_call"]
 
@@ -56,20 +56,16 @@ def _url(model: Model, options: Options) -> str:
 
 def _headers(model: Model, options: Options) -> list[tuple[str, str]]:
     # a key only for Ollama's cloud and authenticating proxies
-    auth = ("authorization", f"Bearer {options.api_key}") if options.api_key else None
-    return request_headers(model, options, accept="application/x-ndjson", auth=auth)
+    return request_headers(
+        model, options, accept="application/x-ndjson", auth=bearer(options.api_key)
+    )
 
 
-def _split(content: str | list[Any], model: Model) -> tuple[str, list[str]]:
+def _split(content: str | list[Any]) -> tuple[str, list[str]]:
     """Text joined, images as the bare base64 list Ollama wants."""
     if isinstance(content, str):
         return content, []
-    text = "\n".join(p.text for p in content if isinstance(p, TextContent))
-    images = [p.data for p in content if isinstance(p, ImageContent)]
-    if images and not model.images:
-        log.debug("model %s takes no images; dropping them", model.key)
-        images = []
-    return text, images
+    return joined_text(content), [p.data for p in content if isinstance(p, ImageContent)]
 
 
 def _assistant(message: AssistantMessage) -> dict[str, Any] | None:
@@ -90,13 +86,13 @@ def _assistant(message: AssistantMessage) -> dict[str, Any] | None:
     return out
 
 
-def _messages(messages: list[Message], context: Context, model: Model) -> list[dict[str, Any]]:
+def _messages(messages: list[Message], context: Context) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     if context.system_prompt:
         out.append({"role": "system", "content": context.system_prompt})
     for message in messages:
         if isinstance(message, UserMessage):
-            text, images = _split(message.content, model)
+            text, images = _split(message.content)
             entry: dict[str, Any] = {"role": "user", "content": text}
             if images:
                 entry["images"] = images
@@ -106,7 +102,7 @@ def _messages(messages: list[Message], context: Context, model: Model) -> list[d
             if converted is not None:
                 out.append(converted)
         else:
-            text, images = _split(message.content, model)
+            text, images = _split(message.content)
             entry = {"role": "tool", "content": text, "tool_name": message.tool_name}
             if images:
                 entry["images"] = images
@@ -118,7 +114,7 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
     """The HTTP request for one streamed chat; pure."""
     body: dict[str, Any] = {
         "model": model.id,
-        "messages": _messages(prepare_messages(context, model), context, model),
+        "messages": _messages(prepare_messages(context, model), context),
         "stream": True,
     }
     if context.tools:
@@ -186,6 +182,9 @@ class _Line(msgspec.Struct, gc=False):
 
 _decode_line: Final = msgspec.json.Decoder(_Line).decode
 
+#: the emitter key of the open text or thinking block
+_SEGMENT: Final = "segment"
+
 _STOP_REASONS: Final = {
     "stop": StopReason.STOP,
     "length": StopReason.LENGTH,
@@ -204,22 +203,22 @@ class OllamaCall(NDJSONCall):
         self, model: Model, context: Context, options: Options, request: HTTPRequest
     ) -> None:
         super().__init__(model, context, options, request)
-        self._segment = 0
-        self._mode = ""  # "text" | "thinking" | "" : the open text-like block
         self._calls = 0
 
     def on_line(self, line: bytes) -> None:
         data = _decode_line(line)
         if data.error is not None:
             text = data.error if isinstance(data.error, str) else str(data.error)
-            self.fail(classify_message(f"{self.model.provider}: {text}"))
+            self.fail(classify_stream_error(f"{self.model.provider}: {text}"))
             return
         message = data.message
         if message is not None:
+            # Text and thinking share one key: the emitter closes the block of
+            # one kind when the other kind starts under it, so order is kept.
             if message.thinking:
-                self._text_like("thinking", message.thinking)
+                self.emit.thinking(_SEGMENT, message.thinking)
             if message.content:
-                self._text_like("text", message.content)
+                self.emit.text(_SEGMENT, message.content)
             for call in message.tool_calls or ():
                 self._tool_call(call)
         if data.done:
@@ -227,19 +226,8 @@ class OllamaCall(NDJSONCall):
                 self.usage = Usage(input=data.prompt_eval_count or 0, output=data.eval_count or 0)
             self.finish(self._stop_reason(data.done_reason))
 
-    def _text_like(self, mode: str, delta: str) -> None:
-        if self._mode != mode:
-            self.emit.end(self._segment)
-            self._segment += 1
-            self._mode = mode
-        if mode == "text":
-            self.emit.text(self._segment, delta)
-        else:
-            self.emit.thinking(self._segment, delta)
-
     def _tool_call(self, call: _ToolCall) -> None:
-        self.emit.end(self._segment)
-        self._mode = ""
+        self.emit.end(_SEGMENT)
         number = self._calls
         self._calls += 1
         key = ("tool", number)

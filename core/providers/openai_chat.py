@@ -47,7 +47,7 @@ from typing import Any, Final
 
 import msgspec
 
-from ..classify import classify_message
+from ..classify import classify_message, classify_stream_error
 from ..events import Error, StopReason, Usage
 from ..messages import (
     AssistantMessage,
@@ -64,8 +64,8 @@ from ..messages import (
 from ..models import Model
 from ..options import Options, ThinkingLevel
 from ..sse import ServerSentEvent
-from .base import HTTPRequest, SSECall, json_request, request_headers
-from .convert import prepare_messages
+from .base import HTTPRequest, SSECall, bearer, json_request, request_headers
+from .convert import data_url, joined_text, prepare_messages, tool_arguments
 
 __all__ = ["OpenAIChatCall", "Quirks", "build_request", "open_call", "quirks_for"]
 
@@ -127,7 +127,6 @@ def quirks_for(provider: str) -> Quirks:
 # Request
 # ---------------------------------------------------------------------------
 
-_JSON: Final = msgspec.json.Encoder()
 _DEFAULT_AZURE_API_VERSION: Final = "2024-10-21"
 
 
@@ -141,43 +140,30 @@ def _url(model: Model, options: Options, quirks: Quirks) -> str:
     return f"{base}/chat/completions"
 
 
-def _headers(model: Model, options: Options, quirks: Quirks) -> list[tuple[str, str]]:
-    auth = None
-    if options.api_key:
-        bearer = quirks.auth_header == "authorization"
-        value = f"Bearer {options.api_key}" if bearer else options.api_key
-        auth = (quirks.auth_header, value)
+def openai_headers(model: Model, options: Options, quirks: Quirks) -> list[tuple[str, str]]:
+    """Shared with the Responses API, whose servers take the same credential header."""
+    if quirks.auth_header == "authorization":
+        auth = bearer(options.api_key)
+    else:
+        auth = (quirks.auth_header, options.api_key) if options.api_key else None
     return request_headers(model, options, accept="text/event-stream", auth=auth)
 
 
 def _data_url(image: ImageContent) -> dict[str, Any]:
-    return {
-        "type": "image_url",
-        "image_url": {"url": f"data:{image.mime_type};base64,{image.data}"},
-    }
+    return {"type": "image_url", "image_url": {"url": data_url(image)}}
 
 
-def _user_content(content: str | list[UserContent], model: Model) -> str | list[dict[str, Any]]:
+def _user_content(content: str | list[UserContent]) -> str | list[dict[str, Any]]:
     """A plain string unless images are present: several compatible servers
     (DeepSeek among them) accept only string content."""
     if isinstance(content, str):
         return content
-    if not any(isinstance(part, ImageContent) for part in content) or not model.images:
-        if not model.images and any(isinstance(p, ImageContent) for p in content):
-            log.debug("model %s takes no images; dropping them", model.key)
-        return "\n".join(p.text for p in content if isinstance(p, TextContent))
+    if not any(isinstance(part, ImageContent) for part in content):
+        return joined_text(content)
     return [
         {"type": "text", "text": p.text} if isinstance(p, TextContent) else _data_url(p)
         for p in content
     ]
-
-
-def _tool_arguments(call: ToolCall) -> str:
-    # The exact streamed text when it parsed; otherwise the parsed object, so
-    # the server never receives the invalid JSON it may have produced.
-    if call.arguments_json and call.parse_error is None:
-        return call.arguments_json
-    return _JSON.encode(call.arguments).decode()
 
 
 def _assistant(message: AssistantMessage, quirks: Quirks) -> dict[str, Any] | None:
@@ -195,7 +181,7 @@ def _assistant(message: AssistantMessage, quirks: Quirks) -> dict[str, Any] | No
             {
                 "id": c.id,
                 "type": "function",
-                "function": {"name": c.name, "arguments": _tool_arguments(c)},
+                "function": {"name": c.name, "arguments": tool_arguments(c)},
             }
             for c in calls
         ]
@@ -204,18 +190,17 @@ def _assistant(message: AssistantMessage, quirks: Quirks) -> dict[str, Any] | No
     return out
 
 
-def _tool_result(message: ToolResultMessage, quirks: Quirks, model: Model) -> list[dict[str, Any]]:
-    text = "\n".join(p.text for p in message.content if isinstance(p, TextContent))
+def _tool_result(message: ToolResultMessage, quirks: Quirks) -> list[dict[str, Any]]:
     result: dict[str, Any] = {
         "role": "tool",
         "tool_call_id": message.tool_call_id,
-        "content": text,
+        "content": joined_text(message.content),
     }
     if quirks.tool_result_name:
         result["name"] = message.tool_name
     out = [result]
     images = [p for p in message.content if isinstance(p, ImageContent)]
-    if images and model.images:
+    if images:
         # Tool messages take text only; images follow as a user turn so they are not lost.
         out.append(
             {
@@ -236,13 +221,13 @@ def _messages(
         out.append({"role": role, "content": context.system_prompt})
     for message in messages:
         if isinstance(message, UserMessage):
-            out.append({"role": "user", "content": _user_content(message.content, model)})
+            out.append({"role": "user", "content": _user_content(message.content)})
         elif isinstance(message, AssistantMessage):
             converted = _assistant(message, quirks)
             if converted is not None:
                 out.append(converted)
         else:
-            out.extend(_tool_result(message, quirks, model))
+            out.extend(_tool_result(message, quirks))
     return out
 
 
@@ -250,14 +235,6 @@ def _tool_choice(choice: str) -> str | dict[str, Any]:
     if choice in ("auto", "none", "required"):
         return choice
     return {"type": "function", "function": {"name": choice}}
-
-
-_EFFORT: Final = {
-    ThinkingLevel.MINIMAL: "minimal",
-    ThinkingLevel.LOW: "low",
-    ThinkingLevel.MEDIUM: "medium",
-    ThinkingLevel.HIGH: "high",
-}
 
 
 def _reasoning(model: Model, options: Options, quirks: Quirks) -> dict[str, Any]:
@@ -271,9 +248,7 @@ def _reasoning(model: Model, options: Options, quirks: Quirks) -> dict[str, Any]
         if level == ThinkingLevel.OFF:
             return {"reasoning": {"enabled": False}}
         assert level is not None
-        return {
-            "reasoning": {"effort": "low" if level == ThinkingLevel.MINIMAL else _EFFORT[level]}
-        }
+        return {"reasoning": {"effort": "low" if level == ThinkingLevel.MINIMAL else str(level)}}
     if style == "zai":
         return {"thinking": {"type": "disabled" if level == ThinkingLevel.OFF else "enabled"}}
     if level is None or level == ThinkingLevel.OFF or style == "none" or not model.reasoning:
@@ -285,7 +260,7 @@ def _reasoning(model: Model, options: Options, quirks: Quirks) -> dict[str, Any]
         return {"reasoning_effort": "high" if high else "low"}
     if model.provider != "openai" and level == ThinkingLevel.MINIMAL:
         return {"reasoning_effort": "low"}  # "minimal" is OpenAI's alone
-    return {"reasoning_effort": _EFFORT[level]}
+    return {"reasoning_effort": str(level)}  # a level is named as the effort it asks for
 
 
 def build_request(model: Model, context: Context, options: Options) -> HTTPRequest:
@@ -332,7 +307,7 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
     if options.n is not None:
         body["n"] = options.n
     body.update(_reasoning(model, options, quirks))
-    return json_request(url, _headers(model, options, quirks), body, options)
+    return json_request(url, openai_headers(model, options, quirks), body, options)
 
 
 # ---------------------------------------------------------------------------
@@ -460,6 +435,9 @@ _STOP_REASONS: Final = {
 _NONE: Final = 0
 _TEXT: Final = 1
 _THINKING: Final = 2
+#: the emitter key of the open text or thinking block: one key suffices, as a
+#: block closed under it is never continued (the next one gets a new index)
+_SEGMENT: Final = "segment"
 
 
 class _ToolSlot:
@@ -486,8 +464,7 @@ class OpenAIChatCall(SSECall):
     ) -> None:
         super().__init__(model, context, options, request)
         self._finish_reason: str | None = None
-        self._mode = _NONE  # which of text / thinking is open now
-        self._segment = 0  # emitter key of the open text or thinking block
+        self._mode = _NONE  # which of text / thinking is open now (under _SEGMENT)
         self._signature: str | None = None  # reasoning signature (OpenRouter/Anthropic)
         self._tools: list[_ToolSlot] = []
         self._tool_by_index: dict[int, _ToolSlot] = {}
@@ -534,7 +511,7 @@ class OpenAIChatCall(SSECall):
                     and delta.refusal is None
                     and not delta.reasoning_details
                 ):
-                    self.emit.text(self._segment, content)
+                    self.emit.text(_SEGMENT, content)
                 else:
                     self._on_delta(delta)
             if choice.finish_reason is not None:
@@ -579,13 +556,13 @@ class OpenAIChatCall(SSECall):
             if isinstance(content, str):
                 if self._mode != _TEXT:
                     self._switch(_TEXT)
-                self.emit.text(self._segment, content)
+                self.emit.text(_SEGMENT, content)
             else:
                 self._parts(content)
         if delta.refusal:
             if self._mode != _TEXT:
                 self._switch(_TEXT)
-            self.emit.text(self._segment, delta.refusal)
+            self.emit.text(_SEGMENT, delta.refusal)
         if delta.tool_calls:
             for fragment in delta.tool_calls:
                 self._tool_fragment(fragment)
@@ -596,7 +573,7 @@ class OpenAIChatCall(SSECall):
                 if part.text:
                     if self._mode != _TEXT:
                         self._switch(_TEXT)
-                    self.emit.text(self._segment, part.text)
+                    self.emit.text(_SEGMENT, part.text)
             elif part.type == "thinking":
                 thinking = part.thinking
                 if isinstance(thinking, str):
@@ -611,20 +588,19 @@ class OpenAIChatCall(SSECall):
     def _thinking(self, delta: str) -> None:
         if self._mode != _THINKING:
             self._switch(_THINKING)
-        self.emit.thinking(self._segment, delta)
+        self.emit.thinking(_SEGMENT, delta)
 
     def _switch(self, mode: int) -> None:
         """Close the open text/thinking block so alternation keeps its order."""
         self._close_segment()
-        self._segment += 1
         self._mode = mode
 
     def _close_segment(self) -> None:
         if self._mode == _THINKING:
-            self.emit.end(self._segment, signature=self._signature)
+            self.emit.end(_SEGMENT, signature=self._signature)
             self._signature = None
         elif self._mode == _TEXT:
-            self.emit.end(self._segment)
+            self.emit.end(_SEGMENT)
         self._mode = _NONE
 
     # -- tool calls -----------------------------------------------------------
@@ -718,15 +694,28 @@ class OpenAIChatCall(SSECall):
     def _fail_with(self, error: _ErrorBody | str) -> None:
         provider = self.model.provider
         if isinstance(error, str):
-            self.fail(classify_message(f"{provider}: {error}"))
+            self.fail(classify_stream_error(f"{provider}: {error}"))
             return
         status = error.status_code
         code = error.code
         if status is None and isinstance(code, int) and 400 <= code <= 599:
             status = code
-        label = code if isinstance(code, str) else error.type
-        message = error.message or (label or "unknown error")
+        label, message = error_text(error.message, code, error.type, fallback="unknown error")
+        # Unlike a status documented per error type, this one is what the chunk
+        # itself reports (OpenRouter's code 429), so the Error keeps it.
         self.fail(classify_message(f"{provider}: {message}", status=status, code=label))
+
+
+def error_text(
+    message: str | None, code: str | int | None, type: str | None, *, fallback: str
+) -> tuple[str | None, str]:
+    """The label and message of an OpenAI-style error object.
+
+    A string ``code`` names the error better than ``type``; a number is a
+    status, not a name. A missing message falls back to the label.
+    """
+    label = code if isinstance(code, str) else type
+    return label, message or label or fallback
 
 
 def open_call(model: Model, context: Context, options: Options) -> OpenAIChatCall:

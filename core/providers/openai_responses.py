@@ -35,7 +35,7 @@ from typing import Any, Final
 
 import msgspec
 
-from ..classify import classify_message
+from ..classify import classify_stream_error
 from ..events import Error, StopReason, Usage
 from ..messages import (
     AssistantMessage,
@@ -53,8 +53,9 @@ from ..messages import (
 from ..models import Model
 from ..options import Options, ThinkingLevel
 from ..sse import ServerSentEvent
-from .base import HTTPRequest, SSECall, json_request, request_headers
-from .convert import prepare_messages
+from .base import HTTPRequest, SSECall, json_request
+from .convert import data_url, joined_text, prepare_messages, tool_arguments
+from .openai_chat import error_text, openai_headers, quirks_for
 
 __all__ = ["OpenAIResponsesCall", "build_request", "open_call"]
 
@@ -67,57 +68,27 @@ _JSON: Final = msgspec.json.Encoder()
 # Request
 # ---------------------------------------------------------------------------
 
-_EFFORT: Final = {
-    ThinkingLevel.MINIMAL: "minimal",
-    ThinkingLevel.LOW: "low",
-    ThinkingLevel.MEDIUM: "medium",
-    ThinkingLevel.HIGH: "high",
-}
-
 
 def _url(model: Model, options: Options) -> str:
     return (options.base_url or model.base_url).rstrip("/") + "/responses"
 
 
-def _headers(model: Model, options: Options) -> list[tuple[str, str]]:
-    auth = None
-    if options.api_key:
-        azure = model.provider == "azure"
-        auth = (
-            ("api-key", options.api_key)
-            if azure
-            else ("authorization", f"Bearer {options.api_key}")
-        )
-    return request_headers(model, options, accept="text/event-stream", auth=auth)
-
-
 def _image(image: ImageContent) -> dict[str, Any]:
-    return {"type": "input_image", "image_url": f"data:{image.mime_type};base64,{image.data}"}
+    return {"type": "input_image", "image_url": data_url(image)}
 
 
-def _input_parts(content: list[UserContent], model: Model) -> list[dict[str, Any]]:
-    parts: list[dict[str, Any]] = []
-    for part in content:
-        if isinstance(part, TextContent):
-            parts.append({"type": "input_text", "text": part.text})
-        elif model.images:
-            parts.append(_image(part))
-        else:
-            log.debug("model %s takes no images; dropping one", model.key)
-    return parts
+def _input_parts(content: list[UserContent]) -> list[dict[str, Any]]:
+    return [
+        {"type": "input_text", "text": part.text} if isinstance(part, TextContent) else _image(part)
+        for part in content
+    ]
 
 
-def _user(message: UserMessage, model: Model) -> dict[str, Any]:
+def _user(message: UserMessage) -> dict[str, Any]:
     content = message.content
     if isinstance(content, str):
         return {"role": "user", "content": content}
-    return {"role": "user", "content": _input_parts(content, model)}
-
-
-def _tool_arguments(call: ToolCall) -> str:
-    if call.arguments_json and call.parse_error is None:
-        return call.arguments_json
-    return _JSON.encode(call.arguments).decode()
+    return {"role": "user", "content": _input_parts(content)}
 
 
 def _reasoning_item(block: ThinkingContent) -> dict[str, Any] | None:
@@ -169,7 +140,7 @@ def _assistant(message: AssistantMessage) -> list[dict[str, Any]]:
                     "type": "function_call",
                     "call_id": block.id,
                     "name": block.name,
-                    "arguments": _tool_arguments(block),
+                    "arguments": tool_arguments(block),
                 }
             )
         elif isinstance(block, OpaqueContent):
@@ -178,24 +149,24 @@ def _assistant(message: AssistantMessage) -> list[dict[str, Any]]:
     return items
 
 
-def _tool_result(message: ToolResultMessage, model: Model) -> dict[str, Any]:
+def _tool_result(message: ToolResultMessage) -> dict[str, Any]:
     output: str | list[dict[str, Any]]
-    if any(isinstance(p, ImageContent) for p in message.content) and model.images:
-        output = _input_parts(message.content, model)
+    if any(isinstance(p, ImageContent) for p in message.content):
+        output = _input_parts(message.content)
     else:
-        output = "\n".join(p.text for p in message.content if isinstance(p, TextContent))
+        output = joined_text(message.content)
     return {"type": "function_call_output", "call_id": message.tool_call_id, "output": output}
 
 
-def _input(messages: list[Message], model: Model) -> list[dict[str, Any]]:
+def _input(messages: list[Message]) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     for message in messages:
         if isinstance(message, UserMessage):
-            items.append(_user(message, model))
+            items.append(_user(message))
         elif isinstance(message, AssistantMessage):
             items.extend(_assistant(message))
         else:
-            items.append(_tool_result(message, model))
+            items.append(_tool_result(message))
     return items
 
 
@@ -209,7 +180,7 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
     """The HTTP request for one streamed response; pure."""
     body: dict[str, Any] = {
         "model": model.id,
-        "input": _input(prepare_messages(context, model), model),
+        "input": _input(prepare_messages(context, model)),
         "stream": True,
         "store": False,
     }
@@ -233,7 +204,7 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
         body["include"] = ["reasoning.encrypted_content"]
         level = options.thinking
         if level is not None and level != ThinkingLevel.OFF:
-            body["reasoning"] = {"effort": _EFFORT[level], "summary": "auto"}
+            body["reasoning"] = {"effort": str(level), "summary": "auto"}
         if options.temperature is not None or options.top_p is not None:
             log.debug("%s: temperature/top_p not sent to a reasoning model", model.key)
     else:
@@ -243,7 +214,8 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
             body["top_p"] = options.top_p
     if options.stop or options.seed is not None:
         log.debug("%s: the Responses API has no stop sequences or seed; not sent", model.key)
-    return json_request(_url(model, options), _headers(model, options), body, options)
+    headers = openai_headers(model, options, quirks_for(model.provider))
+    return json_request(_url(model, options), headers, body, options)
 
 
 # ---------------------------------------------------------------------------
@@ -337,14 +309,19 @@ def convert_usage(wire: _Usage) -> Usage:
 
 
 class _Tool:
-    """A function call: its arguments wait here until its name is known."""
+    """A function call: its arguments wait here until its name is known.
+
+    The streamed arguments are kept as pieces (appending to one string would
+    copy it per delta: quadratic in a long call) and joined only when the
+    final arguments must be compared with them.
+    """
 
     __slots__ = ("pending", "started", "streamed")
 
     def __init__(self) -> None:
         self.started = False
         self.pending: list[str] = []
-        self.streamed = ""
+        self.streamed: list[str] = []
 
 
 #: item types that are ours to interpret; everything else is carried opaque
@@ -417,10 +394,11 @@ class OpenAIResponsesCall(SSECall):
         self._fail_with(info, "stream error")
 
     def _fail_with(self, info: _ErrorInfo | None, fallback: str) -> None:
-        code = info.code if info else None
-        label = code if isinstance(code, str) else (info.type if info else None)
-        message = (info.message if info else None) or label or fallback
-        self.fail(classify_message(f"{self.model.provider}: {message}", code=label))
+        if info is None:
+            label, message = None, fallback
+        else:
+            label, message = error_text(info.message, info.code, info.type, fallback=fallback)
+        self.fail(classify_stream_error(f"{self.model.provider}: {message}", code=label))
 
     def _take_usage(self, ev: _Event) -> None:
         if ev.response is not None:
@@ -538,7 +516,7 @@ class OpenAIResponsesCall(SSECall):
             tool.pending = []
 
     def _tool_delta(self, index: int, tool: _Tool, delta: str) -> None:
-        tool.streamed += delta
+        tool.streamed.append(delta)
         self.emit.tool_delta(("tool", index), delta)
 
     def _on_args_delta(self, ev: _Event) -> None:
@@ -569,10 +547,12 @@ class OpenAIResponsesCall(SSECall):
 
     def _reconcile(self, index: int, tool: _Tool, final: str) -> None:
         """Deliver what the deltas missed of the final arguments."""
-        if final == tool.streamed:
+        streamed = "".join(tool.streamed)
+        tool.streamed = [streamed]
+        if final == streamed:
             return
-        if final.startswith(tool.streamed):
-            self._tool_delta(index, tool, final[len(tool.streamed) :])
+        if final.startswith(streamed):
+            self._tool_delta(index, tool, final[len(streamed) :])
         else:
             log.warning(
                 "openai-responses: streamed arguments of output %d differ from the final ones",

@@ -25,8 +25,8 @@ import msgspec
 
 from ..accumulate import _Grammar
 from ..events import (
+    EVENT_TYPES,
     Done,
-    Error,
     Event,
     OpaqueBlock,
     Start,
@@ -47,7 +47,7 @@ from ..messages import Context
 from ..models import Model
 from ..options import Options
 from ..sse import ServerSentEvent
-from .base import HTTPRequest, SSECall, json_request, request_headers
+from .base import HTTPRequest, SSECall, bearer, json_request, request_headers
 
 __all__ = [
     "ProxyCall",
@@ -60,26 +60,6 @@ __all__ = [
 log = logging.getLogger("streamfn")
 
 _JSON: Final = msgspec.json.Encoder()
-
-#: every event type the proxy may send (the ``event:`` line)
-_EVENT_TYPES: Final = frozenset(
-    event_type(e)
-    for e in (
-        Start(),
-        TextStart(0),
-        TextDelta(0, ""),
-        TextEnd(0),
-        ThinkingStart(0),
-        ThinkingDelta(0, ""),
-        ThinkingEnd(0),
-        ToolCallStart(0, "", ""),
-        ToolCallDelta(0, ""),
-        ToolCallEnd(0),
-        OpaqueBlock(0, "", "", ""),
-        Done(),
-        Error(message=""),
-    )
-)
 
 # ---------------------------------------------------------------------------
 # Encoder (the server side)
@@ -112,8 +92,9 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
     """The request to the proxy; pure. ``model.id`` is the name the proxy serves."""
     forwarded = msgspec.structs.replace(options, api_key=None, base_url=None, headers=None)
     body: dict[str, Any] = {"model": model.id, "context": context, "options": forwarded}
-    auth = ("authorization", f"Bearer {options.api_key}") if options.api_key else None
-    headers = request_headers(model, options, accept="text/event-stream", auth=auth)
+    headers = request_headers(
+        model, options, accept="text/event-stream", auth=bearer(options.api_key)
+    )
     base = (options.base_url or model.base_url).rstrip("/")
     # extra_body travels inside the forwarded options, not merged into this envelope
     return json_request(f"{base}/v1/stream", headers, body, Options())
@@ -139,7 +120,7 @@ class ProxyCall(SSECall):
         self._grammar = _Grammar()
 
     def on_event(self, sse: ServerSentEvent) -> None:
-        if sse.event not in _EVENT_TYPES:
+        if sse.event not in EVENT_TYPES:
             log.debug("proxy: ignoring SSE event type %r", sse.event)
             return
         event = decode_event_json(sse.data)
@@ -147,7 +128,14 @@ class ProxyCall(SSECall):
             raise ValueError(f"event {sse.event!r} carries a {event_type(event)!r} payload")
         self._grammar.check(event)
         emit = self.emit
-        if isinstance(event, Start):
+        # Deltas first: they are nearly every event of a stream.
+        if isinstance(event, TextDelta):
+            emit.text(event.index, event.delta)
+        elif isinstance(event, ThinkingDelta):
+            emit.thinking(event.index, event.delta)
+        elif isinstance(event, ToolCallDelta):
+            emit.tool_delta(event.index, event.delta)
+        elif isinstance(event, Start):
             self.response_id = event.response_id  # ours went out already, on the 200
         elif isinstance(event, TextStart):
             emit.text(event.index, "")
@@ -155,12 +143,6 @@ class ProxyCall(SSECall):
             emit.thinking(event.index, "")
         elif isinstance(event, ToolCallStart):
             emit.tool_start(event.index, event.id, event.name)
-        elif isinstance(event, TextDelta):
-            emit.text(event.index, event.delta)
-        elif isinstance(event, ThinkingDelta):
-            emit.thinking(event.index, event.delta)
-        elif isinstance(event, ToolCallDelta):
-            emit.tool_delta(event.index, event.delta)
         elif isinstance(event, ThinkingEnd):
             emit.end(event.index, signature=event.signature, redacted=event.redacted)
         elif isinstance(event, (TextEnd, ToolCallEnd)):
