@@ -123,41 +123,61 @@ def _body(model: str) -> bytes:
     )
 
 
+class _Exchange:
+    """One streamed request over h11, sans I/O, counting SSE events as they arrive.
+
+    Both raw clients (blocking and asyncio) drive this, so they measure the
+    same thing; the clock starts before the connection is made.
+    """
+
+    def __init__(self, model: str) -> None:
+        from streamfn.core import SSEDecoder
+
+        self.start = time.perf_counter()
+        self.ttfb = 0.0
+        self.events = 0
+        self._conn = h11.Connection(h11.CLIENT)
+        self._decoder = SSEDecoder()
+        self._body = _body(model)
+
+    def request(self) -> bytes:
+        headers = [
+            ("host", "x"),
+            ("content-type", "application/json"),
+            ("content-length", str(len(self._body))),
+        ]
+        head = h11.Request(method="POST", target="/v1/chat/completions", headers=headers)
+        conn = self._conn
+        return (
+            conn.send(head) + conn.send(h11.Data(data=self._body)) + conn.send(h11.EndOfMessage())
+        )
+
+    def feed(self, data: bytes) -> bool:
+        """True once the response is complete."""
+        self._conn.receive_data(data)
+        while True:
+            event = self._conn.next_event()
+            if event is h11.NEED_DATA:
+                return False
+            if isinstance(event, h11.Data):
+                if not self.ttfb:
+                    self.ttfb = time.perf_counter() - self.start
+                self.events += len(self._decoder.feed(bytes(event.data)))
+            elif isinstance(event, (h11.EndOfMessage, h11.ConnectionClosed)):
+                return True
+
+    def result(self) -> tuple[int, float, float]:
+        return self.events, self.ttfb, time.perf_counter() - self.start
+
+
 def raw_client(port: int, model: str = "bench") -> tuple[int, float, float]:
     """(events, seconds to first body byte, total seconds) over h11 and a blocking socket."""
-    from streamfn.core import SSEDecoder
-
-    body = _body(model)
-    conn = h11.Connection(h11.CLIENT)
-    start = time.perf_counter()
-    sock = socket.create_connection(("127.0.0.1", port))
-    headers = [
-        ("host", "x"),
-        ("content-type", "application/json"),
-        ("content-length", str(len(body))),
-    ]
-    sock.sendall(
-        conn.send(h11.Request(method="POST", target="/v1/chat/completions", headers=headers))
-    )
-    sock.sendall(conn.send(h11.Data(data=body)) + conn.send(h11.EndOfMessage()))
-    decoder = SSEDecoder()
-    events = 0
-    ttfb = 0.0
-    try:
-        while True:
-            event = conn.next_event()
-            if event is h11.NEED_DATA:
-                conn.receive_data(sock.recv(65536))
-                continue
-            if isinstance(event, h11.Data):
-                if not ttfb:
-                    ttfb = time.perf_counter() - start
-                events += len(decoder.feed(bytes(event.data)))
-            elif isinstance(event, (h11.EndOfMessage, h11.ConnectionClosed)):
-                break
-    finally:
-        sock.close()
-    return events, ttfb, time.perf_counter() - start
+    exchange = _Exchange(model)
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(exchange.request())
+        while not exchange.feed(sock.recv(65536)):
+            pass
+    return exchange.result()
 
 
 def sdk_client(port: int) -> tuple[int, float, float]:
@@ -179,38 +199,15 @@ def sdk_client(port: int) -> tuple[int, float, float]:
 
 
 async def _async_client(port: int) -> tuple[int, float, float]:
-    from streamfn.core import SSEDecoder
-
-    body = _body("small")
-    conn = h11.Connection(h11.CLIENT)
-    start = time.perf_counter()
+    exchange = _Exchange("small")
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    headers = [
-        ("host", "x"),
-        ("content-type", "application/json"),
-        ("content-length", str(len(body))),
-    ]
-    writer.write(
-        conn.send(h11.Request(method="POST", target="/v1/chat/completions", headers=headers))
-    )
-    writer.write(conn.send(h11.Data(data=body)) + conn.send(h11.EndOfMessage()))
-    decoder = SSEDecoder()
-    events, ttfb = 0, 0.0
     try:
-        while True:
-            event = conn.next_event()
-            if event is h11.NEED_DATA:
-                conn.receive_data(await reader.read(65536))
-                continue
-            if isinstance(event, h11.Data):
-                if not ttfb:
-                    ttfb = time.perf_counter() - start
-                events += len(decoder.feed(bytes(event.data)))
-            elif isinstance(event, (h11.EndOfMessage, h11.ConnectionClosed)):
-                break
+        writer.write(exchange.request())
+        while not exchange.feed(await reader.read(65536)):
+            pass
     finally:
         writer.close()
-    return events, ttfb, time.perf_counter() - start
+    return exchange.result()
 
 
 async def _many(port: int, clients: int) -> tuple[float, list[float], int]:
