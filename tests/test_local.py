@@ -20,7 +20,9 @@ pytest.importorskip("gguf")
 import ctranslate2
 import trio
 from tiny_model import (
+    TinyLlama,
     build_tiny_model,
+    llama_cpp_permute,
     make_tiny_llama,
     reference_greedy,
     reference_logits,
@@ -88,18 +90,58 @@ def test_converted_layout_matches_a_numpy_reference(tmp_path: Path, tiny: LocalM
     assert _raw_greedy(model_dir, prompt.tokens, 12, "float32") == expected
 
 
-def test_int8_choices_are_the_references_best_up_to_rounding(
+def _relative_rms_error(logits: np.ndarray, reference: np.ndarray) -> float:
+    """Mean over positions of RMS(logits - reference) / std(reference), a scale-free error.
+
+    Two unrelated logit vectors of the same spread score about sqrt(2).
+    """
+    rms = np.sqrt(((logits - reference) ** 2).mean(axis=-1))
+    return float((rms / reference.std(axis=-1)).mean())
+
+
+def _unpermuted_qk(model: TinyLlama) -> TinyLlama:
+    """The same weights with Q/K rows in llama.cpp's order but read as halves: a layout bug."""
+    for i in range(model.layers):
+        for name, heads in (("attn_q", model.heads), ("attn_k", model.kv_heads)):
+            key = f"blk.{i}.{name}.weight"
+            model.weights[key] = llama_cpp_permute(model.weights[key], heads)
+    return model
+
+
+def test_int8_logits_track_the_reference_within_quantization_error(
     tiny_dir: Path, tiny: LocalModel
 ) -> None:
-    """int8 may flip near-ties, never more: each chosen token is within rounding of the best.
+    """int8 is checked for what it can promise on any CPU kernel, not for exact choices.
 
-    (Here a wrong rotary layout under int8 showed as fluent garbage in the real model.)
+    int8 GEMM kernels differ between CPUs (AVX2, AVX-512, VNNI, NEON, the generic
+    fallback), so greedy ids may flip near-ties and a fixed logit-gap threshold
+    holds only on the machine that chose it. What every kernel must give:
+
+    - greedy generation picks the argmax of the logits the same int8 model
+      computes (CTranslate2's generate and forward paths agree);
+    - those logits are the reference's up to quantization noise. The bound is
+      relative: a quantization error is a fraction of the logits' spread (about
+      0.2 here with per-row int8 weights and activations), while a wrong rotary
+      layout (here a real failure: fluent garbage under int8) is as far off as
+      unrelated logits. The test measures that layout error on the same tokens,
+      so it proves the bound separates the two rather than assuming it.
     """
     prompt = _prompt_ids(tiny)
     chosen = _raw_greedy(tiny_dir, prompt.tokens, 16, "int8")
-    logits = reference_logits(make_tiny_llama(), prompt.ids + chosen)[len(prompt.ids) - 1 : -1]
-    gaps = logits.max(axis=-1) - logits[np.arange(len(chosen)), chosen]
-    assert gaps.max() < 0.25, gaps  # logits spread with a standard deviation of about 6
+    ids = prompt.ids + chosen
+    generator = ctranslate2.Generator(str(tiny_dir), compute_type="int8", intra_threads=1)
+    int8 = np.asarray(generator.forward_batch([ids]), dtype=np.float64)[0]
+    del generator
+    steps = slice(len(prompt.ids) - 1, len(ids) - 1)  # the positions that chose `chosen`
+    assert int8[steps].argmax(axis=-1).tolist() == chosen
+
+    reference = reference_logits(make_tiny_llama(), ids)[steps]
+    wrong_layout = reference_logits(_unpermuted_qk(make_tiny_llama()), ids)[steps]
+    quantization_error = _relative_rms_error(int8[steps], reference)
+    layout_error = _relative_rms_error(wrong_layout, reference)
+    bound = 0.45
+    assert layout_error > 1.3 * bound, layout_error  # the check can see a layout bug
+    assert quantization_error < bound, (quantization_error, layout_error)
 
 
 def test_conversion_writes_tokenizer_template_and_metadata(tiny_dir: Path) -> None:
