@@ -123,7 +123,11 @@ def _responses_body(words: list[str] = _WORDS) -> bytes:
     out = [
         _sse({"type": "response.created", "response": response}, "response.created"),
         _sse(
-            {"type": "response.output_item.added", "output_index": 0, "item": item | {"content": []}},
+            {
+                "type": "response.output_item.added",
+                "output_index": 0,
+                "item": item | {"content": []},
+            },
             "response.output_item.added",
         ),
     ]
@@ -165,9 +169,7 @@ def _gemini_body(words: list[str] = _WORDS) -> bytes:
 
 def _ollama_body(words: list[str] = _WORDS) -> bytes:
     base = {"model": "fake", "created_at": "2025-09-01T10:00:00Z"}
-    lines = [
-        base | {"message": {"role": "assistant", "content": w}, "done": False} for w in words
-    ]
+    lines = [base | {"message": {"role": "assistant", "content": w}, "done": False} for w in words]
     lines.append(
         base
         | {
@@ -230,6 +232,7 @@ def oversized_unit(ctype: str, size: int) -> bytes:
     if ctype == "text/event-stream":
         return b"data: " + b"x" * size
     return b'{"message": "' + b"x" * size
+
 
 #: the body minus its terminal marker: a stream the provider never finished
 _UNFINISHED = {
@@ -596,7 +599,6 @@ class FakeProvider(_ThreadedServer):
             return True
         raise ValueError(f"unknown fault {fault!r}")
 
-
     def _respond_hygiene(
         self, sock: socket.socket, fault: str, provider: str, hit: int, body: bytes, ctype: str
     ) -> bool | None:
@@ -616,7 +618,9 @@ class FakeProvider(_ThreadedServer):
         if fault == "idle-408":
             sock.sendall(whole)
             self.wait(0.05)
-            timeout = b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+            timeout = (
+                b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+            )
             sock.sendall(timeout)
             return False
         if fault == "late-tail":

@@ -581,9 +581,7 @@ def test_a_cap_error_closes_the_connection_at_once(
     assert idle == 0
 
 
-def _redirect_case(
-    shell: str, wire: str, status: int, server: FakeProvider, token: str
-) -> None:
+def _redirect_case(shell: str, wire: str, status: int, server: FakeProvider, token: str) -> None:
     events = run(shell, collect, model_for(server, f"redirect-{status}", wire, token))
     assert len(events) == 2, events
     error = events[-1]
