@@ -630,10 +630,6 @@ def _answer(exchange: Exchange, result: object, on_expiry: Error) -> list[Event]
     return []
 
 
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
 def _drain_tail(
     exchange: Exchange, clock: Callable[[], float], deadline: float | None
 ) -> Generator[Step, object, None]:
@@ -654,17 +650,16 @@ def drive(
     clock: Callable[[], float],
     rand: Callable[[], float],
     log: logging.Logger,
-    wall_clock: Callable[[], datetime] | None = None,
+    wall_clock: Callable[[], datetime],
 ) -> Generator[Step, object, None]:
     """The whole life of one `stream()` call, as steps for a shell to perform.
 
     ``clock`` is the shell's monotonic clock (deadlines are on it), ``rand``
     the jitter source, ``wall_clock`` the UTC time (request signing and
-    Retry-After dates; default ``datetime.now(UTC)``). Retries happen only before the caller saw an event
+    Retry-After dates). Retries happen only before the caller saw an event
     (`FirstOutputGate`); a pooled socket the server had already closed is
     replaced without counting an attempt.
     """
-    wall = wall_clock or _utc_now
     gate = FirstOutputGate(RetryPolicy.from_options(options))
     began = clock()
     deadline = began + options.total_timeout if options.total_timeout is not None else None
@@ -701,7 +696,7 @@ def drive(
         else:
             log.debug("connected to %s:%d in %.3f s", target.host, target.port, clock() - t0)
             previous = conn if isinstance(conn, Exchange) else None
-            sent_at = wall()
+            sent_at = wall_clock()
             exchange = Exchange(
                 call,
                 model,
@@ -775,6 +770,11 @@ def drive(
 # -- what both shells' clients share: configuration, the pool, the step loop -----
 
 PoolKey = tuple[str, str, int, Proxy | None]
+
+
+def _utc_now() -> datetime:
+    """The shells' wall clock (`ClientBase` is their shared half; `drive` takes it)."""
+    return datetime.now(UTC)
 
 
 class PooledConnection:
