@@ -4,9 +4,11 @@ Both shells (trio and asyncio) move bytes; everything HTTP lives here once:
 framing the request, parsing the response with h11, handing status, headers
 and body chunks to the provider call, capping header and body sizes, turning
 broken HTTP (truncated chunked encoding, a reset, garbage) into a
-``network`` `Error`, telling the shell which timer applies and what to say
-when it fires, and whether the connection may go back to the keep-alive
-pool. The CONNECT request that opens an HTTPS_PROXY tunnel is here too.
+``network`` `Error`, undoing a Content-Encoding the server applied anyway,
+telling the shell which timer applies and what to say when it fires, and
+whether the connection may go back to the keep-alive pool (only with nothing
+unread: no byte after the response, no EOF, and silent at checkout). The
+CONNECT request that opens an HTTPS_PROXY tunnel is here too.
 
 h11 is imported only by this module. The core's runtime dependency is
 msgspec alone; the ``trio`` and ``asyncio`` extras, which every user of a
