@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any, Final
 
 import msgspec
@@ -24,6 +26,7 @@ __all__ = [
     "classify_stream_error",
     "extract_error_message",
     "parse_retry_after",
+    "redirect_error",
     "retryable_status",
 ]
 
@@ -84,24 +87,52 @@ _BAD_KEY: Final = re.compile(
 _MAX_RETRY_AFTER: Final = 24 * 3600.0
 
 
-def parse_retry_after(headers: Iterable[tuple[str, str]] | Mapping[str, str]) -> float | None:
-    """Seconds to wait, from ``retry-after-ms``, ``retry-after`` (seconds) or
-    ``x-ratelimit-reset-*`` style headers; HTTP dates are not parsed (the core
-    has no clock), and absurd values are ignored."""
+def parse_retry_after(
+    headers: Iterable[tuple[str, str]] | Mapping[str, str], *, now: datetime | None = None
+) -> float | None:
+    """Seconds to wait, from ``retry-after-ms`` (OpenAI, Azure) or ``retry-after``.
+
+    ``retry-after`` is delta-seconds or an HTTP-date (RFC 9110 §10.2.3, all
+    three date formats). A date is measured against the response's own
+    ``Date`` header, so a skewed local clock does not matter; without one,
+    against ``now`` (the caller's UTC time: the core reads no clock), and
+    without either it is unknown. A date in the past means "now" (0);
+    negative, non-numeric and absurd (over a day) values are ignored.
+    """
     items = headers.items() if isinstance(headers, Mapping) else headers
     seconds: float | None = None
     millis: float | None = None
+    when: datetime | None = None
+    sent: datetime | None = None
     for name, value in items:
         lname = name.lower()
         if lname == "retry-after-ms":
             millis = _number(value)
         elif lname == "retry-after":
             seconds = _number(value)
+            if seconds is None:
+                when = _http_date(value)
+        elif lname == "date":
+            sent = _http_date(value)
     if millis is not None and 0 <= millis / 1000 <= _MAX_RETRY_AFTER:
         return millis / 1000
+    if when is not None and (sent or now) is not None:
+        reference = sent or now
+        assert reference is not None
+        if reference.tzinfo is None:
+            reference = reference.replace(tzinfo=UTC)
+        seconds = max(0.0, (when - reference).total_seconds())
     if seconds is not None and 0 <= seconds <= _MAX_RETRY_AFTER:
         return seconds
     return None
+
+
+def _http_date(value: str) -> datetime | None:
+    try:
+        parsed = parsedate_to_datetime(value.strip())
+    except (TypeError, ValueError, IndexError):
+        return None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
 def _number(value: str) -> float | None:
@@ -162,6 +193,33 @@ def _shorten(text: str, limit: int = 2000) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
+def _header(headers: Iterable[tuple[str, str]] | Mapping[str, str], name: str) -> str | None:
+    items = headers.items() if isinstance(headers, Mapping) else headers
+    return next((value for key, value in items if key.lower() == name), None)
+
+
+def redirect_error(
+    status: int, headers: Iterable[tuple[str, str]] | Mapping[str, str], *, provider: str = ""
+) -> Error:
+    """A 3xx: not followed, named with its target so the caller can fix ``base_url``.
+
+    Following would resend the prompt (a billed generation) and the key to
+    another URL; a 301/302/303 would also turn the POST into a GET. The
+    usual cause is an ``http://`` base URL behind a CDN that redirects to
+    https, a configuration fix: `ErrorKind.INVALID_REQUEST`, never retried.
+    """
+    from .providers.base import redact_url  # the providers import this module
+
+    location = _header(headers, "location")
+    where = f" to {redact_url(location.strip())}" if location else " without a Location"
+    prefix = f"{provider} HTTP {status}" if provider else f"HTTP {status}"
+    return Error.invalid_request(
+        f"{prefix}: redirect{where}; streamfn does not follow redirects (the request and "
+        "its credentials are not resent elsewhere): set base_url to the final URL",
+        status=status,
+    )
+
+
 def retryable_status(status: int) -> bool:
     """408 request timeout, 429 throttled, 5xx (529 is Anthropic's "overloaded")."""
     return status in (408, 429) or 500 <= status <= 599
@@ -201,11 +259,11 @@ def classify_message(
         return Error.content_filter(message, status=status)
     if _OVERLOADED.search(haystack) and (status is None or status >= 500 or status == 200):
         return Error.network(message, status=status, retry_after=retry_after)
-    if status is not None and 400 <= status < 500:
+    if status is not None and 300 <= status < 500:
         return Error.invalid_request(message, status=status)
-    return Error(
-        message=message, kind=ErrorKind.PROTOCOL if status is None else None, status=status
-    )
+    # no status (an in-stream error nobody recognises), or a status that is no
+    # error at all (1xx/2xx where an error was expected): the wire is not as documented
+    return Error(message=message, kind=ErrorKind.PROTOCOL, status=status)
 
 
 def classify_stream_error(
@@ -233,7 +291,13 @@ def classify_http_error(
     *,
     provider: str = "",
 ) -> Error:
-    """One `Error` for a non-2xx response, after its (bounded) body was read."""
+    """One `Error` for a non-2xx response, after its (bounded) body was read.
+
+    Every status maps to a documented `ErrorKind` (see `classify_message`; a
+    3xx is `redirect_error`).
+    """
+    if 300 <= status < 400:
+        return redirect_error(status, headers, provider=provider)
     message = extract_error_message(body)
     prefix = f"{provider} HTTP {status}: " if provider else f"HTTP {status}: "
     return classify_message(prefix + message, status=status, retry_after=parse_retry_after(headers))

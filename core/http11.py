@@ -4,9 +4,11 @@ Both shells (trio and asyncio) move bytes; everything HTTP lives here once:
 framing the request, parsing the response with h11, handing status, headers
 and body chunks to the provider call, capping header and body sizes, turning
 broken HTTP (truncated chunked encoding, a reset, garbage) into a
-``network`` `Error`, telling the shell which timer applies and what to say
-when it fires, and whether the connection may go back to the keep-alive
-pool. The CONNECT request that opens an HTTPS_PROXY tunnel is here too.
+``network`` `Error`, undoing a Content-Encoding the server applied anyway,
+telling the shell which timer applies and what to say when it fires, and
+whether the connection may go back to the keep-alive pool (only with nothing
+unread: no byte after the response, no EOF, and silent at checkout). The
+CONNECT request that opens an HTTPS_PROXY tunnel is here too.
 
 h11 is imported only by this module. The core's runtime dependency is
 msgspec alone; the ``trio`` and ``asyncio`` extras, which every user of a
@@ -30,10 +32,13 @@ from typing import Final, Generic, NamedTuple, Self, TypeVar, cast
 from urllib.parse import urlsplit
 
 import h11
+import msgspec
 
 from .call import Call, open_call
+from .classify import parse_retry_after
+from .content_coding import BodyDecoder, CodingError, decoder_for
 from .credentials import with_credentials
-from .events import Error, Event, Start
+from .events import Error, ErrorKind, Event, Start
 from .messages import AssistantMessage, Context
 from .models import Model
 from .options import Options
@@ -70,8 +75,11 @@ __all__ = [
 MAX_HEADER_BYTES: Final = 64 << 10
 USER_AGENT: Final = "streamfn/0.1"
 #: How long a shell waits for the end of the HTTP body after the terminal event
-#: before giving up on reusing the socket.
+#: before giving up on reusing the socket (the terminal event waits for it).
 TAIL_GRACE: Final = 1.0
+#: How many body bytes after the terminal event are read to reuse the socket;
+#: past that, closing and reconnecting is cheaper than draining.
+MAX_TAIL_BYTES: Final = 64 << 10
 
 
 def _seconds(value: float) -> str:
@@ -162,6 +170,7 @@ class Exchange:
         headers: Iterable[tuple[str, str]] | None = None,
         deadline: float | None = None,
         reuse: Exchange | None = None,
+        sent_at: datetime | None = None,
     ) -> None:
         self.call = call
         self.request = call.request
@@ -170,6 +179,9 @@ class Exchange:
         self._options = options
         self._headers = list(self.request.headers if headers is None else headers)
         self._deadline = deadline
+        #: wall-clock time of sending: the reference for a Retry-After HTTP-date
+        #: when the response carries no Date header
+        self._sent_at = sent_at
         self._h11: h11.Connection
         if reuse is not None and reuse.reusable:
             # after this the previous exchange is no longer `reusable`: one owner at a time
@@ -182,7 +194,11 @@ class Exchange:
         self.status: int | None = None
         self.response_headers: list[tuple[str, str]] = []
         self.body_bytes = 0
+        #: body bytes after decoding a Content-Encoding (equal to body_bytes without one)
+        self.decoded_bytes = 0
         self.bytes_received = 0
+        self._tail_bytes = 0
+        self._decoder: BodyDecoder | None = None
         self.finished = False
         self._started = False
         self._broken = False
@@ -213,6 +229,10 @@ class Exchange:
             headers.append(("Content-Length", str(len(self.request.body))))
         if "user-agent" not in names:
             headers.append(("User-Agent", USER_AGENT))
+        if "accept-encoding" not in names:
+            # a compressed stream arrives in bursts when the compressor flushes, and
+            # decoding it costs CPU for nothing: ask for the bytes as produced
+            headers.append(("Accept-Encoding", "identity"))
         out = self._h11.send(
             h11.Request(method=self.request.method, target=self.target.target, headers=headers)
         )
@@ -246,6 +266,8 @@ class Exchange:
         if self._broken or not data:
             return []
         self.bytes_received += len(data)
+        if self.finished:
+            self._tail_bytes += len(data)
         try:
             self._h11.receive_data(data if isinstance(data, bytes) else bytes(data))
         except h11.RemoteProtocolError as exc:
@@ -302,6 +324,7 @@ class Exchange:
         return (
             self.finished
             and not self._broken
+            and self._tail_bytes <= MAX_TAIL_BYTES
             and self._h11.our_state is h11.DONE
             and self._h11.their_state is h11.SEND_BODY
         )
@@ -318,12 +341,22 @@ class Exchange:
 
     @property
     def reusable(self) -> bool:
-        """May the socket carry another request? Only after a complete, clean exchange."""
+        """May the socket carry another request? Only after a complete, clean exchange
+        that left nothing unread.
+
+        Any byte after the end of the response (a second response in the same
+        packet, an early ``408``) or a close already seen would be read as the
+        answer to the next request on this socket: one caller's answer given to
+        another. h11 keeps such bytes as trailing data; ``Connection: close``
+        leaves h11 in MUST_CLOSE, not DONE. Bytes that arrive while the socket
+        sits in the pool are caught by the checkout check (`ClientBase`).
+        """
         return (
             self.finished
             and not self._broken
             and self._h11.our_state is h11.DONE
             and self._h11.their_state is h11.DONE
+            and self._h11.trailing_data == (b"", False)
         )
 
     # -- internals -------------------------------------------------------------
@@ -341,24 +374,24 @@ class Exchange:
                 self._fresh_data = True
                 self.body_bytes += len(event.data)
                 if self.body_bytes > self._options.max_response_bytes:
-                    return events + self.fail(
-                        Error.limit(
-                            "response body exceeded max_response_bytes="
-                            f"{self._options.max_response_bytes}; raise Options.max_response_bytes"
-                        )
-                    )
+                    return events + self._too_big()
                 if not self.finished:
-                    events += self._finish_call(self.call.receive_data(bytes(event.data)))
+                    events += self._body(bytes(event.data))
             elif isinstance(event, h11.Response):
                 self.status = event.status_code
                 self.response_headers = [
                     (k.decode("latin-1"), v.decode("latin-1")) for k, v in event.headers
                 ]
+                failure = self._choose_decoder()
+                if failure is not None:
+                    return events + failure
                 if not self.finished:
                     events += self._finish_call(
                         self.call.receive_response(self.status, self.response_headers)
                     )
             elif isinstance(event, h11.EndOfMessage):
+                if not self.finished:
+                    events += self._body_end()
                 if not self.finished:
                     events += self._finish_call(self.call.receive_eof())
             elif isinstance(event, h11.ConnectionClosed):
@@ -372,7 +405,82 @@ class Exchange:
             self._started = True
         if self.call.finished:
             self.finished = True
+            last = events[-1] if events else None
+            if isinstance(last, Error):
+                if last.kind is ErrorKind.LIMIT:
+                    # a cap was hit: the rest of an oversized body is not worth reading
+                    self._broken = True
+                events = [*events[:-1], self._with_retry_after(last)]
         return events
+
+    def _with_retry_after(self, error: Error) -> Error:
+        """Resolve a Retry-After HTTP-date the provider could not (it has no clock)."""
+        if error.retry_after is not None or error.status is None or error.status != self.status:
+            return error
+        seconds = parse_retry_after(self.response_headers, now=self._sent_at)
+        if seconds is None:
+            return error
+        return msgspec.structs.replace(error, retry_after=seconds)
+
+    def _too_big(self) -> list[Event]:
+        return self.fail(
+            Error.limit(
+                "response body exceeded max_response_bytes="
+                f"{self._options.max_response_bytes}; raise Options.max_response_bytes"
+            )
+        )
+
+    def _choose_decoder(self) -> list[Event] | None:
+        """Pick the Content-Encoding decoder; events to end with when it is unsupported.
+
+        An error response in an unknown coding still reaches the provider raw:
+        its status says what went wrong even when its body is unreadable.
+        """
+        try:
+            self._decoder = decoder_for(self.response_headers)
+        except CodingError as exc:
+            if self.status is not None and 200 <= self.status < 300:
+                return self.fail(Error.protocol(f"{self.target.host} answered with {exc}"))
+        return None
+
+    def _body(self, data: bytes) -> list[Event]:
+        """Body bytes to the provider call, decoded first when the server compressed them."""
+        if self._decoder is None:
+            self.decoded_bytes += len(data)
+            return self._finish_call(self.call.receive_data(data))
+        try:
+            return self._decoded(self._decoder.feed(data))
+        except CodingError as exc:
+            if self.status is not None and not 200 <= self.status < 300:
+                # an error body: its status says enough; read the rest as it is
+                self._decoder = None
+                return self._finish_call(self.call.receive_data(data))
+            return self._undecodable(exc)
+
+    def _body_end(self) -> list[Event]:
+        if self._decoder is None:
+            return []
+        try:
+            return self._decoded(self._decoder.finish())
+        except CodingError as exc:
+            if self.status is not None and not 200 <= self.status < 300:
+                return []
+            return self._undecodable(exc)
+
+    def _decoded(self, pieces: Iterable[bytes]) -> list[Event]:
+        events: list[Event] = []
+        for piece in pieces:
+            self.decoded_bytes += len(piece)
+            if self.decoded_bytes > self._options.max_response_bytes:
+                return events + self._too_big()
+            events += self._finish_call(self.call.receive_data(piece))
+            if self.finished:
+                break
+        return events
+
+    def _undecodable(self, exc: CodingError) -> list[Event]:
+        # the response arrived: resending would bill the same answer again
+        return self.fail(Error.protocol(f"response from {self.target.host}: {exc}"))
 
     def _protocol_failure(self, exc: h11.RemoteProtocolError) -> list[Event]:
         if exc.error_status_hint == 431 or "buffer too long" in str(exc).lower():
@@ -524,6 +632,17 @@ def _answer(exchange: Exchange, result: object, on_expiry: Error) -> list[Event]
     return []
 
 
+def _drain_tail(
+    exchange: Exchange, clock: Callable[[], float], deadline: float | None
+) -> Generator[Step, object, None]:
+    """Read what is left of the HTTP body after the terminal event, briefly and boundedly."""
+    until = clock() + TAIL_GRACE
+    if deadline is not None:
+        until = min(until, deadline)
+    while exchange.needs_tail:
+        _answer(exchange, (yield Receive(until)), Error.network("tail"))
+
+
 def drive(
     model: Model,
     context: Context,
@@ -533,11 +652,13 @@ def drive(
     clock: Callable[[], float],
     rand: Callable[[], float],
     log: logging.Logger,
+    wall_clock: Callable[[], datetime],
 ) -> Generator[Step, object, None]:
     """The whole life of one `stream()` call, as steps for a shell to perform.
 
     ``clock`` is the shell's monotonic clock (deadlines are on it), ``rand``
-    the jitter source. Retries happen only before the caller saw an event
+    the jitter source, ``wall_clock`` the UTC time (request signing and
+    Retry-After dates). Retries happen only before the caller saw an event
     (`FirstOutputGate`); a pooled socket the server had already closed is
     replaced without counting an attempt.
     """
@@ -577,13 +698,15 @@ def drive(
         else:
             log.debug("connected to %s:%d in %.3f s", target.host, target.port, clock() - t0)
             previous = conn if isinstance(conn, Exchange) else None
+            sent_at = wall_clock()
             exchange = Exchange(
                 call,
                 model,
                 options,
-                headers=wire_headers(call, datetime.now(UTC)),
+                headers=wire_headers(call, sent_at),
                 deadline=deadline,
                 reuse=previous,
+                sent_at=sent_at,
             )
             until, on_expiry = exchange.timer(clock())
             events = _answer(exchange, (yield Send(exchange.bytes_to_send(), until)), on_expiry)
@@ -609,18 +732,15 @@ def drive(
                 if isinstance(outcome, Retry):
                     yield Release(exchange if exchange.reusable else None)
                     break
-                if outcome:
-                    if debug:
-                        for event in outcome:
-                            log.debug("event %r", event)
-                    yield Emit(outcome)
+                if debug:
+                    for event in outcome:
+                        log.debug("event %r", event)
                 if exchange.finished:
-                    tail_until = clock() + TAIL_GRACE
-                    while exchange.needs_tail:
-                        result = yield Receive(tail_until)
-                        if result is EXPIRED:
-                            break
-                        _answer(exchange, result, Error.network("tail"))
+                    # the terminal event waits for the end of the HTTP body, so a
+                    # caller who stops reading at Done still leaves a reusable socket
+                    if outcome[:-1]:
+                        yield Emit(outcome[:-1])
+                    yield from _drain_tail(exchange, clock, deadline)
                     log.info(
                         "stream finished after %.3f s (%d body bytes, %d attempt(s))",
                         clock() - began,
@@ -628,7 +748,11 @@ def drive(
                         gate.attempts,
                     )
                     yield Release(exchange if exchange.reusable else None)
+                    if outcome[-1:]:
+                        yield Emit(outcome[-1:])
                     return
+                if outcome:
+                    yield Emit(outcome)
             if fresh:
                 continue
         if isinstance(outcome, Retry):
@@ -648,6 +772,11 @@ def drive(
 # -- what both shells' clients share: configuration, the pool, the step loop -----
 
 PoolKey = tuple[str, str, int, Proxy | None]
+
+
+def _utc_now() -> datetime:
+    """The shells' wall clock (`ClientBase` is their shared half; `drive` takes it)."""
+    return datetime.now(UTC)
 
 
 class PooledConnection:
@@ -670,8 +799,9 @@ class ClientBase(Generic[ConnT], abc.ABC):
     ``ssl_context`` overrides the default (verification on, system CAs);
     ``environ`` is where API keys and HTTPS_PROXY/NO_PROXY are read (default
     `os.environ`); at most ``max_idle_per_host`` idle connections are kept per
-    host. Use ``async with Client() as client`` (or `aclose`) so idle sockets
-    are closed with it.
+    host. ``wall_clock`` gives the UTC time for signing and Retry-After dates
+    (default ``datetime.now(UTC)``). Use ``async with Client() as client`` (or
+    `aclose`) so idle sockets are closed with it.
 
     A shell subclasses this with its I/O primitives only (open, send,
     receive with a deadline, sleep, close, its clock). Nothing here imports
@@ -686,12 +816,14 @@ class ClientBase(Generic[ConnT], abc.ABC):
         max_idle_per_host: int = 8,
         logger: logging.Logger | None = None,
         rand: Callable[[], float] | None = None,
+        wall_clock: Callable[[], datetime] | None = None,
     ) -> None:
         self._ssl_context = ssl_context
         self.environ: Mapping[str, str] = os.environ if environ is None else environ
         self.max_idle_per_host = max_idle_per_host
         self.log = logger or logging.getLogger("streamfn")
         self._rand = rand or random.random
+        self._wall_clock = wall_clock or _utc_now
         self._idle: dict[PoolKey, list[ConnT]] = {}
 
     @property
@@ -762,8 +894,17 @@ class ClientBase(Generic[ConnT], abc.ABC):
     async def _close(self, conn: ConnT) -> None:
         """Close at once, without waiting for the peer (cancellation, errors, abandon)."""
 
+    @abc.abstractmethod
+    async def _readable(self, conn: ConnT) -> bool:
+        """Whether bytes or an end of stream wait to be read, without waiting for any.
+
+        A zero-timeout readiness check (poll on the socket, or the event loop's
+        own buffer); it may consume what it finds, as the connection is then
+        closed anyway.
+        """
+
     def _usable(self, conn: ConnT) -> bool:
-        """Whether an idle connection may serve another request."""
+        """Whether an idle connection may serve another request (shell-specific rules)."""
         return True
 
     # -- shared --------------------------------------------------------------------
@@ -790,6 +931,7 @@ class ClientBase(Generic[ConnT], abc.ABC):
             clock=self._clock(),
             rand=self._rand,
             log=self.log,
+            wall_clock=self._wall_clock,
         )
         conn: ConnT | None = None
         answer: object = None
@@ -831,10 +973,24 @@ class ClientBase(Generic[ConnT], abc.ABC):
                 await self._close(conn)
 
     async def _take_idle(self, key: PoolKey) -> ConnT | None:
+        """An idle connection that is still idle: nothing arrived on it since it was pooled.
+
+        A server may write after a response (a second response, a ``408`` and a
+        close, a TLS alert) or close the socket while it sits in the pool; those
+        bytes would otherwise be read as the next request's answer. Such a
+        connection is closed and the next one tried, as httpcore and urllib3
+        check readability before reusing a socket.
+        """
         conns = self._idle.get(key)
         while conns:
             conn = conns.pop()
-            if self._usable(conn):
+            last = conn.last
+            if (
+                last is not None
+                and last.reusable
+                and self._usable(conn)
+                and not await self._readable(conn)
+            ):
                 return conn
             await self._close(conn)
         return None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import msgspec
 
 from .events import Cost, Usage
+from .redact import redacted_repr
 
 __all__ = [
     "API_NAMES",
@@ -40,7 +41,8 @@ class Model(msgspec.Struct, kw_only=True, frozen=True):
     """Where a model is served and what it costs (US dollars per million tokens).
 
     ``provider`` selects quirks within a wire format (``azure``, ``groq`` ...);
-    ``api`` selects the wire format itself.
+    ``api`` selects the wire format itself. ``repr()`` shows the names of
+    ``headers``, never their values.
     """
 
     id: str
@@ -63,6 +65,10 @@ class Model(msgspec.Struct, kw_only=True, frozen=True):
     @property
     def key(self) -> str:
         return f"{self.provider}:{self.id}"
+
+    def __repr__(self) -> str:
+        # headers may carry a key (a gateway's Authorization): names only
+        return redacted_repr(self, keys_only=frozenset({"headers"}))
 
 
 def compute_cost(model: Model, usage: Usage) -> Cost:

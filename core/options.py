@@ -13,6 +13,8 @@ from typing import Any
 
 import msgspec
 
+from .redact import redacted_repr
+
 __all__ = ["Options", "ThinkingLevel"]
 
 
@@ -27,7 +29,8 @@ class ThinkingLevel(enum.StrEnum):
 
 
 class Options(msgspec.Struct, kw_only=True):
-    """Options for one call. ``api_key`` never appears in ``repr()``.
+    """Options for one call. ``api_key`` never appears in ``repr()``, nor do the
+    values of ``headers`` and ``extra_body`` (their keys do).
 
     Caps (bytes) bound the memory a stream may hold; exceeding one ends the
     stream with ``Error(kind=limit)``. Timers (seconds) are enforced by the
@@ -68,17 +71,6 @@ class Options(msgspec.Struct, kw_only=True):
     retry_max_delay: float = 30.0
 
     def __repr__(self) -> str:
-        fields = []
-        for name in self.__struct_fields__:
-            value = getattr(self, name)
-            if value == getattr(_DEFAULTS, name):
-                continue
-            if name == "api_key":
-                value = "***"
-            elif name == "headers" and value:
-                value = {k: "***" for k in value}
-            fields.append(f"{name}={value!r}")
-        return f"Options({', '.join(fields)})"
-
-
-_DEFAULTS = Options()
+        return redacted_repr(
+            self, secret=frozenset({"api_key"}), keys_only=frozenset({"headers", "extra_body"})
+        )

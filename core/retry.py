@@ -28,10 +28,11 @@ __all__ = ["FirstOutputGate", "Retry", "RetryPolicy", "retryable_status"]
 class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
     """Exponential backoff with full jitter, honouring the server's Retry-After.
 
-    ``max_retry_after`` bounds how long a server may make us wait: a
-    Retry-After above it is not slept through (an hour-long throttle is the
-    caller's decision, not a library's silent pause); the `Error` reaches the
-    caller with ``retry_after`` set.
+    ``max_retry_after`` (``Options.retry_max_delay``) bounds how long a server
+    may make us wait: a Retry-After up to it is waited exactly; one above it
+    is not slept through (an hour-long throttle is the caller's decision, not
+    a library's silent pause, and retrying earlier than asked only earns
+    another refusal): the `Error` reaches the caller with ``retry_after`` set.
     """
 
     max_attempts: int = 3
@@ -45,7 +46,7 @@ class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
             max_attempts=max(1, options.max_attempts),
             base_delay=options.retry_base_delay,
             max_delay=options.retry_max_delay,
-            max_retry_after=max(options.retry_max_delay, 60.0),
+            max_retry_after=options.retry_max_delay,
         )
 
     def delay(

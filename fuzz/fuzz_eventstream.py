@@ -39,16 +39,15 @@ A failure prints the falsifying example (hypothesis) or writes a
 
 from __future__ import annotations
 
-import os
 import struct
 import sys
-import time
 import uuid
 import zlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+import _harness
+from hypothesis import given
 from hypothesis import strategies as st
 
 try:
@@ -262,31 +261,14 @@ TARGETS: list[Callable[[], None]] = [
 
 
 def run_hypothesis() -> None:
-    examples = int(os.environ.get("FUZZ_EXAMPLES", "100000"))
-    seconds = float(os.environ.get("FUZZ_SECONDS", "0"))
-    deadline = time.monotonic() + seconds
-    config = settings(
-        max_examples=examples,
-        deadline=None,
-        database=None,
-        derandomize=False,
-        suppress_health_check=list(HealthCheck),
-    )
     if boto_es is None:
         print("botocore not installed: the differential target only checks invariants")
-    round_no = 0
-    while True:
-        round_no += 1
+
+    def one_round(examples: int) -> None:
         for target in TARGETS:
-            started = time.monotonic()
-            config(target)()
-            took = time.monotonic() - started
-            print(
-                f"round {round_no}: {target.__name__}: {examples} examples in {took:.1f}s",
-                flush=True,
-            )
-        if time.monotonic() >= deadline:
-            break
+            _harness.run_given(target, examples, database=None, derandomize=False)
+
+    _harness.run_rounds("fuzz_eventstream", one_round)
 
 
 # --- atheris engine ------------------------------------------------------------

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
+import _harness
 import msgspec
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -83,23 +83,17 @@ TARGETS: dict[str, Callable[[], None]] = {
 
 
 def main(names: list[str]) -> None:
-    examples = int(os.environ.get("FUZZ_EXAMPLES", "2000"))
+    os.environ.setdefault("FUZZ_EXAMPLES", "2000")
     chosen = names or list(TARGETS)
     unknown = sorted(set(chosen) - set(TARGETS))
     if unknown:
         raise SystemExit(f"unknown targets {unknown}; choose from {sorted(TARGETS)}")
-    fuzz_settings = settings(
-        max_examples=examples,
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-        print_blob=True,
-    )
-    for name in chosen:
-        started = time.perf_counter()
-        fuzz_settings(TARGETS[name])()
-        print(
-            f"{name}: {examples} examples ok in {time.perf_counter() - started:.1f} s", flush=True
-        )
+
+    def one_round(examples: int) -> None:
+        for name in chosen:
+            _harness.run_given(TARGETS[name], examples, print_blob=True)
+
+    _harness.run_rounds("fuzz_fold " + " ".join(chosen), one_round)
 
 
 if __name__ == "__main__":

@@ -23,10 +23,10 @@ import json
 import logging
 import os
 import sys
-import time
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+import _harness
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamfn.core import check_protocol, replay
@@ -104,23 +104,15 @@ def fuzz_any_provider(data: st.DataObject) -> None:
 
 def main() -> None:
     examples = int(os.environ.get("FUZZ_EXAMPLES", "100000"))
-    seconds = float(os.environ.get("FUZZ_SECONDS", "0"))
     logging.getLogger("streamfn").setLevel(logging.ERROR)  # mutated bodies warn by design
-    print(f"{len(SEEDS)} seed bodies; {examples} examples per round", file=sys.stderr)
-    target = settings(
-        max_examples=examples,
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-        database=None if os.environ.get("FUZZ_NO_DB") else settings.default.database,
-    )(fuzz_any_provider)
-    deadline = time.monotonic() + seconds
-    rounds = 0
-    while True:
-        target()
-        rounds += 1
-        if time.monotonic() >= deadline:
-            break
-    print(f"ok: {rounds} round(s) of {examples} examples", file=sys.stderr)
+    print(f"{len(SEEDS)} seed bodies; up to {examples} examples per batch", file=sys.stderr)
+
+    database = None if os.environ.get("FUZZ_NO_DB") else settings.default.database
+
+    def one_round(n: int) -> None:
+        _harness.run_given(fuzz_any_provider, n, database=database)
+
+    _harness.run_rounds("fuzz_providers", one_round)
 
 
 if __name__ == "__main__":

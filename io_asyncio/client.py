@@ -80,6 +80,23 @@ class Client(ClientBase[_Connection]):
         # a pooled connection belongs to the loop that opened it
         return conn.loop is asyncio.get_running_loop() and not conn.writer.is_closing()
 
+    async def _readable(self, conn: _Connection) -> bool:
+        # The transport reads eagerly into the StreamReader, so the socket itself
+        # looks idle; a read that must not wait is the loop's readiness check.
+        # With data or EOF buffered, ``read`` returns without suspending; the
+        # zero timeout fires only if it would have waited.
+        reader = conn.reader
+        if reader.at_eof() or reader.exception() is not None:
+            return True
+        try:
+            async with asyncio.timeout(0):
+                await reader.read(1)
+        except TimeoutError:
+            return False
+        except OSError:
+            return True
+        return True
+
     async def _open(self, step: Connect) -> _Connection | Error | object:
         try:
             async with asyncio.timeout_at(step.deadline):

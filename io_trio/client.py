@@ -10,6 +10,7 @@ module only connects, sends, receives with a deadline, sleeps, and closes.
 
 from __future__ import annotations
 
+import select
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Final
@@ -96,6 +97,9 @@ class Client(ClientBase[_Connection]):
         while not tunnel.receive_bytes(await sock.receive_some(READ_SIZE)):
             pass
 
+    async def _readable(self, conn: _Connection) -> bool:
+        return _stream_readable(conn.stream)
+
     async def _send(self, conn: _Connection, data: bytes, deadline: float) -> object:
         with trio.move_on_at(deadline):
             try:
@@ -112,6 +116,32 @@ class Client(ClientBase[_Connection]):
             except (trio.BrokenResourceError, OSError) as exc:
                 return exc
         return EXPIRED
+
+
+def _stream_readable(stream: trio.abc.Stream) -> bool:
+    """Bytes or EOF pending on a trio stream, without a checkpoint (trio's own zero
+    timeout would cancel before looking): decrypted or still-encrypted TLS bytes
+    held by an `SSLStream`, then a zero-timeout poll of the socket underneath."""
+    while isinstance(stream, trio.SSLStream):
+        incoming = getattr(stream, "_incoming", None)  # encrypted bytes read, not decrypted
+        if stream.pending() or (incoming is not None and incoming.pending):
+            return True
+        stream = stream.transport_stream
+    if isinstance(stream, trio.SocketStream):
+        return socket_readable(stream.socket.fileno())
+    return False
+
+
+def socket_readable(fd: int) -> bool:
+    """A zero-timeout readiness check: True when data or an EOF waits on ``fd``."""
+    if fd < 0:
+        return True  # already closed
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(fd, select.POLLIN | select.POLLPRI)
+        return bool(poller.poll(0))
+    readable, _, _ = select.select([fd], [], [], 0)  # pragma: no cover - Windows
+    return bool(readable)
 
 
 _default: Client | None = None

@@ -4,7 +4,7 @@ Real sockets on 127.0.0.1 served by plain threads, so the same server works
 for the trio shell, the asyncio shell and third-party clients (httpx, the
 openai SDK) alike, whatever event loop the test runs. The request path
 chooses what happens: ``/<fault>/<provider>/<token>/...`` (use `FakeProvider.base_url`),
-where ``provider`` picks the body (``openai-chat`` or ``anthropic``, or a
+where ``provider`` picks the body (a wire format of `WIRE_FORMATS`, or a
 corpus file registered with `FakeProvider.register_body`) and ``token``
 groups requests for faults with memory ("500 then success").
 
@@ -15,19 +15,32 @@ can break HTTP itself (truncated chunked encoding, a reset, garbage).
 from __future__ import annotations
 
 import contextlib
+import email.utils
+import functools
+import gzip
 import json
 import socket
 import ssl
 import struct
 import threading
 import time
+import zlib
 from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
+from streamfn.core.eventstream import encode_message
 from streamfn.core.sse import encode_sse
 
-__all__ = ["ANTHROPIC_BODY", "FAULTS", "OPENAI_BODY", "ConnectProxy", "FakeProvider"]
+__all__ = [
+    "ANTHROPIC_BODY",
+    "FAULTS",
+    "OPENAI_BODY",
+    "WIRE_FORMATS",
+    "ConnectProxy",
+    "FakeProvider",
+    "oversized_unit",
+]
 
 
 def _sse(data: Any, event: str | None = None) -> bytes:
@@ -35,9 +48,13 @@ def _sse(data: Any, event: str | None = None) -> bytes:
     return encode_sse(payload, event=event or None)
 
 
-def _openai_body() -> bytes:
+_WORDS = ["Hello", ",", " wor", "ld", " — ", "café", " 🙂", "!"]
+#: the text of the response a misbehaving server writes after the real one
+WRONG_WORDS = ["ANOTHER", " CALLER'S", " ANSWER"]
+
+
+def _openai_body(words: list[str] = _WORDS) -> bytes:
     base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1, "model": "fake"}
-    words = ["Hello", ",", " wor", "ld", " — ", "café", " 🙂", "!"]
     out = [_sse(base | {"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]})]
     out += [
         _sse(base | {"choices": [{"index": 0, "delta": {"content": w}, "finish_reason": None}]})
@@ -50,7 +67,7 @@ def _openai_body() -> bytes:
     return b"".join(out)
 
 
-def _anthropic_body() -> bytes:
+def _anthropic_body(words: list[str] | None = None) -> bytes:
     message = {
         "id": "msg_fake",
         "type": "message",
@@ -72,7 +89,7 @@ def _anthropic_body() -> bytes:
         )
     )
     out.append(_sse({"type": "ping"}, "ping"))
-    for w in ["Bonjour", " le", " monde", " — ", "東京", "!"]:
+    for w in words or ["Bonjour", " le", " monde", " — ", "東京", "!"]:
         delta = {
             "type": "content_block_delta",
             "index": 0,
@@ -94,8 +111,128 @@ def _anthropic_body() -> bytes:
     return b"".join(out)
 
 
+def _responses_body(words: list[str] = _WORDS) -> bytes:
+    text = "".join(words)
+    item = {"id": "msg_1", "type": "message", "role": "assistant", "status": "in_progress"}
+    done_item = item | {
+        "status": "completed",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
+    usage = {"input_tokens": 5, "output_tokens": len(words), "total_tokens": 5 + len(words)}
+    response = {"id": "resp_fake", "status": "in_progress", "output": [], "usage": None}
+    out = [
+        _sse({"type": "response.created", "response": response}, "response.created"),
+        _sse(
+            {
+                "type": "response.output_item.added",
+                "output_index": 0,
+                "item": item | {"content": []},
+            },
+            "response.output_item.added",
+        ),
+    ]
+    for w in words:
+        delta = {
+            "type": "response.output_text.delta",
+            "item_id": "msg_1",
+            "output_index": 0,
+            "content_index": 0,
+            "delta": w,
+        }
+        out.append(_sse(delta, "response.output_text.delta"))
+    out.append(
+        _sse(
+            {"type": "response.output_item.done", "output_index": 0, "item": done_item},
+            "response.output_item.done",
+        )
+    )
+    completed = response | {"status": "completed", "output": [done_item], "usage": usage}
+    out.append(_sse({"type": "response.completed", "response": completed}, "response.completed"))
+    return b"".join(out)
+
+
+def _gemini_body(words: list[str] = _WORDS) -> bytes:
+    out = []
+    for i, w in enumerate(words):
+        candidate: dict[str, Any] = {"content": {"role": "model", "parts": [{"text": w}]}}
+        chunk: dict[str, Any] = {"candidates": [candidate], "responseId": "resp_fake"}
+        if i == len(words) - 1:
+            candidate["finishReason"] = "STOP"
+            chunk["usageMetadata"] = {
+                "promptTokenCount": 5,
+                "candidatesTokenCount": len(words),
+                "totalTokenCount": 5 + len(words),
+            }
+        out.append(_sse(chunk))
+    return b"".join(out)
+
+
+def _ollama_body(words: list[str] = _WORDS) -> bytes:
+    base = {"model": "fake", "created_at": "2025-09-01T10:00:00Z"}
+    lines = [base | {"message": {"role": "assistant", "content": w}, "done": False} for w in words]
+    lines.append(
+        base
+        | {
+            "message": {"role": "assistant", "content": ""},
+            "done": True,
+            "done_reason": "stop",
+            "prompt_eval_count": 5,
+            "eval_count": len(words),
+        }
+    )
+    return b"".join(json.dumps(line, ensure_ascii=False).encode() + b"\n" for line in lines)
+
+
+def _bedrock_frame(event: str, payload: dict[str, Any]) -> bytes:
+    headers = {":event-type": event, ":content-type": "application/json", ":message-type": "event"}
+    return encode_message(headers, json.dumps(payload).encode())
+
+
+def _bedrock_body(words: list[str] = _WORDS) -> bytes:
+    out = [_bedrock_frame("messageStart", {"role": "assistant"})]
+    out += [
+        _bedrock_frame("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": w}})
+        for w in words
+    ]
+    out.append(_bedrock_frame("contentBlockStop", {"contentBlockIndex": 0}))
+    out.append(_bedrock_frame("messageStop", {"stopReason": "end_turn"}))
+    usage = {"inputTokens": 5, "outputTokens": len(words), "totalTokens": 5 + len(words)}
+    out.append(_bedrock_frame("metadata", {"usage": usage, "metrics": {"latencyMs": 1}}))
+    return b"".join(out)
+
+
 OPENAI_BODY = _openai_body()
 ANTHROPIC_BODY = _anthropic_body()
+
+EVENTSTREAM = "application/vnd.amazon.eventstream"
+#: every wire format the shells drive -> (body builder, content type)
+WIRE_FORMATS: dict[str, tuple[Callable[[list[str]], bytes], str]] = {
+    "openai-chat": (_openai_body, "text/event-stream"),
+    "openai-responses": (_responses_body, "text/event-stream"),
+    "anthropic": (_anthropic_body, "text/event-stream"),
+    "gemini": (_gemini_body, "text/event-stream"),
+    "ollama": (_ollama_body, "application/x-ndjson"),
+    "bedrock": (_bedrock_body, EVENTSTREAM),
+}
+
+
+def _first_unit(body: bytes, ctype: str) -> bytes:
+    """The body's first event, line or frame: a prefix the decoder accepts whole."""
+    if ctype == EVENTSTREAM:
+        return body[: struct.unpack(">I", body[:4])[0]]
+    end = b"\n\n" if ctype == "text/event-stream" else b"\n"
+    return body[: body.index(end) + len(end)]
+
+
+def oversized_unit(ctype: str, size: int) -> bytes:
+    """One wire unit (line or frame) of ``size`` bytes: over any small line or event cap."""
+    if ctype == EVENTSTREAM:
+        headers = {":event-type": "contentBlockDelta", ":message-type": "event"}
+        return encode_message(headers, b"x" * size)
+    if ctype == "text/event-stream":
+        return b"data: " + b"x" * size
+    return b'{"message": "' + b"x" * size
+
 
 #: the body minus its terminal marker: a stream the provider never finished
 _UNFINISHED = {
@@ -160,6 +297,28 @@ FAULTS = (
     "garbage-body",  # 200 text/event-stream with bytes that are no SSE
     "garbage-http",  # not an HTTP response at all
     "big",  # 1 MiB of SSE comments before the body
+    # connections that must not cross answers
+    "extra-same-packet",  # a complete response and another one in the same write
+    "extra-later",  # a complete response; 50 ms later another one on the idle socket
+    "idle-408",  # a complete response; 50 ms later an unsolicited 408 and a close
+    "late-tail",  # the terminal chunk of the HTTP body 20 ms after the provider's last event
+    "oversized",  # half the body, then 8 MiB in one line/frame (over the caps) on a live socket
+    # redirects: never followed
+    "redirect-301",
+    "redirect-302",
+    "redirect-303",
+    "redirect-307",
+    "redirect-308",
+    # compression the client did not ask for
+    "gzip",  # Content-Encoding: gzip, two chunks
+    "deflate",  # zlib-wrapped deflate
+    "deflate-raw",  # raw deflate, as some servers send it
+    "gzip-bomb",  # 16 MiB the wire format ignores, in ~20 KiB of gzip
+    "gzip-corrupt",  # says gzip, is not
+    "br",  # brotli: not decoded
+    # Retry-After as an HTTP-date
+    "429-date-then-ok",  # Date: T, Retry-After: T + 1 s
+    "429-date-far",  # Retry-After an hour after Date
 )
 
 
@@ -305,9 +464,10 @@ class FakeProvider(_ThreadedServer):
         self.requests: list[_Request] = []
         self._hits: dict[str, int] = defaultdict(int)
         self._bodies: dict[str, tuple[bytes, str]] = {
-            "openai-chat": (OPENAI_BODY, "text/event-stream"),
-            "anthropic": (ANTHROPIC_BODY, "text/event-stream"),
+            name: (build(_WORDS), ctype) for name, (build, ctype) in WIRE_FORMATS.items()
         }
+        self._bodies["anthropic"] = (ANTHROPIC_BODY, "text/event-stream")
+        self._wrong = {name: build(WRONG_WORDS) for name, (build, _) in WIRE_FORMATS.items()}
         self.on_request: Callable[[_Request], None] | None = None
 
     @property
@@ -324,6 +484,9 @@ class FakeProvider(_ThreadedServer):
 
     def body_for(self, provider: str) -> bytes:
         return self._bodies[provider][0]
+
+    def ctype_for(self, provider: str) -> str:
+        return self._bodies[provider][1]
 
     def hits(self, token: str) -> int:
         return self._hits[token]
@@ -348,6 +511,9 @@ class FakeProvider(_ThreadedServer):
         """Write the response; False when the connection must end afterwards."""
         body, ctype = self._bodies[provider]
         half = len(body) // 2
+        handled = self._respond_hygiene(sock, fault, provider, hit, body, ctype)
+        if handled is not None:
+            return handled
         if fault in ("429-then-ok", "500-then-ok") and hit == 1:
             fault = fault.split("-")[0]
         if fault == "overloaded-then-ok" and hit == 1:
@@ -432,6 +598,103 @@ class FakeProvider(_ThreadedServer):
             sock.sendall(_chunk(body) + b"0\r\n\r\n")
             return True
         raise ValueError(f"unknown fault {fault!r}")
+
+    def _respond_hygiene(
+        self, sock: socket.socket, fault: str, provider: str, hit: int, body: bytes, ctype: str
+    ) -> bool | None:
+        """The faults of pool hygiene, redirects, compression and Retry-After dates;
+        None for any other fault."""
+        whole = _head(200, ctype, Content_Length=str(len(body))) + body
+        if fault == "extra-same-packet":
+            wrong = self._wrong.get(provider, body)
+            sock.sendall(whole + _head(200, ctype, Content_Length=str(len(wrong))) + wrong)
+            return True
+        if fault == "extra-later":
+            sock.sendall(whole)
+            self.wait(0.05)
+            wrong = self._wrong.get(provider, body)
+            sock.sendall(_head(200, ctype, Content_Length=str(len(wrong))) + wrong)
+            return True
+        if fault == "idle-408":
+            sock.sendall(whole)
+            self.wait(0.05)
+            timeout = (
+                b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+            )
+            sock.sendall(timeout)
+            return False
+        if fault == "late-tail":
+            sock.sendall(_head(200, ctype, Transfer_Encoding="chunked") + _chunk(body))
+            self.wait(0.02)
+            sock.sendall(b"0\r\n\r\n")
+            return True
+        if fault == "oversized":
+            sock.sendall(_head(200, ctype, Transfer_Encoding="chunked"))
+            sock.sendall(_chunk(_first_unit(body, ctype)))
+            unit = oversized_unit(ctype, 8 << 20)
+            for pos in range(0, len(unit), 256 << 10):
+                sock.sendall(_chunk(unit[pos : pos + (256 << 10)]))
+            sock.sendall(b"0\r\n\r\n")
+            return True
+        if fault.startswith("redirect-"):
+            status = int(fault.split("-")[1])
+            location = f"{self.url}/ok/{provider}/redirected?key=SECRET-IN-QUERY"
+            page = b"moved"
+            head = _head(status, "text/plain", {"Location": location}, Content_Length="5")
+            sock.sendall(head + page)
+            return True
+        if fault in ("gzip", "deflate", "deflate-raw", "gzip-bomb", "gzip-corrupt", "br"):
+            coding, data = _encoded(fault, body, ctype)
+            sock.sendall(
+                _head(200, ctype, {"Content-Encoding": coding}, Transfer_Encoding="chunked")
+            )
+            half = len(data) // 2
+            sock.sendall(_chunk(data[:half]) + _chunk(data[half:]) + b"0\r\n\r\n")
+            return True
+        if fault in ("429-date-then-ok", "429-date-far") and (hit == 1 or fault == "429-date-far"):
+            now = time.time()
+            later = now + (1 if fault == "429-date-then-ok" else 3600)
+            data = json.dumps({"error": {"message": "Rate limit reached"}}).encode()
+            extra = {
+                "Date": email.utils.formatdate(now, usegmt=True),
+                "Retry-After": email.utils.formatdate(later, usegmt=True),
+            }
+            sock.sendall(_head(429, "application/json", extra, Content_Length=str(len(data))))
+            sock.sendall(data)
+            return True
+        if fault == "429-date-then-ok":
+            sock.sendall(whole)
+            return True
+        return None
+
+
+def _encoded(fault: str, body: bytes, ctype: str) -> tuple[str, bytes]:
+    """(Content-Encoding, encoded body) for a compression fault."""
+    if fault == "gzip":
+        return "gzip", gzip.compress(body)
+    if fault == "deflate":
+        return "deflate", zlib.compress(body)
+    if fault == "deflate-raw":
+        raw = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+        return "deflate", raw.compress(body) + raw.flush()
+    if fault == "gzip-bomb":
+        return "gzip", _bomb(ctype)
+    if fault == "gzip-corrupt":
+        return "gzip", body
+    return "br", body  # not brotli either: the client must refuse before looking
+
+
+@functools.cache
+def _bomb(ctype: str) -> bytes:
+    """16 MiB of what the wire format ignores (SSE comments, blank NDJSON lines, AWS
+    keep-alive frames) in ~20 KiB of gzip: only a cap on decoded bytes stops it."""
+    if ctype == EVENTSTREAM:
+        unit = encode_message({":message-type": "keepalive"}, b" " * 1000)
+    elif ctype == "text/event-stream":
+        unit = b":" + b" " * 1022 + b"\n"
+    else:
+        unit = b"\n" * 1024
+    return gzip.compress(unit * ((16 << 20) // len(unit)), compresslevel=9)
 
 
 class ConnectProxy(_ThreadedServer):

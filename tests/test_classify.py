@@ -8,10 +8,14 @@ core/classify.py is pinned by at least one real body here.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from streamfn.core import ErrorKind, classify_http_error, classify_message, parse_retry_after
-from streamfn.core.classify import extract_error_message
+from streamfn.core.classify import extract_error_message, retryable_status
 
 J = "application/json"
 
@@ -378,3 +382,74 @@ def test_proxy_upstream_reset_in_stream_is_retryable_network() -> None:
         "upstream connect error or disconnect/reset before headers. reset reason: connection termination"
     )
     assert err.kind is ErrorKind.NETWORK and err.retryable
+
+
+# -- every status has a documented kind; redirects; Retry-After in all its forms ----------
+
+
+def _kind_of_status(status: int) -> ErrorKind:
+    if status in (401, 403):
+        return ErrorKind.AUTH
+    if status == 429:
+        return ErrorKind.THROTTLED
+    if retryable_status(status):
+        return ErrorKind.NETWORK
+    if 300 <= status < 500:
+        return ErrorKind.INVALID_REQUEST
+    return ErrorKind.PROTOCOL  # 1xx/2xx where an error was expected
+
+
+@given(
+    status=st.integers(100, 599),
+    body=st.sampled_from([b"", b"{}", b'{"error": {"message": "nope"}}', b"<html>bad</html>"]),
+    location=st.text(max_size=40),
+)
+def test_every_status_maps_to_a_documented_kind(status: int, body: bytes, location: str) -> None:
+    """Without telling words in the body, the status alone decides, and always a kind."""
+    headers = [("Location", location)] if location else []
+    error = classify_http_error(status, headers, body, provider="p")
+    assert error.kind == _kind_of_status(status), (status, error)
+    assert error.status == status
+    assert error.kind.retryable == retryable_status(status)
+    if 300 <= status < 400:
+        assert "does not follow redirects" in error.message
+
+
+def test_a_redirect_names_its_location_without_secrets() -> None:
+    error = classify_http_error(
+        301, [("location", "https://api.example.com/v1?key=AIzaSECRET&alt=sse")], b"", provider="x"
+    )
+    assert error.kind == ErrorKind.INVALID_REQUEST and error.status == 301
+    assert "redirect to https://api.example.com/v1?key=***&alt=sse" in error.message
+    assert "SECRET" not in error.message
+
+
+DATE = "Wed, 21 Oct 2015 07:28:00 GMT"
+
+
+@pytest.mark.parametrize(
+    ("headers", "now", "expected"),
+    [
+        # the three HTTP-date formats of RFC 9110 §5.6.7, against the response's Date
+        ({"date": DATE, "retry-after": "Wed, 21 Oct 2015 07:28:03 GMT"}, None, 3.0),
+        ({"date": DATE, "retry-after": "Wednesday, 21-Oct-15 07:28:05 GMT"}, None, 5.0),
+        ({"date": DATE, "retry-after": "Wed Oct 21 07:28:07 2015"}, None, 7.0),
+        # the Date header wins over the caller's clock (a skewed local clock)
+        ({"date": DATE, "retry-after": "Wed, 21 Oct 2015 07:28:03 GMT"}, "2030-01-01", 3.0),
+        # without a Date header: against the caller's now
+        ({"retry-after": "Wed, 21 Oct 2015 07:28:10 GMT"}, "2015-10-21T07:28:00", 10.0),
+        ({"retry-after": "Wed, 21 Oct 2015 07:28:10 GMT"}, None, None),  # no reference at all
+        ({"date": DATE, "retry-after": "Wed, 21 Oct 2015 07:27:00 GMT"}, None, 0.0),  # past
+        ({"date": DATE, "retry-after": "Thu, 21 Oct 2027 07:28:00 GMT"}, None, None),  # absurd
+        ({"date": DATE, "retry-after": "soon"}, None, None),
+        ({"retry-after-ms": "1500", "retry-after": "9"}, None, 1.5),
+    ],
+)
+def test_retry_after_dates(headers: dict[str, str], now: str | None, expected: float | None) -> None:
+    when = datetime.fromisoformat(now).replace(tzinfo=UTC) if now else None
+    assert parse_retry_after(headers, now=when) == expected
+
+
+def test_unknown_wording_without_a_useful_status_is_protocol_not_none() -> None:
+    for status in (None, 100, 200, 204, 600):
+        assert classify_message("something odd", status=status).kind == ErrorKind.PROTOCOL

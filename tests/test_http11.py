@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
 import itertools
+import zlib
 from datetime import UTC, datetime
 
 import h11
@@ -13,6 +15,7 @@ from hypothesis import strategies as st
 
 from streamfn.core import Context, Error, ErrorKind, Model, Options, replay
 from streamfn.core.call import open_call
+from streamfn.core.content_coding import PIECE_BYTES, decoder_for
 from streamfn.core.http11 import (
     MAX_HEADER_BYTES,
     ConnectTunnel,
@@ -234,3 +237,178 @@ def test_aws_region_picks_the_bedrock_endpoint_and_the_signing_region() -> None:
     # a caller's base URL or the model's own region wins over the environment
     pinned = with_credentials(model, Options(base_url="https://vpce.example/bedrock"), env)
     assert pinned.base_url == "https://vpce.example/bedrock"
+
+
+# -- nothing unread is pooled; compression; Retry-After dates --------------------------
+
+
+def _complete(ex: Exchange, extra: bytes = b"") -> list[object]:
+    ex.bytes_to_send()
+    return list(ex.receive_bytes(chunked_response(OPENAI_BODY) + extra))
+
+
+def test_bytes_after_a_complete_response_make_the_socket_unusable() -> None:
+    """A second response in the same packet is h11's trailing data: never pooled."""
+    clean = exchange()
+    assert _complete(clean) == EXPECTED and clean.reusable
+    for extra in (b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nhi", b"H", b"\r\n"):
+        ex = exchange()
+        assert _complete(ex, extra) == EXPECTED
+        assert ex.finished and not ex.reusable
+        assert not exchange(reuse=ex).reused  # nor handed to the next request
+
+
+def test_connection_close_or_a_seen_eof_is_never_reused() -> None:
+    ex = exchange()
+    ex.bytes_to_send()
+    head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n"
+    wire = head + b"content-length: %d\r\n\r\n%s" % (len(OPENAI_BODY), OPENAI_BODY)
+    assert ex.receive_bytes(wire) == EXPECTED and not ex.reusable
+    ex = exchange()
+    assert _complete(ex) == EXPECTED
+    ex.receive_eof()
+    assert not ex.reusable
+
+
+def test_a_limit_error_closes_instead_of_draining_the_tail() -> None:
+    options = Options(api_key="k", max_line_bytes=1024)
+    ex = exchange(options)
+    ex.bytes_to_send()
+    head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+    line = b"data: " + b"x" * 4096
+    events = ex.receive_bytes(head + b"%x\r\n%s\r\n" % (len(line), line))
+    assert isinstance(events[-1], Error) and events[-1].kind == ErrorKind.LIMIT
+    assert ex.finished and not ex.needs_tail and not ex.reusable
+
+
+def test_a_long_tail_is_not_drained() -> None:
+    ex = exchange()
+    ex.bytes_to_send()
+    head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+    assert ex.receive_bytes(head + b"%x\r\n%s\r\n" % (len(OPENAI_BODY), OPENAI_BODY)) == EXPECTED
+    assert ex.needs_tail
+    comment = b": " + b"x" * (96 << 10) + b"\n"
+    ex.receive_bytes(b"%x\r\n%s\r\n" % (len(comment), comment))
+    assert not ex.needs_tail and not ex.reusable
+
+
+def test_identity_is_asked_for_unless_the_caller_chose_an_encoding() -> None:
+    def sent_headers(ex: Exchange) -> dict[bytes, bytes]:
+        server = h11.Connection(h11.SERVER)
+        server.receive_data(ex.bytes_to_send())
+        request = server.next_event()
+        assert isinstance(request, h11.Request)
+        return dict(request.headers)
+
+    assert sent_headers(exchange())[b"accept-encoding"] == b"identity"
+    own = exchange(headers=[("Host", "h.test:8080"), ("Accept-Encoding", "gzip")])
+    assert sent_headers(own)[b"accept-encoding"] == b"gzip"
+
+
+def _encoded_response(body: bytes, coding: str, status: int = 200, ctype: bytes = b"") -> bytes:
+    ctype = ctype or b"text/event-stream"
+    head = b"HTTP/1.1 %d X\r\ncontent-type: %s\r\ncontent-encoding: %s\r\n" % (
+        status,
+        ctype,
+        coding.encode(),
+    )
+    return head + b"content-length: %d\r\n\r\n%s" % (len(body), body)
+
+
+@given(cuts=st.lists(st.integers(0, len(gzip.compress(OPENAI_BODY))), max_size=8))
+def test_a_gzipped_body_in_any_split_gives_the_replayed_events(cuts: list[int]) -> None:
+    wire = _encoded_response(gzip.compress(OPENAI_BODY), "gzip")
+    ex = exchange()
+    ex.bytes_to_send()
+    head = len(wire) - len(gzip.compress(OPENAI_BODY))
+    points = [0, head, *sorted(head + c for c in cuts), len(wire)]
+    events = []
+    for a, b in itertools.pairwise(points):
+        events += ex.receive_bytes(wire[a:b])
+    assert events == EXPECTED and ex.reusable
+    assert ex.decoded_bytes == len(OPENAI_BODY) and ex.body_bytes < ex.decoded_bytes
+
+
+def test_a_gzip_bomb_meets_the_response_cap_in_bounded_pieces() -> None:
+    bomb = gzip.compress(b":" + b" " * (32 << 20) + b"\n")
+    ex = exchange(Options(api_key="k", max_response_bytes=1 << 20))
+    ex.bytes_to_send()
+    events = ex.receive_bytes(_encoded_response(bomb, "gzip"))
+    assert isinstance(events[-1], Error) and events[-1].kind == ErrorKind.LIMIT
+    assert ex.decoded_bytes <= (1 << 20) + PIECE_BYTES and not ex.reusable
+
+
+@pytest.mark.parametrize(
+    ("coding", "body", "words"),
+    [
+        ("gzip", OPENAI_BODY, "corrupt gzip body"),
+        ("gzip", gzip.compress(OPENAI_BODY)[:-30], "ended before its compressed stream"),
+        ("br", OPENAI_BODY, "unsupported Content-Encoding 'br'"),
+        ("gzip, gzip", OPENAI_BODY, "unsupported Content-Encoding 'gzip, gzip'"),
+    ],
+)
+def test_an_undecodable_body_is_a_protocol_error(coding: str, body: bytes, words: str) -> None:
+    ex = exchange()
+    ex.bytes_to_send()
+    events = ex.receive_bytes(_encoded_response(body, coding))
+    assert isinstance(events[-1], Error) and events[-1].kind == ErrorKind.PROTOCOL
+    assert words in events[-1].message and not events[-1].kind.retryable
+
+
+def test_a_compressed_error_body_is_read_and_an_unknown_one_keeps_its_status() -> None:
+    payload = b'{"error": {"message": "Rate limit reached", "type": "rate_limit_error"}}'
+    for coding, body in (("gzip", gzip.compress(payload)), ("br", b"\x8b\x01\x80junk")):
+        ex = exchange()
+        ex.bytes_to_send()
+        events = ex.receive_bytes(_encoded_response(body, coding, 429, b"application/json"))
+        assert isinstance(events[-1], Error) and events[-1].kind == ErrorKind.THROTTLED
+        assert ("Rate limit reached" in events[-1].message) == (coding == "gzip")
+
+
+def test_content_codings_streamfn_decodes() -> None:
+    text = b"data: x\n\n" * 5000
+    raw = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+    cases = {
+        "gzip": gzip.compress(text[:100]) + gzip.compress(text[100:]),  # two members
+        "x-gzip": gzip.compress(text),
+        "deflate": zlib.compress(text),
+        "deflate ": raw.compress(text) + raw.flush(),  # raw deflate, as IIS sends it
+    }
+    for coding, data in cases.items():
+        decoder = decoder_for([("Content-Encoding", coding)])
+        assert decoder is not None
+        pieces = [p for i in range(0, len(data), 7) for p in decoder.feed(data[i : i + 7])]
+        pieces += list(decoder.finish())
+        assert b"".join(pieces) == text, coding
+        assert max(map(len, pieces)) <= PIECE_BYTES
+    assert decoder_for([("content-encoding", "identity")]) is None
+    assert decoder_for([]) is None
+
+
+def test_retry_after_http_date_without_a_date_header_uses_the_send_time() -> None:
+    sent = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    ex = exchange(sent_at=sent)
+    ex.bytes_to_send()
+    wire = (
+        b"HTTP/1.1 429 Too Many\r\ncontent-type: application/json\r\n"
+        b"retry-after: Fri, 02 Jan 2026 03:04:12 GMT\r\ncontent-length: 2\r\n\r\n{}"
+    )
+    events = ex.receive_bytes(wire)
+    assert isinstance(events[-1], Error) and events[-1].retry_after == 7.0
+
+
+def test_no_struct_that_can_hold_a_secret_shows_it_in_its_repr() -> None:
+    secret = "sk-PLANTED-0123456789"
+    model = Model(
+        id="m", provider="p", api="openai-chat", base_url="http://x", headers={"X-Key": secret}
+    )
+    options = Options(
+        api_key=secret,
+        headers={"Authorization": f"Bearer {secret}"},
+        extra_body={"auth": {"token": secret}},
+        temperature=0.5,
+    )
+    for text in (repr(model), repr(options), repr([model, options]), f"{options}"):
+        assert secret not in text and secret[-10:] not in text
+    assert "X-Key" in repr(model) and "extra_body={'auth': '***'}" in repr(options)
+    assert "temperature=0.5" in repr(options) and repr(Options()) == "Options()"

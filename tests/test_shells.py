@@ -21,7 +21,7 @@ import pytest
 import trio
 from corpus_support import body as corpus_body
 from corpus_support import corpus_entries, require_corpus
-from fake_provider import ConnectProxy, FakeProvider
+from fake_provider import WIRE_FORMATS, WRONG_WORDS, ConnectProxy, FakeProvider
 
 from streamfn.core import (
     Context,
@@ -40,7 +40,16 @@ from streamfn.io_trio import Client as TrioClient
 
 SHELLS = ["trio", "asyncio"]
 PROVIDERS = ["openai-chat", "anthropic"]
-PROVIDER_OF = {"openai-chat": "openai", "anthropic": "anthropic"}
+PROVIDER_OF = {
+    "openai-chat": "openai",
+    "anthropic": "anthropic",
+    "openai-responses": "openai",
+    "gemini": "google",
+    "ollama": "ollama",
+    "bedrock": "bedrock",
+}
+#: every wire format the shells drive
+WIRES = list(WIRE_FORMATS)
 KEY = "sk-test-PLANTED-SECRET-0123456789"
 FAST = Options(
     api_key=KEY,
@@ -121,7 +130,7 @@ def expected_events(server: FakeProvider, provider: str, body: bytes | None = No
         provider,
         server.body_for(provider) if body is None else body,
         provider=PROVIDER_OF[provider],
-        headers=[("content-type", "text/event-stream")],
+        headers=[("content-type", server.ctype_for(provider))],
     )
 
 
@@ -477,3 +486,187 @@ def test_corpus_recordings_stream_like_replay(entry: Any, server: FakeProvider) 
 
 def _fields(options: Options) -> dict[str, Any]:
     return {name: getattr(options, name) for name in options.__struct_fields__}
+
+
+# -- connections that never cross answers: every wire format, both shells ------------------
+#
+# Each case is one loopback exchange (or three) with short timers; the faults are
+# fake_provider's "extra-*", "idle-408", "late-tail", "oversized", "redirect-*",
+# the compression faults and "429-date-*".
+
+
+@pytest.fixture(params=WIRES)
+def wire(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+async def pause(client: Any, seconds: float) -> None:
+    await client._sleep(seconds)
+
+
+def _wrong_text(events: list[Event]) -> bool:
+    text = "".join(e.delta for e in events if isinstance(e, TextDelta))
+    return any(w.strip() in text for w in WRONG_WORDS)
+
+
+@pytest.mark.parametrize("fault", ["extra-same-packet", "extra-later", "idle-408"])
+def test_bytes_after_an_answer_never_reach_the_next_call(
+    shell: str, wire: str, fault: str, server: FakeProvider, request: pytest.FixtureRequest
+) -> None:
+    """A second response (same write or 50 ms later) or an idle 408 + close is never
+    read as the next call's answer; the next call gets its own, first time."""
+    token = _token(request)
+    first_model = model_for(server, fault, wire, token)
+    second_model = model_for(server, "ok-length", wire, token + "-next")
+    once = Options(**{**_fields(FAST), "max_attempts": 1})
+
+    async def two(client: Any) -> tuple[list[Event], list[Event], int]:
+        before = server.connections
+        first = await collect(client, first_model)
+        await pause(client, 0.15)  # the late bytes have arrived by now
+        second = await collect(client, second_model, once)
+        return first, second, server.connections - before
+
+    first, second, opened = run(shell, two)
+    expected = expected_events(server, wire)
+    assert first == expected
+    assert not _wrong_text(second)
+    assert second == expected
+    assert server.hits(token + "-next") == 1
+    assert opened == 2  # the first socket was not reused
+
+
+def test_stopping_at_done_still_returns_the_connection_to_the_pool(
+    shell: str, wire: str, server: FakeProvider, request: pytest.FixtureRequest
+) -> None:
+    """The end of the HTTP body comes 20 ms after the provider's last event; a caller
+    that breaks out at Done must not cost a new connection per call."""
+    model = model_for(server, "late-tail", wire, _token(request))
+
+    async def three(client: Any) -> tuple[list[list[Event]], int, int]:
+        before = server.connections
+        runs = []
+        for _ in range(3):
+            seen: list[Event] = []
+            async with client.stream(model, Context.of("hi"), FAST) as events:
+                async for event in events:
+                    seen.append(event)
+                    if isinstance(event, Done):
+                        break
+            runs.append(seen)
+        return runs, server.connections - before, client.idle_connections
+
+    runs, opened, idle = run(shell, three)
+    assert runs[0] == runs[1] == runs[2] == expected_events(server, wire)
+    assert (opened, idle) == (1, 1)
+
+
+def test_a_cap_error_closes_the_connection_at_once(
+    shell: str, wire: str, server: FakeProvider, request: pytest.FixtureRequest
+) -> None:
+    """An 8 MiB line/frame on a live socket: `limit`, and the socket is closed, not
+    drained and pooled."""
+    token = _token(request)
+    model = model_for(server, "oversized", wire, token)
+    options = Options(**{**_fields(FAST), "max_line_bytes": 64 << 10, "max_event_bytes": 1 << 20})
+
+    async def go(client: Any) -> tuple[list[Event], int]:
+        events = await collect(client, model, options)
+        return events, client.idle_connections
+
+    events, idle = run(shell, go)
+    error = events[-1]
+    assert isinstance(error, Error) and error.kind == ErrorKind.LIMIT, error
+    assert error.attempts == 1 == server.hits(token)
+    assert idle == 0
+
+
+def _redirect_case(shell: str, wire: str, status: int, server: FakeProvider, token: str) -> None:
+    events = run(shell, collect, model_for(server, f"redirect-{status}", wire, token))
+    assert len(events) == 2, events
+    error = events[-1]
+    assert isinstance(error, Error)
+    assert error.kind == ErrorKind.INVALID_REQUEST and error.status == status
+    assert f"redirect to {server.url}/ok/{wire}/redirected?key=***" in error.message
+    assert "SECRET-IN-QUERY" not in error.message
+    assert error.attempts == 1 == server.hits(token)  # the bill: one request
+    assert server.hits("redirected") == 0  # never followed, as POST nor as GET
+
+
+def test_a_redirect_is_an_invalid_request_naming_the_location(
+    shell: str, wire: str, server: FakeProvider, request: pytest.FixtureRequest
+) -> None:
+    _redirect_case(shell, wire, 307, server, _token(request))
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 308])
+def test_no_redirect_status_turns_the_post_into_a_get(
+    shell: str, status: int, server: FakeProvider, request: pytest.FixtureRequest
+) -> None:
+    _redirect_case(shell, "openai-chat", status, server, _token(request))
+
+
+@pytest.mark.parametrize("fault", ["gzip", "deflate", "deflate-raw"])
+def test_a_body_compressed_anyway_is_decoded(
+    shell: str, wire: str, fault: str, server: FakeProvider, request: pytest.FixtureRequest
+) -> None:
+    token = _token(request)
+    events = run(shell, collect, model_for(server, fault, wire, token))
+    assert events == expected_events(server, wire)
+    assert server.hits(token) == 1
+    [sent] = [r for r in server.requests if f"/{token}/" in r.path + "/"]
+    assert sent.headers["accept-encoding"] == "identity"
+
+
+#: fault -> (kind, words in the message)
+UNDECODABLE = {
+    "gzip-bomb": (ErrorKind.LIMIT, "max_response_bytes"),
+    "gzip-corrupt": (ErrorKind.PROTOCOL, "corrupt gzip body"),
+    "br": (ErrorKind.PROTOCOL, "unsupported Content-Encoding 'br'"),
+}
+
+
+@pytest.mark.parametrize("fault", sorted(UNDECODABLE))
+def test_a_body_that_cannot_be_decoded_is_never_requested_again(
+    shell: str, wire: str, fault: str, server: FakeProvider, request: pytest.FixtureRequest
+) -> None:
+    """The response arrived: a retry would bill the same generation again."""
+    kind, words = UNDECODABLE[fault]
+    token = _token(request)
+    # the server compresses the bomb on first use: give it time for that
+    options = Options(
+        **{**_fields(FAST), "max_response_bytes": 1 << 20, "first_byte_timeout": 10.0}
+    )
+    events = run(shell, collect, model_for(server, fault, wire, token), options)
+    assert len(events) == 2, events
+    error = events[-1]
+    assert isinstance(error, Error) and error.kind == kind
+    assert words in error.message
+    assert error.attempts == 1 == server.hits(token)
+
+
+def test_retry_after_as_an_http_date_is_waited(
+    shell: str, server: FakeProvider, request: pytest.FixtureRequest
+) -> None:
+    """``Date: T`` and ``Retry-After: <T + 1 s>``: the retry waits the full second
+    (the backoff alone would be 0.05 s)."""
+    token = _token(request)
+    model = model_for(server, "429-date-then-ok", "openai-chat", token)
+    options = Options(**{**_fields(FAST), "retry_max_delay": 2.0})
+    started = time.monotonic()
+    events = run(shell, collect, model, options)
+    waited = time.monotonic() - started
+    assert events == expected_events(server, "openai-chat")
+    assert server.hits(token) == 2
+    assert waited >= 0.95
+
+
+def test_retry_after_beyond_retry_max_delay_is_the_callers_decision(
+    shell: str, wire: str, server: FakeProvider, request: pytest.FixtureRequest
+) -> None:
+    token = _token(request)
+    events = run(shell, collect, model_for(server, "429-date-far", wire, token))
+    error = events[-1]
+    assert isinstance(error, Error) and error.kind == ErrorKind.THROTTLED
+    assert error.retry_after == 3600.0
+    assert error.attempts == 1 == server.hits(token)
