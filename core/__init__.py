@@ -68,6 +68,7 @@ from .options import Options, ThinkingLevel
 from .partial_json import PartialJSONError, PartialJSONParser
 from .providers.base import HTTPRequest
 from .sse import ServerSentEvent, SSEComment, SSEDecoder, SSEError, encode_sse
+from .text_tools import Markup, TextToolCalls, text_tool_calls
 
 __all__ = [
     "Accumulator",
@@ -85,6 +86,7 @@ __all__ = [
     "EventStreamMessage",
     "HTTPRequest",
     "ImageContent",
+    "Markup",
     "Message",
     "MissingCredentials",
     "Model",
@@ -107,6 +109,7 @@ __all__ = [
     "TextDelta",
     "TextEnd",
     "TextStart",
+    "TextToolCalls",
     "ThinkingContent",
     "ThinkingDelta",
     "ThinkingEnd",
@@ -143,4 +146,5 @@ __all__ = [
     "replay",
     "resolve_api_key",
     "sign_request",
+    "text_tool_calls",
 ]
