@@ -5,7 +5,7 @@ events, and it never opens a socket, reads a clock or starts a thread.
 """
 
 from .accumulate import Accumulator, ProtocolViolation, accumulate, check_protocol
-from .call import Call, open_call, replay
+from .call import Call, api_names, open_call, register_api, replay
 from .classify import classify_http_error, classify_message, parse_retry_after
 from .credentials import MissingCredentials, resolve_api_key
 from .events import (
@@ -126,6 +126,7 @@ __all__ = [
     "UserContent",
     "UserMessage",
     "accumulate",
+    "api_names",
     "check_protocol",
     "classify_http_error",
     "classify_message",
@@ -142,6 +143,7 @@ __all__ = [
     "open_call",
     "openai_compatible",
     "parse_retry_after",
+    "register_api",
     "register_model",
     "replay",
     "resolve_api_key",
