@@ -32,6 +32,7 @@ API_NAMES = (
     "ollama",
     "bedrock",
     "proxy",
+    "agent-events",
     "local",
 )
 

@@ -6,6 +6,8 @@ built on h11 like our shells. Routes:
 - ``POST /v1/chat/completions``: OpenAI Chat Completions, streaming or not.
 - ``POST /v1/messages``: Anthropic Messages, streaming or not.
 - ``POST /v1/stream``: the native proxy format (our events as SSE).
+- ``POST /v1/agent/stream``: the same request, answered in the agent-server
+  SSE contract (`streamfn.io_asyncio.agent_route`).
 - ``GET /v1/models`` (OpenAI or, with an ``anthropic-version`` header,
   Anthropic shape) and ``GET /health``.
 
@@ -62,6 +64,8 @@ from streamfn.core.messages import Context
 from streamfn.core.options import Options
 from streamfn.core.providers.proxy import encode_proxy_event
 from streamfn.core.sse import encode_sse
+
+from .agent_route import AGENT_PATH, agent_encoder
 
 __all__ = ["App", "Backend", "EventsBackend", "ServerConfig", "UnknownModelError"]
 
@@ -220,6 +224,7 @@ class App:
                 "/v1/chat/completions",
                 "/v1/messages",
                 "/v1/stream",
+                AGENT_PATH,
             ):
                 self._authenticate(scope)
                 body = await self._read_body(receive)
@@ -370,7 +375,8 @@ class App:
                 return
             terminal = head[-1] if isinstance(head[-1], (Done, Error)) else None
             dialect = _ANTHROPIC if path == "/v1/messages" else _OPENAI
-            if isinstance(terminal, Error):  # all before it are Start: nothing sent yet
+            # All before it are Start: nothing sent yet (the agent contract sends it in-stream).
+            if isinstance(terminal, Error) and path != AGENT_PATH:
                 if terminal.status == 404:
                     status = 404
                 elif terminal.kind is not None:
@@ -556,6 +562,8 @@ def _encoder_for(
     if path == "/v1/messages":
         an = AnthropicEncoder(message_id=f"msg_{uuid.uuid4().hex[:24]}", model=request.model)
         return an.encode, an.keep_alive
+    if path == AGENT_PATH:
+        return agent_encoder(request)
     return encode_proxy_event, lambda: _KEEP_ALIVE
 
 
