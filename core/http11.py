@@ -39,6 +39,7 @@ from .models import Model
 from .options import Options
 from .providers.base import redact_url
 from .proxy_env import Proxy, proxy_for
+from .responses_upgrade import upgrade_to_responses
 from .retry import FirstOutputGate, Retry, RetryPolicy
 
 __all__ = [
@@ -693,6 +694,8 @@ class ClientBase(Generic[ConnT], abc.ABC):
         self.log = logger or logging.getLogger("streamfn")
         self._rand = rand or random.random
         self._idle: dict[PoolKey, list[ConnT]] = {}
+        #: models found to need the Responses API (see `upgrade_to_responses`)
+        self.responses_upgraded: set[tuple[str, str, str]] = set()
 
     @property
     def ssl_context(self) -> ssl.SSLContext:
@@ -772,7 +775,9 @@ class ClientBase(Generic[ConnT], abc.ABC):
         self, model: Model, context: Context, options: Options
     ) -> AsyncIterator[AsyncIterator[Event]]:
         options = with_credentials(model, options, self.environ)
-        events = self._events(model, context, options)
+        events = upgrade_to_responses(
+            self._events, self.responses_upgraded, model, context, options
+        )
         try:
             yield events
         finally:

@@ -96,6 +96,23 @@ def _anthropic_body() -> bytes:
 
 OPENAI_BODY = _openai_body()
 ANTHROPIC_BODY = _anthropic_body()
+#: a Responses API answer, for the model that only the Responses API serves
+RESPONSES_BODY = b"".join(
+    _sse(data, data["type"])
+    for data in [
+        {"type": "response.created", "response": {"id": "resp_fake"}},
+        {
+            "type": "response.output_text.delta",
+            "output_index": 0,
+            "content_index": 0,
+            "delta": "Hi",
+        },
+        {
+            "type": "response.completed",
+            "response": {"id": "resp_fake", "usage": {"input_tokens": 3, "output_tokens": 1}},
+        },
+    ]
+)
 
 #: the body minus its terminal marker: a stream the provider never finished
 _UNFINISHED = {
@@ -128,6 +145,18 @@ _ERROR_BODIES = {
     "429": (429, {"error": {"message": "Rate limit reached", "type": "rate_limit_error"}}),
     "500": (500, {"error": {"message": "The server had an error", "type": "server_error"}}),
     "503": (503, {"error": {"message": "Service Unavailable", "type": "overloaded_error"}}),
+    "400-responses-only": (
+        400,
+        {
+            "error": {
+                "message": "This model is only supported in v1/responses "
+                "and not in v1/chat/completions.",
+                "type": "invalid_request_error",
+                "param": "model",
+                "code": None,
+            }
+        },
+    ),
 }
 
 _OVERLOADED_FIRST = _sse(
@@ -160,6 +189,7 @@ FAULTS = (
     "garbage-body",  # 200 text/event-stream with bytes that are no SSE
     "garbage-http",  # not an HTTP response at all
     "big",  # 1 MiB of SSE comments before the body
+    "responses-only",  # /chat/completions is a 400 naming v1/responses; /responses answers
 )
 
 
@@ -307,6 +337,7 @@ class FakeProvider(_ThreadedServer):
         self._bodies: dict[str, tuple[bytes, str]] = {
             "openai-chat": (OPENAI_BODY, "text/event-stream"),
             "anthropic": (ANTHROPIC_BODY, "text/event-stream"),
+            "openai-responses": (RESPONSES_BODY, "text/event-stream"),
         }
         self.on_request: Callable[[_Request], None] | None = None
 
@@ -337,6 +368,11 @@ class FakeProvider(_ThreadedServer):
             self.requests.append(request)
             parts = request.path.strip("/").split("/")
             fault, provider, token = ([*parts, "ok", "openai-chat", "t"])[:3]
+            if fault == "responses-only":
+                chat = request.path.endswith("/chat/completions")
+                fault, provider = (
+                    ("400-responses-only", provider) if chat else ("ok", "openai-responses")
+                )
             with self._lock:
                 self._hits[token] += 1
                 hit = self._hits[token]
