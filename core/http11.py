@@ -41,6 +41,7 @@ from .providers.base import redact_url
 from .proxy_env import Proxy, proxy_for
 from .responses_upgrade import upgrade_to_responses
 from .retry import FirstOutputGate, Retry, RetryPolicy
+from .text_tools import with_text_tool_calls
 
 __all__ = [
     "EXPIRED",
@@ -778,6 +779,7 @@ class ClientBase(Generic[ConnT], abc.ABC):
         events = upgrade_to_responses(
             self._events, self.responses_upgraded, model, context, options
         )
+        events = with_text_tool_calls(events, model, context, options)
         try:
             yield events
         finally:

@@ -11,7 +11,9 @@ the provider's native tool call but with markup in the text:
 
 `text_tool_calls` rewrites a whole event stream and `TextToolCalls` does the
 same one event at a time, for a shell or a server that streams. Both are pure
-and optional: nothing in streamfn applies them unless the caller asks.
+and optional: the shells apply it only when the request
+(``Options.text_tool_calls=["mcp", "hermes"]``) or the model
+(``Model.extra={"text_tool_calls": "mcp,hermes"}``) names markups.
 
 The rules, each chosen so the output is a stream like any provider's:
 
@@ -42,7 +44,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncGenerator, Iterable, Sequence
 from typing import Final
 
 import msgspec
@@ -64,7 +66,9 @@ from .events import (
     ToolCallEnd,
     ToolCallStart,
 )
-from .messages import Tool
+from .messages import Context, Tool
+from .models import Model
+from .options import Options
 from .providers.base import Emitter
 from .tagged import (
     _HEAD,
@@ -80,11 +84,14 @@ __all__ = [
     "DEFAULT_MARKUPS",
     "HERMES",
     "LLAMA_FUNCTION",
+    "MARKUPS",
     "MCP_XML",
     "Markup",
     "TextToolCalls",
     "correct_tool_name",
+    "markups_for",
     "text_tool_calls",
+    "with_text_tool_calls",
 ]
 
 log = logging.getLogger("streamfn")
@@ -448,3 +455,49 @@ def correct_tool_name(name: str, declared: Sequence[str]) -> str | None:
         if common and 2 * common >= len(words):
             overlap.append((common / len(words | theirs), d))
     return _unique_best(overlap)
+
+
+# -- turning it on per model or per request ------------------------------------------
+
+#: the markups a model or a request may name (``Options.text_tool_calls``,
+#: ``Model.extra["text_tool_calls"]``, comma-separated there)
+MARKUPS: Final[dict[str, Markup]] = {"mcp": MCP_XML, "hermes": HERMES, "llama": LLAMA_FUNCTION}
+
+
+def markups_for(model: Model, options: Options) -> list[Markup] | None:
+    """The markups to detect for this call, or None (the default: off).
+
+    The request's ``Options.text_tool_calls`` wins over the model's
+    ``extra["text_tool_calls"]``; an empty list turns it off for the request.
+    """
+    names = options.text_tool_calls
+    if names is None:
+        configured = (model.extra or {}).get("text_tool_calls")
+        if not configured:
+            return None
+        names = [n.strip() for n in configured.split(",") if n.strip()]
+    unknown = [n for n in names if n not in MARKUPS]
+    if unknown:
+        raise ValueError(f"unknown text tool-call markup(s) {unknown}; known: {', '.join(MARKUPS)}")
+    return [MARKUPS[n] for n in names] or None
+
+
+def with_text_tool_calls(
+    events: AsyncGenerator[Event, None], model: Model, context: Context, options: Options
+) -> AsyncGenerator[Event, None]:
+    """``events`` through `TextToolCalls` when the model or request turns it on, else as is."""
+    markups = markups_for(model, options)
+    if markups is None:
+        return events
+    return _transformed(events, TextToolCalls(tools=context.tools, markups=markups))
+
+
+async def _transformed(
+    events: AsyncGenerator[Event, None], transform: TextToolCalls
+) -> AsyncGenerator[Event, None]:
+    try:
+        async for event in events:
+            for out in transform.feed(event):
+                yield out
+    finally:
+        await events.aclose()

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import json
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
 import pytest
 from chunking import split_at
+from fake_provider import FakeProvider
 from hypothesis import given
 from hypothesis import strategies as st
+from test_shells import FAST, collect, run
 
 from streamfn.core import (
     Done,
     Error,
     Event,
+    Model,
     Start,
     StopReason,
     TextDelta,
@@ -256,3 +262,55 @@ def test_any_split_of_the_deltas_gives_the_same_events(
     assert len(texts) <= len(text)
     if not any(isinstance(b, ToolCall) for b in message.content):
         assert texts == text
+
+
+# -- on per request or per model, in both shells --------------------------------------
+
+
+def _openai_text_body(*pieces: str) -> bytes:
+    base = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+    chunks = [
+        base | {"choices": [{"index": 0, "delta": {"content": p}, "finish_reason": None}]}
+        for p in pieces
+    ]
+    chunks.append(base | {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    lines = [f"data: {json.dumps(c)}\n\n" for c in chunks] + ["data: [DONE]\n\n"]
+    return "".join(lines).encode()
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[FakeProvider]:
+    with FakeProvider() as fake:
+        fake.register_body(
+            "mcp-text",
+            _openai_text_body(
+                "Opening.<mcp__web__nav", 'igate>{"url": "https://a.b"}</mcp__w', "eb__navigate>"
+            ),
+        )
+        yield fake
+
+
+@pytest.mark.parametrize("shell", ["trio", "asyncio"])
+def test_the_shells_apply_it_only_when_the_request_or_the_model_asks(
+    upstream: FakeProvider, shell: str
+) -> None:
+    url = upstream.base_url("ok", "mcp-text", f"tt-{shell}")
+    plain = Model(id="m", provider="openai", api="openai-chat", base_url=url)
+    configured = Model(
+        id="m", provider="openai", api="openai-chat", base_url=url, extra={"text_tool_calls": "mcp"}
+    )
+    off = run(shell, collect, plain, FAST)
+    assert content(off) == [
+        ("text", 'Opening.<mcp__web__navigate>{"url": "https://a.b"}</mcp__web__navigate>')
+    ]
+    asked = msgspec.structs.replace(FAST, text_tool_calls=["mcp", "hermes"])
+    for events in (run(shell, collect, plain, asked), run(shell, collect, configured, FAST)):
+        check_protocol(events)
+        assert content(events) == [
+            ("text", "Opening."),
+            ("call", "mcp__web__navigate", '{"url": "https://a.b"}'),
+        ]
+        assert accumulate(events).stop_reason == StopReason.TOOL_USE
+    refused = msgspec.structs.replace(FAST, text_tool_calls=["xml"])
+    with pytest.raises(ValueError, match="unknown text tool-call markup"):
+        run(shell, collect, plain, refused)
