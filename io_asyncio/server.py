@@ -54,6 +54,7 @@ from streamfn.core.events import (
     Event,
     Start,
 )
+from streamfn.core.grounding import append_sources, appending_sources
 from streamfn.core.inbound import (
     BadRequest,
     ClientRequest,
@@ -66,6 +67,9 @@ from streamfn.core.providers.proxy import encode_proxy_event
 from streamfn.core.sse import encode_sse
 
 from .agent_route import AGENT_PATH, agent_encoder
+
+#: client dialects with no field for web-search sources (see `streamfn.core.grounding`)
+_SOURCELESS: Final = ("/v1/chat/completions", AGENT_PATH)
 
 __all__ = ["App", "Backend", "EventsBackend", "ServerConfig", "UnknownModelError"]
 
@@ -111,6 +115,8 @@ class ServerConfig(msgspec.Struct, kw_only=True):
     max_concurrency: int = 16
     keepalive_interval: float = 15.0
     shutdown_grace: float = 10.0
+    #: append web-search sources as a last text block for dialects with no field for them
+    append_sources: bool = False
 
     def __repr__(self) -> str:
         key = "***" if self.api_key else None
@@ -391,6 +397,8 @@ class App:
                 )
             if not request.stream:
                 events = head if terminal is not None else head + await _collect(queue)
+                if self.config.append_sources and path in _SOURCELESS:
+                    events = append_sources(events)
                 await self._send_json(send, 200, _final_body(path, request, events))
                 return
             await self._stream(send, queue, watcher, path, request, head)
@@ -450,6 +458,8 @@ class App:
         head: list[Event],
     ) -> None:
         encode, keep_alive = _encoder_for(path, request)
+        if self.config.append_sources and path in _SOURCELESS:
+            encode = appending_sources(encode)
         await send({"type": "http.response.start", "status": 200, "headers": list(_SSE_HEADERS)})
         pending: list[Event] = list(head)
         while True:
