@@ -14,6 +14,7 @@ from fake_provider import FakeProvider
 from hypothesis import given
 from hypothesis import strategies as st
 from test_shells import FAST, collect, run
+from test_tagged import coalesced
 
 from streamfn.core import (
     Done,
@@ -42,7 +43,6 @@ from streamfn.core import (
 from streamfn.core.messages import TextContent
 from streamfn.core.text_tools import LLAMA_FUNCTION, TextToolCalls, correct_tool_name
 
-_DELTAS = (TextDelta, ThinkingDelta, ToolCallDelta)
 TRANSCRIPTS = Path(__file__).parent / "transcripts"
 
 
@@ -52,17 +52,6 @@ def text_stream(*deltas: str, before: list[Event] | None = None) -> list[Event]:
     i = sum(isinstance(e, (TextStart, ThinkingStart, ToolCallStart)) for e in head)
     body: list[Event] = [TextStart(i), *(TextDelta(i, d) for d in deltas), TextEnd(i)]
     return [Start(api="test"), *head, *body, Done(usage=Usage(input=5, output=9))]
-
-
-def coalesced(events: list[Event]) -> list[Event]:
-    out: list[Event] = []
-    for event in events:
-        last = out[-1] if out else None
-        if isinstance(event, _DELTAS) and type(last) is type(event) and last.index == event.index:  # type: ignore[union-attr]
-            out[-1] = type(event)(event.index, last.delta + event.delta)  # type: ignore[union-attr]
-        else:
-            out.append(event)
-    return out
 
 
 def content(events: list[Event]) -> list[tuple[str, ...]]:
