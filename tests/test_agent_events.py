@@ -318,3 +318,21 @@ def test_a_foreign_servers_problem_is_classified_from_its_status() -> None:
     assert error.message == "LLM provider timeout"
     cut = replay("agent-events", body.split(b"event: error")[0], headers=SSE)
     assert isinstance(cut[-1], Error) and "ended early" in cut[-1].message
+
+
+def test_the_contracts_documented_example_decodes() -> None:
+    """The examples of reference document 003, put in its documented order (with tools)."""
+    body = (TRANSCRIPTS / "agent-events" / "documented-with-tools.sse").read_bytes()
+    events = replay("agent-events", body, headers=SSE)
+    check_protocol(events)
+    message = accumulate(events)
+    assert message.response_id == "01ARZ3NDEKTSV4RRFFQ69G5FAW"
+    call = message.content[0]
+    assert isinstance(call, ToolCall) and call.id == "tc_01"
+    assert (call.name, call.arguments) == ("search_knowledge_base", {"query": "return policy"})
+    assert message.text == "Our return policy lasts 30 days."
+    assert message.stop_reason == StopReason.TOOL_USE
+    assert message.usage == Usage(input=150, output=75)
+    # and streamfn writes the same order back (the held text as one delta)
+    joined = order(body).replace("message_delta message_delta", "message_delta")
+    assert order(encode(events, hold=True)) == joined
