@@ -5,7 +5,7 @@ events, and it never opens a socket, reads a clock or starts a thread.
 """
 
 from .accumulate import Accumulator, ProtocolViolation, accumulate, check_protocol
-from .call import Call, open_call, replay
+from .call import Call, api_names, open_call, register_api, replay
 from .classify import classify_http_error, classify_message, parse_retry_after
 from .credentials import MissingCredentials, resolve_api_key
 from .events import (
@@ -68,6 +68,7 @@ from .options import Options, ThinkingLevel
 from .partial_json import PartialJSONError, PartialJSONParser
 from .providers.base import HTTPRequest
 from .sse import ServerSentEvent, SSEComment, SSEDecoder, SSEError, encode_sse
+from .text_tools import Markup, TextToolCalls, text_tool_calls
 
 __all__ = [
     "Accumulator",
@@ -85,6 +86,7 @@ __all__ = [
     "EventStreamMessage",
     "HTTPRequest",
     "ImageContent",
+    "Markup",
     "Message",
     "MissingCredentials",
     "Model",
@@ -107,6 +109,7 @@ __all__ = [
     "TextDelta",
     "TextEnd",
     "TextStart",
+    "TextToolCalls",
     "ThinkingContent",
     "ThinkingDelta",
     "ThinkingEnd",
@@ -123,6 +126,7 @@ __all__ = [
     "UserContent",
     "UserMessage",
     "accumulate",
+    "api_names",
     "check_protocol",
     "classify_http_error",
     "classify_message",
@@ -139,8 +143,10 @@ __all__ = [
     "open_call",
     "openai_compatible",
     "parse_retry_after",
+    "register_api",
     "register_model",
     "replay",
     "resolve_api_key",
     "sign_request",
+    "text_tool_calls",
 ]

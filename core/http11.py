@@ -44,7 +44,9 @@ from .models import Model
 from .options import Options
 from .providers.base import redact_url
 from .proxy_env import Proxy, proxy_for
+from .responses_upgrade import upgrade_to_responses
 from .retry import FirstOutputGate, Retry, RetryPolicy
+from .text_tools import with_text_tool_calls
 
 __all__ = [
     "EXPIRED",
@@ -825,6 +827,8 @@ class ClientBase(Generic[ConnT], abc.ABC):
         self._rand = rand or random.random
         self._wall_clock = wall_clock or _utc_now
         self._idle: dict[PoolKey, list[ConnT]] = {}
+        #: models found to need the Responses API (see `upgrade_to_responses`)
+        self.responses_upgraded: set[tuple[str, str, str]] = set()
 
     @property
     def ssl_context(self) -> ssl.SSLContext:
@@ -913,7 +917,10 @@ class ClientBase(Generic[ConnT], abc.ABC):
         self, model: Model, context: Context, options: Options
     ) -> AsyncIterator[AsyncIterator[Event]]:
         options = with_credentials(model, options, self.environ)
-        events = self._events(model, context, options)
+        events = upgrade_to_responses(
+            self._events, self.responses_upgraded, model, context, options
+        )
+        events = with_text_tool_calls(events, model, context, options)
         try:
             yield events
         finally:

@@ -33,6 +33,7 @@ API_NAMES = (
     "ollama",
     "bedrock",
     "proxy",
+    "agent-events",
     "local",
 )
 

@@ -50,6 +50,9 @@ class Options(msgspec.Struct, kw_only=True):
     thinking: ThinkingLevel | None = None
     thinking_budget: int | None = None  # explicit token budget, overrides the level
     n: int | None = None
+    #: tool calls written in text to turn into tool-call blocks: markup names from
+    #: `streamfn.core.text_tools.MARKUPS` ("mcp", "hermes", "llama"); None: off
+    text_tool_calls: list[str] | None = None
     # credentials and routing
     api_key: str | None = None
     base_url: str | None = None

@@ -6,6 +6,8 @@ built on h11 like our shells. Routes:
 - ``POST /v1/chat/completions``: OpenAI Chat Completions, streaming or not.
 - ``POST /v1/messages``: Anthropic Messages, streaming or not.
 - ``POST /v1/stream``: the native proxy format (our events as SSE).
+- ``POST /v1/agent/stream``: the same request, answered in the agent-server
+  SSE contract (`streamfn.io_asyncio.agent_route`).
 - ``GET /v1/models`` (OpenAI or, with an ``anthropic-version`` header,
   Anthropic shape) and ``GET /health``.
 
@@ -52,6 +54,7 @@ from streamfn.core.events import (
     Event,
     Start,
 )
+from streamfn.core.grounding import append_sources, appending_sources
 from streamfn.core.inbound import (
     BadRequest,
     ClientRequest,
@@ -62,6 +65,11 @@ from streamfn.core.messages import Context
 from streamfn.core.options import Options
 from streamfn.core.providers.proxy import encode_proxy_event
 from streamfn.core.sse import encode_sse
+
+from .agent_route import AGENT_PATH, agent_encoder
+
+#: client dialects with no field for web-search sources (see `streamfn.core.grounding`)
+_SOURCELESS: Final = ("/v1/chat/completions", AGENT_PATH)
 
 __all__ = ["App", "Backend", "EventsBackend", "ServerConfig", "UnknownModelError"]
 
@@ -107,6 +115,8 @@ class ServerConfig(msgspec.Struct, kw_only=True):
     max_concurrency: int = 16
     keepalive_interval: float = 15.0
     shutdown_grace: float = 10.0
+    #: append web-search sources as a last text block for dialects with no field for them
+    append_sources: bool = False
 
     def __repr__(self) -> str:
         key = "***" if self.api_key else None
@@ -220,6 +230,7 @@ class App:
                 "/v1/chat/completions",
                 "/v1/messages",
                 "/v1/stream",
+                AGENT_PATH,
             ):
                 self._authenticate(scope)
                 body = await self._read_body(receive)
@@ -370,7 +381,8 @@ class App:
                 return
             terminal = head[-1] if isinstance(head[-1], (Done, Error)) else None
             dialect = _ANTHROPIC if path == "/v1/messages" else _OPENAI
-            if isinstance(terminal, Error):  # all before it are Start: nothing sent yet
+            # All before it are Start: nothing sent yet (the agent contract sends it in-stream).
+            if isinstance(terminal, Error) and path != AGENT_PATH:
                 if terminal.status == 404:
                     status = 404
                 elif terminal.kind is not None:
@@ -385,6 +397,8 @@ class App:
                 )
             if not request.stream:
                 events = head if terminal is not None else head + await _collect(queue)
+                if self.config.append_sources and path in _SOURCELESS:
+                    events = append_sources(events)
                 await self._send_json(send, 200, _final_body(path, request, events))
                 return
             await self._stream(send, queue, watcher, path, request, head)
@@ -444,6 +458,8 @@ class App:
         head: list[Event],
     ) -> None:
         encode, keep_alive = _encoder_for(path, request)
+        if self.config.append_sources and path in _SOURCELESS:
+            encode = appending_sources(encode)
         await send({"type": "http.response.start", "status": 200, "headers": list(_SSE_HEADERS)})
         pending: list[Event] = list(head)
         while True:
@@ -556,6 +572,8 @@ def _encoder_for(
     if path == "/v1/messages":
         an = AnthropicEncoder(message_id=f"msg_{uuid.uuid4().hex[:24]}", model=request.model)
         return an.encode, an.keep_alive
+    if path == AGENT_PATH:
+        return agent_encoder(request)
     return encode_proxy_event, lambda: _KEEP_ALIVE
 
 

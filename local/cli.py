@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO, Any, Final
 
 from streamfn.core.accumulate import accumulate
+from streamfn.core.call import load_entry_point_apis
 from streamfn.core.events import (
     Done,
     Error,
@@ -472,6 +473,7 @@ def _load_builtin_commands() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     _load_builtin_commands()
+    load_entry_point_apis()  # wire formats installed by other packages (`streamfn.apis`)
     parser = build_parser()
     args = parser.parse_args(argv)  # exits 2 on usage errors, as argparse does
     try:

@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from streamfn.core.call import API_MODULES, replay
+from streamfn.core.call import api_names, replay
 from streamfn.core.events import encode_event_json
 from streamfn.core.messages import AssistantMessage
 
@@ -29,7 +29,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = _EPILOG
     parser.add_argument(
-        "--api", required=True, choices=sorted(API_MODULES), help="the wire format of the body"
+        "--api", required=True, choices=sorted(api_names()), help="the wire format of the body"
     )
     parser.add_argument(
         "--provider",

@@ -54,6 +54,11 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--shutdown-grace", type=float, default=10.0, help="seconds open streams get at shutdown"
     )
+    parser.add_argument(
+        "--append-sources",
+        action="store_true",
+        help="show web-search sources to OpenAI and agent clients as a last text block",
+    )
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -91,6 +96,7 @@ def _run(args: argparse.Namespace) -> int:
             max_concurrency=args.max_concurrency,
             keepalive_interval=args.keepalive,
             shutdown_grace=args.shutdown_grace,
+            append_sources=args.append_sources,
         ),
     )
     config = hypercorn.config.Config()

@@ -204,16 +204,6 @@ def _bedrock_body(words: list[str] = _WORDS) -> bytes:
 OPENAI_BODY = _openai_body()
 ANTHROPIC_BODY = _anthropic_body()
 
-EVENTSTREAM = "application/vnd.amazon.eventstream"
-#: every wire format the shells drive -> (body builder, content type)
-WIRE_FORMATS: dict[str, tuple[Callable[[list[str]], bytes], str]] = {
-    "openai-chat": (_openai_body, "text/event-stream"),
-    "openai-responses": (_responses_body, "text/event-stream"),
-    "anthropic": (_anthropic_body, "text/event-stream"),
-    "gemini": (_gemini_body, "text/event-stream"),
-    "ollama": (_ollama_body, "application/x-ndjson"),
-    "bedrock": (_bedrock_body, EVENTSTREAM),
-}
 
 
 def _first_unit(body: bytes, ctype: str) -> bytes:
@@ -265,6 +255,18 @@ _ERROR_BODIES = {
     "429": (429, {"error": {"message": "Rate limit reached", "type": "rate_limit_error"}}),
     "500": (500, {"error": {"message": "The server had an error", "type": "server_error"}}),
     "503": (503, {"error": {"message": "Service Unavailable", "type": "overloaded_error"}}),
+    "400-responses-only": (
+        400,
+        {
+            "error": {
+                "message": "This model is only supported in v1/responses "
+                "and not in v1/chat/completions.",
+                "type": "invalid_request_error",
+                "param": "model",
+                "code": None,
+            }
+        },
+    ),
 }
 
 _OVERLOADED_FIRST = _sse(
@@ -319,6 +321,7 @@ FAULTS = (
     # Retry-After as an HTTP-date
     "429-date-then-ok",  # Date: T, Retry-After: T + 1 s
     "429-date-far",  # Retry-After an hour after Date
+    "responses-only",  # /chat/completions is a 400 naming v1/responses; /responses answers
 )
 
 
@@ -500,6 +503,11 @@ class FakeProvider(_ThreadedServer):
             self.requests.append(request)
             parts = request.path.strip("/").split("/")
             fault, provider, token = ([*parts, "ok", "openai-chat", "t"])[:3]
+            if fault == "responses-only":
+                chat = request.path.endswith("/chat/completions")
+                fault, provider = (
+                    ("400-responses-only", provider) if chat else ("ok", "openai-responses")
+                )
             with self._lock:
                 self._hits[token] += 1
                 hit = self._hits[token]

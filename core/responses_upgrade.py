@@ -1,0 +1,104 @@
+"""The Responses upgrade: a Chat Completions model that only the Responses API serves.
+
+Some OpenAI models (the ``-pro`` reasoning models, the codex models) answer
+``POST /chat/completions`` with a 400 whose message says they are only
+supported in ``v1/responses``. Rather than hand the caller that error, the
+shells send the same request once more on the ``openai-responses`` wire
+format and remember, per model in the client, to go there directly from then
+on (reference document 004's "sticky auto-upgrade").
+
+`needs_responses_api` is the pure classifier: an ``invalid_request`` `Error`
+with status 400 (some gateways say 404) whose message, which is the error
+body's own message (see `classify_http_error`), says Chat Completions is the
+wrong endpoint and Responses the right one. Any other 400 (a bad parameter,
+context overflow) is left alone, so the upgrade costs exactly one extra
+request and only when the provider asked for it. `upgrade_to_responses`
+wraps a shell's event generator with that rule.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import AsyncGenerator, Callable
+from typing import Final
+
+import msgspec
+
+from .events import Error, ErrorKind, Event, Start
+from .messages import Context
+from .models import Model
+from .options import Options
+
+__all__ = ["needs_responses_api", "responses_model", "upgrade_to_responses"]
+
+log = logging.getLogger("streamfn")
+
+#: "This model is only supported in v1/responses and not in v1/chat/completions."
+#: (OpenAI), and the gateways' "/v1/chat/completions is not supported. Please use
+#: /v1/responses" wording of the same remedy.
+_RESPONSES_ONLY: Final = re.compile(
+    r"only supported (?:in|on|by|with|via) (?:the )?/?v1/responses"
+    r"|/?v1/chat/completions is not supported\b.{0,80}?\buse (?:the )?/?v1/responses",
+    re.IGNORECASE | re.DOTALL,
+)
+
+#: a remembered upgrade is for this model at this server
+_Key = tuple[str, str, str]
+
+
+def needs_responses_api(error: Error) -> bool:
+    """True when ``error`` is the provider saying the model needs the Responses API."""
+    return (
+        error.kind == ErrorKind.INVALID_REQUEST
+        and error.status in (400, 404)
+        and _RESPONSES_ONLY.search(error.message) is not None
+    )
+
+
+def responses_model(model: Model) -> Model:
+    """The same model, reached through the Responses API."""
+    return msgspec.structs.replace(model, api="openai-responses")
+
+
+def _key(model: Model) -> _Key:
+    return (model.provider, model.base_url, model.id)
+
+
+async def upgrade_to_responses(
+    open_events: Callable[[Model, Context, Options], AsyncGenerator[Event, None]],
+    upgraded: set[_Key],
+    model: Model,
+    context: Context,
+    options: Options,
+) -> AsyncGenerator[Event, None]:
+    """``open_events(model, ...)``, retried once on the Responses API when the provider says so.
+
+    ``upgraded`` is the client's memory: models found to need the Responses API
+    go there at once. Only an ``openai-chat`` model's first answer (the
+    `Start` and the event after it, before the caller has seen anything) is
+    inspected; everything else passes straight through.
+    """
+    if model.api == "openai-chat" and _key(model) in upgraded:
+        model = responses_model(model)
+    events = open_events(model, context, options)
+    try:
+        if model.api == "openai-chat":
+            head: list[Event] = []
+            async for event in events:
+                head.append(event)
+                if not isinstance(event, Start):
+                    break
+            first = head[-1] if head else None
+            if isinstance(first, Error) and needs_responses_api(first):
+                await events.aclose()
+                upgraded.add(_key(model))
+                log.info("%s needs the Responses API; retrying there (remembered)", model.key)
+                events = open_events(responses_model(model), context, options)
+            else:
+                for event in head:
+                    yield event
+        async for event in events:
+            yield event
+    finally:
+        await events.aclose()
