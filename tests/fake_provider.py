@@ -204,6 +204,16 @@ def _bedrock_body(words: list[str] = _WORDS) -> bytes:
 OPENAI_BODY = _openai_body()
 ANTHROPIC_BODY = _anthropic_body()
 
+EVENTSTREAM = "application/vnd.amazon.eventstream"
+#: every wire format the shells drive -> (body builder, content type)
+WIRE_FORMATS: dict[str, tuple[Callable[[list[str]], bytes], str]] = {
+    "openai-chat": (_openai_body, "text/event-stream"),
+    "openai-responses": (_responses_body, "text/event-stream"),
+    "anthropic": (_anthropic_body, "text/event-stream"),
+    "gemini": (_gemini_body, "text/event-stream"),
+    "ollama": (_ollama_body, "application/x-ndjson"),
+    "bedrock": (_bedrock_body, EVENTSTREAM),
+}
 
 
 def _first_unit(body: bytes, ctype: str) -> bytes:
