@@ -242,6 +242,7 @@ class _Item(msgspec.Struct, gc=False):
 
 class _InputDetails(msgspec.Struct, gc=False):
     cached_tokens: int | None = None
+    cache_write_tokens: int | None = None
 
 
 class _OutputDetails(msgspec.Struct, gc=False):
@@ -295,14 +296,17 @@ _decode_item: Final = msgspec.json.Decoder(_Item).decode
 
 
 def convert_usage(wire: _Usage) -> Usage:
-    """Responses usage (cached tokens counted inside ``input_tokens``) into ours."""
-    cached = (wire.input_tokens_details.cached_tokens if wire.input_tokens_details else 0) or 0
+    """Responses usage (cache reads and writes counted inside ``input_tokens``) into ours."""
+    details = wire.input_tokens_details
+    cached = (details.cached_tokens if details else 0) or 0
+    written = (details.cache_write_tokens if details else 0) or 0
     reasoning = (
         wire.output_tokens_details.reasoning_tokens if wire.output_tokens_details else 0
     ) or 0
     return Usage(
-        input=max(wire.input_tokens - cached, 0),
+        input=max(wire.input_tokens - cached - written, 0),
         cache_read=cached,
+        cache_write=written,
         output=wire.output_tokens,
         reasoning=min(reasoning, wire.output_tokens),
     )

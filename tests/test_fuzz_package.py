@@ -1,0 +1,123 @@
+"""The public fuzzing strategies (`streamfn.fuzz`) are themselves checked here.
+
+The round trip is the heart of it: for every wire format, a drawn stream
+written by our encoder and read by our decoder comes back the same, under
+any chunking. That checks each decoder against an encoder and each encoder
+against a decoder; the openai SDK's own event types check the Responses
+encoder's frames from outside.
+"""
+
+from __future__ import annotations
+
+import logging
+import typing
+
+import msgspec
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from streamfn.core import accumulate, check_protocol, replay
+from streamfn.core.events import Done, Error, ToolCallDelta
+from streamfn.fuzz import (
+    WIRE_FORMATS,
+    Transcript,
+    chunkings,
+    event_streams,
+    mutations,
+    same_stream,
+    split_frames,
+    transcripts,
+)
+
+APIS = sorted(WIRE_FORMATS)
+# Each example draws a stream and a chunking: keep the per-format count modest.
+ROUND_TRIP = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+@given(event_streams())
+def test_every_drawn_stream_obeys_the_protocol(events: list) -> None:
+    check_protocol(events)
+    message = accumulate(events)
+    assert isinstance(events[-1], (Done, Error))
+    if isinstance(events[-1], Done):
+        for call in message.tool_calls:
+            assert call.parse_error is None  # arguments are whole JSON objects
+
+
+@given(
+    event_streams(
+        tool_calls=True,
+        text=False,
+        thinking=False,
+        redacted_thinking=False,
+        whole_tool_arguments=True,
+    )
+)
+def test_whole_tool_arguments_arrive_as_one_delta(events: list) -> None:
+    per_call: dict[int, int] = {}
+    for e in events:
+        if isinstance(e, ToolCallDelta):
+            per_call[e.index] = per_call.get(e.index, 0) + 1
+    assert all(n == 1 for n in per_call.values())
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_round_trip_under_any_chunking(api: str) -> None:
+    @ROUND_TRIP
+    @given(transcripts(api), st.data())
+    def check(t: Transcript, data: st.DataObject) -> None:
+        chunks = data.draw(chunkings(t.body))
+        assert b"".join(chunks) == t.body
+        got = replay(t.api, chunks, provider=t.provider, headers=t.headers)
+        check_protocol(got)
+        assert same_stream(t.api, got, t.events), (got, t.events)
+
+    check()
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_mutated_transcripts_end_in_one_terminal_event(api: str) -> None:
+    logging.getLogger("streamfn").setLevel(logging.ERROR)  # mutated bodies warn by design
+
+    @ROUND_TRIP
+    @given(transcripts(api), st.data())
+    def check(t: Transcript, data: st.DataObject) -> None:
+        body = data.draw(mutations(t.body, oversized_line_bytes=64))
+        got = replay(t.api, data.draw(chunkings(body)), headers=t.headers)
+        check_protocol(got)
+        assert replay(t.api, body, headers=t.headers) == got
+
+    try:
+        check()
+    finally:
+        logging.getLogger("streamfn").setLevel(logging.NOTSET)
+
+
+@given(transcripts())
+def test_frames_join_back_into_the_body(t: Transcript) -> None:
+    assert b"".join(split_frames(t.body)) == t.body
+
+
+def test_the_responses_encoder_writes_events_the_openai_sdk_accepts() -> None:
+    """Every frame our Responses encoder writes validates as the SDK's own event type
+    (the member of its ``ResponseStreamEvent`` union whose ``type`` it names)."""
+    responses = pytest.importorskip("openai.types.responses")
+    by_type = {
+        typing.get_args(member.model_fields["type"].annotation)[0]: member
+        for member in typing.get_args(typing.get_args(responses.ResponseStreamEvent)[0])
+    }
+
+    @ROUND_TRIP
+    @given(transcripts("openai-responses", opaque=None))
+    def check(t: Transcript) -> None:
+        for frame in split_frames(t.body):
+            obj = msgspec.json.decode(frame.split(b"\ndata: ", 1)[1])
+            by_type[obj["type"]].model_validate(obj)
+
+    check()
+
+
+def test_unknown_wire_format_is_named() -> None:
+    with pytest.raises(ValueError, match="known: anthropic"):
+        transcripts("carrier-pigeon")
