@@ -46,9 +46,10 @@ import zlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import _harness
 from hypothesis import given
 from hypothesis import strategies as st
+
+from streamfn.fuzz import _harness
 
 try:
     import atheris  # type: ignore[import-untyped]

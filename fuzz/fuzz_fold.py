@@ -15,7 +15,7 @@ sequences). What must hold:
 
 Run::
 
-    FUZZ_EXAMPLES=20000 .venv/bin/python fuzz/fuzz_fold.py [target-name ...]
+    FUZZ_EXAMPLES=20000 .venv/bin/python -m streamfn.fuzz.fuzz_fold [target-name ...]
 """
 
 from __future__ import annotations
@@ -25,10 +25,11 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-import _harness
 import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
+
+from streamfn.fuzz import _harness
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 

@@ -22,12 +22,12 @@ if "--atheris" in sys.argv:  # instrument only the decoder, before anything impo
     with atheris.instrument_imports():
         from streamfn.core import lines, ndjson  # noqa: F401
 
-import _harness
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_ndjson import outcome
 
 from streamfn.core.ndjson import NDJSONDecoder, NDJSONError
+from streamfn.fuzz import _harness
 
 _PIECES = st.sampled_from([b'{"a":1}', b"\n", b"\r\n", b"\r", b" ", b"\t", b"xyz", b"\xff", b"[]"])
 

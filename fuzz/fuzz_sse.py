@@ -26,12 +26,12 @@ if "--atheris" in sys.argv:  # instrument only the decoder, before anything impo
     with atheris.instrument_imports():
         from streamfn.core import lines, sse  # noqa: F401
 
-import _harness
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_sse import bytewise, chunked, outcome, spec_oracle
 
 from streamfn.core.sse import ServerSentEvent, SSEComment, SSEDecoder, SSEError
+from streamfn.fuzz import _harness
 
 CAPS: dict[str, Any] = {"max_line_bytes": 24, "max_event_bytes": 40, "emit_comments": True}
 BIG_CAPS: dict[str, Any] = {"emit_comments": True}

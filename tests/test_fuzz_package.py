@@ -9,26 +9,33 @@ encoder's frames from outside.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import typing
+from typing import Any
 
 import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from streamfn.core import accumulate, check_protocol, replay
+from streamfn.core import Context, Model, Options, accumulate, check_protocol, replay
 from streamfn.core.events import Done, Error, ToolCallDelta
 from streamfn.fuzz import (
+    FAULT_GROUPS,
+    FAULTS,
     WIRE_FORMATS,
+    FakeProvider,
     Transcript,
     chunkings,
     event_streams,
+    faults,
     mutations,
     same_stream,
     split_frames,
     transcripts,
 )
+from streamfn.io_asyncio import stream
 
 APIS = sorted(WIRE_FORMATS)
 # Each example draws a stream and a chunking: keep the per-format count modest.
@@ -121,3 +128,44 @@ def test_the_responses_encoder_writes_events_the_openai_sdk_accepts() -> None:
 def test_unknown_wire_format_is_named() -> None:
     with pytest.raises(ValueError, match="known: anthropic"):
         transcripts("carrier-pigeon")
+
+
+def test_fault_groups_name_every_fault_the_fake_provider_knows() -> None:
+    grouped = {f for names in FAULT_GROUPS.values() for f in names}
+    assert grouped <= set(FAULTS)
+    # the one left out needs a chat-completions path and a Responses body to mean anything
+    assert set(FAULTS) - grouped == {"responses-only"}
+    with pytest.raises(ValueError, match="groups: ok, status"):
+        faults("nonsense")
+
+
+@ROUND_TRIP
+@given(st.data())
+def test_fake_provider_serves_a_transcript_with_a_drawn_fault(data: st.DataObject) -> None:
+    """The guide's loop in small: a transcript behind a fault, read by a real shell."""
+    t = data.draw(transcripts("openai-chat"))
+    fault = data.draw(faults("ok", "drop"))
+    with FakeProvider() as fake:
+        url = fake.serve(t.body, t.content_type, fault=fault)
+        model = Model(id="m", provider="openai", api="openai-chat", base_url=url)
+
+        async def run() -> list[Any]:
+            options = Options(api_key="k", max_attempts=1, first_byte_timeout=2, idle_timeout=2)
+            async with stream(model, Context.of("hi"), options) as events:
+                return [e async for e in events]
+
+        got = asyncio.run(run())
+    check_protocol(got)
+    if fault in FAULT_GROUPS["ok"]:
+        assert same_stream("openai-chat", got, t.events)
+    else:  # a cut stream is never reported as success
+        assert isinstance(got[-1], Error) or got == replay("openai-chat", t.body, headers=t.headers)
+
+
+def test_the_fixture_is_registered_by_the_plugin(fake_provider: FakeProvider) -> None:
+    assert fake_provider.url.startswith("http://127.0.0.1:")
+
+
+def test_fake_provider_rejects_an_unknown_fault() -> None:
+    with FakeProvider() as fake, pytest.raises(ValueError, match="unknown fault"):
+        fake.serve(b"", fault="meteor")
