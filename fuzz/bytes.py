@@ -13,16 +13,39 @@ from __future__ import annotations
 
 import itertools
 import struct
+from collections.abc import Sequence
+from typing import TypeVar
 
 from hypothesis import strategies as st
 
-__all__ = ["chunkings", "mutations", "split_at", "split_frames"]
+__all__ = ["by_sizes", "bytewise", "chunkings", "mutations", "split_at", "split_frames"]
 
 
-def split_at(body: bytes, cuts: list[int]) -> list[bytes]:
-    """``body`` cut at the offsets ``cuts`` (any order, repeats give empty chunks)."""
-    points = sorted(min(max(c, 0), len(body)) for c in cuts)
-    return [body[a:b] for a, b in itertools.pairwise([0, *points, len(body)])]
+S = TypeVar("S", bytes, str)
+
+
+def split_at(data: S, cuts: Sequence[int]) -> list[S]:
+    """``data`` cut at the offsets ``cuts`` (any order; repeated offsets give empty
+    pieces, which a decoder must accept)."""
+    points: list[int] = sorted(min(max(c, 0), len(data)) for c in cuts)
+    return [data[a:b] for a, b in itertools.pairwise([0, *points, len(data)])]
+
+
+def bytewise(data: S) -> list[S]:
+    """One piece per byte (per character for text): every boundary at once."""
+    return [data[i : i + 1] for i in range(len(data))]
+
+
+def by_sizes(data: S, sizes: Sequence[int]) -> list[S]:
+    """Pieces of ``sizes[0]``, ``sizes[1]`` ... cycling; sizes below 1 count as 1.
+    Empty ``data`` gives no pieces at all."""
+    pieces: list[S] = []
+    at, i = 0, 0
+    while at < len(data):
+        size = max(1, sizes[i % len(sizes)])
+        pieces.append(data[at : at + size])
+        at, i = at + size, i + 1
+    return pieces
 
 
 @st.composite
@@ -31,14 +54,9 @@ def _chunkings(draw: st.DrawFn, body: bytes, max_chunks: int) -> list[bytes]:
     if way == "whole" or not body:
         return [body]
     if way == "bytewise":
-        return [body[i : i + 1] for i in range(len(body))]
+        return bytewise(body)
     if way == "sizes":
-        sizes = draw(st.lists(st.integers(1, 64), min_size=1, max_size=8))
-        out, at, i = [], 0, 0
-        while at < len(body):
-            out.append(body[at : at + sizes[i % len(sizes)]])
-            at, i = at + sizes[i % len(sizes)], i + 1
-        return out
+        return by_sizes(body, draw(st.lists(st.integers(1, 64), min_size=1, max_size=8)))
     return split_at(body, draw(st.lists(st.integers(0, len(body)), max_size=max_chunks)))
 
 
