@@ -154,6 +154,7 @@ def test_request_multi_turn_images_tools_results_and_knobs() -> None:
                 "properties": {"q": {"type": "string"}},
                 "required": ["q"],
             },
+            "strict": False,
         }
     ]
     assert got["tool_choice"] == {"type": "function", "name": "lookup"}
