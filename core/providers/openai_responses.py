@@ -75,7 +75,8 @@ def _url(model: Model, options: Options) -> str:
 
 
 def _image(image: ImageContent) -> dict[str, Any]:
-    return {"type": "input_image", "image_url": data_url(image)}
+    # `detail` is required by the API's type (the SDK's ResponseInputImageParam)
+    return {"type": "input_image", "image_url": data_url(image), "detail": "auto"}
 
 
 def _input_parts(content: list[UserContent]) -> list[dict[str, Any]]:
