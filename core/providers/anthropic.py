@@ -50,7 +50,13 @@ from typing import Any, Final
 
 import msgspec
 
-from ..capabilities import fit_sampling, fit_thinking_tokens, output_limit, unsupported
+from ..capabilities import (
+    fit_max_tokens,
+    fit_sampling,
+    fit_thinking_tokens,
+    output_limit,
+    unsupported,
+)
 from ..classify import classify_stream_error
 from ..events import Error, StopReason, Usage
 from ..messages import (
@@ -224,7 +230,7 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
     has no thinking block of its own) is dropped or clamped with a warning.
     """
     messages = prepare_messages(context, model)
-    max_tokens = options.max_tokens or output_limit(model)
+    max_tokens = fit_max_tokens(model, options.max_tokens or output_limit(model))
     body: dict[str, Any] = {"model": model.id, "max_tokens": max_tokens, "stream": True}
     if context.system_prompt:
         body["system"] = context.system_prompt

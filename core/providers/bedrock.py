@@ -36,7 +36,7 @@ from typing import Any, Final
 
 import msgspec
 
-from ..capabilities import fit_sampling, fit_thinking_tokens
+from ..capabilities import fit_max_tokens, fit_sampling, fit_thinking_tokens
 from ..classify import classify_stream_error
 from ..events import Error, StopReason, Usage
 from ..eventstream import EventStreamDecoder, EventStreamMessage
@@ -306,7 +306,7 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
     budget = _thinking_budget(model, options) if model.reasoning else None
     if budget is not None and not thinking_allowed(model, context, options, messages):
         budget = None
-    max_tokens = options.max_tokens
+    max_tokens = fit_max_tokens(model, options.max_tokens) if options.max_tokens else None
     if budget is not None:
         max_tokens, budget = fit_thinking_tokens(model, max_tokens, budget)
         body["additionalModelRequestFields"] = {
