@@ -24,6 +24,7 @@ import msgspec
 
 if TYPE_CHECKING:
     from .models import Model
+    from .options import Options
 
 __all__ = [
     "SAMPLING_KNOBS",
@@ -125,15 +126,16 @@ def unsupported(model: Model, option: str, action: str) -> None:
 
 
 def fit_sampling(
-    model: Model, knobs: dict[str, Any], *, thinking: bool, wire: tuple[str, ...] = SAMPLING_KNOBS
+    model: Model, options: Options, *, thinking: bool, wire: tuple[str, ...] = SAMPLING_KNOBS
 ) -> dict[str, Any]:
-    """``knobs`` (`SAMPLING_KNOBS` by name; None = not asked) without what cannot be sent.
+    """The `SAMPLING_KNOBS` of ``options`` that can be sent, by their `Options` names.
 
     ``wire`` names the knobs the wire format has at all. Dropped knobs and
     clamped ``top_p`` are logged once each. With thinking, ``thinking_sampling``
     and ``thinking_top_p`` apply; ``top_p`` is dropped when ``temperature`` is
     kept and the model takes only one of them.
     """
+    knobs = {name: getattr(options, name) for name in SAMPLING_KNOBS}
     caps = capabilities_for(model)
     allowed = caps.thinking_sampling if thinking else caps.sampling
     out: dict[str, Any] = {}

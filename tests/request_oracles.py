@@ -25,9 +25,35 @@ from google.genai import types as genai
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
 
-from streamfn.core import Model
+from streamfn.core import Context, Model, Options
+from streamfn.core.providers import (
+    anthropic,
+    bedrock,
+    gemini,
+    ollama,
+    openai_chat,
+    openai_responses,
+)
 
 Body = dict[str, Any]
+
+BUILDERS: dict[str, Callable[[Model, Context, Options], Any]] = {
+    "openai-chat": openai_chat.build_request,
+    "openai-responses": openai_responses.build_request,
+    "anthropic": anthropic.build_request,
+    "gemini": gemini.build_request,
+    "ollama": ollama.build_request,
+    "bedrock": bedrock.build_request,
+}
+
+#: a 1x1 PNG, for images in user turns and tool results
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8/5+hHgAHggJ/PchI7wAAAABJRU5ErkJggg=="
+
+
+def build_body(model: Model, context: Context, options: Options | None = None) -> Body:
+    """The JSON body streamfn sends ``model`` for ``context``."""
+    body: Body = json.loads(BUILDERS[model.api](model, context, options or Options()).body)
+    return body
 
 
 # ---------------------------------------------------------------------------

@@ -132,7 +132,11 @@ def test_request_multi_turn_images_tools_results_and_knobs() -> None:
             "role": "user",
             "content": [
                 {"type": "input_text", "text": "What is this?"},
-                {"type": "input_image", "image_url": "data:image/png;base64,aGVsbG8="},
+                {
+                    "type": "input_image",
+                    "image_url": "data:image/png;base64,aGVsbG8=",
+                    "detail": "auto",
+                },
             ],
         },
         {

@@ -19,7 +19,7 @@ import logging
 from typing import Any
 
 import pytest
-from request_oracles import violations
+from request_oracles import PNG, build_body, violations
 
 from streamfn.core import (
     AssistantMessage,
@@ -37,25 +37,6 @@ from streamfn.core import (
     UserMessage,
     get_model,
 )
-from streamfn.core.providers import (
-    anthropic,
-    bedrock,
-    gemini,
-    ollama,
-    openai_chat,
-    openai_responses,
-)
-
-BUILDERS: dict[str, Any] = {
-    "openai-chat": openai_chat.build_request,
-    "openai-responses": openai_responses.build_request,
-    "anthropic": anthropic.build_request,
-    "gemini": gemini.build_request,
-    "ollama": ollama.build_request,
-    "bedrock": bedrock.build_request,
-}
-
-PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8/5+hHgAHggJ/PchI7wAAAABJRU5ErkJggg=="
 
 TOOLS = [
     Tool(
@@ -274,7 +255,6 @@ MATRIX_SIZE: list[int] = []
 @pytest.mark.parametrize("target", TARGETS, ids=lambda m: f"{m.api}-{m.provider}-{m.id}")
 def test_every_body_is_accepted(target: Model, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.ERROR, logger="streamfn")  # the remedies' warnings are expected
-    build = BUILDERS[target.api]
     failures: list[str] = []
     count = 0
     for (name, context), base, choice, knobs in itertools.product(
@@ -286,7 +266,7 @@ def test_every_body_is_accepted(target: Model, caplog: pytest.LogCaptureFixture)
             tool_choice=choice,
             **knobs,
         )
-        body = json.loads(build(target, context, options).body)
+        body = build_body(target, context, options)
         count += 1
         for problem in violations(target, body):
             failures.append(f"{name} | {options!r}: {problem}")

@@ -15,7 +15,7 @@ import logging
 from typing import Any
 
 import pytest
-from request_oracles import violations
+from request_oracles import PNG, build_body, violations
 
 from streamfn.core import (
     AssistantMessage,
@@ -34,31 +34,13 @@ from streamfn.core import (
     get_model,
 )
 from streamfn.core.capabilities import Capabilities, capabilities_for
-from streamfn.core.providers import (
-    anthropic,
-    bedrock,
-    gemini,
-    ollama,
-    openai_chat,
-    openai_responses,
-)
 from streamfn.core.providers.gemini import DUMMY_THOUGHT_SIGNATURE
-
-BUILDERS: dict[str, Any] = {
-    "openai-chat": openai_chat.build_request,
-    "openai-responses": openai_responses.build_request,
-    "anthropic": anthropic.build_request,
-    "gemini": gemini.build_request,
-    "ollama": ollama.build_request,
-    "bedrock": bedrock.build_request,
-}
 
 CLAUDE = get_model("anthropic:claude-sonnet-4-5")
 CLAUDE_4 = get_model("anthropic:claude-sonnet-4-0")
 OPUS_41 = get_model("anthropic:claude-opus-4-1")
 BEDROCK_CLAUDE = get_model("bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0")
 GPT = get_model("openai:gpt-4o")
-PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8/5+hHgAHggJ/PchI7wAAAABJRU5ErkJggg=="
 WEATHER = Tool(
     name="weather",
     description="Weather for a city",
@@ -72,13 +54,6 @@ WEATHER = Tool(
         "required": ["city"],
     },
 )
-
-
-def body_of(model: Model, context: Context, options: Options | None = None) -> dict[str, Any]:
-    result: dict[str, Any] = json.loads(
-        BUILDERS[model.api](model, context, options or Options()).body
-    )
-    return result
 
 
 def accepted(model: Model, body: dict[str, Any]) -> dict[str, Any]:
@@ -144,7 +119,7 @@ def test_when_thinking_is_enabled_a_final_assistant_message_must_start_with_a_th
     target: Model, caplog: pytest.LogCaptureFixture
 ) -> None:
     options = Options(thinking=ThinkingLevel.HIGH)
-    body = accepted(target, body_of(target, loop(GPT), options))
+    body = accepted(target, build_body(target, loop(GPT), options))
     # the remedy: thinking is off for this one request, with a warning naming it
     assert "thinking" not in body and "thinking" not in body.get("additionalModelRequestFields", {})
     warned(caplog, target, "thinking")
@@ -157,7 +132,7 @@ def test_when_thinking_is_enabled_a_final_assistant_message_must_start_with_a_th
     refused(target, with_thinking, "must start with a thinking block")
     # the loop begun on the target itself, with its signed thinking, keeps thinking on
     own = ThinkingContent(thinking="Two calls.", signature="EqQBCkYIBxgC")
-    body = accepted(target, body_of(target, loop(target, own), options))
+    body = accepted(target, build_body(target, loop(target, own), options))
     assert "thinking" in json.dumps(body)
 
 
@@ -167,7 +142,7 @@ def test_when_thinking_is_enabled_a_final_assistant_message_must_start_with_a_th
 def test_messages_with_role_tool_must_be_a_response_to_a_preceding_message_with_tool_calls() -> (
     None
 ):
-    body = accepted(GPT, body_of(GPT, loop(GPT, image=True)))
+    body = accepted(GPT, build_body(GPT, loop(GPT, image=True)))
     roles = [m["role"] for m in body["messages"]]
     assert roles == ["user", "assistant", "tool", "tool", "user"]  # images after both results
     assert body["messages"][-1]["content"][1]["type"] == "image_url"
@@ -184,7 +159,7 @@ def test_model_does_not_support_parameter_reasoning_effort(
 ) -> None:
     grok4, mini = get_model("xai:grok-4"), get_model("xai:grok-3-mini")
     options = Options(thinking=ThinkingLevel.MEDIUM, stop=["END"])
-    body = accepted(grok4, body_of(grok4, Context.of("hi"), options))
+    body = accepted(grok4, build_body(grok4, Context.of("hi"), options))
     assert "reasoning_effort" not in body and "stop" not in body
     warned(caplog, grok4, "thinking")
     warned(caplog, grok4, "stop")
@@ -192,7 +167,7 @@ def test_model_does_not_support_parameter_reasoning_effort(
         grok4, {**body, "reasoning_effort": "high"}, "does not support parameter reasoningEffort"
     )
     # grok-3-mini takes low or high: medium goes up to high
-    assert accepted(mini, body_of(mini, Context.of("hi"), options))["reasoning_effort"] == "high"
+    assert accepted(mini, build_body(mini, Context.of("hi"), options))["reasoning_effort"] == "high"
 
 
 # 4 ---------------------------------------------------------------------------
@@ -201,7 +176,7 @@ def test_model_does_not_support_parameter_reasoning_effort(
 def test_missing_reasoning_content_field_in_the_assistant_message() -> None:
     reasoner = get_model("deepseek:deepseek-reasoner")
     foreign = ThinkingContent(thinking="Two calls.", signature="EqQBCkYIBxgC")
-    body = accepted(reasoner, body_of(reasoner, loop(CLAUDE, foreign)))
+    body = accepted(reasoner, build_body(reasoner, loop(CLAUDE, foreign)))
     assistant = body["messages"][1]
     assert assistant["reasoning_content"] == ""  # the remedy: an empty reasoning field
     assert assistant["content"].startswith("Two calls.")  # the foreign reasoning, as text
@@ -210,11 +185,11 @@ def test_missing_reasoning_content_field_in_the_assistant_message() -> None:
     refused(reasoner, before, "Missing `reasoning_content` field")
     # its own reasoning goes back in the field
     own = ThinkingContent(thinking="Mine.")
-    body = body_of(reasoner, loop(reasoner, own))
+    body = build_body(reasoner, loop(reasoner, own))
     assert body["messages"][1]["reasoning_content"] == "Mine."
     # deepseek-chat (no thinking mode) gets no field
     chat = get_model("deepseek:deepseek-chat")
-    assert "reasoning_content" not in body_of(chat, loop(CLAUDE))["messages"][1]
+    assert "reasoning_content" not in build_body(chat, loop(CLAUDE))["messages"][1]
 
 
 # 5 ---------------------------------------------------------------------------
@@ -222,7 +197,7 @@ def test_missing_reasoning_content_field_in_the_assistant_message() -> None:
 
 def test_function_call_is_missing_a_thought_signature() -> None:
     gemini3 = get_model("google:gemini-3-pro-preview")
-    body = accepted(gemini3, body_of(gemini3, loop(GPT), Options(thinking=ThinkingLevel.LOW)))
+    body = accepted(gemini3, build_body(gemini3, loop(GPT), Options(thinking=ThinkingLevel.LOW)))
     calls = [p for p in body["contents"][1]["parts"] if "functionCall" in p]
     assert calls[0]["thoughtSignature"] == DUMMY_THOUGHT_SIGNATURE  # Google's documented dummy
     assert "thoughtSignature" not in calls[1]  # only a step's first call is validated
@@ -234,11 +209,11 @@ def test_function_call_is_missing_a_thought_signature() -> None:
     signed.content[1] = ToolCall(id="call_1", name="weather", signature="CiQBjz1r")
     context = loop(gemini3)
     context.messages[1] = signed
-    parts = body_of(gemini3, context)["contents"][1]["parts"]
+    parts = build_body(gemini3, context)["contents"][1]["parts"]
     assert [p.get("thoughtSignature") for p in parts if "functionCall" in p] == ["CiQBjz1r", None]
     # Gemini 2.5 validates no signature: nothing is invented
     flash = get_model("google:gemini-2.5-flash")
-    assert DUMMY_THOUGHT_SIGNATURE not in json.dumps(body_of(flash, loop(GPT)))
+    assert DUMMY_THOUGHT_SIGNATURE not in json.dumps(build_body(flash, loop(GPT)))
 
 
 # 6 ---------------------------------------------------------------------------
@@ -251,7 +226,7 @@ def test_thinking_may_not_be_enabled_when_tool_choice_forces_tool_use(
 ) -> None:
     context = Context(messages=[UserMessage(content="Weather?")], tools=[WEATHER])
     body = accepted(
-        target, body_of(target, context, Options(thinking=ThinkingLevel.LOW, tool_choice=choice))
+        target, build_body(target, context, Options(thinking=ThinkingLevel.LOW, tool_choice=choice))
     )
     assert "thinking" not in json.dumps(body)  # forced tool use is kept, thinking is off
     forced = json.dumps(body.get("tool_choice") or body["toolConfig"]["toolChoice"])
@@ -264,7 +239,7 @@ def test_thinking_may_not_be_enabled_when_tool_choice_forces_tool_use(
     else:
         before["additionalModelRequestFields"] = {"thinking": thinking}
     refused(target, before, "tool_choice forces tool use")
-    auto = body_of(target, context, Options(thinking=ThinkingLevel.LOW, tool_choice="auto"))
+    auto = build_body(target, context, Options(thinking=ThinkingLevel.LOW, tool_choice="auto"))
     assert "budget_tokens" in json.dumps(accepted(target, auto))
 
 
@@ -279,16 +254,18 @@ def test_thinking_may_not_be_enabled_when_tool_choice_forces_tool_use(
 def test_max_tokens_is_greater_than_the_maximum_allowed(
     target: Model, caplog: pytest.LogCaptureFixture
 ) -> None:
-    body = accepted(target, body_of(target, Context.of("hi"), Options(thinking=ThinkingLevel.HIGH)))
+    body = accepted(
+        target, build_body(target, Context.of("hi"), Options(thinking=ThinkingLevel.HIGH))
+    )
     fields = body.get("additionalModelRequestFields", body)
     max_tokens = body.get("max_tokens") or body["inferenceConfig"]["maxTokens"]
     assert max_tokens == 32_000 and 1024 <= fields["thinking"]["budget_tokens"] < max_tokens
-    big = body_of(target, Context.of("hi"), Options(thinking_budget=40_000))
+    big = build_body(target, Context.of("hi"), Options(thinking_budget=40_000))
     fields = big.get("additionalModelRequestFields", big)
     assert fields["thinking"]["budget_tokens"] < 32_000
     warned(caplog, target, "thinking_budget")
     refused(target, {**body, "max_tokens": 64_000}, "which is the maximum allowed")
-    asked = body_of(target, Context.of("hi"), Options(max_tokens=100_000))
+    asked = build_body(target, Context.of("hi"), Options(max_tokens=100_000))
     assert (asked.get("max_tokens") or asked["inferenceConfig"]["maxTokens"]) == 32_000
     warned(caplog, target, "max_tokens")
 
@@ -300,7 +277,7 @@ def test_top_p_must_be_between_0_95_and_1_when_thinking_is_enabled(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     options = Options(thinking=ThinkingLevel.LOW, top_p=0.5, temperature=0.3, top_k=20)
-    body = accepted(CLAUDE_4, body_of(CLAUDE_4, Context.of("hi"), options))
+    body = accepted(CLAUDE_4, build_body(CLAUDE_4, Context.of("hi"), options))
     assert body["top_p"] == 0.95 and "temperature" not in body and "top_k" not in body
     warned(caplog, CLAUDE_4, "top_p")
     refused(CLAUDE_4, {**body, "top_p": 0.5}, "top_p must be between 0.95 and 1")
@@ -309,18 +286,18 @@ def test_top_p_must_be_between_0_95_and_1_when_thinking_is_enabled(
 def test_top_k_is_not_supported_when_thinking_is_enabled(caplog: pytest.LogCaptureFixture) -> None:
     target = get_model("bedrock:us.anthropic.claude-opus-4-1-20250805-v1:0")
     options = Options(thinking=ThinkingLevel.LOW, top_k=20)
-    body = accepted(target, body_of(target, Context.of("hi"), options))
+    body = accepted(target, build_body(target, Context.of("hi"), options))
     assert "top_k" not in body["additionalModelRequestFields"]
     warned(caplog, target, "top_k")
     before = copy.deepcopy(body)
     before["additionalModelRequestFields"]["top_k"] = 20
     refused(target, before, "top_k is not supported when thinking is enabled")
     # without thinking Claude on Bedrock takes top_k; Nova has no such field
-    plain = body_of(target, Context.of("hi"), Options(top_k=20))
+    plain = build_body(target, Context.of("hi"), Options(top_k=20))
     assert plain["additionalModelRequestFields"] == {"top_k": 20}
     nova = get_model("bedrock:us.amazon.nova-pro-v1:0")
     assert "additionalModelRequestFields" not in accepted(
-        nova, body_of(nova, Context.of("hi"), Options(top_k=20))
+        nova, build_body(nova, Context.of("hi"), Options(top_k=20))
     )
 
 
@@ -331,7 +308,9 @@ def test_top_k_is_not_supported_when_thinking_is_enabled(caplog: pytest.LogCaptu
 def test_temperature_and_top_p_cannot_both_be_specified_for_this_model(
     target: Model, caplog: pytest.LogCaptureFixture
 ) -> None:
-    body = accepted(target, body_of(target, Context.of("hi"), Options(temperature=0.3, top_p=0.9)))
+    body = accepted(
+        target, build_body(target, Context.of("hi"), Options(temperature=0.3, top_p=0.9))
+    )
     sampling = body.get("inferenceConfig", body)
     assert sampling["temperature"] == 0.3 and "top_p" not in sampling and "topP" not in sampling
     warned(caplog, target, "top_p")
@@ -340,7 +319,7 @@ def test_temperature_and_top_p_cannot_both_be_specified_for_this_model(
         {**body, "top_p": 0.9, "inferenceConfig": {**sampling, "topP": 0.9}},
         "cannot both be specified",
     )
-    both = body_of(CLAUDE_4, Context.of("hi"), Options(temperature=0.3, top_p=0.9))
+    both = build_body(CLAUDE_4, Context.of("hi"), Options(temperature=0.3, top_p=0.9))
     assert (both["temperature"], both["top_p"]) == (0.3, 0.9)  # Claude 4 takes both
 
 
@@ -364,7 +343,7 @@ def test_text_content_blocks_must_contain_non_whitespace_text(target: Model) -> 
         ],
         tools=[WEATHER],
     )
-    body = accepted(target, body_of(target, context))
+    body = accepted(target, build_body(target, context))
     before = copy.deepcopy(body)
     before["messages"][0]["content"].append(
         {"text": "\n\n"} if target.api == "bedrock" else {"type": "text", "text": "\n\n"}
@@ -377,7 +356,7 @@ def test_text_content_blocks_must_contain_non_whitespace_text(target: Model) -> 
 
 def test_extra_inputs_are_not_permitted_seed() -> None:
     mistral = get_model("mistral:mistral-large-latest")
-    body = accepted(mistral, body_of(mistral, Context.of("hi"), Options(seed=7)))
+    body = accepted(mistral, build_body(mistral, Context.of("hi"), Options(seed=7)))
     assert body["random_seed"] == 7 and "seed" not in body
     refused(mistral, {**body, "seed": 7}, "seed: unknown field")
 
@@ -390,7 +369,7 @@ def test_function_tool_strict_field_required() -> None:
         id="gpt-5", provider="openai", api="openai-responses", base_url="x", reasoning=True
     )
     context = Context(messages=[UserMessage(content="Weather?")], tools=[WEATHER])
-    body = accepted(gpt5, body_of(gpt5, context))
+    body = accepted(gpt5, build_body(gpt5, context))
     # not strict: the optional `unit` and `days` stay optional
     assert body["tools"][0]["strict"] is False
     before = copy.deepcopy(body)
@@ -404,7 +383,7 @@ def test_function_tool_strict_field_required() -> None:
 def test_invalid_value_at_enum_type_string_null() -> None:
     flash = get_model("google:gemini-2.5-flash")
     context = Context(messages=[UserMessage(content="Weather?")], tools=[WEATHER])
-    body = accepted(flash, body_of(flash, context))
+    body = accepted(flash, build_body(flash, context))
     properties = body["tools"][0]["functionDeclarations"][0]["parameters"]["properties"]
     assert properties["unit"] == {"type": "string", "nullable": True, "enum": ["c", "f"]}
     assert properties["days"] == {"type": "integer"}  # Gemini's enums are strings only
@@ -448,7 +427,9 @@ def test_a_models_own_capabilities_override_its_family(caplog: pytest.LogCapture
         reasoning=True,
         capabilities=caps,
     )
-    body = body_of(model, Context.of("hi"), Options(thinking=ThinkingLevel.LOW, top_p=0.5, seed=1))
+    body = build_body(
+        model, Context.of("hi"), Options(thinking=ThinkingLevel.LOW, top_p=0.5, seed=1)
+    )
     assert body["reasoning_effort"] == "high" and "top_p" not in body and "seed" not in body
     warned(caplog, model, "top_p")
 
@@ -456,15 +437,15 @@ def test_a_models_own_capabilities_override_its_family(caplog: pytest.LogCapture
 def test_gemini_thinking_follows_the_models_range(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, logger="streamfn")
     pro = get_model("google:gemini-2.5-pro")
-    body = body_of(pro, Context.of("hi"), Options(thinking=ThinkingLevel.OFF))
+    body = build_body(pro, Context.of("hi"), Options(thinking=ThinkingLevel.OFF))
     assert "thinkingConfig" not in body.get("generationConfig", {})  # Pro cannot stop thinking
     warned(caplog, pro, "thinking")
-    body = body_of(pro, Context.of("hi"), Options(thinking_budget=50))
+    body = build_body(pro, Context.of("hi"), Options(thinking_budget=50))
     assert body["generationConfig"]["thinkingConfig"]["thinkingBudget"] == 128
     gemini3 = get_model("google:gemini-3-pro-preview")
-    body = body_of(gemini3, Context.of("hi"), Options(thinking=ThinkingLevel.MEDIUM))
+    body = build_body(gemini3, Context.of("hi"), Options(thinking=ThinkingLevel.MEDIUM))
     assert body["generationConfig"]["thinkingConfig"]["thinkingLevel"] == "high"
     old = get_model("google:gemini-2.0-flash")
-    assert "generationConfig" not in body_of(
+    assert "generationConfig" not in build_body(
         old, Context.of("hi"), Options(thinking=ThinkingLevel.HIGH)
     )

@@ -252,15 +252,8 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
     if budget is not None:
         body["max_tokens"], budget = fit_thinking_tokens(model, options.max_tokens, budget)
         body["thinking"] = {"type": "enabled", "budget_tokens": budget}
-    knobs = {
-        "temperature": options.temperature,
-        "top_p": options.top_p,
-        "top_k": options.top_k,
-        "stop": options.stop,
-        "seed": options.seed,
-    }
     wire = ("temperature", "top_p", "top_k", "stop")
-    for name, value in fit_sampling(model, knobs, thinking=budget is not None, wire=wire).items():
+    for name, value in fit_sampling(model, options, thinking=budget is not None, wire=wire).items():
         body["stop_sequences" if name == "stop" else name] = (
             list(value) if name == "stop" else value
         )

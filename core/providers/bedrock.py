@@ -314,15 +314,8 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
         }
     if max_tokens is not None:
         inference["maxTokens"] = max_tokens
-    knobs = {
-        "temperature": options.temperature,
-        "top_p": options.top_p,
-        "top_k": options.top_k,
-        "stop": options.stop,
-        "seed": options.seed,
-    }
     wire = ("temperature", "top_p", "top_k", "stop")
-    fitted = fit_sampling(model, knobs, thinking=budget is not None, wire=wire)
+    fitted = fit_sampling(model, options, thinking=budget is not None, wire=wire)
     for name, field in (
         ("temperature", "temperature"),
         ("top_p", "topP"),

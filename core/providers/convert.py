@@ -55,7 +55,7 @@ from ..messages import (
     UserMessage,
 )
 from ..models import Model
-from ..options import Options, ThinkingLevel
+from ..options import Options
 
 __all__ = [
     "data_url",
@@ -311,9 +311,3 @@ def thinking_allowed(
         return False
     return True
 
-
-def thinking_requested(options: Options) -> bool:
-    """Whether the options ask for thinking at all."""
-    if options.thinking_budget is not None:
-        return options.thinking_budget > 0 and options.thinking != ThinkingLevel.OFF
-    return options.thinking is not None and options.thinking != ThinkingLevel.OFF

@@ -382,15 +382,8 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
             body["toolConfig"] = _tool_config(options.tool_choice)
     config: dict[str, Any] = {}
     thinking = _thinking_config(model, options)
-    knobs = {
-        "temperature": options.temperature,
-        "top_p": options.top_p,
-        "top_k": options.top_k,
-        "stop": options.stop,
-        "seed": options.seed,
-    }
     thinks = thinking is not None and thinking.get("thinkingBudget") != 0
-    for name, value in fit_sampling(model, knobs, thinking=thinks).items():
+    for name, value in fit_sampling(model, options, thinking=thinks).items():
         config[_CONFIG_FIELDS[name]] = list(value) if name == "stop" else value
     if options.max_tokens is not None:
         config["maxOutputTokens"] = options.max_tokens

@@ -47,7 +47,7 @@ from typing import Any, Final
 
 import msgspec
 
-from ..capabilities import capabilities_for, fit_effort, fit_sampling, unsupported
+from ..capabilities import capabilities_for, fit_effort, fit_sampling
 from ..classify import classify_message, classify_stream_error
 from ..events import Error, StopReason, Usage
 from ..messages import (
@@ -316,13 +316,8 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
         ]
         if options.tool_choice:
             body["tool_choice"] = _tool_choice(options.tool_choice)
-    knobs = {
-        "temperature": options.temperature,
-        "top_p": options.top_p,
-        "stop": options.stop,
-        "seed": options.seed,
-    }
-    fitted = fit_sampling(model, knobs, thinking=thinking_on(model, options))
+    wire = ("temperature", "top_p", "stop", "seed")
+    fitted = fit_sampling(model, options, thinking=thinking_on(model, options), wire=wire)
     for name, value in fitted.items():
         field = quirks.seed_field if name == "seed" else name
         body[field] = list(value) if name == "stop" else value
@@ -330,8 +325,6 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
         body[quirks.max_tokens_field] = options.max_tokens
     if options.n is not None:
         body["n"] = options.n
-    if options.top_k is not None:
-        unsupported(model, "top_k", "has no field in the openai-chat API; not sent")
     body.update(_reasoning(model, options, quirks))
     return json_request(url, openai_headers(model, options, quirks), body, options)
 

@@ -215,15 +215,8 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
             effort = fit_effort(model, str(level))
         if effort is not None:
             body["reasoning"] = {"effort": effort, "summary": "auto"}
-    knobs = {
-        "temperature": options.temperature,
-        "top_p": options.top_p,
-        "top_k": options.top_k,
-        "stop": options.stop,
-        "seed": options.seed,
-    }
     wire = ("temperature", "top_p")
-    body.update(fit_sampling(model, knobs, thinking=thinking_on(model, options), wire=wire))
+    body.update(fit_sampling(model, options, thinking=thinking_on(model, options), wire=wire))
     headers = openai_headers(model, options, quirks_for(model.provider))
     return json_request(_url(model, options), headers, body, options)
 
