@@ -31,6 +31,7 @@ __all__ = [
     "Capabilities",
     "CapabilityRule",
     "capabilities_for",
+    "effort_for_off",
     "fit_budget",
     "fit_effort",
     "fit_max_tokens",
@@ -191,6 +192,17 @@ def fit_effort(model: Model, level: str) -> str | None:
     chosen = ranked[0] if ranked else caps.efforts[-1]
     unsupported(model, "thinking", f"={level} is not an effort this model takes; sent {chosen}")
     return chosen
+
+
+def effort_for_off(model: Model) -> str | None:
+    """The effort that switches thinking off (``none``, gpt-5.1), or None: nothing to
+    send, with a warning when the model cannot stop thinking at all."""
+    caps = capabilities_for(model)
+    if "none" in (caps.efforts or ()):
+        return "none"
+    if not caps.thinking_off:
+        unsupported(model, "thinking", "=off cannot switch thinking off on this model; left on")
+    return None
 
 
 def fit_budget(model: Model, budget: int, *, below: int | None = None) -> int:

@@ -449,3 +449,11 @@ def test_gemini_thinking_follows_the_models_range(caplog: pytest.LogCaptureFixtu
     assert "generationConfig" not in build_body(
         old, Context.of("hi"), Options(thinking=ThinkingLevel.HIGH)
     )
+
+
+def test_thinking_off_where_the_model_allows_it(caplog: pytest.LogCaptureFixture) -> None:
+    gpt51, gpt5 = get_model("openai:gpt-5.1"), get_model("openai:gpt-5")
+    off = Options(thinking=ThinkingLevel.OFF)
+    assert build_body(gpt51, Context.of("hi"), off)["reasoning_effort"] == "none"
+    assert "reasoning_effort" not in accepted(gpt5, build_body(gpt5, Context.of("hi"), off))
+    warned(caplog, gpt5, "thinking")

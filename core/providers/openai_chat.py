@@ -47,7 +47,7 @@ from typing import Any, Final
 
 import msgspec
 
-from ..capabilities import capabilities_for, fit_effort, fit_sampling
+from ..capabilities import capabilities_for, effort_for_off, fit_effort, fit_sampling
 from ..classify import classify_message, classify_stream_error
 from ..events import Error, StopReason, Usage
 from ..messages import (
@@ -277,10 +277,9 @@ def _reasoning(model: Model, options: Options, quirks: Quirks) -> dict[str, Any]
         if level is not None:
             log.debug("%s: thinking=%s not sent (no knob for this model)", model.key, level)
         return {}
-    if level == ThinkingLevel.OFF:
-        efforts = capabilities_for(model).efforts or ()
-        return {"reasoning_effort": "none"} if "none" in efforts else {}
-    effort = fit_effort(model, str(level))  # a level is named as the effort it asks for
+    # a level is named as the effort it asks for
+    off = level == ThinkingLevel.OFF
+    effort = effort_for_off(model) if off else fit_effort(model, str(level))
     return {"reasoning_effort": effort} if effort is not None else {}
 
 

@@ -35,7 +35,7 @@ from typing import Any, Final
 
 import msgspec
 
-from ..capabilities import capabilities_for, fit_effort, fit_sampling
+from ..capabilities import effort_for_off, fit_effort, fit_sampling
 from ..classify import classify_stream_error
 from ..events import Error, StopReason, Usage
 from ..messages import (
@@ -210,7 +210,7 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
         level = options.thinking
         effort: str | None = None
         if level == ThinkingLevel.OFF:
-            effort = "none" if "none" in (capabilities_for(model).efforts or ()) else None
+            effort = effort_for_off(model)
         elif level is not None:
             effort = fit_effort(model, str(level))
         if effort is not None:
