@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from request_oracles import PNG, build_body, violations
+from test_convert import turn
 
 from streamfn.core import (
     AssistantMessage,
@@ -142,22 +143,12 @@ def _signature(source: Model, kind: str) -> str | None:
     return None
 
 
-def _turn(source: Model, *content: Any, stop: StopReason = StopReason.STOP) -> AssistantMessage:
-    return AssistantMessage(
-        content=list(content),
-        api=source.api,
-        provider=source.provider,
-        model=source.id,
-        stop_reason=stop,
-    )
-
-
 def _tool_turn(source: Model, step: str) -> AssistantMessage:
     first, second = (i + step for i in _IDS.get(source.api, _IDS["openai-chat"]))
     if source.provider == "mistral":
         first, second = "D681PevK" + step, "Xq9mW2bZ" + step
     thinking = ThinkingContent(thinking="Two lookups.", signature=_signature(source, "thinking"))
-    return _turn(
+    return turn(
         source,
         thinking,
         TextContent(text="\n\n"),
@@ -174,8 +165,8 @@ def _tool_turn(source: Model, step: str) -> AssistantMessage:
     )
 
 
-def _results(turn: AssistantMessage) -> list[ToolResultMessage]:
-    first, second = turn.tool_calls
+def _results(message: AssistantMessage) -> list[ToolResultMessage]:
+    first, second = message.tool_calls
     return [
         ToolResultMessage(
             tool_call_id=first.id,
@@ -205,7 +196,7 @@ def begun_on(source: Model) -> Context:
     """A conversation begun on ``source``: a closed tool loop, an aborted turn, then
     a second tool loop being continued (its results are the last messages)."""
     first, second = _tool_turn(source, "1"), _tool_turn(source, "2")
-    aborted = _turn(
+    aborted = turn(
         source,
         TextContent(text="Let me"),
         ToolCall(id="call_cut", name="weather", arguments_json='{"ci'),
@@ -216,7 +207,7 @@ def begun_on(source: Model) -> Context:
             _question(),
             first,
             *_results(first),
-            _turn(source, TextContent(text="It is 18C; the clock failed.")),
+            turn(source, TextContent(text="It is 18C; the clock failed.")),
             UserMessage(content="And tomorrow?"),
             aborted,
             UserMessage(content="Hello? Same again."),
@@ -249,6 +240,7 @@ SAMPLING: list[dict[str, Any]] = [
     {"temperature": 0.7, "top_p": 0.9, "top_k": 40, "stop": ["END"], "seed": 7, "max_tokens": 1000},
 ]
 
+
 @pytest.mark.parametrize("target", TARGETS, ids=lambda m: f"{m.api}-{m.provider}-{m.id}")
 def test_every_body_is_accepted(target: Model, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.ERROR, logger="streamfn")  # the remedies' warnings are expected
@@ -268,3 +260,31 @@ def test_every_body_is_accepted(target: Model, caplog: pytest.LogCaptureFixture)
         for problem in violations(target, body):
             failures.append(f"{name} | {options!r}: {problem}")
     assert not failures, f"{len(failures)} of {count} bodies refused:\n" + "\n".join(failures[:15])
+
+
+#: one target per oracle (Mistral has its own SDK type)
+ONE_PER_ORACLE = [
+    next(m for m in TARGETS if m.api == api and provider in ("", m.provider))
+    for api, provider in [
+        ("openai-chat", "openai"),
+        ("openai-chat", "mistral"),
+        ("openai-responses", ""),
+        ("anthropic", ""),
+        ("gemini", ""),
+        ("ollama", ""),
+        ("bedrock", ""),
+    ]
+]
+
+
+@pytest.mark.parametrize("target", ONE_PER_ORACLE, ids=lambda m: f"{m.api}-{m.provider}")
+def test_every_oracle_refuses_an_unknown_field(target: Model) -> None:
+    """The oracles are not vacuous: each wire format's refuses a field its API lacks,
+    at the top and inside a message."""
+    body = build_body(target, all_contexts(target)["one turn"])
+    assert violations(target, body) == []
+    assert violations(target, {**body, "bogus": 1})
+    listed = "contents" if target.api == "gemini" else "messages"
+    listed = "input" if target.api == "openai-responses" else listed
+    inner = [{**body[listed][0], "bogus": 1}, *body[listed][1:]]
+    assert violations(target, {**body, listed: inner})

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from request_oracles import PNG, build_body, violations
+from test_convert import turn
 
 from streamfn.core import (
     AssistantMessage,
@@ -74,17 +75,13 @@ def warned(caplog: pytest.LogCaptureFixture, model: Model, option: str) -> None:
 def tool_turn(
     source: Model, *extra: Any, ids: tuple[str, str] = ("call_1", "call_2")
 ) -> AssistantMessage:
-    return AssistantMessage(
-        content=[
-            *extra,
-            TextContent(text="Checking."),
-            ToolCall(id=ids[0], name="weather", arguments={"city": "Paris"}),
-            ToolCall(id=ids[1], name="weather", arguments={"city": "Lyon"}),
-        ],
-        api=source.api,
-        provider=source.provider,
-        model=source.id,
-        stop_reason=StopReason.TOOL_USE,
+    return turn(
+        source,
+        *extra,
+        TextContent(text="Checking."),
+        ToolCall(id=ids[0], name="weather", arguments={"city": "Paris"}),
+        ToolCall(id=ids[1], name="weather", arguments={"city": "Lyon"}),
+        stop=StopReason.TOOL_USE,
     )
 
 
