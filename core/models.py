@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import msgspec
 
+from .capabilities import Capabilities
 from .events import Cost, Usage
 from .redact import redacted_repr
 
@@ -62,6 +63,8 @@ class Model(msgspec.Struct, kw_only=True, frozen=True):
     headers: dict[str, str] | None = None
     #: provider-specific settings (Azure api-version, Vertex project, Bedrock region ...)
     extra: dict[str, str] | None = None
+    #: what the model accepts in a request; None: its family's rules in the catalogue
+    capabilities: Capabilities | None = None
 
     @property
     def key(self) -> str:

@@ -1,8 +1,9 @@
 """Per-call options: generation knobs, credentials, and the caps/timers the shells enforce.
 
 One struct for everything a caller may tune, so `stream(model, context, options)`
-has one shape across providers, shells and the local model. Fields a given
-provider cannot honour are ignored by that provider (and logged at debug).
+has one shape across providers, shells and the local model. What a given
+model cannot take (see `capabilities`) is dropped or clamped by its request
+builder, with a ``streamfn`` warning naming the option and the model.
 The core never reads a clock: the timeout fields are data for the shells.
 """
 

@@ -132,6 +132,7 @@ def test_request_system_sampling_stop_and_tools() -> None:
         Options(
             temperature=0.2, top_p=0.9, top_k=40, max_tokens=300, stop=["END"], tool_choice="auto"
         ),
+        id="claude-sonnet-4-0",  # Claude 4.5 takes one of temperature and top_p
     )
     assert body["system"] == "Be brief."
     assert body["max_tokens"] == 300

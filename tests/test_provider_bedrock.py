@@ -222,7 +222,8 @@ def test_request_thinking_budget_for_reasoning_models() -> None:
     assert got["additionalModelRequestFields"] == {
         "thinking": {"type": "enabled", "budget_tokens": 8192}
     }
-    assert got["inferenceConfig"] == {"maxTokens": 8192 + 1024}  # room for the answer
+    # the caller's answer room on top of the budget, as on Anthropic's own API
+    assert got["inferenceConfig"] == {"maxTokens": 8192 + 2000}
     plain = json.loads(
         build_request(model(), Context.of("x"), Options(thinking=ThinkingLevel.HIGH)).body
     )

@@ -281,6 +281,9 @@ def test_request_openai_reasoning_model() -> None:
     assert "temperature" not in body_  # rejected by OpenAI reasoning models
     assert body_["max_completion_tokens"] == 100
     minimal = request_body(m, Context.of("q"), Options(thinking=ThinkingLevel.MINIMAL))
+    assert minimal["reasoning_effort"] == "low"  # "minimal" came with gpt-5
+    gpt5 = model(id="gpt-5", reasoning=True)
+    minimal = request_body(gpt5, Context.of("q"), Options(thinking=ThinkingLevel.MINIMAL))
     assert minimal["reasoning_effort"] == "minimal"
     off = request_body(m, Context.of("q"), Options(thinking=ThinkingLevel.OFF))
     assert "reasoning_effort" not in off
@@ -304,8 +307,9 @@ def test_request_openai_reasoning_model() -> None:
 def test_request_thinking_per_provider(
     provider: str, level: ThinkingLevel, expected_fields: dict[str, Any]
 ) -> None:
+    model_id = "grok-3-mini" if provider == "xai" else "m"  # xAI: grok-3-mini's knob
     body_ = request_body(
-        model(provider, "m", reasoning=True), Context.of("q"), Options(thinking=level)
+        model(provider, model_id, reasoning=True), Context.of("q"), Options(thinking=level)
     )
     got = {k: body_[k] for k in ("reasoning_effort", "reasoning", "thinking") if k in body_}
     assert got == expected_fields

@@ -132,7 +132,11 @@ def test_request_multi_turn_images_tools_results_and_knobs() -> None:
             "role": "user",
             "content": [
                 {"type": "input_text", "text": "What is this?"},
-                {"type": "input_image", "image_url": "data:image/png;base64,aGVsbG8="},
+                {
+                    "type": "input_image",
+                    "image_url": "data:image/png;base64,aGVsbG8=",
+                    "detail": "auto",
+                },
             ],
         },
         {
@@ -154,6 +158,7 @@ def test_request_multi_turn_images_tools_results_and_knobs() -> None:
                 "properties": {"q": {"type": "string"}},
                 "required": ["q"],
             },
+            "strict": False,
         }
     ]
     assert got["tool_choice"] == {"type": "function", "name": "lookup"}

@@ -50,6 +50,13 @@ from typing import Any, Final
 
 import msgspec
 
+from ..capabilities import (
+    fit_max_tokens,
+    fit_sampling,
+    fit_thinking_tokens,
+    output_limit,
+    unsupported,
+)
 from ..classify import classify_stream_error
 from ..events import Error, StopReason, Usage
 from ..messages import (
@@ -69,7 +76,7 @@ from ..models import Model
 from ..options import Options, ThinkingLevel
 from ..sse import ServerSentEvent
 from .base import HTTPRequest, SSECall, json_request, request_headers
-from .convert import prepare_messages
+from .convert import prepare_messages, thinking_allowed
 
 __all__ = ["AnthropicCall", "build_request", "open_call"]
 
@@ -119,11 +126,11 @@ def _image(image: ImageContent) -> dict[str, Any]:
 
 
 def _user_blocks(content: list[UserContent]) -> list[dict[str, Any]]:
-    """Anthropic rejects empty text blocks (400), so they are left out."""
+    """Anthropic rejects empty and whitespace-only text blocks (400), so they are left out."""
     blocks: list[dict[str, Any]] = []
     for part in content:
         if isinstance(part, TextContent):
-            if part.text:
+            if part.text.strip():
                 blocks.append({"type": "text", "text": part.text})
         else:
             blocks.append(_image(part))
@@ -134,7 +141,7 @@ def _assistant_blocks(message: AssistantMessage) -> list[Any]:
     blocks: list[Any] = []
     for block in message.content:
         if isinstance(block, TextContent):
-            if block.text:
+            if block.text.strip():
                 blocks.append({"type": "text", "text": block.text})
         elif isinstance(block, ThinkingContent):
             # prepare_messages kept thinking only when this very model produced it.
@@ -180,7 +187,7 @@ def _messages(messages: list[Message]) -> list[dict[str, Any]]:
         results = None
         if isinstance(message, UserMessage):
             if isinstance(message.content, str):
-                if message.content:
+                if message.content.strip():
                     out.append({"role": "user", "content": message.content})
                 continue
             blocks = _user_blocks(message.content)
@@ -215,18 +222,19 @@ def thinking_budget(options: Options) -> int | None:
 def build_request(model: Model, context: Context, options: Options) -> HTTPRequest:
     """The HTTP request for one streamed message; pure.
 
-    ``max_tokens`` is required by Anthropic (default: the model's
-    ``max_output``). With thinking it counts the thinking too and must exceed
-    the budget, so when it does not it becomes ``budget + max_tokens``
-    (capped at the model's ``max_output`` when that still leaves room).
-    Thinking requires the default temperature and top_k: both are left out
-    (logged at debug) rather than sent and rejected.
+    ``max_tokens`` is required by Anthropic (default: the model's output
+    limit). With thinking it counts the thinking too and must exceed the
+    budget (see `fit_thinking_tokens`). What the model's capabilities rule out
+    (sampling knobs while thinking, both temperature and top_p on Claude 4.5,
+    thinking with a forced tool choice or with a replayed tool-use turn that
+    has no thinking block of its own) is dropped or clamped with a warning.
     """
-    max_tokens = options.max_tokens or model.max_output
+    messages = prepare_messages(context, model)
+    max_tokens = fit_max_tokens(model, options.max_tokens or output_limit(model))
     body: dict[str, Any] = {"model": model.id, "max_tokens": max_tokens, "stream": True}
     if context.system_prompt:
         body["system"] = context.system_prompt
-    body["messages"] = _messages(prepare_messages(context, model))
+    body["messages"] = _messages(messages)
     if context.tools:
         tools = []
         for tool in context.tools:
@@ -239,26 +247,18 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
         if options.tool_choice:
             body["tool_choice"] = _tool_choice(options.tool_choice)
     budget = thinking_budget(options)
+    if budget is not None and not thinking_allowed(model, context, options, messages):
+        budget = None
     if budget is not None:
-        if max_tokens <= budget:
-            max_tokens = budget + max_tokens
-            if budget < model.max_output < max_tokens:
-                max_tokens = model.max_output
-            body["max_tokens"] = max_tokens
+        body["max_tokens"], budget = fit_thinking_tokens(model, options.max_tokens, budget)
         body["thinking"] = {"type": "enabled", "budget_tokens": budget}
-        if options.temperature is not None or options.top_k is not None:
-            log.debug("%s: temperature/top_k not sent with thinking enabled", model.key)
-    else:
-        if options.temperature is not None:
-            body["temperature"] = options.temperature
-        if options.top_k is not None:
-            body["top_k"] = options.top_k
-    if options.top_p is not None:
-        body["top_p"] = options.top_p
-    if options.stop:
-        body["stop_sequences"] = list(options.stop)
-    if options.seed is not None or (options.n or 1) > 1:
-        log.debug("%s: seed and n are not supported by Anthropic; not sent", model.key)
+    wire = ("temperature", "top_p", "top_k", "stop")
+    for name, value in fit_sampling(model, options, thinking=budget is not None, wire=wire).items():
+        body["stop_sequences" if name == "stop" else name] = (
+            list(value) if name == "stop" else value
+        )
+    if (options.n or 1) > 1:
+        unsupported(model, "n", "has no field in the anthropic API; one answer is asked for")
     return json_request(_url(model, options), _headers(model, options), body, options)
 
 

@@ -36,6 +36,7 @@ from typing import Any, Final
 
 import msgspec
 
+from ..capabilities import fit_max_tokens, fit_sampling, fit_thinking_tokens
 from ..classify import classify_stream_error
 from ..events import Error, StopReason, Usage
 from ..eventstream import EventStreamDecoder, EventStreamMessage
@@ -56,7 +57,7 @@ from ..models import Model
 from ..options import Options, ThinkingLevel
 from ..sigv4 import encode_path_segment, sign_request
 from .base import HTTPRequest, ProviderCall, bearer, json_request, request_headers
-from .convert import prepare_messages
+from .convert import prepare_messages, thinking_allowed
 
 __all__ = [
     "AWSCredentials",
@@ -187,12 +188,13 @@ def _image(image: ImageContent) -> dict[str, Any]:
 
 
 def _user_blocks(content: str | list[UserContent]) -> list[dict[str, Any]]:
+    """Converse rejects blank text ("the text field ... is blank"): left out."""
     if isinstance(content, str):
-        return [{"text": content}] if content else []
+        return [{"text": content}] if content.strip() else []
     blocks: list[dict[str, Any]] = []
     for part in content:
         if isinstance(part, TextContent):
-            if part.text:
+            if part.text.strip():
                 blocks.append({"text": part.text})
         else:
             blocks.append(_image(part))
@@ -203,7 +205,7 @@ def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     for block in message.content:
         if isinstance(block, TextContent):
-            if block.text:
+            if block.text.strip():
                 blocks.append({"text": block.text})
         elif isinstance(block, ThinkingContent):
             # prepare_messages kept it only when this very model produced it
@@ -223,8 +225,12 @@ def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
     return blocks
 
 
+#: the text of a tool result that has none: Converse rejects blank text blocks
+EMPTY_RESULT_TEXT: Final = "(no output)"
+
+
 def _tool_result(message: ToolResultMessage) -> dict[str, Any]:
-    content = _user_blocks(message.content) or [{"text": ""}]
+    content = _user_blocks(message.content) or [{"text": EMPTY_RESULT_TEXT}]
     result: dict[str, Any] = {"toolUseId": message.tool_call_id, "content": content}
     if message.is_error:
         result["status"] = "error"
@@ -272,7 +278,8 @@ def _thinking_budget(model: Model, options: Options) -> int | None:
 
 def build_request(model: Model, context: Context, options: Options) -> HTTPRequest:
     """The ConverseStream request; unsigned when the key is SigV4 (see `sign`)."""
-    body: dict[str, Any] = {"messages": _messages(prepare_messages(context, model))}
+    messages = prepare_messages(context, model)
+    body: dict[str, Any] = {"messages": _messages(messages)}
     if context.system_prompt:
         body["system"] = [{"text": context.system_prompt}]
     if context.tools:
@@ -297,29 +304,29 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
         body["toolConfig"] = config
     inference: dict[str, Any] = {}
     budget = _thinking_budget(model, options) if model.reasoning else None
-    max_tokens = options.max_tokens
+    if budget is not None and not thinking_allowed(model, context, options, messages):
+        budget = None
+    max_tokens = fit_max_tokens(model, options.max_tokens) if options.max_tokens else None
     if budget is not None:
+        max_tokens, budget = fit_thinking_tokens(model, max_tokens, budget)
         body["additionalModelRequestFields"] = {
             "thinking": {"type": "enabled", "budget_tokens": budget}
         }
-        # the answer needs room beyond the thinking budget
-        max_tokens = max(max_tokens or model.max_output, budget + 1024)
     if max_tokens is not None:
         inference["maxTokens"] = max_tokens
-    if options.temperature is not None:
-        if budget is None:
-            inference["temperature"] = options.temperature
-        else:
-            log.debug("%s: temperature not sent while thinking is on", model.key)
-    if options.top_p is not None and budget is None:
-        inference["topP"] = options.top_p
-    if options.stop:
-        inference["stopSequences"] = list(options.stop)
+    wire = ("temperature", "top_p", "top_k", "stop")
+    fitted = fit_sampling(model, options, thinking=budget is not None, wire=wire)
+    for name, field in (
+        ("temperature", "temperature"),
+        ("top_p", "topP"),
+        ("stop", "stopSequences"),
+    ):
+        if name in fitted:
+            inference[field] = list(fitted[name]) if name == "stop" else fitted[name]
     if inference:
         body["inferenceConfig"] = inference
-    if options.top_k is not None:
-        fields = body.setdefault("additionalModelRequestFields", {})
-        fields["top_k"] = options.top_k
+    if "top_k" in fitted:  # Claude's own field, passed through by Converse
+        body.setdefault("additionalModelRequestFields", {})["top_k"] = fitted["top_k"]
     return json_request(_url(model, options), _headers(model, options), body, options)
 
 

@@ -21,6 +21,11 @@ live in one place:
   tool calls are skipped with them (a result without its call is a 400).
 - Images (in user turns and tool results) are dropped for a model with
   ``images=False``; the turn itself is kept, with its text.
+
+`thinking_allowed` is the other half: where the target demands of a replayed
+turn something its producer never made (Anthropic with thinking: a tool-use
+turn being continued must start with its own signed thinking block), thinking
+is switched off for that one request, with a warning, instead of a 400.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from typing import Final
 
 import msgspec
 
+from ..capabilities import capabilities_for, unsupported
 from ..events import StopReason
 from ..messages import (
     AssistantContent,
@@ -49,12 +55,15 @@ from ..messages import (
     UserMessage,
 )
 from ..models import Model
+from ..options import Options
 
 __all__ = [
     "data_url",
+    "forced_tool_choice",
     "joined_text",
     "normalize_tool_call_id",
     "prepare_messages",
+    "thinking_allowed",
     "tool_arguments",
 ]
 
@@ -254,3 +263,51 @@ def prepare_messages(context: Context, target: Model) -> list[Message]:
             out.append(message)
     flush_missing()
     return out
+
+
+def forced_tool_choice(context: Context, options: Options) -> bool:
+    """Whether the request forces a tool call (``required`` or a tool's name)."""
+    return bool(context.tools) and options.tool_choice not in (None, "auto", "none")
+
+
+def _open_tool_turn_lacks_thinking(messages: list[Message]) -> bool:
+    """The last assistant turn calls tools, only their results follow it (the turn is
+    being continued), and it does not start with a signed thinking block."""
+    for message in reversed(messages):
+        if isinstance(message, ToolResultMessage):
+            continue
+        if not isinstance(message, AssistantMessage) or not message.tool_calls:
+            return False
+        first = message.content[0]
+        return not (isinstance(first, ThinkingContent) and first.signature)
+    return False
+
+
+def thinking_allowed(
+    model: Model, context: Context, options: Options, messages: list[Message]
+) -> bool:
+    """Whether thinking may be on for this request; False (with a warning) when the
+    model or the replayed conversation rules it out."""
+    caps = capabilities_for(model)
+    if not caps.thinking:
+        unsupported(model, "thinking", "is not supported by this model; not sent")
+        return False
+    if not caps.forced_tool_with_thinking and forced_tool_choice(context, options):
+        unsupported(
+            model,
+            "thinking",
+            f"cannot be combined with tool_choice={options.tool_choice!r}; "
+            "thinking is off for this request",
+        )
+        return False
+    if caps.replay_tool_calls == "thinking_block" and _open_tool_turn_lacks_thinking(messages):
+        unsupported(
+            model,
+            "thinking",
+            "needs the tool-use turn being continued to start with its own "
+            "signed thinking block, and it has none (begun elsewhere or without thinking); "
+            "thinking is off for this request",
+        )
+        return False
+    return True
+

@@ -63,6 +63,7 @@ from typing import Any, Final
 
 import msgspec
 
+from ..capabilities import capabilities_for, fit_budget, fit_effort, fit_sampling, unsupported
 from ..classify import classify_stream_error
 from ..events import Error, StopReason, Usage
 from ..messages import (
@@ -172,7 +173,23 @@ def _signed(part: dict[str, Any], signature: str | None) -> dict[str, Any]:
     return part
 
 
-def _model_parts(message: AssistantMessage) -> list[Any]:
+#: Google's documented stand-in for a function call whose signature is unknown (a turn
+#: begun on another provider): https://ai.google.dev/gemini-api/docs/thought-signatures#faqs
+DUMMY_THOUGHT_SIGNATURE: Final = "skip_thought_signature_validator"
+
+
+def _model_parts(message: AssistantMessage, sign_calls: bool) -> list[Any]:
+    """One model turn. ``sign_calls``: the model validates the signature of a
+    turn's first function call (Gemini 3), so a turn whose calls carry none gets
+    the documented dummy on its first call."""
+    if sign_calls and not any(isinstance(b, ToolCall) and b.signature for b in message.content):
+        first = next((b for b in message.content if isinstance(b, ToolCall)), None)
+        if first is not None:
+            log.debug("gemini: replayed function call %s signed with the dummy", first.name)
+            signed = msgspec.structs.replace(first, signature=DUMMY_THOUGHT_SIGNATURE)
+            message = msgspec.structs.replace(
+                message, content=[signed if b is first else b for b in message.content]
+            )
     parts: list[Any] = []
     for block in message.content:
         if isinstance(block, TextContent):
@@ -196,7 +213,7 @@ def _function_response(message: ToolResultMessage) -> dict[str, Any]:
     return {"functionResponse": {"name": message.tool_name, "response": response}}
 
 
-def _contents(messages: list[Message]) -> list[dict[str, Any]]:
+def _contents(messages: list[Message], sign_calls: bool) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     results: list[Any] | None = None  # the user turn collecting function responses
     for message in messages:
@@ -217,7 +234,7 @@ def _contents(messages: list[Message]) -> list[dict[str, Any]]:
             if parts:
                 out.append({"role": "user", "parts": parts})
         else:
-            parts = _model_parts(message)
+            parts = _model_parts(message, sign_calls)
             if parts:
                 out.append({"role": "model", "parts": parts})
     return out
@@ -257,7 +274,8 @@ def gemini_schema(schema: Any) -> Any:
 
     Unsupported keywords (``$schema``, ``additionalProperties``, ``$ref`` ...)
     are dropped, ``const`` becomes a one-value ``enum``, and a type list with
-    ``"null"`` becomes ``nullable``. Property names are kept whatever they are.
+    ``"null"`` becomes ``nullable``, as does a ``null`` enum member (Gemini's
+    enums are strings only). Property names are kept whatever they are.
     """
     if not isinstance(schema, dict):
         return schema
@@ -271,6 +289,14 @@ def gemini_schema(schema: Any) -> Any:
             out[key] = [gemini_schema(sub) for sub in value]
         elif key == "const":
             out["enum"] = [value]
+        elif key == "enum" and isinstance(value, list):
+            # Gemini takes string enums only: null becomes ``nullable``; an enum
+            # of other values cannot be said, so it is left out.
+            if None in value:
+                out["nullable"] = True
+            members = [v for v in value if v is not None]
+            if members and all(isinstance(v, str) for v in members):
+                out["enum"] = members
         elif key == "type" and isinstance(value, list):
             types = [t for t in value if t != "null"]
             if len(types) < len(value):
@@ -293,21 +319,42 @@ def _tool_config(choice: str) -> dict[str, Any]:
 
 
 def _thinking_config(model: Model, options: Options) -> dict[str, Any] | None:
+    """``thinkingConfig`` within the model's capabilities: a level on models with
+    ``thinkingLevel`` (Gemini 3), a budget in the model's range otherwise; off only
+    where the model can switch thinking off."""
+    caps = capabilities_for(model)
     level = options.thinking
-    if options.thinking_budget is not None:
-        budget = options.thinking_budget
-        return {"thinkingBudget": budget, "includeThoughts": budget != 0}
-    if level is None:
+    if level is None and options.thinking_budget is None:
         return None
-    if level == ThinkingLevel.OFF:
-        if "pro" in model.id:  # Pro models cannot switch thinking off; say nothing
-            log.debug("%s: thinking cannot be turned off; using the default", model.key)
+    off = level == ThinkingLevel.OFF or options.thinking_budget == 0
+    if not caps.thinking:
+        if not off:
+            unsupported(model, "thinking", "is not supported by this model; not sent")
+        return None
+    if off:
+        if not caps.thinking_off:
+            unsupported(model, "thinking", "cannot be switched off on this model; left on")
             return None
         return {"thinkingBudget": 0}
-    if model.id.startswith("gemini-3"):
-        high = level in (ThinkingLevel.MEDIUM, ThinkingLevel.HIGH)
-        return {"thinkingLevel": "high" if high else "low", "includeThoughts": True}
-    return {"thinkingBudget": THINKING_BUDGETS[level], "includeThoughts": True}
+    if options.thinking_budget is not None:
+        budget = options.thinking_budget
+        if budget > 0:
+            budget = fit_budget(model, budget)
+        return {"thinkingBudget": budget, "includeThoughts": True}
+    assert level is not None
+    if caps.efforts is not None:
+        effort = fit_effort(model, str(level))
+        return {"thinkingLevel": effort, "includeThoughts": True} if effort else None
+    return {"thinkingBudget": fit_budget(model, THINKING_BUDGETS[level]), "includeThoughts": True}
+
+
+_CONFIG_FIELDS: Final = {
+    "temperature": "temperature",
+    "top_p": "topP",
+    "top_k": "topK",
+    "stop": "stopSequences",
+    "seed": "seed",
+}
 
 
 def build_request(model: Model, context: Context, options: Options) -> HTTPRequest:
@@ -317,7 +364,8 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
     a level becomes ``thinkingLevel`` on Gemini 3 and a budget on 2.5 (see
     `THINKING_BUDGETS`); thought summaries are always asked for with it.
     """
-    body: dict[str, Any] = {"contents": _contents(prepare_messages(context, model))}
+    sign_calls = capabilities_for(model).replay_tool_calls == "thought_signature"
+    body: dict[str, Any] = {"contents": _contents(prepare_messages(context, model), sign_calls)}
     if context.system_prompt:
         body["systemInstruction"] = {"parts": [{"text": context.system_prompt}]}
     if context.tools:
@@ -333,19 +381,12 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
         if options.tool_choice:
             body["toolConfig"] = _tool_config(options.tool_choice)
     config: dict[str, Any] = {}
-    if options.temperature is not None:
-        config["temperature"] = options.temperature
-    if options.top_p is not None:
-        config["topP"] = options.top_p
-    if options.top_k is not None:
-        config["topK"] = options.top_k
+    thinking = _thinking_config(model, options)
+    thinks = thinking is not None and thinking.get("thinkingBudget") != 0
+    for name, value in fit_sampling(model, options, thinking=thinks).items():
+        config[_CONFIG_FIELDS[name]] = list(value) if name == "stop" else value
     if options.max_tokens is not None:
         config["maxOutputTokens"] = options.max_tokens
-    if options.stop:
-        config["stopSequences"] = list(options.stop)
-    if options.seed is not None:
-        config["seed"] = options.seed
-    thinking = _thinking_config(model, options)
     if thinking is not None:
         config["thinkingConfig"] = thinking
     if config:

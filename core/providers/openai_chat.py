@@ -47,6 +47,7 @@ from typing import Any, Final
 
 import msgspec
 
+from ..capabilities import capabilities_for, effort_for_off, fit_effort, fit_sampling
 from ..classify import classify_message, classify_stream_error
 from ..events import Error, StopReason, Usage
 from ..messages import (
@@ -81,10 +82,11 @@ class Quirks(msgspec.Struct, frozen=True, kw_only=True):
     """How one OpenAI-compatible server departs from OpenAI's own API.
 
     ``reasoning`` names the request knob for ``Options.thinking``: ``effort``
-    (``reasoning_effort``), ``xai`` (``reasoning_effort`` low/high only),
+    (``reasoning_effort``, with the values the model's capabilities allow),
     ``openrouter`` (``reasoning: {...}``), ``zai`` (``thinking: {type}``) or
     ``none``. ``replay_thinking`` is the assistant-message field that carries
     our own earlier reasoning back, where the server accepts one.
+    ``seed_field`` is where ``Options.seed`` goes (Mistral: ``random_seed``).
     """
 
     auth_header: str = "authorization"
@@ -95,6 +97,7 @@ class Quirks(msgspec.Struct, frozen=True, kw_only=True):
     replay_thinking: str | None = None
     tool_result_name: bool = False
     azure_deployments: bool = False
+    seed_field: str = "seed"
 
 
 _DEFAULT_QUIRKS: Final = Quirks()
@@ -109,8 +112,11 @@ _QUIRKS: Final[dict[str, Quirks]] = {
         azure_deployments=True,
     ),
     # Mistral rejects unknown fields (422), stream_options included; usage comes anyway.
-    "mistral": Quirks(stream_options=False, reasoning="none", tool_result_name=True),
-    "xai": Quirks(reasoning="xai"),
+    # https://docs.mistral.ai/api/#tag/chat/operation/chat_completion_v1_chat_completions_post
+    "mistral": Quirks(
+        stream_options=False, reasoning="none", tool_result_name=True, seed_field="random_seed"
+    ),
+    "xai": Quirks(),
     "groq": Quirks(),
     "deepseek": Quirks(reasoning="none", replay_thinking="reasoning_content"),
     "openrouter": Quirks(reasoning="openrouter", replay_thinking="reasoning"),
@@ -130,7 +136,8 @@ def quirks_for(provider: str) -> Quirks:
 _DEFAULT_AZURE_API_VERSION: Final = "2024-10-21"
 
 
-def _url(model: Model, options: Options, quirks: Quirks) -> str:
+def _url(model: Model, options: Options) -> str:
+    quirks = quirks_for(model.provider)
     base = (options.base_url or model.base_url).rstrip("/")
     if quirks.azure_deployments and not base.endswith("/openai/v1"):
         extra = model.extra or {}
@@ -166,7 +173,12 @@ def _user_content(content: str | list[UserContent]) -> str | list[dict[str, Any]
     ]
 
 
-def _assistant(message: AssistantMessage, quirks: Quirks) -> dict[str, Any] | None:
+def _assistant(
+    message: AssistantMessage, quirks: Quirks, reasoning_field: bool
+) -> dict[str, Any] | None:
+    """One assistant message. ``reasoning_field``: the model demands the reasoning
+    field on replayed tool-call turns (DeepSeek thinking mode), so a turn that has
+    none (begun elsewhere) gets an empty one, as DeepSeek's docs allow."""
     text = "".join(b.text for b in message.content if isinstance(b, TextContent))
     calls = [b for b in message.content if isinstance(b, ToolCall)]
     out: dict[str, Any] = {"role": "assistant", "content": text or None}
@@ -174,7 +186,7 @@ def _assistant(message: AssistantMessage, quirks: Quirks) -> dict[str, Any] | No
         thinking = "".join(
             b.thinking for b in message.content if isinstance(b, ThinkingContent) and not b.redacted
         )
-        if thinking:
+        if thinking or (reasoning_field and calls):
             out[quirks.replay_thinking] = thinking
     if calls:
         out["tool_calls"] = [
@@ -190,7 +202,7 @@ def _assistant(message: AssistantMessage, quirks: Quirks) -> dict[str, Any] | No
     return out
 
 
-def _tool_result(message: ToolResultMessage, quirks: Quirks) -> list[dict[str, Any]]:
+def _tool_result(message: ToolResultMessage, quirks: Quirks) -> dict[str, Any]:
     result: dict[str, Any] = {
         "role": "tool",
         "tool_call_id": message.tool_call_id,
@@ -198,36 +210,46 @@ def _tool_result(message: ToolResultMessage, quirks: Quirks) -> list[dict[str, A
     }
     if quirks.tool_result_name:
         result["name"] = message.tool_name
-    out = [result]
+    return result
+
+
+def _tool_images(message: ToolResultMessage) -> list[dict[str, Any]]:
     images = [p for p in message.content if isinstance(p, ImageContent)]
-    if images:
-        # Tool messages take text only; images follow as a user turn so they are not lost.
-        out.append(
-            {
-                "role": "user",
-                "content": [{"type": "text", "text": f"Images returned by {message.tool_name}:"}]
-                + [_data_url(i) for i in images],
-            }
-        )
-    return out
+    if not images:
+        return []
+    return [{"type": "text", "text": f"Images returned by {message.tool_name}:"}] + [
+        _data_url(i) for i in images
+    ]
 
 
 def _messages(
     messages: list[Message], context: Context, model: Model, quirks: Quirks
 ) -> list[dict[str, Any]]:
+    """Tool messages take text only, and must directly follow the assistant turn that
+    called them: images a tool returned go in one user message after the whole run
+    of tool messages, so they are not lost and parallel results stay together."""
     out: list[dict[str, Any]] = []
     if context.system_prompt:
         role = "developer" if quirks.developer_role and model.reasoning else "system"
         out.append({"role": role, "content": context.system_prompt})
+    reasoning_field = capabilities_for(model).replay_tool_calls == "reasoning_field"
+    images: list[dict[str, Any]] = []  # images of the current run of tool results
     for message in messages:
+        if isinstance(message, ToolResultMessage):
+            out.append(_tool_result(message, quirks))
+            images.extend(_tool_images(message))
+            continue
+        if images:
+            out.append({"role": "user", "content": images})
+            images = []
         if isinstance(message, UserMessage):
             out.append({"role": "user", "content": _user_content(message.content)})
-        elif isinstance(message, AssistantMessage):
-            converted = _assistant(message, quirks)
+        else:
+            converted = _assistant(message, quirks, reasoning_field)
             if converted is not None:
                 out.append(converted)
-        else:
-            out.extend(_tool_result(message, quirks))
+    if images:
+        out.append({"role": "user", "content": images})
     return out
 
 
@@ -251,22 +273,25 @@ def _reasoning(model: Model, options: Options, quirks: Quirks) -> dict[str, Any]
         return {"reasoning": {"effort": "low" if level == ThinkingLevel.MINIMAL else str(level)}}
     if style == "zai":
         return {"thinking": {"type": "disabled" if level == ThinkingLevel.OFF else "enabled"}}
-    if level is None or level == ThinkingLevel.OFF or style == "none" or not model.reasoning:
+    if level is None or style == "none" or not model.reasoning:
         if level is not None:
             log.debug("%s: thinking=%s not sent (no knob for this model)", model.key, level)
         return {}
-    if style == "xai":  # grok-3-mini accepts only low and high
-        high = level in (ThinkingLevel.MEDIUM, ThinkingLevel.HIGH)
-        return {"reasoning_effort": "high" if high else "low"}
-    if model.provider != "openai" and level == ThinkingLevel.MINIMAL:
-        return {"reasoning_effort": "low"}  # "minimal" is OpenAI's alone
-    return {"reasoning_effort": str(level)}  # a level is named as the effort it asks for
+    # a level is named as the effort it asks for
+    off = level == ThinkingLevel.OFF
+    effort = effort_for_off(model) if off else fit_effort(model, str(level))
+    return {"reasoning_effort": effort} if effort is not None else {}
+
+
+def thinking_on(model: Model, options: Options) -> bool:
+    """Whether the request leaves a reasoning model thinking (its sampling rules apply)."""
+    return model.reasoning and options.thinking != ThinkingLevel.OFF
 
 
 def build_request(model: Model, context: Context, options: Options) -> HTTPRequest:
     """The HTTP request for one streamed chat completion; pure."""
     quirks = quirks_for(model.provider)
-    url = _url(model, options, quirks)
+    url = _url(model, options)
     body: dict[str, Any] = {}
     if "/openai/deployments/" not in url:  # an Azure deployment URL already names the model
         body["model"] = model.id
@@ -290,20 +315,13 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
         ]
         if options.tool_choice:
             body["tool_choice"] = _tool_choice(options.tool_choice)
-    # OpenAI's reasoning models reject sampling knobs; drop them rather than fail.
-    fixed_sampling = quirks.developer_role and model.reasoning
-    if options.temperature is not None and not fixed_sampling:
-        body["temperature"] = options.temperature
-    if options.top_p is not None and not fixed_sampling:
-        body["top_p"] = options.top_p
-    if fixed_sampling and (options.temperature is not None or options.top_p is not None):
-        log.debug("%s: temperature/top_p not sent to a reasoning model", model.key)
+    wire = ("temperature", "top_p", "stop", "seed")
+    fitted = fit_sampling(model, options, thinking=thinking_on(model, options), wire=wire)
+    for name, value in fitted.items():
+        field = quirks.seed_field if name == "seed" else name
+        body[field] = list(value) if name == "stop" else value
     if options.max_tokens is not None:
         body[quirks.max_tokens_field] = options.max_tokens
-    if options.stop:
-        body["stop"] = list(options.stop)
-    if options.seed is not None:
-        body["seed"] = options.seed
     if options.n is not None:
         body["n"] = options.n
     body.update(_reasoning(model, options, quirks))

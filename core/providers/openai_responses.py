@@ -35,6 +35,7 @@ from typing import Any, Final
 
 import msgspec
 
+from ..capabilities import effort_for_off, fit_effort, fit_sampling
 from ..classify import classify_stream_error
 from ..events import Error, StopReason, Usage
 from ..messages import (
@@ -55,7 +56,7 @@ from ..options import Options, ThinkingLevel
 from ..sse import ServerSentEvent
 from .base import HTTPRequest, SSECall, json_request
 from .convert import data_url, joined_text, prepare_messages, tool_arguments
-from .openai_chat import error_text, openai_headers, quirks_for
+from .openai_chat import error_text, openai_headers, quirks_for, thinking_on
 
 __all__ = ["OpenAIResponsesCall", "build_request", "open_call"]
 
@@ -74,7 +75,8 @@ def _url(model: Model, options: Options) -> str:
 
 
 def _image(image: ImageContent) -> dict[str, Any]:
-    return {"type": "input_image", "image_url": data_url(image)}
+    # `detail` is required by the API's type (the SDK's ResponseInputImageParam)
+    return {"type": "input_image", "image_url": data_url(image), "detail": "auto"}
 
 
 def _input_parts(content: list[UserContent]) -> list[dict[str, Any]]:
@@ -187,12 +189,15 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
     if context.system_prompt:
         body["instructions"] = context.system_prompt
     if context.tools:
+        # `strict` is required by the API's type: omitted, the schema is taken as
+        # strict and every optional parameter becomes required.
         body["tools"] = [
             {
                 "type": "function",
                 "name": t.name,
                 "description": t.description,
                 "parameters": t.parameters,
+                "strict": False,
             }
             for t in context.tools
         ]
@@ -203,17 +208,15 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
     if model.reasoning:
         body["include"] = ["reasoning.encrypted_content"]
         level = options.thinking
-        if level is not None and level != ThinkingLevel.OFF:
-            body["reasoning"] = {"effort": str(level), "summary": "auto"}
-        if options.temperature is not None or options.top_p is not None:
-            log.debug("%s: temperature/top_p not sent to a reasoning model", model.key)
-    else:
-        if options.temperature is not None:
-            body["temperature"] = options.temperature
-        if options.top_p is not None:
-            body["top_p"] = options.top_p
-    if options.stop or options.seed is not None:
-        log.debug("%s: the Responses API has no stop sequences or seed; not sent", model.key)
+        effort: str | None = None
+        if level == ThinkingLevel.OFF:
+            effort = effort_for_off(model)
+        elif level is not None:
+            effort = fit_effort(model, str(level))
+        if effort is not None:
+            body["reasoning"] = {"effort": effort, "summary": "auto"}
+    wire = ("temperature", "top_p")
+    body.update(fit_sampling(model, options, thinking=thinking_on(model, options), wire=wire))
     headers = openai_headers(model, options, quirks_for(model.provider))
     return json_request(_url(model, options), headers, body, options)
 

@@ -1,0 +1,255 @@
+"""What a model accepts in a request, as data, and the one place options are fitted to it.
+
+A provider's API accepts a parameter for some of its models and answers 400
+for others (xAI takes ``reasoning_effort`` from grok-3-mini only; Claude 4.5
+refuses ``temperature`` with ``top_p``; Claude with thinking takes ``top_p``
+only between 0.95 and 1). Those rules are `Capabilities` records in the
+catalogue (`catalog.CAPABILITY_RULES`), matched by wire format and model-id
+family, so an unknown model of a known family gets its family's rules. A
+`Model` may carry its own ``capabilities`` to override them.
+
+Request builders never branch on model names: they ask `fit_sampling`,
+`fit_effort`, `fit_budget` and `fit_max_tokens`, which drop or clamp what the
+model cannot take and say so with one ``streamfn`` warning naming the option
+and the model, instead of sending it to fail.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
+
+if TYPE_CHECKING:
+    from .models import Model
+    from .options import Options
+
+__all__ = [
+    "SAMPLING_KNOBS",
+    "Capabilities",
+    "CapabilityRule",
+    "capabilities_for",
+    "effort_for_off",
+    "fit_budget",
+    "fit_effort",
+    "fit_max_tokens",
+    "fit_sampling",
+    "fit_thinking_tokens",
+    "output_limit",
+    "unsupported",
+]
+
+log = logging.getLogger("streamfn")
+
+#: The generation knobs `fit_sampling` decides on, by their `Options` names.
+SAMPLING_KNOBS: Final = ("temperature", "top_p", "top_k", "stop", "seed")
+
+
+class Capabilities(msgspec.Struct, frozen=True, kw_only=True):
+    """The request parameters one model (or family) accepts.
+
+    - ``sampling``: knobs accepted with thinking off (`SAMPLING_KNOBS` names).
+    - ``thinking_sampling``: knobs still accepted while the model thinks.
+    - ``thinking_top_p``: the range ``top_p`` must stay in while thinking.
+    - ``temperature_with_top_p``: False when only one of the two may be sent.
+    - ``thinking``: whether the model can think at all.
+    - ``efforts``: the values the effort knob (``reasoning_effort``,
+      ``reasoning.effort``, Gemini 3's ``thinkingLevel``) accepts; empty when the
+      model has no such knob; None when unknown (low/medium/high are sent).
+    - ``thinking_budget``: (min, max) thinking tokens where the knob is a budget;
+      ``max`` 0 means "below the output limit" (Anthropic).
+    - ``thinking_off``: whether thinking can be switched off.
+    - ``max_output``: the output-token limit (None: trust ``Model.max_output``).
+    - ``forced_tool_with_thinking``: whether ``tool_choice`` required/a name may
+      be combined with thinking.
+    - ``replay_tool_calls``: what a replayed assistant tool-call turn must carry:
+      ``thinking_block`` (Anthropic with thinking: the turn starts with a signed
+      thinking block), ``thought_signature`` (Gemini 3: the first function call
+      of a turn is signed), ``reasoning_field`` (DeepSeek thinking: the message
+      has ``reasoning_content``), or None.
+    """
+
+    sampling: tuple[str, ...] = SAMPLING_KNOBS
+    thinking_sampling: tuple[str, ...] = SAMPLING_KNOBS
+    thinking_top_p: tuple[float, float] | None = None
+    temperature_with_top_p: bool = True
+    thinking: bool = True
+    efforts: tuple[str, ...] | None = None
+    thinking_budget: tuple[int, int] | None = None
+    thinking_off: bool = True
+    max_output: int | None = None
+    forced_tool_with_thinking: bool = True
+    replay_tool_calls: str | None = None
+
+
+class CapabilityRule(msgspec.Struct, frozen=True, kw_only=True):
+    """``capabilities`` for models whose wire format is one of ``apis`` (and whose
+    provider is one of ``providers``, when given) and whose id matches ``family``
+    (a regular expression searched in the id, so Bedrock's ``us.anthropic.``
+    prefixes and dated suffixes match too)."""
+
+    apis: tuple[str, ...]
+    family: str
+    capabilities: Capabilities
+    providers: tuple[str, ...] = ()
+
+
+_DEFAULT: Final = Capabilities()
+_compiled: dict[str, re.Pattern[str]] = {}
+
+
+def _rules() -> list[CapabilityRule]:
+    from .catalog import CAPABILITY_RULES  # data; imported lazily like the catalogue
+
+    return CAPABILITY_RULES
+
+
+def capabilities_for(model: Model) -> Capabilities:
+    """The model's own ``capabilities``, else its family's, else permissive defaults."""
+    if model.capabilities is not None:
+        return model.capabilities
+    for rule in _rules():
+        if model.api not in rule.apis or (rule.providers and model.provider not in rule.providers):
+            continue
+        pattern = _compiled.get(rule.family)
+        if pattern is None:
+            pattern = _compiled[rule.family] = re.compile(rule.family)
+        if pattern.search(model.id):
+            return rule.capabilities
+    return _DEFAULT
+
+
+def unsupported(model: Model, option: str, action: str) -> None:
+    """The one warning for an option the model cannot take as asked."""
+    log.warning("%s: %s %s", model.key, option, action)
+
+
+def fit_sampling(
+    model: Model, options: Options, *, thinking: bool, wire: tuple[str, ...] = SAMPLING_KNOBS
+) -> dict[str, Any]:
+    """The `SAMPLING_KNOBS` of ``options`` that can be sent, by their `Options` names.
+
+    ``wire`` names the knobs the wire format has at all. Dropped knobs and
+    clamped ``top_p`` are logged once each. With thinking, ``thinking_sampling``
+    and ``thinking_top_p`` apply; ``top_p`` is dropped when ``temperature`` is
+    kept and the model takes only one of them.
+    """
+    knobs = {name: getattr(options, name) for name in SAMPLING_KNOBS}
+    caps = capabilities_for(model)
+    allowed = caps.thinking_sampling if thinking else caps.sampling
+    out: dict[str, Any] = {}
+    for name, value in knobs.items():
+        if value is None or value == []:
+            continue
+        if name not in wire:
+            unsupported(model, name, f"has no field in the {model.api} API; not sent")
+            continue
+        if name not in allowed:
+            why = "while thinking" if thinking and name in caps.sampling else "by this model"
+            unsupported(model, name, f"is not accepted {why}; not sent")
+            continue
+        out[name] = value
+    if thinking and caps.thinking_top_p is not None and "top_p" in out:
+        low, high = caps.thinking_top_p
+        clamped = min(max(out["top_p"], low), high)
+        if clamped != out["top_p"]:
+            unsupported(
+                model, "top_p", f"must be within {low}-{high} while thinking; sent {clamped}"
+            )
+            out["top_p"] = clamped
+    if not caps.temperature_with_top_p and "temperature" in out and "top_p" in out:
+        unsupported(model, "top_p", "cannot be sent together with temperature; top_p not sent")
+        del out["top_p"]
+    return out
+
+
+_GENERIC_EFFORTS: Final = ("low", "medium", "high")
+
+
+def fit_effort(model: Model, level: str) -> str | None:
+    """The accepted effort closest to ``level`` (None: the model has no effort knob).
+
+    A level the model lacks becomes the nearest one it has, preferring the
+    higher (``medium`` -> ``high`` on grok-3-mini); ``minimal`` -> ``low`` where
+    the model's efforts are unknown, without a warning (it is OpenAI's alone).
+    """
+    caps = capabilities_for(model)
+    if caps.efforts is None:
+        return level if level in _GENERIC_EFFORTS else "low"
+    if not caps.efforts:
+        unsupported(model, "thinking", f"={level} has no effort knob on this model; not sent")
+        return None
+    if level in caps.efforts:
+        return level
+    order = ("none", "minimal", "low", "medium", "high")
+    rank = order.index(level) if level in order else len(order) - 1
+    ranked = sorted(
+        (e for e in caps.efforts if e in order),
+        key=lambda e: (abs(order.index(e) - rank), -order.index(e)),
+    )
+    chosen = ranked[0] if ranked else caps.efforts[-1]
+    unsupported(model, "thinking", f"={level} is not an effort this model takes; sent {chosen}")
+    return chosen
+
+
+def effort_for_off(model: Model) -> str | None:
+    """The effort that switches thinking off (``none``, gpt-5.1), or None: nothing to
+    send, with a warning when the model cannot stop thinking at all."""
+    caps = capabilities_for(model)
+    if "none" in (caps.efforts or ()):
+        return "none"
+    if not caps.thinking_off:
+        unsupported(model, "thinking", "=off cannot switch thinking off on this model; left on")
+    return None
+
+
+def fit_budget(model: Model, budget: int, *, below: int | None = None) -> int:
+    """``budget`` within the model's thinking-budget range (and below ``below``)."""
+    caps = capabilities_for(model)
+    low, high = caps.thinking_budget or (0, 0)
+    fitted = budget
+    if high and fitted > high:
+        fitted = high
+    if below is not None and fitted >= below:
+        fitted = below - max(1024, below // 4)
+    fitted = max(fitted, low)
+    if fitted != budget:
+        unsupported(
+            model, "thinking_budget", f"={budget} is outside what it accepts; sent {fitted}"
+        )
+    return fitted
+
+
+def output_limit(model: Model) -> int:
+    """The most output tokens to ask for: the model's, within its family's published limit."""
+    family = capabilities_for(model).max_output
+    return min(model.max_output, family) if family else model.max_output
+
+
+def fit_thinking_tokens(model: Model, max_tokens: int | None, budget: int) -> tuple[int, int]:
+    """``(max_tokens, budget)`` where ``max_tokens`` counts the thinking (Anthropic, Claude
+    on Bedrock): ``budget < max_tokens <= limit``, the budget within the model's range.
+
+    A ``max_tokens`` not above the budget becomes ``budget + max_tokens`` (the
+    caller's answer room on top of the thinking), capped at the output limit;
+    when the limit leaves no room, the budget shrinks (with a warning).
+    """
+    limit = output_limit(model)
+    budget = fit_budget(model, budget)
+    total = fit_max_tokens(model, max_tokens) if max_tokens else limit
+    if total <= budget:
+        total = max(min(budget + total, limit), total)
+    if budget >= total:
+        budget = fit_budget(model, budget, below=total)
+    return total, budget
+
+
+def fit_max_tokens(model: Model, max_tokens: int) -> int:
+    """``max_tokens`` clamped to the output limit its family publishes (if known)."""
+    limit = capabilities_for(model).max_output
+    if limit is not None and max_tokens > limit:
+        unsupported(model, "max_tokens", f"={max_tokens} exceeds its output limit; sent {limit}")
+        return limit
+    return max_tokens
