@@ -67,7 +67,9 @@ from .ndjson import NDJSONDecoder, NDJSONError
 from .options import Options, ThinkingLevel
 from .partial_json import PartialJSONError, PartialJSONParser
 from .providers.base import HTTPRequest
+from .sigv4 import sign_request
 from .sse import ServerSentEvent, SSEComment, SSEDecoder, SSEError, encode_sse
+from .tagged import TaggedDecoder
 
 __all__ = [
     "Accumulator",
