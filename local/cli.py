@@ -258,7 +258,11 @@ LOCAL_EXTRA_HINT: Final = (
 def _local_opener(args: argparse.Namespace) -> StreamOpener:
     from .fetch import PrepareError, default_model_dir, is_prepared
 
-    try:
+    try:  # what loading needs, checked before any work (prepare checks its own)
+        import ctranslate2  # noqa: F401
+        import jinja2  # noqa: F401
+        import tokenizers  # noqa: F401
+
         from .model import LocalModel
     except ImportError as exc:
         raise CommandError(
