@@ -218,7 +218,8 @@ def _template(provider: str, model_id: str) -> Model:
     same = [m for m in _REGISTRY.values() if m.provider == provider]
     if not same:
         raise UnknownModel(
-            f"unknown provider {provider!r}; known providers: {', '.join(providers())}"
+            f"unknown provider {provider!r}; known providers: {', '.join(providers())} "
+            "(`streamfn models` lists the known models)"
         )
     like = same[0]
     return Model(

@@ -269,9 +269,7 @@ def test_piped_output_separates_thinking_from_the_answer(fake: FakeProvider) -> 
     ]
     body = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
     fake.register_body("thinks", body + b"data: [DONE]\n\n")
-    done = run_cli(
-        "chat", "-m", "vllm:r1", "--base-url", fake.base_url("ok", "thinks"), "Capital?"
-    )
+    done = run_cli("chat", "-m", "vllm:r1", "--base-url", fake.base_url("ok", "thinks"), "Capital?")
     assert done.returncode == 0, done.stderr
     assert done.stdout == "thinking: Let me think.\n---\nParis.\n"
 
@@ -327,7 +325,7 @@ def test_ctrl_c_exits_130_with_one_line(fake: FakeProvider) -> None:
         time.sleep(0.02)
     assert fake.requests, "the CLI never reached the fake provider"
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=60)
     assert proc.returncode == cli.EXIT_INTERRUPTED
     assert err.decode() == "streamfn: interrupted\n"
 
