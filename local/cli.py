@@ -304,6 +304,8 @@ def _remote_opener(args: argparse.Namespace, options: Options) -> tuple[StreamOp
         chosen = model(args.model, base_url=args.base_url)
     except UnknownModel as exc:
         raise CommandError(str(exc), EXIT_USAGE) from exc
+    if args.base_url:  # over OPENAI_BASE_URL and the like, too
+        options = msgspec.structs.replace(options, base_url=chosen.base_url)
     if args.api_key_env:
         key = os.environ.get(args.api_key_env)
         if not key:
