@@ -6,7 +6,7 @@ extra installed, and so a warm start reads no more than it must.
 
 A conversion records each file's size (and the weights' sha256) in
 ``streamfn.json``. `is_complete` only checks that the files are there and the
-sizes match: cheap enough for every start. `inspect_model_dir` is the full
+weights have their size: cheap enough for every start. `inspect_model_dir` is the full
 check behind ``streamfn local info``: it also parses the JSON files and hashes
 the weights, so a truncated or altered cache is reported as corrupt, never as
 prepared.
@@ -98,7 +98,9 @@ def is_complete(model_dir: str | os.PathLike[str]) -> bool:
     path = Path(model_dir)
     if not all((path / name).is_file() for name in REQUIRED_FILES):
         return False
-    return _size_problem(path, _recorded_files(path)) is None
+    # only the weights: a truncated copy must not load, but a hand-edited template may
+    weights = {k: v for k, v in _recorded_files(path).items() if k == WEIGHTS_FILE}
+    return _size_problem(path, weights) is None
 
 
 @dataclass(frozen=True, slots=True)
