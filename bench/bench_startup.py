@@ -6,7 +6,7 @@ types; the time is measured from spawning it to the first byte of the answer
 on its stdout, then to its exit.
 
     .venv/bin/python bench/bench_startup.py --repeat 9
-    .venv/bin/python bench/bench_startup.py -- -m local --max-tokens 1   # extra chat args
+    .venv/bin/python bench/bench_startup.py --baseline ../old-checkout/.venv/bin/streamfn
 """
 
 from __future__ import annotations
@@ -42,22 +42,30 @@ def main() -> None:
         default=str(Path(sys.executable).with_name("streamfn")),
         help="the streamfn executable (default: the one beside this Python)",
     )
+    parser.add_argument(
+        "--baseline",
+        help="another streamfn executable (an older checkout) to time in alternation",
+    )
     parser.add_argument("chat_args", nargs="*", help="extra `streamfn chat` arguments")
     args = parser.parse_args()
-    command = [args.streamfn, "chat", "--max-tokens", "8", *args.chat_args, "Hi"]
+    executables = [args.streamfn, *([args.baseline] if args.baseline else [])]
+    commands = [[exe, "chat", "--max-tokens", "8", *args.chat_args, "Hi"] for exe in executables]
     env = dict(os.environ)
-    one_run(command, env)  # warm-up: prepares the model if needed, fills the file cache
-    firsts, totals = [], []
-    for _ in range(args.repeat):
-        first, total = one_run(command, env)
-        firsts.append(first)
-        totals.append(total)
-    print(f"command: {' '.join(command)}")
-    print(
-        f"first token: median {statistics.median(firsts) * 1000:.0f} ms "
-        f"(min {min(firsts) * 1000:.0f}, max {max(firsts) * 1000:.0f}); "
-        f"whole run: median {statistics.median(totals) * 1000:.0f} ms; {args.repeat} runs"
-    )
+    for command in commands:
+        one_run(command, env)  # warm-up: prepares the model if needed, fills the file cache
+    runs: list[list[tuple[float, float]]] = [[] for _ in commands]
+    for _ in range(args.repeat):  # alternating, so a busy moment hits both alike
+        for command, timings in zip(commands, runs, strict=True):
+            timings.append(one_run(command, env))
+    for command, timings in zip(commands, runs, strict=True):
+        firsts = [first for first, _ in timings]
+        totals = [total for _, total in timings]
+        print(f"command: {' '.join(command)}")
+        print(
+            f"  first token: median {statistics.median(firsts) * 1000:.0f} ms "
+            f"(min {min(firsts) * 1000:.0f}, max {max(firsts) * 1000:.0f}); "
+            f"whole run: median {statistics.median(totals) * 1000:.0f} ms; {args.repeat} runs"
+        )
 
 
 if __name__ == "__main__":
