@@ -482,6 +482,12 @@ def _run_models(args: argparse.Namespace) -> int:
     if args.provider in (None, LOCAL_PREFIX):
         state = "prepared" if is_prepared(default_model_dir()) else "prepared on first use"
         rows.append((f"local:{DEFAULT_MODEL_NAME}", "8,192", "free", f"free ({state})"))
+    if len(rows) == 1:
+        print(
+            f"{args.provider} has no catalogue entries; any model id works: "
+            f"streamfn chat -m {args.provider}:MODEL-ID (prices unknown)"
+        )
+        return EXIT_OK
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     for row in rows:
         print(

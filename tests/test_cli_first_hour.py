@@ -132,6 +132,8 @@ def test_unknown_provider_is_a_usage_error_naming_the_valid_ones() -> None:
     done = run_cli("models", "--provider", "opneai")
     assert done.returncode == cli.EXIT_USAGE and done.stdout == ""
     assert "openai" in one_line(done.stderr) and "anthropic" in done.stderr
+    ollama = run_cli("models", "--provider", "ollama")
+    assert ollama.returncode == 0 and "-m ollama:MODEL-ID" in ollama.stdout
     done = run_cli("chat", "-m", "opneai:gpt-4o", "Hi")
     assert done.returncode == cli.EXIT_USAGE and "known providers" in one_line(done.stderr)
 
