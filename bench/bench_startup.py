@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -20,8 +21,13 @@ import time
 from pathlib import Path
 
 
-def one_run(command: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """(seconds to the first stdout byte, seconds to exit) of one process."""
+def one_run(command: list[str], env: dict[str, str]) -> tuple[float, float, float]:
+    """(seconds to the first stdout byte, seconds to exit, CPU seconds) of one process.
+
+    CPU time (user + system of the process and its threads) hardly depends on what
+    else the machine is doing, so it compares two versions fairly on a busy machine.
+    """
+    cpu_before = _children_cpu()
     began = time.perf_counter()
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     assert proc.stdout is not None
@@ -31,7 +37,12 @@ def one_run(command: list[str], env: dict[str, str]) -> tuple[float, float]:
     ended = time.perf_counter() - began
     if proc.returncode != 0 or not first:
         raise SystemExit(f"{' '.join(command)} failed ({proc.returncode}): {err.decode()[-500:]}")
-    return first_at, ended
+    return first_at, ended, _children_cpu() - cpu_before
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
@@ -53,18 +64,20 @@ def main() -> None:
     env = dict(os.environ)
     for command in commands:
         one_run(command, env)  # warm-up: prepares the model if needed, fills the file cache
-    runs: list[list[tuple[float, float]]] = [[] for _ in commands]
+    runs: list[list[tuple[float, float, float]]] = [[] for _ in commands]
     for _ in range(args.repeat):  # alternating, so a busy moment hits both alike
         for command, timings in zip(commands, runs, strict=True):
             timings.append(one_run(command, env))
     for command, timings in zip(commands, runs, strict=True):
-        firsts = [first for first, _ in timings]
-        totals = [total for _, total in timings]
+        firsts = [first for first, _, _ in timings]
+        totals = [total for _, total, _ in timings]
+        cpus = [cpu for _, _, cpu in timings]
         print(f"command: {' '.join(command)}")
         print(
             f"  first token: median {statistics.median(firsts) * 1000:.0f} ms "
             f"(min {min(firsts) * 1000:.0f}, max {max(firsts) * 1000:.0f}); "
-            f"whole run: median {statistics.median(totals) * 1000:.0f} ms; {args.repeat} runs"
+            f"whole run: median {statistics.median(totals) * 1000:.0f} ms, "
+            f"CPU {statistics.median(cpus) * 1000:.0f} ms; {args.repeat} runs"
         )
 
 
