@@ -34,6 +34,7 @@ __all__ = [
     "inspect_model_dir",
     "is_complete",
     "no_progress",
+    "read_metadata",
     "sha256_file",
 ]
 
@@ -71,12 +72,17 @@ def sha256_file(path: Path) -> str:
     return hasher.hexdigest()
 
 
-def _recorded_files(directory: Path) -> dict[str, Any]:
+def read_metadata(directory: Path) -> dict[str, Any]:
+    """What the conversion recorded in ``streamfn.json``; ``{}`` when absent or unreadable."""
     try:
         meta = json.loads((directory / METADATA_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    files = meta.get("files") if isinstance(meta, dict) else None
+    return meta if isinstance(meta, dict) else {}
+
+
+def _recorded_files(directory: Path) -> dict[str, Any]:
+    files = read_metadata(directory).get("files")
     return files if isinstance(files, dict) else {}
 
 

@@ -404,9 +404,7 @@ def _interactive(args: argparse.Namespace, turn: Callable[[Context], _Transcript
     history: list[Message] = []
     sys.stderr.write("interactive chat: an empty line or Ctrl-D ends it\n")
     for line in _prompts():
-        context = Context(
-            messages=[*history, UserMessage(content=line)], system_prompt=args.system
-        )
+        context = Context(messages=[*history, UserMessage(content=line)], system_prompt=args.system)
         try:
             transcript = turn(context)
         except (CommandError, BaseExceptionGroup) as exc:
@@ -538,9 +536,7 @@ def _run_local(args: argparse.Namespace) -> int:
 
 def _local_info(directory: Path) -> int:
     """Where the model is and whether it is usable; exit 1 when a cache is broken."""
-    import json
-
-    from .cache import METADATA_FILE, inspect_model_dir
+    from .cache import inspect_model_dir, read_metadata
 
     report = inspect_model_dir(directory)
     print(f"directory:      {directory}")
@@ -551,9 +547,7 @@ def _local_info(directory: Path) -> int:
         print(f"state:          {report.state}: {report.problem}")
         print("fix:            streamfn local prepare --force")
         return EXIT_RUNTIME
-    meta = json.loads((directory / METADATA_FILE).read_text(encoding="utf-8")) if (
-        directory / METADATA_FILE
-    ).is_file() else {}
+    meta = read_metadata(directory)
     size = sum(f.stat().st_size for f in directory.iterdir() if f.is_file())
     print("state:          prepared" + (" (weights match their sha256)" if report.verified else ""))
     for key in ("name", "source", "quantization", "context_length"):
