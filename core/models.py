@@ -156,12 +156,15 @@ _ENDPOINTS: dict[str, tuple[str, str]] = {
 }
 #: ``api-name:id`` picks another wire format of a provider (``openai-responses:gpt-5``)
 _API_ALIASES: dict[str, tuple[str, str]] = {"openai-responses": ("openai", "openai-responses")}
+#: other names people use for a catalogue provider
+_PROVIDER_ALIASES: dict[str, str] = {"gemini": "google"}
 
 
 def providers() -> list[str]:
     """Every provider name `model` accepts before the colon."""
     _ensure_builtin()
     names = {m.provider for m in _REGISTRY.values()} | set(_ENDPOINTS) | set(_API_ALIASES)
+    names |= set(_PROVIDER_ALIASES)
     return sorted(names)
 
 
@@ -193,6 +196,8 @@ def model(name: str, *, base_url: str | None = None, id: str | None = None) -> M
         found = get_model(name)  # a bare id: the registry's rules and error message
     if found is None:
         provider, _, model_id = name.partition(":")
+        if provider in _PROVIDER_ALIASES:
+            return model(f"{_PROVIDER_ALIASES[provider]}:{model_id}", base_url=base_url, id=id)
         if not model_id:
             raise UnknownModel(f"model {name!r} names no model id; write {provider}:MODEL-ID")
         found = _template(provider, model_id)

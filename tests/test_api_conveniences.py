@@ -111,6 +111,7 @@ def test_model_names_any_endpoint() -> None:
     assert model("openai-responses:gpt-5").api == "openai-responses"
     assert model("openai-responses:gpt-5").price_input == model("openai:gpt-5").price_input
     assert model("ollama:llama3.2").api == "ollama"
+    assert model("gemini:gemini-2.5-flash") == model("google:gemini-2.5-flash")
     assert model("groq:brand-new").base_url == model("groq:llama-3.3-70b-versatile").base_url
     url = model("http://localhost:8080/v1", id="qwen")
     assert (url.api, url.id, url.base_url) == ("openai-chat", "qwen", "http://localhost:8080/v1")
