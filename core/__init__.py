@@ -7,6 +7,7 @@ events, and it never opens a socket, reads a clock or starts a thread.
 from .accumulate import Accumulator, ProtocolViolation, accumulate, check_protocol
 from .call import Call, api_names, open_call, register_api, replay
 from .classify import classify_http_error, classify_message, parse_retry_after
+from .completion import CompletionError
 from .credentials import MissingCredentials, resolve_api_key
 from .events import (
     Cost,
@@ -60,14 +61,18 @@ from .models import (
     compute_cost,
     get_model,
     list_models,
+    model,
     openai_compatible,
+    providers,
     register_model,
 )
 from .ndjson import NDJSONDecoder, NDJSONError
-from .options import Options, ThinkingLevel
+from .options import Options, ThinkingLevel, ThinkingName
 from .partial_json import PartialJSONError, PartialJSONParser
 from .providers.base import HTTPRequest
+from .sigv4 import sign_request
 from .sse import ServerSentEvent, SSEComment, SSEDecoder, SSEError, encode_sse
+from .tagged import TaggedDecoder
 from .text_tools import Markup, TextToolCalls, text_tool_calls
 
 __all__ = [
@@ -75,6 +80,7 @@ __all__ = [
     "AssistantContent",
     "AssistantMessage",
     "Call",
+    "CompletionError",
     "Context",
     "Cost",
     "Done",
@@ -114,6 +120,7 @@ __all__ = [
     "ThinkingDelta",
     "ThinkingEnd",
     "ThinkingLevel",
+    "ThinkingName",
     "ThinkingStart",
     "Tool",
     "ToolCall",
@@ -140,9 +147,11 @@ __all__ = [
     "event_type",
     "get_model",
     "list_models",
+    "model",
     "open_call",
     "openai_compatible",
     "parse_retry_after",
+    "providers",
     "register_api",
     "register_model",
     "replay",

@@ -15,7 +15,14 @@ import msgspec
 from .models import Model
 from .options import Options
 
-__all__ = ["ENV_KEYS", "MissingCredentials", "aws_credentials", "resolve_api_key", "with_credentials"]
+__all__ = [
+    "ENV_BASE_URLS",
+    "ENV_KEYS",
+    "MissingCredentials",
+    "aws_credentials",
+    "resolve_api_key",
+    "with_credentials",
+]
 
 #: provider -> environment variables tried in order
 ENV_KEYS: Final[dict[str, tuple[str, ...]]] = {
@@ -36,8 +43,24 @@ ENV_KEYS: Final[dict[str, tuple[str, ...]]] = {
 }
 
 
+#: provider -> the variable its official SDK reads a base URL from (honoured the same way)
+ENV_BASE_URLS: Final[dict[str, str]] = {
+    "openai": "OPENAI_BASE_URL",
+    "anthropic": "ANTHROPIC_BASE_URL",
+}
+
+
 class MissingCredentials(Exception):
-    """No key in the options nor in the environment; the message names the variable."""
+    """No key in the options nor in the environment; the message names the variable.
+
+    ``provider`` and ``variables`` let a front end word its own fix (the command
+    line offers ``--api-key-env``).
+    """
+
+    def __init__(self, message: str, provider: str = "", variables: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.variables = variables
 
 
 def resolve_api_key(model: Model, options: Options, environ: Mapping[str, str]) -> str | None:
@@ -61,7 +84,9 @@ def resolve_api_key(model: Model, options: Options, environ: Mapping[str, str]) 
             return value
     raise MissingCredentials(
         f"no API key for {model.provider}: set {' or '.join(names)} in the environment "
-        "or pass Options(api_key=...)"
+        "or pass Options(api_key=...)",
+        model.provider,
+        names,
     )
 
 
@@ -85,6 +110,9 @@ _BEDROCK_ENDPOINT: Final = re.compile(r"^https://bedrock-runtime\.[a-z0-9-]+\.am
 def with_credentials(model: Model, options: Options, environ: Mapping[str, str]) -> Options:
     """``options`` with the credentials filled from ``environ`` when the caller gave none.
 
+    Like the official SDKs, ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL`` set the
+    base URL of those providers' models when ``options.base_url`` is not set.
+
     Raises `MissingCredentials` (naming the variable) before any connection is
     made. For Bedrock the AWS variables become the ``ACCESS:SECRET[:SESSION]``
     key the provider module signs with, and ``AWS_REGION`` (or
@@ -93,9 +121,13 @@ def with_credentials(model: Model, options: Options, environ: Mapping[str, str])
     """
     if model.api != "bedrock":
         key = resolve_api_key(model, options, environ)
-        if key is None or key == options.api_key:
-            return options
-        return msgspec.structs.replace(options, api_key=key)
+        updates: dict[str, str] = {}
+        if key is not None and key != options.api_key:
+            updates["api_key"] = key
+        base_env = ENV_BASE_URLS.get(model.provider)
+        if base_env and not options.base_url and environ.get(base_env):
+            updates["base_url"] = environ[base_env]
+        return msgspec.structs.replace(options, **updates) if updates else options
     changes: dict[str, str] = {}
     if not options.api_key:
         from .providers.bedrock import format_aws_key

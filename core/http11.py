@@ -865,14 +865,24 @@ class ClientBase(Generic[ConnT], abc.ABC):
         return self._stream(model, context, options or Options())
 
     async def complete(
-        self, model: Model, context: Context, options: Options | None = None
+        self,
+        model: Model,
+        context: Context,
+        options: Options | None = None,
+        *,
+        raise_on_error: bool = True,
     ) -> AssistantMessage:
-        """The whole answer as one message (errors are in its ``stop_reason``/``error``)."""
-        from .accumulate import accumulate
+        """The whole answer as one message.
+
+        A stream that ends in an `Error` raises `CompletionError` (its ``error``
+        is the event, its ``message`` the partial answer); with
+        ``raise_on_error=False`` the message is returned with ``error_message`` set.
+        """
+        from .completion import finish_completion
 
         async with self.stream(model, context, options) as events:
             collected = [event async for event in events]
-        return accumulate(collected)
+        return finish_completion(collected, raise_on_error=raise_on_error)
 
     # -- the I/O a shell provides ------------------------------------------------
     @abc.abstractmethod

@@ -126,13 +126,44 @@ class AssistantMessage(msgspec.Struct, tag="assistant", kw_only=True):
 
 
 class ToolResultMessage(msgspec.Struct, tag="tool_result", kw_only=True):
-    """The result of running a tool call, sent back on the next turn."""
+    """The result of running a tool call, sent back on the next turn.
+
+    ``content`` is a list of parts; `ToolResultMessage.of` builds one from
+    whatever the tool returned (a string, or any JSON-able value, sent as JSON
+    text). A plain string or value passed as ``content`` is converted the same
+    way, so it is never silently sent as an empty result.
+    """
 
     tool_call_id: str
     tool_name: str
     content: list[UserContent] = msgspec.field(default_factory=list)
     is_error: bool = False
     timestamp: int = 0
+
+    def __post_init__(self) -> None:
+        value: Any = self.content
+        if not isinstance(value, list) or not all(
+            isinstance(part, (TextContent, ImageContent)) for part in value
+        ):
+            self.content = [TextContent(text=_result_text(value))]
+
+    @classmethod
+    def of(
+        cls, call: ToolCall | str, result: Any, *, tool_name: str = "", is_error: bool = False
+    ) -> ToolResultMessage:
+        """The result of ``call`` (a `ToolCall`, or its id with ``tool_name``): a string as
+        text, content parts as they are, any other value as JSON."""
+        call_id, name = (call.id, call.name) if isinstance(call, ToolCall) else (call, tool_name)
+        return cls(tool_call_id=call_id, tool_name=name, content=result, is_error=is_error)
+
+
+def _result_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return msgspec.json.encode(value).decode()
+    except (TypeError, msgspec.EncodeError):
+        return str(value)
 
 
 Message: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage

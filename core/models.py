@@ -21,7 +21,9 @@ __all__ = [
     "compute_cost",
     "get_model",
     "list_models",
+    "model",
     "openai_compatible",
+    "providers",
     "register_model",
 ]
 
@@ -148,6 +150,101 @@ def openai_compatible(
         context_window=context_window,
         max_output=max_output,
         reasoning=reasoning,
+    )
+
+
+#: providers with no catalogue entries: where their servers usually listen, and how they talk
+_ENDPOINTS: dict[str, tuple[str, str]] = {
+    "ollama": ("ollama", "http://localhost:11434"),
+    "vllm": ("openai-chat", "http://localhost:8000/v1"),
+    "lmstudio": ("openai-chat", "http://localhost:1234/v1"),
+    "llamacpp": ("openai-chat", "http://localhost:8080/v1"),
+    "proxy": ("proxy", "http://127.0.0.1:8000"),
+    # these have no usable default: the caller's resource or server decides
+    "openai-compatible": ("openai-chat", ""),
+    "azure": ("openai-chat", ""),
+}
+#: ``api-name:id`` picks another wire format of a provider (``openai-responses:gpt-5``)
+_API_ALIASES: dict[str, tuple[str, str]] = {"openai-responses": ("openai", "openai-responses")}
+#: other names people use for a catalogue provider
+_PROVIDER_ALIASES: dict[str, str] = {"gemini": "google"}
+
+
+def providers() -> list[str]:
+    """Every provider name `model` accepts before the colon."""
+    _ensure_builtin()
+    names = {m.provider for m in _REGISTRY.values()} | set(_ENDPOINTS) | set(_API_ALIASES)
+    names |= set(_PROVIDER_ALIASES)
+    return sorted(names)
+
+
+def _is_url(text: str) -> bool:
+    return text.startswith(("http://", "https://"))
+
+
+def model(name: str, *, base_url: str | None = None, id: str | None = None) -> Model:
+    """Any model by name: a known one, any id of a known provider, or any server by URL.
+
+    - ``"openai:gpt-4o-mini"``: the catalogue entry (with its prices);
+    - ``"ollama:llama3.2"``, ``"groq:some-new-model"``: any model id of a provider
+      (unknown ids are not priced: their cost is 0);
+    - ``"openai-responses:gpt-5"``: the same model over the Responses API;
+    - ``"vllm:Qwen/Qwen3-8B"``, ``"lmstudio:…"``, ``"llamacpp:…"``: local OpenAI-compatible
+      servers on their usual ports; ``"openai-compatible:id"`` with ``base_url`` for any other;
+    - ``"azure:deployment"`` with ``base_url="https://RESOURCE.openai.azure.com"``;
+    - ``"http://localhost:8080/v1"`` (with ``id=`` the model id): an OpenAI-compatible server.
+
+    ``base_url`` replaces the model's endpoint: the server root or the API root,
+    with or without the version path (see the README's base-URL convention).
+    Raises `UnknownModel` naming the providers it knows.
+    """
+    if _is_url(name):
+        return openai_compatible(id or "default", base_url or name)
+    _ensure_builtin()
+    found = _REGISTRY.get(name)
+    if found is None and ":" not in name:
+        found = get_model(name)  # a bare id: the registry's rules and error message
+    if found is None:
+        provider, _, model_id = name.partition(":")
+        if provider in _PROVIDER_ALIASES:
+            return model(f"{_PROVIDER_ALIASES[provider]}:{model_id}", base_url=base_url, id=id)
+        if not model_id:
+            raise UnknownModel(f"model {name!r} names no model id; write {provider}:MODEL-ID")
+        found = _template(provider, model_id)
+    if base_url:
+        found = msgspec.structs.replace(found, base_url=base_url.rstrip("/"))
+    if not found.base_url:
+        raise UnknownModel(
+            f"{found.provider} models need a base URL: pass base_url= "
+            "(on the command line, --base-url URL)"
+        )
+    return found
+
+
+def _template(provider: str, model_id: str) -> Model:
+    if provider in _API_ALIASES:
+        real, api = _API_ALIASES[provider]
+        known = _REGISTRY.get(f"{real}:{model_id}")
+        base = known or _template(real, model_id)
+        return msgspec.structs.replace(base, api=api)
+    if provider in _ENDPOINTS:
+        api, url = _ENDPOINTS[provider]
+        return Model(id=model_id, provider=provider, api=api, base_url=url, name=model_id)
+    same = [m for m in _REGISTRY.values() if m.provider == provider]
+    if not same:
+        raise UnknownModel(
+            f"unknown provider {provider!r}; known providers: {', '.join(providers())} "
+            "(`streamfn models` lists the known models)"
+        )
+    like = same[0]
+    return Model(
+        id=model_id,
+        provider=provider,
+        api=like.api,
+        base_url=like.base_url,
+        name=model_id,
+        headers=like.headers,
+        extra=like.extra,
     )
 
 

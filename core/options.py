@@ -10,13 +10,13 @@ The core never reads a clock: the timeout fields are data for the shells.
 from __future__ import annotations
 
 import enum
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import msgspec
 
 from .redact import redacted_repr
 
-__all__ = ["Options", "ThinkingLevel"]
+__all__ = ["Options", "ThinkingLevel", "ThinkingName"]
 
 
 class ThinkingLevel(enum.StrEnum):
@@ -27,6 +27,10 @@ class ThinkingLevel(enum.StrEnum):
     LOW = "low"
     MEDIUM = "medium"
     HIGH = "high"
+
+
+#: the strings users write for a `ThinkingLevel` (``Options(thinking="high")``)
+ThinkingName: TypeAlias = Literal["off", "minimal", "low", "medium", "high"]
 
 
 class Options(msgspec.Struct, kw_only=True):
@@ -73,6 +77,46 @@ class Options(msgspec.Struct, kw_only=True):
     max_attempts: int = 3
     retry_base_delay: float = 0.5
     retry_max_delay: float = 30.0
+
+    def __post_init__(self) -> None:
+        if self.thinking is not None and not isinstance(self.thinking, ThinkingLevel):
+            self.thinking = ThinkingLevel(self.thinking)  # "high" -> ThinkingLevel.HIGH
+
+    if TYPE_CHECKING:
+        # What type checkers see: the fields above, except that ``thinking`` also
+        # takes the plain strings (stored as `ThinkingLevel` by __post_init__).
+        # tests/test_public_surface.py keeps this in step with the fields.
+        def __init__(
+            self,
+            *,
+            temperature: float | None = None,
+            top_p: float | None = None,
+            top_k: int | None = None,
+            max_tokens: int | None = None,
+            stop: list[str] | None = None,
+            seed: int | None = None,
+            tool_choice: str | None = None,
+            thinking: ThinkingLevel | ThinkingName | None = None,
+            thinking_budget: int | None = None,
+            n: int | None = None,
+            text_tool_calls: list[str] | None = None,
+            api_key: str | None = None,
+            base_url: str | None = None,
+            headers: dict[str, str] | None = None,
+            extra_body: dict[str, Any] | None = None,
+            max_line_bytes: int = 1 << 20,
+            max_event_bytes: int = 16 << 20,
+            max_error_body_bytes: int = 1 << 20,
+            max_response_bytes: int = 256 << 20,
+            max_content_bytes: int = 64 << 20,
+            connect_timeout: float = 10.0,
+            first_byte_timeout: float = 600.0,
+            idle_timeout: float = 120.0,
+            total_timeout: float | None = None,
+            max_attempts: int = 3,
+            retry_base_delay: float = 0.5,
+            retry_max_delay: float = 30.0,
+        ) -> None: ...
 
     def __repr__(self) -> str:
         return redacted_repr(

@@ -168,7 +168,14 @@ def stream(
 
 
 async def complete(
-    model: Model, context: Context, options: Options | None = None
+    model: Model,
+    context: Context,
+    options: Options | None = None,
+    *,
+    raise_on_error: bool = True,
 ) -> AssistantMessage:
-    """The whole assistant turn as one message."""
-    return await default_client().complete(model, context, options)
+    """The whole assistant turn as one message; an `Error` raises `CompletionError`
+    (``raise_on_error=False`` returns the message with ``error_message`` set)."""
+    return await default_client().complete(
+        model, context, options, raise_on_error=raise_on_error
+    )

@@ -20,13 +20,22 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
+
+from .cache import (
+    METADATA_FILE,
+    TEMPLATE_FILE,
+    TOKENIZER_FILE,
+    WEIGHTS_FILE,
+    Progress,
+    file_record,
+    no_progress,
+)
 
 __all__ = [
     "METADATA_FILE",
@@ -40,13 +49,6 @@ __all__ = [
     "read_config",
 ]
 
-#: ``progress(stage, done, total)``: the CLI draws it on stderr; library callers may ignore it.
-Progress = Callable[[str, int, int], None]
-
-METADATA_FILE: Final = "streamfn.json"
-TEMPLATE_FILE: Final = "chat_template.jinja"
-TOKENIZER_FILE: Final = "tokenizer.json"
-
 #: GGUF token types (llama.cpp's ``LLAMA_TOKEN_TYPE_*``) that are never split by the tokenizer.
 _CONTROL: Final = 3
 _USER_DEFINED: Final = 4
@@ -58,11 +60,6 @@ FloatArray = npt.NDArray[np.float32]
 
 class ConversionError(Exception):
     """The GGUF cannot be converted (unsupported architecture or tensor type)."""
-
-
-def no_progress(stage: str, done: int, total: int) -> None:
-    """The `Progress` of library callers who pass none (one definition for the package)."""
-    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,6 +322,12 @@ def convert_gguf(
             "end_tokens": list(
                 dict.fromkeys(t for t in (vocab.eos, *_TURN_END_TOKENS) if t in present)
             ),
+            # what `local info` checks the cache against (sizes on every start, no hashing)
+            "files": {
+                f.name: file_record(f, digest=f.name == WEIGHTS_FILE)
+                for f in sorted(tmp.iterdir())
+                if f.is_file()
+            },
         }
         (tmp / METADATA_FILE).write_text(json.dumps(metadata, indent=2), encoding="utf-8")
         tmp.chmod(0o755)  # mkdtemp makes it private; the model is not a secret

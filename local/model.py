@@ -31,7 +31,7 @@ from streamfn.core.models import Model
 from streamfn.core.options import Options
 from streamfn.core.tagged import TaggedDecoder
 
-from .convert import METADATA_FILE, TOKENIZER_FILE, Progress, no_progress
+from .cache import METADATA_FILE, TOKENIZER_FILE, Progress, no_progress
 from .prompt import ChatTemplate, TemplateError
 from .tokens import token_bytes_table
 

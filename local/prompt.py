@@ -28,7 +28,7 @@ from streamfn.core.messages import (
 )
 from streamfn.core.options import Options, ThinkingLevel
 
-from .convert import TEMPLATE_FILE
+from .cache import TEMPLATE_FILE
 
 __all__ = ["ChatTemplate", "TemplateError"]
 

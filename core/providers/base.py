@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from datetime import datetime
 from typing import Any, ClassVar, Final
+from urllib.parse import urlsplit
 
 import msgspec
 
@@ -134,12 +135,46 @@ def request_headers(
     return headers
 
 
+def api_root(base: str, version: str, *, only_bare: bool = False) -> str:
+    """The base URL with the API's ``version`` path, added when the caller left it out.
+
+    One convention for every provider: a base URL may be the server's root
+    (``http://localhost:8000``) or the API root (``http://localhost:8000/v1``);
+    a version already there is never doubled. ``only_bare`` is for the
+    OpenAI-compatible family, whose version sits anywhere in a gateway's path
+    (``/openai/v1``, ``/api/paas/v4``): it is added only to a URL with no path.
+    """
+    base = base.rstrip("/")
+    if base.endswith(version):
+        return base
+    if only_bare and urlsplit(base).path:
+        return base
+    return base + version
+
+
+def merge_extra_body(body: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """Deep-merge ``extra`` into ``body``: objects merge key by key, lists are extended
+    (so ``{"tools": [server_tool]}`` adds to the function tools), a ``None`` removes
+    the key, anything else replaces it."""
+    for key, value in extra.items():
+        current = body.get(key)
+        if value is None:
+            body.pop(key, None)
+        elif isinstance(value, dict) and isinstance(current, dict):
+            body[key] = merge_extra_body(dict(current), value)
+        elif isinstance(value, list) and isinstance(current, list):
+            body[key] = [*current, *value]
+        else:
+            body[key] = value
+    return body
+
+
 def json_request(
     url: str, headers: list[tuple[str, str]], body: dict[str, Any], options: Options
 ) -> HTTPRequest:
-    """A POST of ``body`` as JSON, with ``options.extra_body`` merged over it last."""
+    """A POST of ``body`` as JSON, with ``options.extra_body`` deep-merged over it last."""
     if options.extra_body:
-        body.update(options.extra_body)
+        merge_extra_body(body, options.extra_body)
     return HTTPRequest(method="POST", url=url, headers=headers, body=_JSON_ENCODER.encode(body))
 
 

@@ -33,7 +33,7 @@ from ..messages import (
 )
 from ..models import Model
 from ..options import Options, ThinkingLevel
-from .base import HTTPRequest, NDJSONCall, bearer, json_request, request_headers
+from .base import HTTPRequest, NDJSONCall, api_root, bearer, json_request, request_headers
 from .convert import joined_text, prepare_messages
 
 __all__ = ["DEFAULT_BASE_URL", "OllamaCall", "build_request", "open_call"]
@@ -51,7 +51,9 @@ _JSON: Final = msgspec.json.Encoder()
 
 
 def _url(model: Model, options: Options) -> str:
-    return (options.base_url or model.base_url or DEFAULT_BASE_URL).rstrip("/") + "/api/chat"
+    base = (options.base_url or model.base_url or DEFAULT_BASE_URL).rstrip("/")
+    # Ollama's OpenAI-compatible root (``…/v1``) names the same server
+    return api_root(base.removesuffix("/v1"), "/api") + "/chat"
 
 
 def _headers(model: Model, options: Options) -> list[tuple[str, str]]:

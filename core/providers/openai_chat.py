@@ -65,7 +65,7 @@ from ..messages import (
 from ..models import Model
 from ..options import Options, ThinkingLevel
 from ..sse import ServerSentEvent
-from .base import HTTPRequest, SSECall, bearer, json_request, request_headers
+from .base import HTTPRequest, SSECall, api_root, bearer, json_request, request_headers
 from .convert import data_url, joined_text, prepare_messages, tool_arguments
 
 __all__ = ["OpenAIChatCall", "Quirks", "build_request", "open_call", "quirks_for"]
@@ -144,7 +144,7 @@ def _url(model: Model, options: Options) -> str:
         deployment = extra.get("deployment", model.id)
         version = extra.get("api_version", _DEFAULT_AZURE_API_VERSION)
         return f"{base}/openai/deployments/{deployment}/chat/completions?api-version={version}"
-    return f"{base}/chat/completions"
+    return f"{api_root(base, '/v1', only_bare=True)}/chat/completions"
 
 
 def openai_headers(model: Model, options: Options, quirks: Quirks) -> list[tuple[str, str]]:

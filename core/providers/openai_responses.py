@@ -54,7 +54,7 @@ from ..messages import (
 from ..models import Model
 from ..options import Options, ThinkingLevel
 from ..sse import ServerSentEvent
-from .base import HTTPRequest, SSECall, json_request
+from .base import HTTPRequest, SSECall, api_root, json_request
 from .convert import data_url, joined_text, prepare_messages, tool_arguments
 from .openai_chat import error_text, openai_headers, quirks_for, thinking_on
 
@@ -71,7 +71,7 @@ _JSON: Final = msgspec.json.Encoder()
 
 
 def _url(model: Model, options: Options) -> str:
-    return (options.base_url or model.base_url).rstrip("/") + "/responses"
+    return api_root(options.base_url or model.base_url, "/v1", only_bare=True) + "/responses"
 
 
 def _image(image: ImageContent) -> dict[str, Any]:

@@ -47,7 +47,7 @@ from ..messages import Context
 from ..models import Model
 from ..options import Options
 from ..sse import ServerSentEvent
-from .base import HTTPRequest, SSECall, bearer, json_request, request_headers
+from .base import HTTPRequest, SSECall, api_root, bearer, json_request, request_headers
 
 __all__ = [
     "ProxyCall",
@@ -97,7 +97,7 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
     )
     base = (options.base_url or model.base_url).rstrip("/")
     # extra_body travels inside the forwarded options, not merged into this envelope
-    return json_request(f"{base}/v1/stream", headers, body, Options())
+    return json_request(f"{api_root(base, '/v1')}/stream", headers, body, Options())
 
 
 # ---------------------------------------------------------------------------
