@@ -39,6 +39,7 @@ from .eventstream import (
     EventStreamMessage,
     encode_message,
 )
+from .fallback import FallbackModel, fallback
 from .messages import (
     AssistantContent,
     AssistantMessage,
@@ -84,6 +85,7 @@ __all__ = [
     "EventStreamDecoder",
     "EventStreamError",
     "EventStreamMessage",
+    "FallbackModel",
     "HTTPRequest",
     "ImageContent",
     "Markup",
@@ -138,6 +140,7 @@ __all__ = [
     "encode_message",
     "encode_sse",
     "event_type",
+    "fallback",
     "get_model",
     "list_models",
     "open_call",
