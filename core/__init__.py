@@ -40,6 +40,7 @@ from .eventstream import (
     EventStreamMessage,
     encode_message,
 )
+from .fallback import FallbackModel, fallback
 from .messages import (
     AssistantContent,
     AssistantMessage,
@@ -90,6 +91,7 @@ __all__ = [
     "EventStreamDecoder",
     "EventStreamError",
     "EventStreamMessage",
+    "FallbackModel",
     "HTTPRequest",
     "ImageContent",
     "Markup",
@@ -145,6 +147,7 @@ __all__ = [
     "encode_message",
     "encode_sse",
     "event_type",
+    "fallback",
     "get_model",
     "list_models",
     "model",

@@ -123,6 +123,11 @@ def _module(api: str) -> _ProviderModule:
         if isinstance(registered, str):
             registered = _REGISTERED[api] = importlib.import_module(registered)
         return cast(_ProviderModule, registered)
+    if api == "fallback":
+        raise ValueError(
+            "a fallback chain is tried model by model by the shells (stream, complete); "
+            "for one call, open_call one of its .models"
+        )
     try:
         name = API_MODULES[api]
     except KeyError:

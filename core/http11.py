@@ -39,6 +39,7 @@ from .classify import parse_retry_after
 from .content_coding import BodyDecoder, CodingError, decoder_for
 from .credentials import with_credentials
 from .events import Error, ErrorKind, Event, Start
+from .fallback import FallbackModel, check_chain, fall_back
 from .messages import AssistantMessage, Context
 from .models import Model
 from .options import Options
@@ -926,15 +927,28 @@ class ClientBase(Generic[ConnT], abc.ABC):
     async def _stream(
         self, model: Model, context: Context, options: Options
     ) -> AsyncIterator[AsyncIterator[Event]]:
-        options = with_credentials(model, options, self.environ)
-        events = upgrade_to_responses(
-            self._events, self.responses_upgraded, model, context, options
-        )
-        events = with_text_tool_calls(events, model, context, options)
+        if isinstance(model, FallbackModel):
+            check_chain(model, options, self.environ)
+            events = fall_back(self._open_events, model, context, options)
+        else:
+            events = self._open_events(model, context, options)
         try:
             yield events
         finally:
             await events.aclose()
+
+    def _open_events(
+        self, model: Model, context: Context, options: Options
+    ) -> AsyncGenerator[Event, None]:
+        """One model's stream, with the upgrades and transforms it asks for.
+
+        Raises `MissingCredentials` at once (before any connection) without a key.
+        """
+        options = with_credentials(model, options, self.environ)
+        events = upgrade_to_responses(
+            self._events, self.responses_upgraded, model, context, options
+        )
+        return with_text_tool_calls(events, model, context, options)
 
     async def _events(
         self, model: Model, context: Context, options: Options

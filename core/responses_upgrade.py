@@ -25,10 +25,11 @@ from typing import Final
 
 import msgspec
 
-from .events import Error, ErrorKind, Event, Start
+from .events import Error, ErrorKind, Event
 from .messages import Context
 from .models import Model
 from .options import Options
+from .retry import first_answer
 
 __all__ = ["needs_responses_api", "responses_model", "upgrade_to_responses"]
 
@@ -84,11 +85,7 @@ async def upgrade_to_responses(
     events = open_events(model, context, options)
     try:
         if model.api == "openai-chat":
-            head: list[Event] = []
-            async for event in events:
-                head.append(event)
-                if not isinstance(event, Start):
-                    break
+            head = await first_answer(events)
             first = head[-1] if head else None
             if isinstance(first, Error) and needs_responses_api(first):
                 await events.aclose()

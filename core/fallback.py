@@ -1,0 +1,143 @@
+"""Fallbacks across models: the next model answers when one fails before any output.
+
+``fallback([primary, backup, ...])`` is a `Model` (a `FallbackModel`), so it
+goes wherever a model goes: ``stream(fallback([a, b]), ctx)`` and
+``complete(...)`` in both shells. The shell tries the models in order. A
+model that fails before the caller has seen any output (the shells hold
+`Start` back until the next event, so "no output" is exact) with a kind the
+chain falls back on (``throttled`` and ``network`` by default; add
+``context_overflow``, ``auth``... with ``on=``) gives way to the next one. Once
+output has reached the caller, a failure is an `Error` like any other: the
+same rule as retries, so nothing is ever said twice. The `Start` of the
+stream names the model that answered.
+
+Keys come from each model's own environment variable (a model without one is
+skipped with a warning), never from ``Options.api_key``: one key sent to
+every provider of a chain would leak it to all of them.
+
+`falls_back` is the pure decision; `fall_back` is the shells' wrapper.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
+
+from .credentials import MissingCredentials, with_credentials
+from .events import Error, ErrorKind, Event
+from .messages import Context
+from .models import Model
+from .options import Options
+from .retry import first_answer
+
+__all__ = ["FallbackModel", "check_chain", "fall_back", "fallback", "falls_back"]
+
+log = logging.getLogger("streamfn")
+
+DEFAULT_KINDS: frozenset[ErrorKind] = frozenset({ErrorKind.THROTTLED, ErrorKind.NETWORK})
+
+
+class FallbackModel(Model, kw_only=True, frozen=True):
+    """A chain of models tried in order (see `fallback`); ``api`` is ``"fallback"``."""
+
+    models: tuple[Model, ...] = ()
+    #: the error kinds that pass the turn to the next model
+    fall_back_on: frozenset[ErrorKind] = DEFAULT_KINDS
+
+
+def fallback(models: Sequence[Model], *, on: Iterable[ErrorKind | str] = ()) -> FallbackModel:
+    """The models in ``models`` as one, each tried when the previous one fails before
+    any output with ``throttled`` or ``network`` (plus the kinds in ``on``)."""
+    chain = tuple(m for model in models for m in _flat(model))
+    if not chain:
+        raise ValueError("fallback() needs at least one model")
+    kinds = DEFAULT_KINDS | {ErrorKind(k) for k in on}
+    first = chain[0]
+    return FallbackModel(
+        id=" | ".join(m.key for m in chain),
+        provider="fallback",
+        api="fallback",
+        base_url="",
+        context_window=min(m.context_window for m in chain),
+        max_output=min(m.max_output for m in chain),
+        reasoning=all(m.reasoning for m in chain),
+        name=first.name,
+        models=chain,
+        fall_back_on=frozenset(kinds),
+    )
+
+
+def _flat(model: Model) -> tuple[Model, ...]:
+    return model.models if isinstance(model, FallbackModel) else (model,)
+
+
+def falls_back(chain: FallbackModel, error: Error) -> bool:
+    """Whether ``error``, met before any output, passes the turn to the next model."""
+    return error.kind is not None and error.kind in chain.fall_back_on
+
+
+def check_chain(chain: FallbackModel, options: Options, environ: Mapping[str, str]) -> None:
+    """Refuse, before any connection, a chain that cannot work: a shared
+    ``Options.api_key``, or no model with credentials (`MissingCredentials`)."""
+    if options.api_key:
+        raise ValueError(
+            "a fallback chain takes each model's key from its own environment variable; "
+            "leave Options.api_key unset (one key would be sent to every provider)"
+        )
+    missing: list[str] = []
+    for model in chain.models:
+        try:
+            with_credentials(model, options, environ)
+        except MissingCredentials as exc:
+            missing.append(str(exc))
+        else:
+            return
+    raise MissingCredentials(
+        "no model of the fallback chain has credentials: " + "; ".join(missing)
+    )
+
+
+OpenEvents = Callable[[Model, Context, Options], AsyncGenerator[Event, None]]
+
+
+async def fall_back(
+    open_events: OpenEvents, chain: FallbackModel, context: Context, options: Options
+) -> AsyncGenerator[Event, None]:
+    """The first answer of ``chain``'s models that does not fail before output.
+
+    ``open_events(model, context, options)`` opens one model's stream (the
+    shell resolves its credentials there and may raise `MissingCredentials`).
+    """
+    missing: list[MissingCredentials] = []
+    last = len(chain.models) - 1
+    for position, model in enumerate(chain.models):
+        try:
+            events = open_events(model, context, options)
+        except MissingCredentials as exc:
+            log.warning("fallback: skipping %s: %s", model.key, exc)
+            missing.append(exc)
+            continue
+        try:
+            head = await first_answer(events)
+            failed = head[-1] if head else None
+            if position < last and isinstance(failed, Error) and falls_back(chain, failed):
+                log.warning(
+                    "fallback: %s failed before any output (%s: %s); trying %s",
+                    model.key,
+                    failed.kind,
+                    failed.message,
+                    chain.models[position + 1].key,
+                )
+                continue
+            for event in head:
+                yield event
+            async for event in events:
+                yield event
+            return
+        finally:
+            await events.aclose()
+    if missing:
+        raise MissingCredentials(
+            "no model of the fallback chain has credentials: "
+            + "; ".join(str(exc) for exc in missing)
+        )
