@@ -43,10 +43,11 @@ ENV_KEYS: Final[dict[str, tuple[str, ...]]] = {
 }
 
 
-#: provider -> the variable its official SDK reads a base URL from (honoured the same way)
-ENV_BASE_URLS: Final[dict[str, str]] = {
-    "openai": "OPENAI_BASE_URL",
-    "anthropic": "ANTHROPIC_BASE_URL",
+#: provider -> (the variable its official SDK reads a base URL from, the default it
+#: replaces): honoured the same way, and only for a model at the default address
+ENV_BASE_URLS: Final[dict[str, tuple[str, str]]] = {
+    "openai": ("OPENAI_BASE_URL", "https://api.openai.com/v1"),
+    "anthropic": ("ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
 }
 
 
@@ -111,7 +112,8 @@ def with_credentials(model: Model, options: Options, environ: Mapping[str, str])
     """``options`` with the credentials filled from ``environ`` when the caller gave none.
 
     Like the official SDKs, ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL`` set the
-    base URL of those providers' models when ``options.base_url`` is not set.
+    base URL of those providers' models, unless the caller chose one: a model
+    whose ``base_url`` is not the provider's default, or ``options.base_url``.
 
     Raises `MissingCredentials` (naming the variable) before any connection is
     made. For Bedrock the AWS variables become the ``ACCESS:SECRET[:SESSION]``
@@ -124,8 +126,10 @@ def with_credentials(model: Model, options: Options, environ: Mapping[str, str])
         updates: dict[str, str] = {}
         if key is not None and key != options.api_key:
             updates["api_key"] = key
-        base_env = ENV_BASE_URLS.get(model.provider)
-        if base_env and not options.base_url and environ.get(base_env):
+        base_env, default = ENV_BASE_URLS.get(model.provider, ("", ""))
+        at_default = model.base_url.rstrip("/") in ("", default)
+        if base_env and at_default and not options.base_url and environ.get(base_env):
+            # an address the caller chose (Model.base_url, Options.base_url) wins
             updates["base_url"] = environ[base_env]
         return msgspec.structs.replace(options, **updates) if updates else options
     changes: dict[str, str] = {}

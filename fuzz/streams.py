@@ -188,7 +188,7 @@ def _block(draw: st.DrawFn, shape: StreamShape, kind: str, index: int) -> list[E
     if signature is not None:
         signature = shape.signer("tool", arguments, signature)
     return [
-        ToolCallStart(index, draw(_ids), draw(_names)),
+        ToolCallStart(index, f"{draw(_ids)}_{index}", draw(_names)),
         *(ToolCallDelta(index, p) for p in pieces),
         ToolCallEnd(index, signature),
     ]

@@ -33,3 +33,14 @@ def open_call(model: Model, context: Context, options: Options) -> LinesCall:
     base = (options.base_url or model.base_url).rstrip("/")
     request = json_request(f"{base}/generate", headers, body, options)
     return LinesCall(model, context, options, request)
+
+
+if __name__ == "__main__":  # plug it in and read a recorded answer
+    import sys
+
+    from streamfn.core import register_api, replay
+
+    register_api("lines", sys.modules[__name__])
+    body = b'{"delta": "Hello"}\n{"delta": ", world"}\n{"done": true, "input_tokens": 3, "output_tokens": 2}\n'
+    for event in replay("lines", body, headers=[("content-type", "application/x-ndjson")]):
+        print(event)

@@ -169,3 +169,4 @@ def test_a_chain_is_a_model_but_has_no_wire_format_of_its_own(server: FakeProvid
         open_call(chain, Context.of("hi"), Options(api_key="k"))
     with pytest.raises(ValueError, match="at least one model"):
         fallback([])
+
