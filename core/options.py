@@ -9,11 +9,11 @@ The core never reads a clock: the timeout fields are data for the shells.
 from __future__ import annotations
 
 import enum
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
-__all__ = ["Options", "ThinkingLevel"]
+__all__ = ["CLIENT_FIELDS", "Options", "ThinkingLevel", "client_fields"]
 
 
 class ThinkingLevel(enum.StrEnum):
@@ -82,3 +82,30 @@ class Options(msgspec.Struct, kw_only=True):
 
 
 _DEFAULTS = Options()
+
+
+#: What a client of a server that holds the credentials may choose: what to
+#: generate. Everything else (credentials, base URL, headers, extra body keys,
+#: attempts, timeouts, caps) decides where a request goes, how often it is sent
+#: or what it may cost, and comes from the server's configuration only.
+CLIENT_FIELDS: Final = (
+    "temperature",
+    "top_p",
+    "top_k",
+    "max_tokens",
+    "stop",
+    "seed",
+    "tool_choice",
+    "thinking",
+    "thinking_budget",
+)
+
+
+def client_fields(options: Options) -> dict[str, Any]:
+    """The generation knobs ``options`` sets (`CLIENT_FIELDS` that are not None)."""
+    out: dict[str, Any] = {}
+    for name in CLIENT_FIELDS:
+        value = getattr(options, name)
+        if value is not None:
+            out[name] = value
+    return out
