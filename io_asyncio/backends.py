@@ -22,8 +22,8 @@ from typing import Any
 import msgspec
 
 from streamfn.core.credentials import MissingCredentials
-from streamfn.core.events import Event
-from streamfn.core.messages import Context
+from streamfn.core.events import Error, Event, Start
+from streamfn.core.messages import Context, TextContent, UserMessage
 from streamfn.core.models import Model, UnknownModel, get_model, list_models
 from streamfn.core.options import Options, client_fields
 
@@ -128,12 +128,17 @@ class LocalBackend:
     other request and ``/health``. Events are relayed to the server's loop;
     cancelling the relay cancels the stream there (generation stops within a
     token, and its worker is joined before the relay returns).
+
+    The tokenizer holds the GIL while it works, so a thread alone does not
+    keep the server responsive through a huge prompt: a prompt that cannot
+    fit is refused before it is rendered or tokenized (`_surely_too_long`).
     """
 
     def __init__(self, model_dir: str | Path | None = None, *, progress: Any = None) -> None:
         from streamfn.local.model import LocalModel
 
         self.model = LocalModel.default(model_dir, progress=progress)
+        self._token_bytes = _longest_token_bytes(self.model)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="streamfn-local-loop", daemon=True
@@ -153,7 +158,37 @@ class LocalBackend:
     ) -> AbstractAsyncContextManager[AsyncIterator[Event]]:
         if model not in LOCAL_NAMES:
             raise UnknownModelError(f"unknown local model {model!r}; use 'local'")
+        refusal = self._surely_too_long(context)
+        if refusal is not None:
+            return _finished(
+                [Start(api="local", provider="local", model=self.model.info.id), refusal]
+            )
         return _on_loop(self._loop, lambda: self.model.stream_asyncio(context, options))
+
+    def _surely_too_long(self, context: Context) -> Error | None:
+        """A context overflow known from sizes alone, without tokenizing.
+
+        No token covers more than the vocabulary's longest entry in bytes, and
+        every template renders the last user message, so its size over that
+        bound is a floor on the prompt's tokens. Twice the margin, for
+        normalisers that shorten text.
+        """
+        if not self._token_bytes or not context.messages:
+            return None
+        last = context.messages[-1]
+        if not isinstance(last, UserMessage):
+            return None
+        if isinstance(last.content, str):
+            size = len(last.content.strip().encode())
+        else:
+            size = sum(len(c.text.encode()) for c in last.content if isinstance(c, TextContent))
+        window = self.model.info.context_window
+        floor = size // (2 * self._token_bytes)
+        if floor <= window:
+            return None
+        return Error.context_overflow(
+            f"the prompt is at least {floor} tokens; {self.model.info.id} holds {window}"
+        )
 
     def close(self) -> None:
         if self._thread.is_alive():
@@ -161,6 +196,26 @@ class LocalBackend:
             self._thread.join()
             self._loop.close()
         self.model.close()
+
+
+def _longest_token_bytes(model: Any) -> int:
+    """The most bytes one token of ``model`` covers (0: unknown, no size checks)."""
+    tokenizer = getattr(model, "_tokenizer", None)
+    if tokenizer is None:
+        return 0
+    vocab = tokenizer.get_vocab(with_added_tokens=True)
+    return max((len(token.encode()) for token in vocab), default=0)
+
+
+@contextlib.asynccontextmanager
+async def _finished(events: list[Event]) -> AsyncIterator[AsyncIterator[Event]]:
+    """A stream decided before it started (a refusal)."""
+
+    async def replay() -> AsyncIterator[Event]:
+        for event in events:
+            yield event
+
+    yield replay()
 
 
 @contextlib.asynccontextmanager
