@@ -123,7 +123,9 @@ class Server:
     def stop(self) -> None:
         """Start a graceful shutdown (as SIGTERM does) without waiting for it."""
         assert self._stop is not None
-        self.loop.call_soon_threadsafe(self._stop.set)
+        if not self.loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # it closed meanwhile: stopped already
+                self.loop.call_soon_threadsafe(self._stop.set)
 
     def __exit__(self, *exc: object) -> None:
         self.stop()

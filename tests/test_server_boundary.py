@@ -386,3 +386,106 @@ def test_streaming_and_whole_requests_alike_are_cancelled_on_disconnect() -> Non
                 time.sleep(0.005)
             assert backend.cancelled == n
             assert time.monotonic() - closed < 0.25
+
+
+# -- 5. shutdown: terminal errors in each dialect, 503 for the queue --------------------
+
+
+def _open(port: int, path: str, body: bytes) -> socket.socket:
+    sock = _post(port, path, body)
+    sock.settimeout(5)
+    return sock
+
+
+def test_shutdown_ends_each_stream_in_its_dialect_and_turns_the_queue_away() -> None:
+    streaming = {
+        "/v1/chat/completions": OPENAI_BODY.replace(b'"messages"', b'"stream":true,"messages"'),
+        "/v1/messages": ANTHROPIC_BODY.replace(b'"messages"', b'"stream":true,"messages"'),
+        "/v1/stream": NATIVE_BODY,
+    }
+    with serving(delay=0.4, shutdown_grace=0.3, max_concurrency=3, head_wait=0.05) as (server, _):
+        running = {path: _open(server.port, path, body) for path, body in streaming.items()}
+        for sock in running.values():
+            assert sock.recv(4096).startswith(b"HTTP/1.1 200")
+        queued_whole = _open(server.port, "/v1/messages", ANTHROPIC_BODY)
+        queued_stream = _open(
+            server.port, "/v1/chat/completions", streaming["/v1/chat/completions"]
+        )
+        time.sleep(0.2)  # both wait for a slot; the streaming one has its headers already
+        server.stop()  # what SIGTERM does
+        started = time.monotonic()
+        ended = {}
+        for path, sock in running.items():
+            with sock:
+                ended[path] = _read_all(sock)
+        assert time.monotonic() - started < 2.0  # the grace, then the end: no hang
+        with queued_whole:
+            whole = _read_all(queued_whole)
+        with queued_stream:
+            stream = _read_all(queued_stream)
+    for data in (*ended.values(), stream):
+        assert data.endswith(b"0\r\n\r\n")  # every chunked body properly terminated
+    assert b'"error":{"message":"server is shutting down' in ended["/v1/chat/completions"]
+    assert ended["/v1/chat/completions"].endswith(b"data: [DONE]\n\n\r\n0\r\n\r\n")
+    assert (
+        b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error"'
+        in (ended["/v1/messages"])
+    )
+    assert (
+        b'event: error\ndata: {"type":"error","message":"server is shutting down'
+        in (ended["/v1/stream"])
+    )
+    status, body = _status_and_body(whole)
+    assert status == 503 and b"\r\nretry-after: 1\r\n" in whole.lower()
+    assert body["type"] == "error" and "shutting down" in body["error"]["message"]
+    assert b": streamfn: waiting for the model" in stream and b"shutting down" in stream
+    assert stream.endswith(b"data: [DONE]\n\n\r\n0\r\n\r\n")
+
+
+def test_sdks_see_an_api_error_not_a_broken_connection_at_shutdown() -> None:
+    with serving(delay=0.3, shutdown_grace=0.1) as (server, _):
+        client = openai.OpenAI(base_url=server.url + "/v1", api_key=KEY, max_retries=0)
+        with client, pytest.raises(openai.APIError) as info:
+            for n, _chunk in enumerate(
+                client.chat.completions.create(
+                    model="demo-text",
+                    messages=USER,  # type: ignore[arg-type]
+                    stream=True,
+                )
+            ):
+                if n == 1:
+                    server.stop()
+    assert "shutting down" in str(info.value)
+    assert not isinstance(info.value, openai.APIConnectionError)
+
+
+# -- 8. bytes before the first output -------------------------------------------------
+
+
+def test_a_slow_model_gets_headers_a_comment_and_keep_alives_at_once() -> None:
+    body = OPENAI_BODY.replace(b'"messages"', b'"stream":true,"messages"')
+    with serving(first_delay=1.0, head_wait=0.05, keepalive_interval=0.2) as (server, _):
+        started = time.monotonic()
+        with _open(server.port, "/v1/chat/completions", body) as sock:
+            first = b""
+            while b": streamfn: waiting for the model" not in first:
+                first += sock.recv(4096)
+            waited = time.monotonic() - started
+            rest = _read_all(sock)
+        assert first.startswith(b"HTTP/1.1 200")
+        assert waited < 0.5  # long before the model's first output (1 s)
+        assert rest.count(b": keep-alive") >= 2 and b"data: [DONE]" in rest
+        # real clients ignore the comments and pings and read the whole answer
+        with openai.OpenAI(base_url=server.url + "/v1", api_key=KEY, max_retries=0) as oclient:
+            chunks = oclient.chat.completions.create(
+                model="demo-text",
+                messages=USER,  # type: ignore[arg-type]
+                stream=True,
+            )
+            text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+        assert text == "Hello, wörld 🌍"
+        with (
+            anthropic.Anthropic(base_url=server.url, api_key=KEY, max_retries=0) as aclient,
+            aclient.messages.stream(model="demo-text", max_tokens=5, messages=USER) as s,  # type: ignore[arg-type]
+        ):
+            assert "".join(s.text_stream) == "Hello, wörld 🌍"
