@@ -62,15 +62,18 @@ class ProviderBackend:
         models: Iterable[Model] = (),
         served: Iterable[ServedModel] = (),
         registry: bool = True,
+        base_urls: Mapping[str, str] | None = None,
     ) -> None:
         """``models`` are served by ``provider:id`` ahead of the registry's (a
         gateway's own vLLM box, a renamed deployment ...); ``served`` under
-        their own names; ``registry`` False serves only those two."""
+        their own names; ``registry`` False serves only those two.
+        ``base_urls`` sends every model of a provider to another upstream."""
         self.environ = dict(os.environ if environ is None else environ)
         self.client = client or Client(environ=self.environ)
         self.models = {m.key: m for m in models}
         self.served = {s.name: s for s in served}
         self.registry = registry
+        self.base_urls = dict(base_urls or {})
 
     async def aclose(self) -> None:
         """Close idle upstream connections (the server calls this at shutdown)."""
@@ -98,6 +101,9 @@ class ProviderBackend:
             )
         if model.api == "local":
             raise UnknownModelError(f"{name!r} is a local model; this server does not serve it")
+        base_url = self.base_urls.get(model.provider)
+        if base_url is not None:
+            model = msgspec.structs.replace(model, base_url=base_url)
         return model, None
 
     def max_output(self, model: str) -> int | None:
@@ -232,9 +238,13 @@ async def _on_loop(
         with contextlib.suppress(RuntimeError):  # this loop closed under a leaked stream
             here.call_soon_threadsafe(items.put_nowait, item)
 
+    def settle() -> None:
+        if not finished.done():
+            finished.set_result(None)
+
     def finish() -> None:
         with contextlib.suppress(RuntimeError):
-            here.call_soon_threadsafe(lambda: finished.done() or finished.set_result(None))
+            here.call_soon_threadsafe(settle)
 
     async def pump() -> None:
         try:
