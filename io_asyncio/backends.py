@@ -311,26 +311,21 @@ class RouterBackend:
             names += self.providers.list_models()
         return names
 
-    def max_output(self, model: str) -> int | None:
+    def _route(self, model: str) -> LocalBackend | ProviderBackend:
         if model in LOCAL_NAMES:
             if self.local is None:
                 raise UnknownModelError("this server was started without the local model")
-            return self.local.max_output(model)
+            return self.local
         if self.providers is None:
             raise UnknownModelError(
                 f"unknown model {model!r}: this server serves only the local model ('local')"
             )
-        return self.providers.max_output(model)
+        return self.providers
+
+    def max_output(self, model: str) -> int | None:
+        return self._route(model).max_output(model)
 
     def stream(
         self, model: str, context: Context, options: Options
     ) -> AbstractAsyncContextManager[AsyncIterator[Event]]:
-        if model in LOCAL_NAMES:
-            if self.local is None:
-                raise UnknownModelError("this server was started without the local model")
-            return self.local.stream(model, context, options)
-        if self.providers is None:
-            raise UnknownModelError(
-                f"unknown model {model!r}: this server serves only the local model ('local')"
-            )
-        return self.providers.stream(model, context, options)
+        return self._route(model).stream(model, context, options)

@@ -565,13 +565,21 @@ class App:
         closing = asyncio.ensure_future(self._closing.wait())
         try:
             await asyncio.wait({acquire, closing}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
+        except BaseException:  # cancelled while waiting: give back a slot won meanwhile
             closing.cancel()
-            if not acquire.done():
-                acquire.cancel()
-            elif not acquire.cancelled() and self._closing.is_set():
+            if acquire.done() and not acquire.cancelled():
                 self._slots.release()
-        return acquire.done() and not acquire.cancelled() and not self._closing.is_set()
+            else:
+                acquire.cancel()
+            raise
+        closing.cancel()
+        if not acquire.done():
+            acquire.cancel()
+            return False
+        if self._closing.is_set():
+            self._slots.release()
+            return False
+        return True
 
     async def _produce(self, request: ClientRequest, queue: asyncio.Queue[Event | None]) -> None:
         try:
