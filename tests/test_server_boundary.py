@@ -9,8 +9,10 @@ loopback server.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -21,7 +23,7 @@ import pytest
 from fake_provider import FakeProvider
 from test_server import KEY, USER, Server, _post, _read_all, serving
 
-from streamfn.core import Model
+from streamfn.core import Model, openai_compatible
 from streamfn.io_asyncio.backends import ProviderBackend, RouterBackend
 from streamfn.io_asyncio.server import App, ServerConfig
 
@@ -490,3 +492,62 @@ def test_a_slow_model_gets_headers_a_comment_and_keep_alives_at_once() -> None:
             aclient.messages.stream(model="demo-text", max_tokens=5, messages=USER) as s,  # type: ignore[arg-type]
         ):
             assert "".join(s.text_stream) == "Hello, wörld 🌍"
+
+
+# -- 7. a disconnect closes the upstream call too ---------------------------------------
+
+
+def _stalling_upstream(listener: socket.socket, got_request: Any, closed_at: list[float]) -> None:
+    """Answers each request with headers and one SSE event, then waits for the gateway to hang up."""
+    from fake_provider import read_request
+
+    for _ in range(2):
+        conn, _ = listener.accept()
+        with conn:
+            read_request(conn, bytearray())
+            first = b'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}\n\n'
+            conn.sendall(
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                b"transfer-encoding: chunked\r\n\r\n"
+                + f"{len(first):x}\r\n".encode()
+                + first
+                + b"\r\n"
+            )
+            got_request.set()
+            conn.settimeout(10)
+            with contextlib.suppress(OSError):
+                while conn.recv(4096):
+                    pass
+            closed_at.append(time.monotonic())
+
+
+def test_a_client_disconnect_closes_the_upstream_connection_within_250_ms() -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(4)
+        got_request = threading.Event()
+        closed_at: list[float] = []
+        thread = threading.Thread(
+            target=_stalling_upstream, args=(listener, got_request, closed_at), daemon=True
+        )
+        thread.start()
+        slow = openai_compatible("slow", f"http://127.0.0.1:{listener.getsockname()[1]}/v1")
+        backend = ProviderBackend(environ={}, models=[slow], registry=False)
+        body = json.loads(OPENAI_BODY) | {"model": slow.key}
+        with Server(App(RouterBackend(None, backend), ServerConfig(api_key=KEY))) as server:
+            for n, stream in enumerate((False, True), start=1):
+                got_request.clear()
+                sock = _post(
+                    server.port,
+                    "/v1/chat/completions",
+                    json.dumps(body | {"stream": stream}).encode(),
+                )
+                assert got_request.wait(5)
+                sock.close()
+                left = time.monotonic()
+                deadline = left + 3
+                while len(closed_at) < n and time.monotonic() < deadline:
+                    time.sleep(0.005)
+                assert len(closed_at) == n
+                assert closed_at[-1] - left < 0.25, (stream, closed_at[-1] - left)
+        thread.join(5)
