@@ -170,6 +170,12 @@ def _configure_chat(parser: argparse.ArgumentParser) -> None:
         help="reasoning effort for models that think",
     )
     parser.add_argument("--json", action="store_true", help="print events as JSON lines")
+    parser.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="send the request to this upstream instead of the model's own (a gateway, "
+        "a self-hosted server speaking the model's format)",
+    )
     _add_model_dir(parser)
 
 
@@ -191,10 +197,14 @@ def _model_dir(args: argparse.Namespace) -> Path | None:
 def _options(args: argparse.Namespace) -> Options:
     if args.max_tokens is not None and args.max_tokens < 1:
         raise CommandError("--max-tokens must be at least 1", EXIT_USAGE)
+    base_url = getattr(args, "base_url", None)
+    if base_url is not None and not base_url.startswith(("http://", "https://")):
+        raise CommandError(f"--base-url {base_url!r}: expected an http(s) URL", EXIT_USAGE)
     return Options(
         max_tokens=args.max_tokens,
         temperature=args.temperature,
         thinking=ThinkingLevel(args.thinking) if args.thinking else None,
+        base_url=base_url.rstrip("/") if base_url else None,
     )
 
 
@@ -300,6 +310,8 @@ def _run_chat(args: argparse.Namespace) -> int:
     options = _options(args)
     prompt = _read_prompt(args)
     if _is_local(args.model):
+        if options.base_url is not None:
+            raise CommandError("--base-url is for remote models, not the local one", EXIT_USAGE)
         opener = _local_opener(args)
     else:
         opener, options = _remote_opener(args.model, options)

@@ -194,3 +194,23 @@ def test_workers_share_one_socket_and_stop_cleanly_on_sigterm(
             proc.wait()
         if proc.stderr is not None:
             proc.stderr.close()
+
+
+def test_chat_and_serve_can_point_a_provider_at_a_custom_upstream(
+    upstream: FakeProvider,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-cli")
+    url = upstream.base_url("ok", "openai-chat", "cli")
+    assert cli.main(["chat", "-m", "openai:gpt-4o-mini", "--base-url", url, "hi"]) == 0
+    assert "Hello, world — café 🙂!" in capsys.readouterr().out
+    assert upstream.hits("cli") == 1
+    backend = ProviderBackend(environ={"OPENAI_API_KEY": "sk-cli"}, base_urls={"openai": url})
+    with (
+        Server(App(backend, ServerConfig())) as server,
+        openai.OpenAI(base_url=server.url + "/v1", api_key="-", max_retries=0) as client,
+    ):
+        client.chat.completions.create(model="openai:gpt-4o-mini", messages=USER)  # type: ignore[arg-type]
+    assert upstream.hits("cli") == 2
+    assert cli.main(["chat", "--base-url", url, "hi"]) == 2  # the local model has no upstream
