@@ -14,10 +14,10 @@ import asyncio
 import contextlib
 import os
 import threading
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
@@ -135,16 +135,17 @@ class LocalBackend:
     cancelling the relay cancels the stream there (generation stops within a
     token, and its worker is joined before the relay returns).
 
-    The tokenizer holds the GIL while it works, so a thread alone does not
-    keep the server responsive through a huge prompt: a prompt that cannot
-    fit is refused before it is rendered or tokenized (`_surely_too_long`).
+    The tokenizer's ``encode`` holds the GIL while it works (seconds for a
+    prompt of megabytes), so a thread alone does not keep the server
+    responsive through a huge prompt: a long last message is first counted
+    in slices, off the loop and mostly without the GIL, and a prompt that
+    surely cannot fit is refused before the model renders and tokenizes it.
     """
 
     def __init__(self, model_dir: str | Path | None = None, *, progress: Any = None) -> None:
         from streamfn.local.model import LocalModel
 
         self.model = LocalModel.default(model_dir, progress=progress)
-        self._token_bytes = _longest_token_bytes(self.model)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="streamfn-local-loop", daemon=True
@@ -164,37 +165,47 @@ class LocalBackend:
     ) -> AbstractAsyncContextManager[AsyncIterator[Event]]:
         if model not in LOCAL_NAMES:
             raise UnknownModelError(f"unknown local model {model!r}; use 'local'")
-        refusal = self._surely_too_long(context)
-        if refusal is not None:
-            return _finished(
-                [Start(api="local", provider="local", model=self.model.info.id), refusal]
-            )
-        return _on_loop(self._loop, lambda: self.model.stream_asyncio(context, options))
+        return self._stream(context, options)
 
-    def _surely_too_long(self, context: Context) -> Error | None:
-        """A context overflow known from sizes alone, without tokenizing.
+    @contextlib.asynccontextmanager
+    async def _stream(
+        self, context: Context, options: Options
+    ) -> AsyncIterator[AsyncIterator[Event]]:
+        text = _last_user_text(context)
+        if len(text) > _COUNT_ABOVE_BYTES:
+            refusal = await asyncio.to_thread(self._surely_too_long, text)
+            if refusal is not None:
+                start = Start(api="local", provider="local", model=self.model.info.id)
+                async with _finished([start, refusal]) as events:
+                    yield events
+                return
+        async with _on_loop(
+            self._loop, lambda: self.model.stream_asyncio(context, options)
+        ) as events:
+            yield events
 
-        No token covers more than the vocabulary's longest entry in bytes, and
-        every template renders the last user message, so its size over that
-        bound is a floor on the prompt's tokens. Twice the margin, for
-        normalisers that shorten text.
+    def _surely_too_long(self, text: str) -> Error | None:
+        """A context overflow known from the last message alone (a worker thread).
+
+        Every template renders the last user message, so its tokens are a
+        floor on the prompt's. It is counted in slices cut before a space
+        (where the tokenizer splits words anyway) with ``encode_batch``, which
+        leaves the GIL free, and only until the count is surely too large:
+        twice the window, for the odd token a cut may add.
         """
-        if not self._token_bytes or not context.messages:
+        tokenizer = getattr(self.model, "_tokenizer", None)
+        if tokenizer is None:
             return None
-        last = context.messages[-1]
-        if not isinstance(last, UserMessage):
-            return None
-        if isinstance(last.content, str):
-            size = len(last.content.strip().encode())
-        else:
-            size = sum(len(c.text.encode()) for c in last.content if isinstance(c, TextContent))
         window = self.model.info.context_window
-        floor = size // (2 * self._token_bytes)
-        if floor <= window:
-            return None
-        return Error.context_overflow(
-            f"the prompt is at least {floor} tokens; {self.model.info.id} holds {window}"
-        )
+        counted = 0
+        for piece in _slices(text, _SLICE_CHARS):
+            counted += len(tokenizer.encode_batch([piece], add_special_tokens=False)[0])
+            if counted > 2 * window + 64:
+                return Error.context_overflow(
+                    f"the prompt is more than {counted // 2} tokens; "
+                    f"{self.model.info.id} holds {window}"
+                )
+        return None
 
     def close(self) -> None:
         if self._thread.is_alive():
@@ -204,13 +215,31 @@ class LocalBackend:
         self.model.close()
 
 
-def _longest_token_bytes(model: Any) -> int:
-    """The most bytes one token of ``model`` covers (0: unknown, no size checks)."""
-    tokenizer = getattr(model, "_tokenizer", None)
-    if tokenizer is None:
-        return 0
-    vocab = tokenizer.get_vocab(with_added_tokens=True)
-    return max((len(token.encode()) for token in vocab), default=0)
+#: last messages longer than this are counted before the model tokenizes them
+_COUNT_ABOVE_BYTES: Final = 64 << 10
+#: characters tokenized per call while counting
+_SLICE_CHARS: Final = 16 << 10
+
+
+def _last_user_text(context: Context) -> str:
+    if not context.messages or not isinstance(context.messages[-1], UserMessage):
+        return ""
+    content = context.messages[-1].content
+    if isinstance(content, str):
+        return content
+    return "".join(c.text for c in content if isinstance(c, TextContent))
+
+
+def _slices(text: str, size: int) -> Iterator[str]:
+    """``text`` in pieces of about ``size`` characters, each cut just before a space."""
+    start = 0
+    while start < len(text):
+        end = start + size
+        if end < len(text):
+            space = text.rfind(" ", start + 1, end)
+            end = space if space > start else end
+        yield text[start:end]
+        start = end
 
 
 @contextlib.asynccontextmanager
