@@ -551,3 +551,26 @@ def test_a_client_disconnect_closes_the_upstream_connection_within_250_ms() -> N
                 assert len(closed_at) == n
                 assert closed_at[-1] - left < 0.25, (stream, closed_at[-1] - left)
         thread.join(5)
+
+
+@pytest.mark.parametrize(
+    ("value", "allowed"),
+    [
+        (b"127.0.0.1:8000", True),
+        (b"localhost", True),
+        (b"LOCALHOST:1", True),
+        (b"[::1]:8000", True),
+        (b"app.localhost:3000", True),
+        (b"[::1]x", False),
+        (b"127.0.0.1:80:80", False),
+        (b"127.0.0.2", False),
+        (b"evil.example", False),
+        (b"localhost.evil.example", False),
+        (b"\xff", False),
+    ],
+)
+def test_host_names_a_loopback_server_answers_to(value: bytes, allowed: bool) -> None:
+    from streamfn.io_asyncio.guard import LOOPBACK_HOSTS, host_allowed
+
+    assert host_allowed([(b"host", value)], LOOPBACK_HOSTS) is allowed
+    assert host_allowed([(b"host", value)], None)  # a network bind without --allowed-host
