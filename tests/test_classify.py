@@ -366,7 +366,9 @@ def test_parse_retry_after(headers: dict[str, str], expected: float | None) -> N
 
 def test_ollama_runner_crash_in_stream_is_retryable_network() -> None:
     # Ollama sends {"error": "..."} as an NDJSON line when its runner dies mid-generation.
-    err = classify_message("an error was encountered while running the model: unexpected EOF")
+    err = classify_message(
+        "an error was encountered while running the model: unexpected EOF"
+    )
     assert err.kind is ErrorKind.NETWORK and err.retryable
 
 

@@ -208,7 +208,9 @@ def test_bedrock_requests_are_signed_at_send_time() -> None:
         "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20240501/eu-west-1/bedrock/"
     )
     assert headers["x-amz-date"] == "20240501T120000Z"
-    later = dict((k.lower(), v) for k, v in wire_headers(call, when.replace(hour=13)))
+    later = dict(
+        (k.lower(), v) for k, v in wire_headers(call, when.replace(hour=13))
+    )
     assert later["authorization"] != headers["authorization"]
 
 

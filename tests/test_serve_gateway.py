@@ -51,9 +51,7 @@ def test_an_anthropic_client_streams_from_an_openai_format_upstream(
     with (
         anthropic.Anthropic(base_url=gateway.url, api_key=KEY, max_retries=0) as client,
         client.messages.stream(
-            model="openai-compatible:fake-gpt",
-            max_tokens=50,
-            messages=USER,  # type: ignore[arg-type]
+            model="openai-compatible:fake-gpt", max_tokens=50, messages=USER  # type: ignore[arg-type]
         ) as stream,
     ):
         final = stream.get_final_message()
@@ -75,9 +73,7 @@ def test_an_openai_client_streams_from_an_anthropic_format_upstream(
         parts = [
             chunk.choices[0].delta.content or ""
             for chunk in client.chat.completions.create(
-                model="anthropic:claude-fake",
-                messages=USER,
-                stream=True,  # type: ignore[arg-type]
+                model="anthropic:claude-fake", messages=USER, stream=True  # type: ignore[arg-type]
             )
             if chunk.choices
         ]
