@@ -90,11 +90,21 @@ def _check_depth(obj: Any) -> None:
 
 
 def _check_fields(
-    obj: dict[str, Any], honoured: frozenset[str], ignored: frozenset[str], where: str
+    obj: dict[str, Any],
+    honoured: frozenset[str],
+    ignored: frozenset[str],
+    where: str,
+    neutral: dict[str, tuple[Any, ...]] | None = None,
 ) -> None:
-    """A field a dialect does not list is a 400 naming it (never silently dropped)."""
-    for key in obj:
+    """A field a dialect does not list is a 400 naming it (never silently dropped).
+
+    ``neutral`` lists fields this server does not implement that clients send
+    at their do-nothing value (``frequency_penalty: 0``): those pass.
+    """
+    for key, value in obj.items():
         if key in honoured or key in ignored:
+            continue
+        if neutral and key in neutral and (value is None or value in neutral[key]):
             continue
         raise BadRequest(
             f"{where}.{key}: not accepted by this server. A client chooses what to "
@@ -341,9 +351,20 @@ _OPENAI_IGNORED: Final = frozenset(
 )
 
 
+#: fields this server does not implement, accepted at the value that does nothing
+_OPENAI_NEUTRAL: Final[dict[str, tuple[Any, ...]]] = {
+    "frequency_penalty": (0,),
+    "presence_penalty": (0,),
+    "logprobs": (False,),
+    "top_logprobs": (0,),
+    "logit_bias": ({},),
+    "response_format": ({"type": "text"},),
+}
+
+
 def parse_openai_request(body: bytes) -> ClientRequest:
     obj = decode_body(body)
-    _check_fields(obj, _OPENAI_FIELDS, _OPENAI_IGNORED, "request")
+    _check_fields(obj, _OPENAI_FIELDS, _OPENAI_IGNORED, "request", _OPENAI_NEUTRAL)
     model = _req(obj, "model", str, "request")
     messages = _req(obj, "messages", list, "request")
     if not messages:

@@ -574,3 +574,13 @@ def test_host_names_a_loopback_server_answers_to(value: bytes, allowed: bool) ->
 
     assert host_allowed([(b"host", value)], LOOPBACK_HOSTS) is allowed
     assert host_allowed([(b"host", value)], None)  # a network bind without --allowed-host
+
+
+def test_unimplemented_openai_fields_pass_only_at_their_do_nothing_value(demo: Server) -> None:
+    neutral = {"frequency_penalty": 0, "presence_penalty": 0.0, "logprobs": False, "user": "u1"}
+    body = json.loads(OPENAI_BODY) | neutral
+    assert _request(demo.port, "/v1/chat/completions", json.dumps(body).encode())[0] == 200
+    for field, value in (("frequency_penalty", 0.5), ("response_format", {"type": "json_object"})):
+        body = json.loads(OPENAI_BODY) | {field: value}
+        status, reply, _ = _request(demo.port, "/v1/chat/completions", json.dumps(body).encode())
+        assert status == 400 and f"request.{field}" in reply["error"]["message"]
