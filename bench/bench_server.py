@@ -142,7 +142,7 @@ class _Exchange:
 
     def request(self) -> bytes:
         headers = [
-            ("host", "x"),
+            ("host", "127.0.0.1"),  # the server answers only to loopback names
             ("content-type", "application/json"),
             ("content-length", str(len(self._body))),
         ]

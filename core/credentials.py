@@ -50,6 +50,10 @@ ENV_BASE_URLS: Final[dict[str, tuple[str, str]]] = {
     "anthropic": ("ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
 }
 
+#: providers whose key is optional: a `streamfn serve` started without
+#: ``--api-key`` needs no token, so none is sent when none is set
+OPTIONAL_KEYS: Final = frozenset({"proxy"})
+
 
 class MissingCredentials(Exception):
     """No key in the options nor in the environment; the message names the variable.
@@ -83,6 +87,8 @@ def resolve_api_key(model: Model, options: Options, environ: Mapping[str, str]) 
         value = environ.get(name)
         if value:
             return value
+    if model.provider in OPTIONAL_KEYS:
+        return None
     raise MissingCredentials(
         f"no API key for {model.provider}: set {' or '.join(names)} in the environment "
         "or pass Options(api_key=...)",

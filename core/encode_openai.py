@@ -216,7 +216,9 @@ class OpenAIChatEncoder:
                     "code": event.kind.value if event.kind else None,
                 }
             }
-            return self._frame(body)
+            # [DONE] after the error: the stream's end is explicit, so no client
+            # mistakes it for a dropped connection
+            return self._frame(body) + b"data: [DONE]\n\n"
         return b""
 
     def keep_alive(self) -> bytes:

@@ -4,11 +4,18 @@ The inverse of the request builders, used by `streamfn serve`: whatever a
 client speaks, the server sees one `Context`. Malformed requests raise
 `BadRequest` with a message that names the offending field, which the
 server returns as a 400 in the client's own error shape.
+
+This is the server's trust boundary on the body: a client chooses what to
+generate (`CLIENT_FIELDS`: sampling, length, stops, tools, thinking), never
+where the request goes or how often it is sent. A top-level field outside a
+dialect's list is a 400 naming it, not silently dropped, so a client that
+tries ``base_url`` or ``max_attempts`` learns at once that it cannot.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Any, Final
 
 import msgspec
 
@@ -27,9 +34,21 @@ from .messages import (
     UserContent,
     UserMessage,
 )
-from .options import Options, ThinkingLevel
+from .options import CLIENT_FIELDS, Options, ThinkingLevel
 
-__all__ = ["BadRequest", "ClientRequest", "parse_anthropic_request", "parse_openai_request"]
+__all__ = [
+    "MAX_DEPTH",
+    "BadRequest",
+    "ClientRequest",
+    "decode_body",
+    "parse_anthropic_request",
+    "parse_native_request",
+    "parse_openai_request",
+]
+
+#: the deepest nesting of objects and arrays a request body may have; the
+#: deepest thing clients legitimately send is a tool's JSON Schema
+MAX_DEPTH: Final = 64
 
 
 class BadRequest(ValueError):
@@ -44,14 +63,91 @@ class ClientRequest(msgspec.Struct, kw_only=True):
     include_usage: bool = False
 
 
-def _decode(body: bytes) -> dict[str, Any]:
+def decode_body(body: bytes) -> dict[str, Any]:
+    """The body as a JSON object, or `BadRequest` saying why it is not one."""
     try:
         obj = msgspec.json.decode(body)
+    except UnicodeDecodeError:
+        raise BadRequest("request body is not valid UTF-8") from None
     except msgspec.DecodeError as exc:
         raise BadRequest(f"request body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise BadRequest(f"request body nests deeper than {MAX_DEPTH} levels") from None
     if not isinstance(obj, dict):
         raise BadRequest("request body must be a JSON object")
+    _check_depth(obj)
     return obj
+
+
+def _check_depth(obj: Any) -> None:
+    stack: list[tuple[Any, int]] = [(obj, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise BadRequest(f"request body nests deeper than {MAX_DEPTH} levels")
+        children = value.values() if isinstance(value, dict) else value
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+
+
+def _check_fields(
+    obj: dict[str, Any],
+    honoured: frozenset[str],
+    ignored: frozenset[str],
+    where: str,
+    neutral: dict[str, tuple[Any, ...]] | None = None,
+) -> None:
+    """A field a dialect does not list is a 400 naming it (never silently dropped).
+
+    ``neutral`` lists fields this server does not implement that clients send
+    at their do-nothing value (``frequency_penalty: 0``): those pass.
+    """
+    for key, value in obj.items():
+        if key in honoured or key in ignored:
+            continue
+        if neutral and key in neutral and (value is None or value in neutral[key]):
+            continue
+        raise BadRequest(
+            f"{where}.{key}: not accepted by this server. A client chooses what to "
+            f"generate ({', '.join(sorted(honoured))}); where a request goes, its "
+            "credentials, retries and timeouts are the server's configuration"
+        )
+
+
+def _check_ranges(options: Options, where: str, names: dict[str, str]) -> None:
+    """Out-of-range generation knobs are 400s, under the name the client used."""
+
+    def name(field: str) -> str:
+        return f"{where}.{names.get(field, field)}"
+
+    if options.max_tokens is not None and options.max_tokens < 1:
+        raise BadRequest(f"{name('max_tokens')}: must be at least 1, got {options.max_tokens}")
+    if options.temperature is not None and not 0 <= options.temperature < math.inf:
+        raise BadRequest(f"{name('temperature')}: must be a number >= 0")
+    if options.top_p is not None and not 0 <= options.top_p <= 1:
+        raise BadRequest(f"{name('top_p')}: must be between 0 and 1")
+    if options.top_k is not None and options.top_k < 0:
+        raise BadRequest(f"{name('top_k')}: must be >= 0")
+    if options.thinking_budget is not None and options.thinking_budget < 0:
+        raise BadRequest(f"{name('thinking_budget')}: must be >= 0")
+
+
+def _stream_flag(obj: dict[str, Any], where: str) -> bool:
+    value = obj.get("stream")
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise BadRequest(
+            f"{where}.stream: must be true or false, got {msgspec.json.encode(value).decode()}"
+        )
+    return value
+
+
+def _typed(context: Context) -> Context:
+    """The context checked against its declared types (a backstop for loose client JSON)."""
+    try:
+        return msgspec.convert(msgspec.to_builtins(context), Context)
+    except (msgspec.ValidationError, TypeError) as exc:
+        raise BadRequest(f"request: a field has the wrong type: {exc}") from None
 
 
 def _req(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
@@ -72,6 +168,8 @@ def _opt(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], where: st
 
 def _number(obj: dict[str, Any], key: str, where: str) -> float | None:
     value = _opt(obj, key, (int, float), where)
+    if isinstance(value, bool):
+        raise BadRequest(f"{where}.{key}: wrong type bool")
     return None if value is None else float(value)
 
 
@@ -182,7 +280,7 @@ def _openai_message(msg: Any, i: int, system: list[str], out: list[Message]) -> 
         out.append(
             ToolResultMessage(
                 tool_call_id=_req(msg, "tool_call_id", str, where),
-                tool_name=msg.get("name") or "",
+                tool_name=_opt(msg, "name", str, where) or "",
                 content=[TextContent(text=text)],
             )
         )
@@ -200,8 +298,9 @@ def _openai_tools(tools: list[Any] | None) -> list[Tool]:
         out.append(
             Tool(
                 name=_req(fn, "name", str, f"{where}.function"),
-                description=fn.get("description") or "",
-                parameters=fn.get("parameters") or {"type": "object", "properties": {}},
+                description=_opt(fn, "description", str, f"{where}.function") or "",
+                parameters=_opt(fn, "parameters", dict, f"{where}.function")
+                or {"type": "object", "properties": {}},
             )
         )
     return out
@@ -217,12 +316,60 @@ def _openai_tool_choice(value: Any) -> str | None:
     raise BadRequest("tool_choice: must be 'auto', 'none', 'required' or a function")
 
 
+#: OpenAI Chat Completions fields this server honours
+_OPENAI_FIELDS: Final = frozenset(
+    {
+        "model",
+        "messages",
+        "stream",
+        "stream_options",
+        "temperature",
+        "top_p",
+        "top_k",
+        "max_tokens",
+        "max_completion_tokens",
+        "stop",
+        "seed",
+        "tool_choice",
+        "tools",
+        "reasoning_effort",
+        "n",
+    }
+)
+#: fields SDKs and frameworks send that change nothing a client may not choose
+#: (attribution, caching hints, storage flags): accepted and not acted on
+_OPENAI_IGNORED: Final = frozenset(
+    {
+        "user",
+        "metadata",
+        "store",
+        "parallel_tool_calls",
+        "service_tier",
+        "prompt_cache_key",
+        "safety_identifier",
+    }
+)
+
+
+#: fields this server does not implement, accepted at the value that does nothing
+_OPENAI_NEUTRAL: Final[dict[str, tuple[Any, ...]]] = {
+    "frequency_penalty": (0,),
+    "presence_penalty": (0,),
+    "logprobs": (False,),
+    "top_logprobs": (0,),
+    "logit_bias": ({},),
+    "response_format": ({"type": "text"},),
+}
+
+
 def parse_openai_request(body: bytes) -> ClientRequest:
-    obj = _decode(body)
+    obj = decode_body(body)
+    _check_fields(obj, _OPENAI_FIELDS, _OPENAI_IGNORED, "request", _OPENAI_NEUTRAL)
     model = _req(obj, "model", str, "request")
     messages = _req(obj, "messages", list, "request")
     if not messages:
         raise BadRequest("request.messages: must not be empty")
+    stream = _stream_flag(obj, "request")
     system: list[str] = []
     out: list[Message] = []
     for i, msg in enumerate(messages):
@@ -238,25 +385,31 @@ def parse_openai_request(body: bytes) -> ClientRequest:
         except ValueError:
             raise BadRequest(f"request.reasoning_effort: unknown value {effort!r}") from None
     stream_options = _opt(obj, "stream_options", dict, "request") or {}
-    max_tokens = _int(obj, "max_completion_tokens", "request") or _int(obj, "max_tokens", "request")
+    max_name = (
+        "max_completion_tokens" if obj.get("max_completion_tokens") is not None else "max_tokens"
+    )
     options = Options(
         temperature=_number(obj, "temperature", "request"),
         top_p=_number(obj, "top_p", "request"),
-        max_tokens=max_tokens,
+        top_k=_int(obj, "top_k", "request"),
+        max_tokens=_int(obj, max_name, "request"),
         stop=_stop(obj.get("stop"), "request.stop"),
         seed=_int(obj, "seed", "request"),
         tool_choice=_openai_tool_choice(obj.get("tool_choice")),
         thinking=thinking,
     )
+    _check_ranges(options, "request", {"max_tokens": max_name})
     return ClientRequest(
         model=model,
-        context=Context(
-            messages=out,
-            system_prompt="\n\n".join(system) if system else None,
-            tools=_openai_tools(_opt(obj, "tools", list, "request")),
+        context=_typed(
+            Context(
+                messages=out,
+                system_prompt="\n\n".join(system) if system else None,
+                tools=_openai_tools(_opt(obj, "tools", list, "request")),
+            )
         ),
         options=options,
-        stream=bool(obj.get("stream")),
+        stream=stream,
         include_usage=bool(stream_options.get("include_usage")),
     )
 
@@ -377,13 +530,38 @@ def _anthropic_system(value: Any) -> str | None:
     return "\n\n".join(texts)
 
 
+#: Anthropic Messages fields this server honours
+_ANTHROPIC_FIELDS: Final = frozenset(
+    {
+        "model",
+        "messages",
+        "max_tokens",
+        "stream",
+        "system",
+        "temperature",
+        "top_p",
+        "top_k",
+        "stop_sequences",
+        "tools",
+        "tool_choice",
+        "thinking",
+    }
+)
+#: accepted and not acted on (attribution, priority hints)
+_ANTHROPIC_IGNORED: Final = frozenset({"metadata", "service_tier"})
+
+
 def parse_anthropic_request(body: bytes) -> ClientRequest:
-    obj = _decode(body)
+    obj = decode_body(body)
+    _check_fields(obj, _ANTHROPIC_FIELDS, _ANTHROPIC_IGNORED, "request")
     model = _req(obj, "model", str, "request")
-    max_tokens = _req(obj, "max_tokens", int, "request")
+    max_tokens = _int(obj, "max_tokens", "request")
+    if max_tokens is None:
+        raise BadRequest("request: missing required field 'max_tokens'")
     messages = _req(obj, "messages", list, "request")
     if not messages:
         raise BadRequest("request.messages: must not be empty")
+    stream = _stream_flag(obj, "request")
     out: list[Message] = []
     for i, msg in enumerate(messages):
         _anthropic_message(msg, i, out)
@@ -395,8 +573,9 @@ def parse_anthropic_request(body: bytes) -> ClientRequest:
         tools.append(
             Tool(
                 name=_req(tool, "name", str, where),
-                description=tool.get("description") or "",
-                parameters=tool.get("input_schema") or {"type": "object", "properties": {}},
+                description=_opt(tool, "description", str, where) or "",
+                parameters=_opt(tool, "input_schema", dict, where)
+                or {"type": "object", "properties": {}},
             )
         )
     choice = _opt(obj, "tool_choice", dict, "request")
@@ -424,12 +603,38 @@ def parse_anthropic_request(body: bytes) -> ClientRequest:
         thinking=thinking,
         thinking_budget=budget,
     )
+    _check_ranges(options, "request", {"thinking_budget": "thinking.budget_tokens"})
     return ClientRequest(
         model=model,
-        context=Context(
-            messages=out, system_prompt=_anthropic_system(obj.get("system")), tools=tools
+        context=_typed(
+            Context(messages=out, system_prompt=_anthropic_system(obj.get("system")), tools=tools)
         ),
         options=options,
-        stream=bool(obj.get("stream")),
+        stream=stream,
         include_usage=True,
     )
+
+
+# -- streamfn's native proxy format --------------------------------------------------
+
+
+class _NativeRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    model: str
+    context: Context
+    options: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+def parse_native_request(body: bytes) -> ClientRequest:
+    """``{"model", "context", "options"}``; ``options`` may hold only `CLIENT_FIELDS`."""
+    obj = decode_body(body)
+    try:
+        request = msgspec.convert(obj, _NativeRequest)
+    except msgspec.ValidationError as exc:
+        raise BadRequest(f"native request: {exc}") from None
+    _check_fields(request.options, frozenset(CLIENT_FIELDS), frozenset(), "options")
+    try:
+        options = msgspec.convert(request.options, Options)
+    except msgspec.ValidationError as exc:
+        raise BadRequest(f"options: {exc}") from None
+    _check_ranges(options, "options", {})
+    return ClientRequest(model=request.model, context=request.context, options=options, stream=True)

@@ -10,13 +10,13 @@ The core never reads a clock: the timeout fields are data for the shells.
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 import msgspec
 
 from .redact import redacted_repr
 
-__all__ = ["Options", "ThinkingLevel", "ThinkingName"]
+__all__ = ["CLIENT_FIELDS", "Options", "ThinkingLevel", "ThinkingName", "client_fields"]
 
 
 class ThinkingLevel(enum.StrEnum):
@@ -122,3 +122,30 @@ class Options(msgspec.Struct, kw_only=True):
         return redacted_repr(
             self, secret=frozenset({"api_key"}), keys_only=frozenset({"headers", "extra_body"})
         )
+
+
+#: What a client of a server that holds the credentials may choose: what to
+#: generate. Everything else (credentials, base URL, headers, extra body keys,
+#: attempts, timeouts, caps) decides where a request goes, how often it is sent
+#: or what it may cost, and comes from the server's configuration only.
+CLIENT_FIELDS: Final = (
+    "temperature",
+    "top_p",
+    "top_k",
+    "max_tokens",
+    "stop",
+    "seed",
+    "tool_choice",
+    "thinking",
+    "thinking_budget",
+)
+
+
+def client_fields(options: Options) -> dict[str, Any]:
+    """The generation knobs ``options`` sets (`CLIENT_FIELDS` that are not None)."""
+    out: dict[str, Any] = {}
+    for name in CLIENT_FIELDS:
+        value = getattr(options, name)
+        if value is not None:
+            out[name] = value
+    return out

@@ -11,13 +11,22 @@ built on h11 like our shells. Routes:
 - ``GET /v1/models`` (OpenAI or, with an ``anthropic-version`` header,
   Anthropic shape) and ``GET /health``.
 
-Every stream runs the backend in a producer task; the response loop sends
+The trust boundary: the server holds the provider keys, its clients are not
+trusted. A client chooses what to generate, never where a request goes or
+how often it is sent (`streamfn.core.inbound` rejects such fields by name);
+`streamfn.io_asyncio.guard` keeps web pages out (Host, Origin, Content-Type).
+Every bad request is a 4xx in the client's own error shape.
+
+Every request runs the backend in a producer task; the response loop sends
 what it produces, a keep-alive while the model is silent, and stops the
-producer at once when the client disconnects, so an abandoned request never
-keeps a local generation or an upstream connection alive. Errors that come
-before any output become HTTP errors in the client's own error shape (so SDK
-clients raise their usual exceptions); errors after output started are sent
-in-stream the way each client expects.
+producer at once when the client disconnects (streaming or not), so an
+abandoned request never keeps a local generation or an upstream connection
+alive. Errors that come before any output (within ``head_wait``) become HTTP
+errors in the client's own error shape (so SDK clients raise their usual
+exceptions and retry what is retryable); after that a streaming response has
+sent its headers and an SSE comment, and errors are sent in-stream the way
+each client expects. Shutdown lets streams finish for a grace period and
+then ends each with a terminal error in its dialect.
 """
 
 from __future__ import annotations
@@ -59,6 +68,7 @@ from streamfn.core.inbound import (
     BadRequest,
     ClientRequest,
     parse_anthropic_request,
+    parse_native_request,
     parse_openai_request,
 )
 from streamfn.core.messages import Context
@@ -67,9 +77,14 @@ from streamfn.core.providers.proxy import encode_proxy_event
 from streamfn.core.sse import encode_sse
 
 from .agent_route import AGENT_PATH, agent_encoder
-
-#: client dialects with no field for web-search sources (see `streamfn.core.grounding`)
-_SOURCELESS: Final = ("/v1/chat/completions", AGENT_PATH)
+from .guard import (
+    LOOPBACK_HOSTS,
+    cors_headers,
+    header,
+    host_allowed,
+    is_json,
+    preflight_headers,
+)
 
 __all__ = ["App", "Backend", "EventsBackend", "ServerConfig", "UnknownModelError"]
 
@@ -91,6 +106,28 @@ _json: Final = msgspec.json.Encoder()
 _MAX_BATCH: Final = 256
 #: the native stream's keep-alive: an SSE comment every client ignores
 _KEEP_ALIVE: Final = encode_sse(comment="keep-alive")
+#: the first bytes of a stream whose model has not spoken yet: every SSE client ignores it
+_OPENED: Final = encode_sse(comment="streamfn: waiting for the model")
+#: bodies above this size are parsed on a worker thread, off the event loop
+_PARSE_INLINE_BYTES: Final = 256 << 10
+#: the routes and the methods each answers
+_ROUTES: Final = {
+    "/v1/chat/completions": ("POST",),
+    "/v1/messages": ("POST",),
+    "/v1/stream": ("POST",),
+    AGENT_PATH: ("POST",),
+    "/v1/models": ("GET",),
+    "/health": ("GET",),
+    "/healthz": ("GET",),
+}
+_PARSERS: Final[dict[str, Callable[[bytes], ClientRequest]]] = {
+    "/v1/chat/completions": parse_openai_request,
+    "/v1/messages": parse_anthropic_request,
+    "/v1/stream": parse_native_request,
+    AGENT_PATH: parse_native_request,
+}
+#: client dialects with no field for web-search sources (see `streamfn.core.grounding`)
+_SOURCELESS: Final = ("/v1/chat/completions", AGENT_PATH)
 
 
 class UnknownModelError(LookupError):
@@ -102,19 +139,43 @@ class Backend(Protocol):
 
     def list_models(self) -> list[str]: ...
 
+    def max_output(self, model: str) -> int | None:
+        """The most tokens ``model`` may generate per request (None: no stated limit).
+
+        Raises `UnknownModelError` for a model it does not serve, so a bad name
+        is a 404 before any response starts.
+        """
+        ...
+
     def stream(
         self, model: str, context: Context, options: Options
     ) -> AbstractAsyncContextManager[AsyncIterator[Event]]: ...
 
 
 class ServerConfig(msgspec.Struct, kw_only=True):
-    """Limits and policies; ``api_key`` None means no authentication (loopback use)."""
+    """Limits and policies; ``api_key`` None means no authentication (loopback use).
+
+    ``max_concurrency`` backend streams run at once (upstream calls are I/O
+    and cheap to hold open, so the default is high); up to ``max_queue`` more
+    requests wait for a slot, counting those still sending their body, and
+    beyond that a request is a 429. A streaming request waits ``head_wait``
+    seconds for the model's first event so early errors are HTTP statuses;
+    then it gets its headers and an SSE comment, and keep-alives every
+    ``keepalive_interval`` seconds. ``allowed_hosts`` None accepts any
+    ``Host`` (a server bound to a public address); ``cors_origins`` empty
+    sends no CORS headers and refuses requests carrying an ``Origin``.
+    """
 
     api_key: str | None = None
     max_body_bytes: int = 8 << 20
-    max_concurrency: int = 16
+    max_concurrency: int = 1024
+    max_queue: int = 1024
     keepalive_interval: float = 15.0
+    head_wait: float = 1.0
+    body_timeout: float = 30.0
     shutdown_grace: float = 10.0
+    allowed_hosts: tuple[str, ...] | None = LOOPBACK_HOSTS
+    cors_origins: tuple[str, ...] = ()
     #: append web-search sources as a last text block for dialects with no field for them
     append_sources: bool = False
 
@@ -122,17 +183,26 @@ class ServerConfig(msgspec.Struct, kw_only=True):
         key = "***" if self.api_key else None
         return (
             f"ServerConfig(api_key={key}, max_body_bytes={self.max_body_bytes}, "
-            f"max_concurrency={self.max_concurrency})"
+            f"max_concurrency={self.max_concurrency}, max_queue={self.max_queue}, "
+            f"allowed_hosts={self.allowed_hosts}, cors_origins={self.cors_origins})"
         )
 
 
 class _HTTPError(Exception):
-    def __init__(self, status: int, kind: str, message: str, retry_after: float | None = None):
+    def __init__(
+        self,
+        status: int,
+        kind: str,
+        message: str,
+        retry_after: float | None = None,
+        headers: list[tuple[bytes, bytes]] | None = None,
+    ):
         super().__init__(message)
         self.status = status
         self.kind = kind
         self.message = message
         self.retry_after = retry_after
+        self.headers = headers or []
 
 
 #: what HTTP status an error before any output becomes, by kind
@@ -146,6 +216,8 @@ _STATUS_FOR_KIND: Final = {
     ErrorKind.PROTOCOL: 502,
     ErrorKind.LIMIT: 502,
 }
+#: statuses a backend error keeps as they are (not the client's nor the upstream's fault)
+_OWN_STATUSES: Final = frozenset({404, 503})
 
 
 #: generic kinds of our own errors that mean what an ErrorKind means, so each
@@ -165,6 +237,8 @@ class _Dialect:
     extra_words: ClassVar[dict[str, str]] = {
         "not_found": "model_not_found",
         "too_large": "invalid_request_error",
+        "forbidden": "permission_denied",
+        "timeout": "invalid_request_error",
     }
 
     def error_body(self, kind: str, message: str) -> bytes:
@@ -185,6 +259,8 @@ class _AnthropicDialect(_Dialect):
     extra_words: ClassVar[dict[str, str]] = {
         "not_found": "not_found_error",
         "too_large": "request_too_large",
+        "forbidden": "permission_error",
+        "timeout": "invalid_request_error",
     }
 
     def error_body(self, kind: str, message: str) -> bytes:
@@ -198,17 +274,35 @@ _OPENAI: Final = _Dialect()
 _ANTHROPIC: Final = _AnthropicDialect()
 
 
+def _dialect_for(path: str) -> _Dialect:
+    return _ANTHROPIC if path == "/v1/messages" else _OPENAI
+
+
+def _shutting_down() -> Error:
+    return Error(
+        message="server is shutting down; retry on another instance or in a moment",
+        kind=ErrorKind.NETWORK,
+        status=503,
+        retry_after=1,
+    )
+
+
 class App:
     """The ASGI application. One instance serves many concurrent requests."""
 
     def __init__(self, backend: Backend, config: ServerConfig | None = None) -> None:
         self.backend = backend
         self.config = config or ServerConfig()
+        #: backend streams running now
         self.active = 0
-        self._closing = False
+        #: requests admitted: reading their body, waiting for a slot, or running
+        self.admitted = 0
+        self._slots = asyncio.Semaphore(self.config.max_concurrency)
+        self._closing = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
         self._abort = asyncio.Event()
+        self._shutdown: asyncio.Task[None] | None = None
 
     # -- ASGI entry -------------------------------------------------------------
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -218,36 +312,82 @@ class App:
         if scope["type"] != "http":
             return
         path = scope.get("path", "")
-        method = scope.get("method", "GET")
-        dialect = _ANTHROPIC if path == "/v1/messages" else _OPENAI
+        dialect = _dialect_for(path)
+        headers = scope.get("headers", [])
+        origin = header(headers, b"origin")
+        cors = cors_headers(origin, self.config.cors_origins)
+        if cors:
+            send = _adding_headers(send, cors)
         try:
-            if method == "GET" and path in ("/health", "/healthz"):
-                await self._send_json(send, 200, {"status": "ok", "active_streams": self.active})
-            elif method == "GET" and path == "/v1/models":
-                self._authenticate(scope)
-                await self._send_json(send, 200, self._models_body(scope))
-            elif method == "POST" and path in (
-                "/v1/chat/completions",
-                "/v1/messages",
-                "/v1/stream",
-                AGENT_PATH,
-            ):
-                self._authenticate(scope)
-                body = await self._read_body(receive)
-                await self._completion(scope, receive, send, path, body)
-            else:
-                raise _HTTPError(404, "not_found", f"no route for {method} {path}")
+            await self._route(scope, receive, send, path, origin, bool(cors))
         except _HTTPError as exc:
-            kind = dialect.word(exc.kind)
-            headers = list(_JSON)
-            if exc.retry_after is not None:
-                headers.append((b"retry-after", str(int(exc.retry_after + 0.999)).encode()))
-            if exc.status == 401:
-                headers.append((b"www-authenticate", b"Bearer"))
-            await send({"type": "http.response.start", "status": exc.status, "headers": headers})
-            await send(
-                {"type": "http.response.body", "body": dialect.error_body(kind, exc.message)}
+            await self._send_error(send, dialect, exc)
+
+    async def _route(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        path: str,
+        origin: bytes | None,
+        cors: bool,
+    ) -> None:
+        headers = scope.get("headers", [])
+        method = scope.get("method", "GET")
+        if not host_allowed(headers, self.config.allowed_hosts):
+            raise _HTTPError(
+                400,
+                "invalid_request",
+                "this server answers only to a loopback Host (start it with --allowed-host "
+                "NAME to accept another name)",
             )
+        if origin is not None and not cors:
+            raise _HTTPError(
+                403,
+                "forbidden",
+                "requests from web pages are refused (start the server with --cors-origin "
+                "ORIGIN to allow one)",
+            )
+        methods = _ROUTES.get(path)
+        if methods is None:
+            raise _HTTPError(404, "not_found", f"no route for {method} {path}")
+        if method == "OPTIONS" and cors:
+            preflight = preflight_headers(headers, self.config.cors_origins)
+            await send({"type": "http.response.start", "status": 204, "headers": preflight})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        if method not in methods:
+            raise _HTTPError(
+                405,
+                "invalid_request",
+                f"{path} answers {', '.join(methods)}, not {method}",
+                headers=[(b"allow", ", ".join(methods).encode())],
+            )
+        if path in ("/health", "/healthz"):
+            status = {"status": "ok", "active_streams": self.active, "admitted": self.admitted}
+            await self._send_json(send, 200, status)
+        elif path == "/v1/models":
+            self._authenticate(scope)
+            await self._send_json(send, 200, self._models_body(scope))
+        else:
+            self._authenticate(scope)
+            if not is_json(headers):
+                raise _HTTPError(
+                    415,
+                    "invalid_request",
+                    "request body must be sent with Content-Type: application/json",
+                )
+            await self._completion(receive, send, path)
+
+    async def _send_error(self, send: Send, dialect: _Dialect, exc: _HTTPError) -> None:
+        kind = dialect.word(exc.kind)
+        headers = list(_JSON) + exc.headers
+        if exc.retry_after is not None:
+            headers.append((b"retry-after", str(int(exc.retry_after + 0.999)).encode()))
+        if exc.status == 401:
+            headers.append((b"www-authenticate", b"Bearer"))
+        await send({"type": "http.response.start", "status": exc.status, "headers": headers})
+        await send({"type": "http.response.body", "body": dialect.error_body(kind, exc.message)})
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -259,9 +399,19 @@ class App:
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
+    def begin_shutdown(self) -> asyncio.Task[None]:
+        """Start `shutdown` without waiting for it (from a signal or a server's trigger)."""
+        if self._shutdown is None:
+            self._shutdown = asyncio.ensure_future(self._shut_down())
+        return self._shutdown
+
     async def shutdown(self) -> None:
-        """Refuse new streams, let open ones finish for the grace period, then end them."""
-        self._closing = True
+        """Refuse new and queued requests (503), let running ones finish for the grace
+        period, then end each with a terminal error in its dialect. Idempotent."""
+        await asyncio.shield(self.begin_shutdown())
+
+    async def _shut_down(self) -> None:
+        self._closing.set()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._idle.wait(), self.config.shutdown_grace)
         self._abort.set()
@@ -291,19 +441,27 @@ class App:
         cap = self.config.max_body_bytes
         chunks: list[bytes] = []
         size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                raise _HTTPError(400, "invalid_request", "client disconnected")
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > cap:
-                raise _HTTPError(
-                    413, "too_large", f"request body larger than {cap} bytes (server limit)"
-                )
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(chunks)
+        try:
+            async with asyncio.timeout(self.config.body_timeout):
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        raise _HTTPError(400, "invalid_request", "client disconnected")
+                    chunk = message.get("body", b"")
+                    size += len(chunk)
+                    if size > cap:
+                        raise _HTTPError(
+                            413, "too_large", f"request body larger than {cap} bytes (server limit)"
+                        )
+                    chunks.append(chunk)
+                    if not message.get("more_body", False):
+                        return b"".join(chunks)
+        except TimeoutError:
+            raise _HTTPError(
+                408,
+                "timeout",
+                f"the request body did not arrive within {self.config.body_timeout:g} s",
+            ) from None
 
     def _models_body(self, scope: Scope) -> dict[str, Any]:
         names = self.backend.list_models()
@@ -331,77 +489,73 @@ class App:
         await send({"type": "http.response.body", "body": _json.encode(obj)})
 
     # -- completions ------------------------------------------------------------------
-    def _parse(self, path: str, body: bytes) -> ClientRequest:
+    async def _parse(self, path: str, body: bytes) -> ClientRequest:
+        parse = _PARSERS[path]
         try:
-            if path == "/v1/chat/completions":
-                return parse_openai_request(body)
-            if path == "/v1/messages":
-                return parse_anthropic_request(body)
-            return _parse_native(body)
+            if len(body) > _PARSE_INLINE_BYTES:  # megabytes of prompt: not on the loop
+                return await asyncio.to_thread(parse, body)
+            return parse(body)
         except BadRequest as exc:
             raise _HTTPError(400, "invalid_request", str(exc)) from None
 
-    async def _completion(
-        self, scope: Scope, receive: Receive, send: Send, path: str, body: bytes
-    ) -> None:
-        request = self._parse(path, body)
-        if self._closing:
+    def _check_model(self, path: str, request: ClientRequest) -> None:
+        try:
+            limit = self.backend.max_output(request.model)
+        except UnknownModelError as exc:
+            raise _HTTPError(404, "not_found", str(exc)) from None
+        wanted = request.options.max_tokens
+        if limit is not None and wanted is not None and wanted > limit:
+            where = "options" if path in ("/v1/stream", AGENT_PATH) else "request"
+            raise _HTTPError(
+                400,
+                "invalid_request",
+                f"{where}.max_tokens: {wanted} is more than {request.model} generates "
+                f"per request ({limit})",
+            )
+
+    async def _completion(self, receive: Receive, send: Send, path: str) -> None:
+        if self._closing.is_set():
             raise _HTTPError(503, "unavailable", "server is shutting down", retry_after=1)
-        if self.active >= self.config.max_concurrency:
+        capacity = self.config.max_concurrency + self.config.max_queue
+        if self.admitted >= capacity:
             raise _HTTPError(
                 429,
                 "overloaded",
-                f"server busy: {self.active} streams open (limit {self.config.max_concurrency})",
+                f"server busy: {self.admitted} requests open (limit {capacity})",
                 retry_after=1,
             )
-        self.active += 1
+        self.admitted += 1
         self._idle.clear()
         started = time.perf_counter()
+        request: ClientRequest | None = None
         try:
+            body = await self._read_body(receive)
+            request = await self._parse(path, body)
+            del body
+            self._check_model(path, request)
             await self._run(receive, send, path, request)
         finally:
-            self.active -= 1
-            if self.active == 0:
+            self.admitted -= 1
+            if self.admitted == 0:
                 self._idle.set()
-            log.info(
-                "served %s model=%s stream=%s in %.3f s",
-                path,
-                request.model,
-                request.stream,
-                time.perf_counter() - started,
-            )
+            if request is not None:
+                log.info(
+                    "served %s model=%s stream=%s in %.3f s",
+                    path,
+                    request.model,
+                    request.stream,
+                    time.perf_counter() - started,
+                )
 
     async def _run(self, receive: Receive, send: Send, path: str, request: ClientRequest) -> None:
         queue: asyncio.Queue[Event | None] = asyncio.Queue(maxsize=256)
         producer = asyncio.create_task(self._produce(request, queue))
         watcher = asyncio.create_task(_wait_disconnect(receive))
         try:
-            head = await self._head(queue, watcher)
-            if head is None:  # client went away before anything was produced
-                return
-            terminal = head[-1] if isinstance(head[-1], (Done, Error)) else None
-            dialect = _ANTHROPIC if path == "/v1/messages" else _OPENAI
-            # All before it are Start: nothing sent yet (the agent contract sends it in-stream).
-            if isinstance(terminal, Error) and path != AGENT_PATH:
-                if terminal.status == 404:
-                    status = 404
-                elif terminal.kind is not None:
-                    status = _STATUS_FOR_KIND.get(terminal.kind, 502)
-                else:
-                    status = 502
-                raise _HTTPError(
-                    status,
-                    dialect.error_type(terminal.kind),
-                    terminal.message,
-                    retry_after=terminal.retry_after,
-                )
-            if not request.stream:
-                events = head if terminal is not None else head + await _collect(queue)
-                if self.config.append_sources and path in _SOURCELESS:
-                    events = append_sources(events)
-                await self._send_json(send, 200, _final_body(path, request, events))
-                return
-            await self._stream(send, queue, watcher, path, request, head)
+            if request.stream:
+                await self._stream(send, queue, watcher, path, request)
+            else:
+                await self._whole(send, queue, watcher, path, request)
         finally:
             producer.cancel()
             watcher.cancel()
@@ -410,11 +564,49 @@ class App:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await watcher
 
+    async def _slot(self) -> bool:
+        """Wait for a stream slot; False when the server starts shutting down first."""
+        if self._closing.is_set():
+            return False
+        if not self._slots.locked():
+            await self._slots.acquire()
+            return True
+        acquire = asyncio.ensure_future(self._slots.acquire())
+        closing = asyncio.ensure_future(self._closing.wait())
+        try:
+            await asyncio.wait({acquire, closing}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:  # cancelled while waiting: give back a slot won meanwhile
+            closing.cancel()
+            if acquire.done() and not acquire.cancelled():
+                self._slots.release()
+            else:
+                acquire.cancel()
+            raise
+        closing.cancel()
+        if not acquire.done():
+            acquire.cancel()
+            return False
+        if self._closing.is_set():
+            self._slots.release()
+            return False
+        return True
+
     async def _produce(self, request: ClientRequest, queue: asyncio.Queue[Event | None]) -> None:
         try:
-            async with self.backend.stream(request.model, request.context, request.options) as ev:
-                async for event in ev:
-                    await queue.put(event)
+            if not await self._slot():
+                await queue.put(Start())
+                await queue.put(_shutting_down())
+                return
+            self.active += 1
+            try:
+                async with self.backend.stream(
+                    request.model, request.context, request.options
+                ) as ev:
+                    async for event in ev:
+                        await queue.put(event)
+            finally:
+                self.active -= 1
+                self._slots.release()
         except UnknownModelError as exc:
             await queue.put(Start())
             await queue.put(Error.invalid_request(str(exc), status=404))
@@ -431,22 +623,54 @@ class App:
             with contextlib.suppress(asyncio.QueueFull):
                 queue.put_nowait(None)
 
-    async def _head(
-        self, queue: asyncio.Queue[Event | None], watcher: asyncio.Task[None]
-    ) -> list[Event] | None:
-        """Events up to the first output or the terminal, so early errors become HTTP errors."""
-        head: list[Event] = []
+    def _early_error(self, path: str, error: Error) -> _HTTPError:
+        """An error before any output, as the HTTP error the client's SDK knows."""
+        if error.status in _OWN_STATUSES:
+            status = error.status
+        elif error.kind is not None:
+            status = _STATUS_FOR_KIND.get(error.kind, 502)
+        else:
+            status = 502
+        return _HTTPError(
+            status,
+            _dialect_for(path).error_type(error.kind),
+            error.message,
+            retry_after=error.retry_after,
+        )
+
+    async def _whole(
+        self,
+        send: Send,
+        queue: asyncio.Queue[Event | None],
+        watcher: asyncio.Task[None],
+        path: str,
+        request: ClientRequest,
+    ) -> None:
+        """A non-streaming response: the fold of the events, or an HTTP error."""
+        events: list[Event] = []
         while True:
-            event = await _next(queue, watcher, None)
-            if event is _DISCONNECTED:
-                return None
-            if event is None:
-                head.append(Error.network("backend ended without a terminal event"))
-                return head
-            assert not isinstance(event, _Marker)
-            head.append(event)
-            if not isinstance(event, Start):
-                return head
+            got = await _next(queue, watcher, None, self._abort)
+            if got is _DISCONNECTED:
+                log.info("client disconnected; generation cancelled")
+                return
+            if got is _ABORTED:
+                error = _shutting_down()
+                raise _HTTPError(503, "unavailable", error.message, retry_after=error.retry_after)
+            if got is None:
+                got = Error.network("backend ended without a terminal event")
+            assert not isinstance(got, _Marker)
+            events.append(got)
+            if (
+                isinstance(got, Error)
+                and path != AGENT_PATH  # the agent contract reports errors in-stream
+                and all(isinstance(e, Start) for e in events[:-1])
+            ):
+                raise self._early_error(path, got)
+            if isinstance(got, (Done, Error)):
+                if self.config.append_sources and path in _SOURCELESS:
+                    events = append_sources(events)
+                await self._send_json(send, 200, _final_body(path, request, events))
+                return
 
     async def _stream(
         self,
@@ -455,48 +679,88 @@ class App:
         watcher: asyncio.Task[None],
         path: str,
         request: ClientRequest,
-        head: list[Event],
     ) -> None:
         encode, keep_alive = _encoder_for(path, request)
         if self.config.append_sources and path in _SOURCELESS:
             encode = appending_sources(encode)
-        await send({"type": "http.response.start", "status": 200, "headers": list(_SSE_HEADERS)})
-        pending: list[Event] = list(head)
+        loop = asyncio.get_running_loop()
+        head_deadline = loop.time() + self.config.head_wait
+        started = False  # response headers sent
+        held: list[Event] = []  # Start events held until we know it is not an early error
         while True:
-            frames: list[bytes] = []
-            for event in pending:
-                frames.append(encode(event))
-                if isinstance(event, (Done, Error)):
-                    body = b"".join(frames)
-                    await send({"type": "http.response.body", "body": body, "more_body": False})
-                    return
-            if pending:
-                body = b"".join(frames)
-                await send({"type": "http.response.body", "body": body, "more_body": True})
-            pending = []
-            got = await _next(queue, watcher, self.config.keepalive_interval, self._abort)
+            if started:
+                timeout = self.config.keepalive_interval
+            else:
+                timeout = max(0.0, head_deadline - loop.time())
+            got = await _next(queue, watcher, timeout, self._abort)
             if got is _DISCONNECTED:
                 log.info("client disconnected; generation cancelled")
                 return
             if got is _TIMEOUT:
-                await send({"type": "http.response.body", "body": keep_alive(), "more_body": True})
-            elif got is _ABORTED:
-                pending = [Error.network("server shutting down")]
+                if started:
+                    chunk = keep_alive()
+                else:  # the model is slow to start: tell the client and its proxies we are here
+                    await send(
+                        {
+                            "type": "http.response.start",
+                            "status": 200,
+                            "headers": list(_SSE_HEADERS),
+                        }
+                    )
+                    started = True
+                    chunk = _OPENED
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                continue
+            if got is _ABORTED:
+                if not started:
+                    error = _shutting_down()
+                    raise _HTTPError(
+                        503, "unavailable", error.message, retry_after=error.retry_after
+                    )
+                batch: list[Event] = [_shutting_down()]
             elif got is None:
-                pending = [Error.network("backend ended without a terminal event")]
+                batch = [Error.network("backend ended without a terminal event")]
             else:
                 assert not isinstance(got, _Marker)
-                pending = [got]
+                batch = [got]
                 # What the producer already has ready goes out in the same write:
                 # no added latency, far fewer sends when the model outpaces the socket.
-                while len(pending) < _MAX_BATCH and not queue.empty():
+                while len(batch) < _MAX_BATCH and not isinstance(batch[-1], (Done, Error)):
+                    if queue.empty():
+                        break
                     ready = queue.get_nowait()
                     if ready is None:
-                        pending.append(Error.network("backend ended without a terminal event"))
-                        break
-                    pending.append(ready)
-                    if isinstance(ready, (Done, Error)):
-                        break
+                        ready = Error.network("backend ended without a terminal event")
+                    batch.append(ready)
+            if not started:
+                output = next((e for e in batch if not isinstance(e, Start)), None)
+                if output is None:
+                    held += batch
+                    continue
+                if isinstance(output, Error) and path != AGENT_PATH:
+                    raise self._early_error(path, output)
+                await send(
+                    {"type": "http.response.start", "status": 200, "headers": list(_SSE_HEADERS)}
+                )
+                started = True
+            events = held + batch if held else batch
+            held = []
+            body = b"".join([encode(event) for event in events])
+            final = isinstance(events[-1], (Done, Error))
+            await send({"type": "http.response.body", "body": body, "more_body": not final})
+            if final:
+                return
+
+
+def _adding_headers(send: Send, extra: list[tuple[bytes, bytes]]) -> Send:
+    """``send`` with ``extra`` headers added to the response start (CORS)."""
+
+    async def wrapped(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", []), *extra]}
+        await send(message)
+
+    return wrapped
 
 
 class _Marker:
@@ -577,21 +841,6 @@ def _encoder_for(
     return encode_proxy_event, lambda: _KEEP_ALIVE
 
 
-class _NativeRequest(msgspec.Struct, kw_only=True):
-    model: str
-    context: Context
-    options: Options = msgspec.field(default_factory=Options)
-
-
-def _parse_native(body: bytes) -> ClientRequest:
-    try:
-        req = msgspec.json.decode(body, type=_NativeRequest)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise BadRequest(f"native request: {exc}") from None
-    options = msgspec.structs.replace(req.options, api_key=None)
-    return ClientRequest(model=req.model, context=req.context, options=options, stream=True)
-
-
 def _final_body(path: str, request: ClientRequest, events: list[Event]) -> dict[str, Any]:
     """A non-streaming response, built by folding the same events a stream carries."""
     message = accumulate(events)
@@ -611,16 +860,36 @@ class EventsBackend:
     """Serves recorded event lists by model name: for tests, demos and benchmarks.
 
     ``delay`` seconds pass before each event after `Start`, to exercise
-    keep-alives, disconnects and concurrency limits with real timing.
+    keep-alives, disconnects and concurrency limits with real timing;
+    ``first_delay`` more before the first one (a model that thinks, a queue).
+    Every model generates at most ``max_output`` tokens per request.
     """
 
-    def __init__(self, streams: dict[str, list[Event]], *, delay: float = 0.0) -> None:
+    def __init__(
+        self,
+        streams: dict[str, list[Event]],
+        *,
+        delay: float = 0.0,
+        first_delay: float = 0.0,
+        max_output: int | None = None,
+    ) -> None:
         self.streams = streams
         self.delay = delay
+        self.first_delay = first_delay
+        self.limit = max_output
         self.cancelled = 0
+        #: (model, options) of every stream opened, for tests
+        self.opened: list[tuple[str, Options]] = []
 
     def list_models(self) -> list[str]:
         return sorted(self.streams)
+
+    def max_output(self, model: str) -> int | None:
+        if model not in self.streams:
+            raise UnknownModelError(
+                f"unknown model {model!r}; this server has: {', '.join(self.list_models())}"
+            )
+        return self.limit
 
     @contextlib.asynccontextmanager
     async def stream(
@@ -630,13 +899,18 @@ class EventsBackend:
             raise UnknownModelError(
                 f"unknown model {model!r}; this server has: {', '.join(self.list_models())}"
             )
+        self.opened.append((model, options))
         yield self._events(self.streams[model])
 
     async def _events(self, events: list[Event]) -> AsyncIterator[Event]:
         try:
+            first = True
             for event in events:
-                if self.delay and not isinstance(event, Start):
-                    await asyncio.sleep(self.delay)
+                if not isinstance(event, Start):
+                    wait = self.delay + (self.first_delay if first else 0.0)
+                    first = False
+                    if wait:
+                        await asyncio.sleep(wait)
                 yield event
         except asyncio.CancelledError:
             self.cancelled += 1

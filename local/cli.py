@@ -256,8 +256,19 @@ LOCAL_EXTRA_HINT: Final = (
 )
 
 
+def require_prepared(directory: Path | None) -> None:
+    """Only the default directory is prepared on first use; others must hold a model already."""
+    from .fetch import default_model_dir, is_prepared
+
+    if directory is not None and not is_prepared(directory) and directory != default_model_dir():
+        raise CommandError(
+            f"{directory} holds no prepared model; run `streamfn local prepare "
+            f"--model-dir {directory}` or point --model-dir at a CTranslate2 model"
+        )
+
+
 def _local_opener(args: argparse.Namespace) -> StreamOpener:
-    from .fetch import PrepareError, default_model_dir, is_prepared
+    from .fetch import PrepareError, default_model_dir
 
     try:  # what loading needs, checked before any work (prepare checks its own)
         import ctranslate2  # noqa: F401
@@ -272,16 +283,7 @@ def _local_opener(args: argparse.Namespace) -> StreamOpener:
         ) from exc
     directory = _model_dir(args)
     try:
-        # Only the default directory is prepared on first use; others must hold a model already.
-        if (
-            directory is not None
-            and not is_prepared(directory)
-            and directory != default_model_dir()
-        ):
-            raise CommandError(
-                f"{directory} holds no prepared model; run `streamfn local prepare "
-                f"--model-dir {directory}` or point --model-dir at a CTranslate2 model"
-            )
+        require_prepared(directory)
         model = LocalModel.default(directory, progress=_progress_printer())
     except PrepareError as exc:
         raise CommandError(str(exc)) from exc

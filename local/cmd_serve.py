@@ -2,7 +2,9 @@
 
 OpenAI clients use ``/v1/chat/completions``, Anthropic clients
 ``/v1/messages``, streamfn's own proxy provider ``/v1/stream``. The server
-is the ASGI app in `streamfn.io_asyncio.server`, run by hypercorn.
+is the ASGI app in `streamfn.io_asyncio.server`, run by hypercorn
+(`streamfn.io_asyncio.serve`); ``--workers N`` runs N such processes on one
+listening socket (the server keeps no state between requests).
 """
 
 from __future__ import annotations
@@ -11,9 +13,22 @@ import argparse
 import asyncio
 import os
 import signal
+import socket
 import sys
+from pathlib import Path
+from typing import Any
 
-from .cli import EXIT_OK, EXIT_USAGE, Command, CommandError, _progress_printer, register_command
+from .cli import (
+    EXIT_OK,
+    EXIT_USAGE,
+    Command,
+    CommandError,
+    _add_model_dir,
+    _model_dir,
+    _progress_printer,
+    register_command,
+    require_prepared,
+)
 
 API_KEY_ENV = "STREAMFN_SERVER_API_KEY"
 
@@ -23,36 +38,103 @@ examples:
       the local model on http://127.0.0.1:8000 (plus every provider whose key is set)
   streamfn serve --host 0.0.0.0 --port 9000 --api-key "$TOKEN"
       reachable from other machines; clients must send the token
-  streamfn serve --no-local
-      a gateway to upstream providers only (keys from the environment)
+  streamfn serve --no-local --config gateway.toml --workers 4
+      a gateway serving the models named in gateway.toml, in 4 processes
+  streamfn serve --no-local --base-url openai=http://127.0.0.1:4000/v1
+      every openai:* model through another OpenAI-compatible upstream
 
 then, from any OpenAI client:
   curl -N http://127.0.0.1:8000/v1/chat/completions -H 'content-type: application/json' \\
     -d '{{"model": "local", "stream": true, "messages": [{{"role": "user", "content": "Hi"}}]}}'
 
-The token may also come from ${API_KEY_ENV}. Stop with Ctrl-C: open streams get
---shutdown-grace seconds to finish.
+The token may also come from ${API_KEY_ENV}. Stop with Ctrl-C or SIGTERM: open streams
+get --shutdown-grace seconds to finish, then end with an error event in their dialect.
 """
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = _EPILOG
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
-    parser.add_argument("--api-key", help=f"require this bearer token (or set {API_KEY_ENV})")
-    parser.add_argument("--no-local", action="store_true", help="do not load the local model")
-    parser.add_argument("--no-providers", action="store_true", help="serve only the local model")
-    parser.add_argument("--model-dir", help="a prepared CTranslate2 model directory")
-    parser.add_argument("--max-concurrency", type=int, default=16, help="open streams (default 16)")
-    parser.add_argument(
-        "--max-body-bytes", type=int, default=8 << 20, help="request body cap (default 8 MiB)"
+    add = parser.add_argument
+    add("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    add("--port", type=int, default=8000, help="port (default 8000; 0 picks a free one)")
+    add("--api-key", help=f"require this bearer token (or set {API_KEY_ENV})")
+    add(
+        "--insecure-no-auth",
+        action="store_true",
+        help="allow a non-loopback --host without --api-key (anyone who reaches it spends "
+        "your provider keys)",
     )
-    parser.add_argument(
-        "--keepalive", type=float, default=15.0, help="seconds between keep-alives (default 15)"
+    add("--no-local", action="store_true", help="do not load the local model")
+    add("--no-providers", action="store_true", help="serve only the local model")
+    _add_model_dir(parser)
+    add("--config", type=Path, metavar="FILE", help="TOML list of served upstream models")
+    add(
+        "--base-url",
+        action="append",
+        default=[],
+        metavar="PROVIDER=URL",
+        help="send every PROVIDER:* model to URL instead (repeatable)",
     )
-    parser.add_argument(
-        "--shutdown-grace", type=float, default=10.0, help="seconds open streams get at shutdown"
+    add("--workers", type=int, default=1, metavar="N", help="server processes (default 1)")
+    add(
+        "--max-concurrency",
+        type=int,
+        default=1024,
+        help="model streams running at once (default 1024)",
+    )
+    add(
+        "--max-queue",
+        type=int,
+        default=1024,
+        help="requests waiting for a stream or sending their body; past it 429 (default 1024)",
+    )
+    add(
+        "--max-connections",
+        type=int,
+        default=4096,
+        help="open connections; past it 503 at once (default 4096)",
+    )
+    add("--max-body-bytes", type=int, default=8 << 20, help="request body cap (default 8 MiB)")
+    add(
+        "--head-timeout",
+        type=float,
+        default=10.0,
+        help="seconds a connection may take to send a request head (default 10)",
+    )
+    add(
+        "--body-timeout",
+        type=float,
+        default=30.0,
+        help="seconds a request may take to send its body (default 30)",
+    )
+    add(
+        "--head-wait",
+        type=float,
+        default=1.0,
+        help="seconds a stream waits for the model before sending headers and an SSE "
+        "comment; errors before it are HTTP errors (default 1)",
+    )
+    add("--keepalive", type=float, default=15.0, help="seconds between keep-alives (default 15)")
+    add(
+        "--shutdown-grace",
+        type=float,
+        default=10.0,
+        help="seconds open streams get at shutdown (default 10)",
+    )
+    add(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also answer to this Host name (loopback binds answer only to loopback names)",
+    )
+    add(
+        "--cors-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="let web pages from ORIGIN call the server (repeatable; '*' for any)",
     )
     parser.add_argument(
         "--append-sources",
@@ -61,70 +143,188 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _run(args: argparse.Namespace) -> int:
-    try:
-        import hypercorn.asyncio
-        import hypercorn.config
-    except ImportError as exc:
-        raise CommandError(
-            f"streamfn serve needs hypercorn ({exc}); install it with: pip install 'streamfn[serve]'"
-        ) from exc
-    from streamfn.io_asyncio.backends import LocalBackend, ProviderBackend, RouterBackend
-    from streamfn.io_asyncio.server import App, ServerConfig
+def _check(args: argparse.Namespace) -> dict[str, str]:
+    """Usage errors, before anything is loaded or bound; returns the --base-url map."""
+    from streamfn.io_asyncio.guard import is_loopback
 
     if args.no_local and args.no_providers:
         raise CommandError("--no-local and --no-providers leave nothing to serve", EXIT_USAGE)
-    api_key = args.api_key or os.environ.get(API_KEY_ENV) or None
-    if args.host not in ("127.0.0.1", "localhost", "::1") and not api_key:
-        print(
-            f"streamfn serve: warning: {args.host} is reachable from other machines and no "
-            f"--api-key/{API_KEY_ENV} is set: anyone there can use your provider keys",
-            file=sys.stderr,
+    if args.workers < 1:
+        raise CommandError("--workers must be at least 1", EXIT_USAGE)
+    if not is_loopback(args.host) and not _api_key(args) and not args.insecure_no_auth:
+        raise CommandError(
+            f"{args.host} is reachable from other machines and no --api-key (or "
+            f"${API_KEY_ENV}) is set: anyone there could spend your provider keys. Set a "
+            "token, or pass --insecure-no-auth if that is really what you want",
+            EXIT_USAGE,
         )
+    if args.config is not None and args.no_providers:
+        raise CommandError("--config names upstream models; drop --no-providers", EXIT_USAGE)
+    base_urls = {}
+    for item in args.base_url:
+        provider, sep, url = item.partition("=")
+        if not sep or not provider or not url.startswith(("http://", "https://")):
+            raise CommandError(
+                f"--base-url {item!r}: expected PROVIDER=URL, e.g. openai=http://127.0.0.1:4000/v1",
+                EXIT_USAGE,
+            )
+        base_urls[provider] = url.rstrip("/")
+    if not args.no_local:
+        require_prepared(_model_dir(args))
+    return base_urls
+
+
+def _api_key(args: argparse.Namespace) -> str | None:
+    return args.api_key or os.environ.get(API_KEY_ENV) or None
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise CommandError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    sock.listen(1024)
+    return sock
+
+
+def _backend(args: argparse.Namespace, base_urls: dict[str, str]) -> Any:
+    from streamfn.io_asyncio.backends import LocalBackend, ProviderBackend, RouterBackend
+
+    from .serve_config import ConfigError, load_gateway_config
+
+    providers = None
+    if not args.no_providers:
+        served: list[Any] = []
+        registry = True
+        if args.config is not None:
+            try:
+                gateway = load_gateway_config(args.config)
+            except ConfigError as exc:
+                raise CommandError(str(exc), EXIT_USAGE) from exc
+            served, registry = gateway.models, gateway.registry
+        providers = ProviderBackend(served=served, registry=registry, base_urls=base_urls)
     local = None
     if not args.no_local:
         try:
-            local = LocalBackend(args.model_dir, progress=_progress_printer())
+            local = LocalBackend(_model_dir(args), progress=_progress_printer())
         except Exception as exc:
             raise CommandError(f"cannot load the local model: {exc} (or use --no-local)") from exc
-    providers = None if args.no_providers else ProviderBackend()
-    app = App(
-        RouterBackend(local, providers),
+    return RouterBackend(local, providers)
+
+
+def _app(args: argparse.Namespace, backend: Any) -> Any:
+    from streamfn.io_asyncio.guard import LOOPBACK_HOSTS, is_loopback
+    from streamfn.io_asyncio.server import App, ServerConfig
+
+    if is_loopback(args.host):
+        allowed: tuple[str, ...] | None = (*LOOPBACK_HOSTS, *args.allowed_host)
+    else:  # reachable by other names: check Host only when the operator listed names
+        allowed = (*LOOPBACK_HOSTS, *args.allowed_host) if args.allowed_host else None
+    return App(
+        backend,
         ServerConfig(
-            api_key=api_key,
+            api_key=_api_key(args),
             max_body_bytes=args.max_body_bytes,
             max_concurrency=args.max_concurrency,
+            max_queue=args.max_queue,
             keepalive_interval=args.keepalive,
+            head_wait=args.head_wait,
+            body_timeout=args.body_timeout,
             shutdown_grace=args.shutdown_grace,
+            allowed_hosts=allowed,
+            cors_origins=tuple(args.cors_origin),
             append_sources=args.append_sources,
         ),
     )
-    config = hypercorn.config.Config()
-    host = f"[{args.host}]" if ":" in args.host else args.host
-    config.bind = [f"{host}:{args.port}"]
-    config.graceful_timeout = args.shutdown_grace + 3
-    config.accesslog = None
-    print(
-        f"streamfn serve: http://{host}:{args.port} (local model: {'yes' if local else 'no'}, "
-        f"providers: {'yes' if providers else 'no'}, auth: {'on' if api_key else 'off'})",
-        file=sys.stderr,
-    )
 
-    async def serve() -> None:
+
+def _serve_here(args: argparse.Namespace, sock: socket.socket, base_urls: dict[str, str]) -> int:
+    """One server process on ``sock`` until SIGINT/SIGTERM."""
+    from streamfn.io_asyncio.serve import serve
+
+    backend = _backend(args, base_urls)
+    app = _app(args, backend)
+
+    async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        await hypercorn.asyncio.serve(app, config, shutdown_trigger=stop.wait)  # type: ignore[arg-type]
+        await serve(
+            app,
+            sock,
+            stop,
+            max_connections=args.max_connections,
+            head_timeout=args.head_timeout,
+        )
 
     try:
-        asyncio.run(serve())
-    except OSError as exc:
-        raise CommandError(f"cannot listen on {host}:{args.port}: {exc.strerror or exc}") from exc
+        asyncio.run(main())
     finally:
-        if local is not None:
-            local.close()
+        if backend.local is not None:
+            backend.local.close()
     return EXIT_OK
+
+
+def _worker(args: argparse.Namespace, sock: socket.socket, base_urls: dict[str, str]) -> None:
+    """A ``--workers`` child: the parent forwards the signals that stop it."""
+    try:
+        sys.exit(_serve_here(args, sock, base_urls))
+    except CommandError as exc:
+        print(f"streamfn serve: worker: {exc}", file=sys.stderr)
+        sys.exit(exc.code)
+
+
+def _supervise(args: argparse.Namespace, sock: socket.socket, base_urls: dict[str, str]) -> int:
+    """Start ``--workers`` processes on one socket; forward SIGINT/SIGTERM; wait for all."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    workers = [
+        context.Process(target=_worker, args=(args, sock, base_urls), name=f"streamfn-serve-{i}")
+        for i in range(args.workers)
+    ]
+    for worker in workers:
+        worker.start()
+
+    def forward(signum: int, frame: object) -> None:
+        for worker in workers:
+            if worker.pid is not None and worker.exitcode is None:
+                os.kill(worker.pid, signal.SIGTERM)
+
+    signal.signal(signal.SIGINT, forward)
+    signal.signal(signal.SIGTERM, forward)
+    for worker in workers:
+        worker.join()
+    sock.close()
+    return max((w.exitcode or 0) for w in workers)
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        import hypercorn  # noqa: F401
+    except ImportError as exc:
+        raise CommandError(
+            f"streamfn serve needs hypercorn ({exc}); install it with: pip install 'streamfn[serve]'"
+        ) from exc
+    base_urls = _check(args)
+    sock = _listen(args.host, args.port)
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    print(
+        f"streamfn serve: http://{shown}:{port} (local model: {'no' if args.no_local else 'yes'}, "
+        f"providers: {'no' if args.no_providers else 'yes'}, "
+        f"auth: {'on' if _api_key(args) else 'off'}, workers: {args.workers})",
+        file=sys.stderr,
+        flush=True,
+    )
+    if args.workers > 1:
+        return _supervise(args, sock, base_urls)
+    return _serve_here(args, sock, base_urls)
 
 
 register_command(

@@ -114,6 +114,7 @@ def test_errors_are_encoded_the_way_each_client_expects() -> None:
     err = Error.throttled("slow down", retry_after=2)
     oa = OpenAIChatEncoder(response_id="x", model="m", created=0).encode(err)
     assert oa.startswith(b'data: {"error":') and b"rate_limit_exceeded" in oa
+    assert oa.endswith(b"data: [DONE]\n\n")
     an = AnthropicEncoder(message_id="x", model="m").encode(err)
     assert an.startswith(b"event: error\ndata: ") and b"rate_limit_error" in an
     events = replay("anthropic", AnthropicEncoder(message_id="x", model="m").encode(Start()) + an)

@@ -4,12 +4,16 @@ official openai SDK and to our own proxy provider over both shells."""
 from __future__ import annotations
 
 import asyncio
+import json
+import socket
+import threading
+import time
 from collections.abc import Iterator
 
 import openai
 import pytest
 import trio
-from test_server import KEY, Server
+from test_server import KEY, Server, _post, _read_all
 from tiny_model import build_tiny_model
 
 import streamfn.io_asyncio as sf_asyncio
@@ -85,3 +89,31 @@ def test_proxy_with_a_wrong_token_is_an_auth_error(server: Server) -> None:
 
     last = asyncio.run(run())[-1]
     assert isinstance(last, Error) and last.kind is ErrorKind.AUTH and last.status == 401
+
+
+def test_health_answers_within_50_ms_while_a_6_mb_prompt_is_prepared(server: Server) -> None:
+    prompt = "the cat sat on the mat " * (6_000_000 // 23)
+    body = json.dumps(
+        {"model": "local", "stream": True, "messages": [{"role": "user", "content": prompt}]}
+    ).encode()
+    reply: list[bytes] = []
+
+    def big_request() -> None:
+        with _post(server.port, "/v1/chat/completions", body) as sock:
+            reply.append(_read_all(sock, 120))
+
+    worker = threading.Thread(target=big_request)
+    latencies = []
+    worker.start()
+    while worker.is_alive():
+        started = time.perf_counter()
+        with socket.create_connection(("127.0.0.1", server.port)) as sock:
+            sock.sendall(b"GET /health HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n")
+            assert _read_all(sock).startswith(b"HTTP/1.1 200")
+        latencies.append(time.perf_counter() - started)
+        time.sleep(0.002)
+    worker.join()
+    assert latencies, "the big request was answered before any probe"
+    assert max(latencies) < 0.050, latencies
+    # refused from its size alone, in the client's dialect, without tokenizing 6 MB
+    assert reply[0].startswith(b"HTTP/1.1 400") and b"context_length_exceeded" in reply[0]

@@ -14,8 +14,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import anthropic
-import hypercorn.asyncio
-import hypercorn.config
 import openai
 import pytest
 
@@ -36,6 +34,7 @@ from streamfn.core import (
     ToolCallStart,
     Usage,
 )
+from streamfn.io_asyncio.serve import serve
 from streamfn.io_asyncio.server import App, EventsBackend, ServerConfig
 
 KEY = "test-server-key"
@@ -90,13 +89,15 @@ STREAMS = {
 
 
 class Server:
-    def __init__(self, app: App) -> None:
+    """The app on a real hypercorn in a thread, through `streamfn.io_asyncio.serve`."""
+
+    def __init__(self, app: App, **serve_options: Any) -> None:
         self.app = app
+        self.serve_options = serve_options
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(128)
         self.port = self.sock.getsockname()[1]
-        self.fd = self.sock.detach()  # hypercorn owns and closes it
         self.loop = asyncio.new_event_loop()
         self._stop: asyncio.Event | None = None
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -104,16 +105,11 @@ class Server:
 
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)
-        config = hypercorn.config.Config()
-        config.bind = [f"fd://{self.fd}"]
-        config.graceful_timeout = 1.0
-        config.accesslog = None
-        config.errorlog = None
 
         async def main() -> None:
             self._stop = asyncio.Event()
             self._ready.set()
-            await hypercorn.asyncio.serve(self.app, config, shutdown_trigger=self._stop.wait)  # type: ignore[arg-type]
+            await serve(self.app, self.sock, self._stop, log_errors=False, **self.serve_options)
 
         self.loop.run_until_complete(main())
         self.loop.close()
@@ -124,10 +120,16 @@ class Server:
         _wait_port(self.port)
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def stop(self) -> None:
+        """Start a graceful shutdown (as SIGTERM does) without waiting for it."""
         assert self._stop is not None
-        self.loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(10)
+        if not self.loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # it closed meanwhile: stopped already
+                self.loop.call_soon_threadsafe(self._stop.set)
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+        self._thread.join(30)
 
     @property
     def url(self) -> str:
@@ -145,9 +147,12 @@ def _wait_port(port: int) -> None:
 
 @contextlib.contextmanager
 def serving(**config: Any) -> Iterator[tuple[Server, EventsBackend]]:
-    delay = config.pop("delay", 0.0)
-    backend = EventsBackend(STREAMS, delay=delay)
-    with Server(App(backend, ServerConfig(api_key=KEY, **config))) as server:
+    backend_options = {
+        k: config.pop(k) for k in ("delay", "first_delay", "max_output") if k in config
+    }
+    serve_options = {k: config.pop(k) for k in ("max_connections", "head_timeout") if k in config}
+    backend = EventsBackend(STREAMS, **backend_options)
+    with Server(App(backend, ServerConfig(api_key=KEY, **config)), **serve_options) as server:
         yield server, backend
 
 
@@ -301,7 +306,7 @@ def test_models_and_health(server: Server) -> None:
     ids = [m.id for m in oa(server).models.list()]
     assert ids == sorted(STREAMS)
     with socket.create_connection(("127.0.0.1", server.port)) as sock:
-        sock.sendall(b"GET /health HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+        sock.sendall(b"GET /health HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n")
         data = _read_all(sock)
     assert b" 200 " in data.split(b"\r\n", 1)[0] and b'"status":"ok"' in data
 
@@ -319,7 +324,7 @@ def _read_all(sock: socket.socket, limit: float = 5.0) -> bytes:
 def _post(port: int, path: str, body: bytes, key: str = KEY) -> socket.socket:
     sock = socket.create_connection(("127.0.0.1", port))
     sock.sendall(
-        f"POST {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\nauthorization: Bearer {key}\r\n"
+        f"POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\nauthorization: Bearer {key}\r\n"
         f"content-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n".encode()
         + body
     )
@@ -352,7 +357,7 @@ def test_client_disconnect_cancels_generation_at_once() -> None:
 
 
 def test_overload_is_429_with_retry_after() -> None:
-    with serving(max_concurrency=1, delay=0.3) as (server, _):
+    with serving(max_concurrency=1, max_queue=0, delay=0.3) as (server, _):
         first = _post(server.port, "/v1/chat/completions", STREAM_BODY)
         first.settimeout(5)
         assert first.recv(4096).startswith(b"HTTP/1.1 200")
@@ -414,7 +419,7 @@ def test_graceful_shutdown_ends_open_streams_cleanly_and_refuses_new_ones() -> N
             data = _read_all(sock)
         done.result(5)
         # the open stream got an in-stream error in OpenAI's shape, then a proper end
-        assert b'"error":' in data and b"server shutting down" in data
+        assert b'"error":' in data and b"server is shutting down" in data
         assert data.endswith(b"0\r\n\r\n")  # the chunked body was terminated
         assert server.app.active == 0
         with pytest.raises(openai.InternalServerError) as info:

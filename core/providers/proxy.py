@@ -1,10 +1,11 @@
 """The native streamfn proxy (``POST {base_url}/v1/stream``): both directions of the wire.
 
 Request: JSON ``{"model": <name the proxy resolves>, "context": Context,
-"options": Options}`` with our own msgspec encoding; ``options`` goes without
-``api_key``, ``base_url`` and ``headers`` (those reach the proxy itself and
-are not the upstream's business). The proxy token travels as
-``Authorization: Bearer``.
+"options": {...}}`` with our own msgspec encoding; ``options`` carries only
+the generation knobs a server accepts from a client (`CLIENT_FIELDS`): the
+key, base URL, headers, retries, timeouts and caps reach the proxy itself
+and are the server's business, never the client's. The proxy token travels
+as ``Authorization: Bearer`` (none when the server needs none).
 
 Response: SSE whose ``event:`` is our event type and whose ``data:`` is the
 event's JSON (`encode_proxy_event` writes exactly that). The events are not
@@ -45,7 +46,7 @@ from ..events import (
 )
 from ..messages import Context
 from ..models import Model
-from ..options import Options
+from ..options import Options, client_fields
 from ..sse import ServerSentEvent
 from .base import HTTPRequest, SSECall, api_root, bearer, json_request, request_headers
 
@@ -90,8 +91,11 @@ def encode_proxy_events(events: Iterable[Event]) -> bytes:
 
 def build_request(model: Model, context: Context, options: Options) -> HTTPRequest:
     """The request to the proxy; pure. ``model.id`` is the name the proxy serves."""
-    forwarded = msgspec.structs.replace(options, api_key=None, base_url=None, headers=None)
-    body: dict[str, Any] = {"model": model.id, "context": context, "options": forwarded}
+    body: dict[str, Any] = {
+        "model": model.id,
+        "context": context,
+        "options": client_fields(options),
+    }
     headers = request_headers(
         model, options, accept="text/event-stream", auth=bearer(options.api_key)
     )

@@ -1,0 +1,216 @@
+"""``streamfn serve`` as operators run it: flags, ``--config``, ``--workers``, the proxy.
+
+Refusals are checked in process (they happen before anything is bound); the
+gateway configuration and ``--workers`` run the real command in a subprocess
+against a loopback fake upstream, spoken to by the official openai SDK.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import openai
+import pytest
+from fake_provider import FakeProvider
+from test_server import STREAMS, Server
+
+import streamfn.io_asyncio as sf_asyncio
+from streamfn.core import Context, Done, Model, Options
+from streamfn.io_asyncio.backends import ProviderBackend
+from streamfn.io_asyncio.server import App, EventsBackend, ServerConfig
+from streamfn.local import cli
+from streamfn.local.serve_config import ConfigError, load_gateway_config
+
+USER = [{"role": "user", "content": "Say hello"}]
+
+
+def _serve(*args: str) -> int:
+    return cli.main(["serve", *args])
+
+
+def test_a_network_bind_without_a_token_is_refused(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("STREAMFN_SERVER_API_KEY", raising=False)
+    assert _serve("--host", "0.0.0.0", "--no-local") == 2
+    err = capsys.readouterr().err
+    assert "--api-key" in err and "--insecure-no-auth" in err
+
+
+def test_a_missing_model_dir_is_an_error_not_a_download(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "no-such-model"
+    assert _serve("--model-dir", str(missing), "--no-providers") == 1
+    assert "holds no prepared model" in capsys.readouterr().err
+    assert not missing.exists()
+
+
+def test_a_malformed_base_url_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _serve("--no-local", "--base-url", "openai") == 2
+    assert "PROVIDER=URL" in capsys.readouterr().err
+
+
+def test_config_errors_name_the_entry_and_field(tmp_path: Path) -> None:
+    cases = {
+        "[[models]]\nname='a'\nupstream='openai:nope-model'\n": "models[0] (a).upstream",
+        "[[models]]\nname='a'\napi='openai-chat'\nid='x'\n": "give api, id and base_url",
+        "[[models]]\nname='a'\nupstream='openai:gpt-4o-mini'\nsurprise=1\n": "surprise",
+        "[[models]]\nname='a'\nupstream='openai:gpt-4o-mini'\n[models.defaults]\napi_key='k'\n": (
+            "api_key_env"
+        ),
+        "[[models]]\nname='a'\nupstream='openai:gpt-4o-mini'\n"
+        "[[models]]\nname='a'\nupstream='openai:gpt-4o-mini'\n": "used twice",
+        "models = 3": "Expected `array`",
+    }
+    for text, needle in cases.items():
+        path = tmp_path / "gateway.toml"
+        path.write_text(text)
+        with pytest.raises(ConfigError) as info:
+            load_gateway_config(path)
+        assert needle in str(info.value), (text, str(info.value))
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[FakeProvider]:
+    with FakeProvider() as fake:
+        yield fake
+
+
+def _config(tmp_path: Path, upstream: FakeProvider) -> Path:
+    path = tmp_path / "gateway.toml"
+    path.write_text(
+        f"""
+[[models]]
+name = "team-fast"
+upstream = "openai:gpt-4o-mini"
+base_url = "{upstream.base_url("ok", "openai-chat", "cfg")}"
+api_key_env = "TEAM_KEY"
+headers = {{ "x-team" = "search" }}
+[models.defaults]
+temperature = 0.25
+max_tokens = 77
+
+[[models]]
+name = "vllm"
+api = "openai-chat"
+id = "meta-llama/Llama-3.1-8B-Instruct"
+base_url = "{upstream.base_url("ok", "openai-chat", "vllm")}"
+"""
+    )
+    return path
+
+
+def test_served_models_take_key_headers_and_defaults_from_the_config(
+    tmp_path: Path, upstream: FakeProvider
+) -> None:
+    gateway = load_gateway_config(_config(tmp_path, upstream))
+    backend = ProviderBackend(
+        environ={"TEAM_KEY": "sk-team", "OPENAI_API_KEY": "sk-other"},
+        served=gateway.models,
+        registry=gateway.registry,
+    )
+    with (
+        Server(App(backend, ServerConfig())) as server,
+        openai.OpenAI(base_url=server.url + "/v1", api_key="-", max_retries=0) as client,
+    ):
+        assert [m.id for m in client.models.list()] == ["team-fast", "vllm"]
+        reply = client.chat.completions.create(model="team-fast", messages=USER, temperature=0.9)  # type: ignore[arg-type]
+        assert reply.choices[0].message.content == "Hello, world — café 🙂!"
+        client.chat.completions.create(model="vllm", messages=USER)  # type: ignore[arg-type]
+        with pytest.raises(openai.NotFoundError):
+            client.chat.completions.create(model="openai:gpt-4o-mini", messages=USER)  # type: ignore[arg-type]
+    sent = [r for r in upstream.requests if "/cfg/" in r.path][-1]
+    assert sent.headers["authorization"] == "Bearer sk-team"
+    assert sent.headers["x-team"] == "search"
+    body = json.loads(sent.body)
+    assert (body["model"], body["temperature"]) == ("gpt-4o-mini", 0.9)  # the client wins
+    assert body["max_completion_tokens"] == 77  # the default fills in
+    keyless = [r for r in upstream.requests if "/vllm/" in r.path][-1]
+    assert "authorization" not in keyless.headers  # no key named, none sent
+
+
+def test_the_proxy_provider_needs_no_token_when_the_server_needs_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("STREAMFN_PROXY_TOKEN", raising=False)
+    with Server(App(EventsBackend(STREAMS), ServerConfig())) as server:
+        model = Model(id="demo-text", provider="proxy", api="proxy", base_url=server.url)
+
+        async def run() -> list[object]:
+            async with sf_asyncio.stream(model, Context.of("hi"), Options()) as events:
+                return [e async for e in events]
+
+        events = asyncio.run(run())
+    assert isinstance(events[-1], Done)
+
+
+def test_workers_share_one_socket_and_stop_cleanly_on_sigterm(
+    tmp_path: Path, upstream: FakeProvider
+) -> None:
+    code = "import sys; from streamfn.local.cli import main; sys.exit(main())"
+    args = ["serve", "--no-local", "--config", str(_config(tmp_path, upstream))]
+    env = {**os.environ, "TEAM_KEY": "sk-team"}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, *args, "--port", "0", "--workers", "2"],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        match = re.search(r"http://127\.0\.0\.1:(\d+)", line)
+        assert match, line
+        url = f"http://127.0.0.1:{match.group(1)}"
+        deadline = time.monotonic() + 60
+        answers = 0
+        with openai.OpenAI(base_url=url + "/v1", api_key="-", max_retries=0, timeout=5) as client:
+            while answers < 4 and time.monotonic() < deadline:
+                try:
+                    client.chat.completions.create(model="team-fast", messages=USER)  # type: ignore[arg-type]
+                    answers += 1
+                except openai.APIConnectionError:
+                    time.sleep(0.1)  # the workers are still starting
+        assert answers == 4
+        children = subprocess.run(
+            ["pgrep", "-P", str(proc.pid)], capture_output=True, text=True, check=False
+        ).stdout.split()
+        assert len(children) >= 2  # two workers (and multiprocessing's resource tracker)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stderr is not None:
+            proc.stderr.close()
+
+
+def test_chat_and_serve_can_point_a_provider_at_a_custom_upstream(
+    upstream: FakeProvider,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-cli")
+    url = upstream.base_url("ok", "openai-chat", "cli")
+    assert cli.main(["chat", "-m", "openai:gpt-4o-mini", "--base-url", url, "hi"]) == 0
+    assert "Hello, world — café 🙂!" in capsys.readouterr().out
+    assert upstream.hits("cli") == 1
+    backend = ProviderBackend(environ={"OPENAI_API_KEY": "sk-cli"}, base_urls={"openai": url})
+    with (
+        Server(App(backend, ServerConfig())) as server,
+        openai.OpenAI(base_url=server.url + "/v1", api_key="-", max_retries=0) as client,
+    ):
+        client.chat.completions.create(model="openai:gpt-4o-mini", messages=USER)  # type: ignore[arg-type]
+    assert upstream.hits("cli") == 2
+    assert cli.main(["chat", "--base-url", url, "hi"]) == 2  # the local model has no upstream
