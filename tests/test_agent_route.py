@@ -81,13 +81,18 @@ def test_a_tool_answer_follows_the_documented_order_with_fresh_ulids(server: Ser
 
 
 def test_errors_before_any_output_are_sent_in_stream_as_problem_details(server: Server) -> None:
-    unknown = post(server, native("nosuch"))
+    """The contract's errors are "sent when an error occurs during streaming": once the
+    request is valid, even the model's first answer being an error comes in-stream."""
     overflow = post(server, native("demo-overflow"))
-    for response, status in ((unknown, 404), (overflow, 400)):
-        assert response.status_code == 200
-        got = frames(response.content)
-        assert [n for n, _ in got] == ["stream_start", "error"]
-        assert got[1][1]["status"] == status and got[1][1]["type"].startswith("https://")
+    assert overflow.status_code == 200
+    got = frames(overflow.content)
+    assert [n for n, _ in got] == ["stream_start", "error"]
+    assert got[1][1]["status"] == 400 and got[1][1]["type"].startswith("https://")
+
+
+def test_a_request_that_cannot_start_a_stream_is_an_http_error(server: Server) -> None:
+    """An unknown model is refused before any stream exists, as on every route."""
+    assert post(server, native("nosuch")).status_code == 404
 
 
 def test_keepalive_comments_while_the_model_is_silent() -> None:

@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,19 @@ import pytest
 pytest.importorskip("mypy")
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = ("core", "io_trio", "io_asyncio", "local", "pyproject.toml", "README.md")
+#: what a build needs: every folder the package-dir mapping names, and the metadata
+SOURCES = (
+    *sorted(
+        {
+            folder.split("/")[0]
+            for folder in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"][
+                "setuptools"
+            ]["package-dir"].values()
+        }
+    ),
+    "pyproject.toml",
+    "README.md",
+)
 
 USER_PROGRAM = """\
 import trio
