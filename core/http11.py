@@ -48,6 +48,7 @@ from .proxy_env import Proxy, proxy_for
 from .responses_upgrade import upgrade_to_responses
 from .retry import FirstOutputGate, Retry, RetryPolicy
 from .text_tools import with_text_tool_calls
+from .tracing import traced
 
 __all__ = [
     "EXPIRED",
@@ -946,9 +947,15 @@ class ClientBase(Generic[ConnT], abc.ABC):
         """
         options = with_credentials(model, options, self.environ)
         events = upgrade_to_responses(
-            self._events, self.responses_upgraded, model, context, options
+            self._traced_events, self.responses_upgraded, model, context, options
         )
         return with_text_tool_calls(events, model, context, options)
+
+    def _traced_events(
+        self, model: Model, context: Context, options: Options
+    ) -> AsyncGenerator[Event, None]:
+        """One call to one model, in an OpenTelemetry span when OpenTelemetry is there."""
+        return traced(self._events(model, context, options), model, options, self._clock())
 
     async def _events(
         self, model: Model, context: Context, options: Options
