@@ -76,7 +76,7 @@ from ..models import Model
 from ..options import Options, ThinkingLevel
 from ..sse import ServerSentEvent
 from .base import HTTPRequest, SSECall, json_request, request_headers
-from .convert import prepare_messages, thinking_allowed
+from .convert import opaque_object, prepare_messages, thinking_allowed
 
 __all__ = ["AnthropicCall", "build_request", "open_call"]
 
@@ -158,9 +158,8 @@ def _assistant_blocks(message: AssistantMessage) -> list[Any]:
             blocks.append(
                 {"type": "tool_use", "id": block.id, "name": block.name, "input": block.arguments}
             )
-        elif isinstance(block, OpaqueContent):
-            # Verbatim: the block exactly as Anthropic described it.
-            blocks.append(msgspec.Raw(block.json.encode()))
+        elif isinstance(block, OpaqueContent) and (raw := opaque_object(block)) is not None:
+            blocks.append(raw)  # re-encoded from the parsed object, never pasted as text
     return blocks
 
 

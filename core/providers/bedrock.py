@@ -57,7 +57,7 @@ from ..models import Model
 from ..options import Options, ThinkingLevel
 from ..sigv4 import encode_path_segment, sign_request
 from .base import HTTPRequest, ProviderCall, bearer, json_request, request_headers
-from .convert import prepare_messages, thinking_allowed
+from .convert import opaque_object, prepare_messages, thinking_allowed
 
 __all__ = [
     "AWSCredentials",
@@ -220,8 +220,8 @@ def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
             blocks.append(
                 {"toolUse": {"toolUseId": block.id, "name": block.name, "input": block.arguments}}
             )
-        elif isinstance(block, OpaqueContent):
-            blocks.append(msgspec.json.decode(block.json))
+        elif isinstance(block, OpaqueContent) and (raw := opaque_object(block)) is not None:
+            blocks.append(raw)  # re-encoded from the parsed object, never pasted as text
     return blocks
 
 

@@ -34,7 +34,7 @@ import hashlib
 import logging
 import re
 from collections.abc import Callable, Sequence
-from typing import Final
+from typing import Any, Final
 
 import msgspec
 
@@ -86,6 +86,23 @@ def tool_arguments(call: ToolCall) -> str:
     if call.arguments_json and call.parse_error is None:
         return call.arguments_json
     return _JSON.encode(call.arguments).decode()
+
+
+def opaque_object(block: OpaqueContent) -> dict[str, Any] | None:
+    """The provider block an `OpaqueContent` carries, as one JSON object; None otherwise.
+
+    Builders send this object, never the text itself: pasted verbatim, a
+    string such as ``{"type": "text"}], "model": ...`` would close the block
+    early and add fields of its own to the request body (an injection when
+    the conversation comes from a gateway's untrusted client).
+    """
+    try:
+        value = msgspec.json.decode(block.json)
+    except msgspec.DecodeError:
+        return None
+    if not isinstance(value, dict) or not isinstance(value.get("type", ""), str):
+        return None
+    return value
 
 
 def data_url(image: ImageContent) -> str:
@@ -190,7 +207,14 @@ def _convert_assistant(
                 )
             )
         elif isinstance(block, OpaqueContent) and block.provider == target.provider:
-            content.append(block)
+            if opaque_object(block) is not None:
+                content.append(block)
+            else:
+                log.warning(
+                    "%s: an opaque %s block is not one JSON object; left out of the request",
+                    target.key,
+                    block.block_type,
+                )
     return AssistantMessage(
         content=content,
         api=message.api,

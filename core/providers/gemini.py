@@ -84,7 +84,7 @@ from ..ndjson import NDJSONError
 from ..options import Options, ThinkingLevel
 from ..sse import ServerSentEvent
 from .base import HTTPRequest, SSECall, bearer, json_request, request_headers
-from .convert import joined_text, prepare_messages
+from .convert import joined_text, opaque_object, prepare_messages
 
 __all__ = [
     "GeminiCall",
@@ -202,8 +202,8 @@ def _model_parts(message: AssistantMessage, sign_calls: bool) -> list[Any]:
         elif isinstance(block, ToolCall):
             call = {"functionCall": {"name": block.name, "args": block.arguments}}
             parts.append(_signed(call, block.signature))
-        elif isinstance(block, OpaqueContent):
-            parts.append(msgspec.Raw(block.json.encode()))
+        elif isinstance(block, OpaqueContent) and (raw := opaque_object(block)) is not None:
+            parts.append(raw)  # re-encoded from the parsed object, never pasted as text
     return parts
 
 

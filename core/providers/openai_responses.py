@@ -55,7 +55,7 @@ from ..models import Model
 from ..options import Options, ThinkingLevel
 from ..sse import ServerSentEvent
 from .base import HTTPRequest, SSECall, api_root, json_request
-from .convert import data_url, joined_text, prepare_messages, tool_arguments
+from .convert import data_url, joined_text, opaque_object, prepare_messages, tool_arguments
 from .openai_chat import error_text, openai_headers, quirks_for, thinking_on
 
 __all__ = ["OpenAIResponsesCall", "build_request", "open_call"]
@@ -145,8 +145,8 @@ def _assistant(message: AssistantMessage) -> list[dict[str, Any]]:
                     "arguments": tool_arguments(block),
                 }
             )
-        elif isinstance(block, OpaqueContent):
-            items.append(msgspec.json.decode(block.json))
+        elif isinstance(block, OpaqueContent) and (raw := opaque_object(block)) is not None:
+            items.append(raw)  # re-encoded from the parsed object, never pasted as text
     flush_text()
     return items
 
