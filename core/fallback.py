@@ -79,10 +79,12 @@ def falls_back(chain: FallbackModel, error: Error) -> bool:
 def check_chain(chain: FallbackModel, options: Options, environ: Mapping[str, str]) -> None:
     """Refuse, before any connection, a chain that cannot work: a shared
     ``Options.api_key``, or no model with credentials (`MissingCredentials`)."""
-    if options.api_key:
+    shared = [name for name in ("api_key", "base_url", "headers") if getattr(options, name)]
+    if shared:
         raise ValueError(
-            "a fallback chain takes each model's key from its own environment variable; "
-            "leave Options.api_key unset (one key would be sent to every provider)"
+            f"a fallback chain cannot share Options.{shared[0]}: every model's key would go "
+            "with it; give each model its own base_url/headers and leave the key to its "
+            "environment variable"
         )
     missing: list[str] = []
     for model in chain.models:
@@ -109,8 +111,9 @@ async def fall_back(
     shell resolves its credentials there and may raise `MissingCredentials`).
     """
     missing: list[MissingCredentials] = []
-    last = len(chain.models) - 1
-    for position, model in enumerate(chain.models):
+    #: the answer of the last model that failed over, given if no later model answers
+    failure: list[Event] = []
+    for model in chain.models:
         try:
             events = open_events(model, context, options)
         except MissingCredentials as exc:
@@ -120,14 +123,14 @@ async def fall_back(
         try:
             head = await first_answer(events)
             failed = head[-1] if head else None
-            if position < last and isinstance(failed, Error) and falls_back(chain, failed):
+            if isinstance(failed, Error) and falls_back(chain, failed):
                 log.warning(
-                    "fallback: %s failed before any output (%s: %s); trying %s",
+                    "fallback: %s failed before any output (%s: %s)",
                     model.key,
                     failed.kind,
                     failed.message,
-                    chain.models[position + 1].key,
                 )
+                failure = head
                 continue
             for event in head:
                 yield event
@@ -136,6 +139,10 @@ async def fall_back(
             return
         finally:
             await events.aclose()
+    if failure:  # every model that could be called failed over: the last one's error
+        for event in failure:
+            yield event
+        return
     if missing:
         raise MissingCredentials(
             "no model of the fallback chain has credentials: "

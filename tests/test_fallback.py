@@ -155,7 +155,7 @@ def test_a_chain_without_any_key_or_with_a_shared_key_is_refused_before_connecti
             async with client.stream(chain, Context.of("hi"), options):
                 pass
 
-    with pytest.raises(ValueError, match=r"leave Options\.api_key unset"):
+    with pytest.raises(ValueError, match=r"cannot share Options\.api_key"):
         asyncio.run(shared_key())
     assert server.hits(token) == 0
 
@@ -170,3 +170,32 @@ def test_a_chain_is_a_model_but_has_no_wire_format_of_its_own(server: FakeProvid
     with pytest.raises(ValueError, match="at least one model"):
         fallback([])
 
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_failure_is_not_hidden_by_a_later_model_without_a_key(
+    server: FakeProvider, shell: str
+) -> None:
+    token = f"fb-masked-{shell}"
+    keyless = model(server, "ok", token + "-b", "mistral")  # no MISTRAL_API_KEY in ENVIRON
+    events = run(shell, fallback([model(server, "429", token + "-a"), keyless]))
+    assert isinstance(events[-1], Error) and events[-1].kind == ErrorKind.THROTTLED
+    assert (server.hits(token + "-a"), server.hits(token + "-b")) == (1, 0)
+
+
+@pytest.mark.parametrize("shared", ["base_url", "headers"])
+def test_a_chain_refuses_a_shared_address_or_headers(server: FakeProvider, shared: str) -> None:
+    """One base_url for a chain would send every model's key to that one host."""
+    chain = fallback(
+        [model(server, "ok", "fb-shared-a"), model(server, "ok", "fb-shared-b", "groq")]
+    )
+    value: Any = "http://127.0.0.1:9/v1" if shared == "base_url" else {"X-Gateway": "1"}
+
+    async def main() -> None:
+        async with AsyncioClient(environ=ENVIRON) as client:
+            options = msgspec.structs.replace(OPTIONS, **{shared: value})
+            async with client.stream(chain, Context.of("hi"), options):
+                pass
+
+    with pytest.raises(ValueError, match=f"cannot share Options.{shared}"):
+        asyncio.run(main())
+    assert server.hits("fb-shared-a") + server.hits("fb-shared-b") == 0
