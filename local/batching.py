@@ -141,9 +141,14 @@ class _Batch:
         self.jobs = jobs
         self.started = scheduler._clock()
         self.preemptible = all(job.plan.seed is None for job in jobs)
-        self.yielding = False
+        #: set once the batch gives up its lane: "merge" (keep place) or "turn" (go to the back)
+        self.yielding: str | None = None
         self.yielded: list[Job] = []
+        self._checked_step = -1
         self._scheduler = scheduler
+
+    def live(self) -> list[Job]:
+        return [j for j in self.jobs if not j.released.is_set() and j not in self.yielded]
 
     def on_step(self, step: Any) -> bool:
         job = self.jobs[step.batch_id]
@@ -152,9 +157,11 @@ class _Batch:
         if job._on_step(step):
             job.release()
             return True
-        if self.yielding or self._scheduler._should_yield(self):
-            self.yielding = True
-            self.yielded.append(job)
+        if self.yielding is None and step.step != self._checked_step:
+            self._checked_step = step.step  # decided once per decoding step
+            self.yielding = self._scheduler._yield_reason(self)
+        if self.yielding is not None:
+            self.yielded.append(job)  # its tokens so far are posted and kept for the resume
             return True
         return False
 
@@ -182,6 +189,7 @@ class BatchScheduler:
         self.max_queue_wait = max_queue_wait
         self._clock = clock
         self._lock = threading.Lock()
+        self._lanes_done = threading.Condition(self._lock)
         self._queue: deque[Job] = deque()
         self._running: list[_Batch] = []
         self._lanes = 0
@@ -208,6 +216,24 @@ class BatchScheduler:
         if queued:
             job.release()
 
+    def shutdown(self, error: BaseException) -> None:
+        """Fail queued jobs with ``error``, stop running ones, and wait for every lane to exit.
+
+        A lane must not outlive the model: CTranslate2 aborts the process when a
+        generator is destroyed on a thread during interpreter shutdown.
+        """
+        with self._lock:
+            queued = list(self._queue)
+            self._queue.clear()
+            for batch in self._running:
+                for job in batch.jobs:
+                    job.stop.set()
+        for job in queued:
+            job.stop.set()
+            job.release(error)
+        with self._lock:
+            self._lanes_done.wait_for(lambda: self._lanes == 0)
+
     @property
     def idle(self) -> bool:
         with self._lock:
@@ -220,6 +246,7 @@ class BatchScheduler:
                 batch = self._take()
                 if batch is None:
                     self._lanes -= 1
+                    self._lanes_done.notify_all()
                     return
                 self._running.append(batch)
             try:
@@ -227,10 +254,13 @@ class BatchScheduler:
             finally:
                 with self._lock:
                     self._running.remove(batch)
-                    for job in batch.yielded:
-                        if not job.released.is_set() and not job.stop.is_set():
-                            job.queued_at = self._clock()
-                            self._queue.append(job)
+                    resumed = [j for j in batch.yielded if not j.stop.is_set()]
+                    for job in resumed:
+                        job.queued_at = self._clock()
+                    if batch.yielding == "merge":
+                        self._queue.extendleft(reversed(resumed))
+                    else:
+                        self._queue.extend(resumed)
                 for job in batch.jobs:
                     if job.stop.is_set() or job not in batch.yielded:
                         job.release()
@@ -243,40 +273,54 @@ class BatchScheduler:
             return None
         head = self._queue.popleft()
         jobs = [head]
-        if head.plan.seed is None:
-            key, length = head.plan.sampling_key(), len(head.context())
-            for job in list(self._queue):
-                if len(jobs) >= self.max_batch_size:
-                    break
-                if (
-                    job.plan.seed is None
-                    and not job.stop.is_set()
-                    and job.plan.sampling_key() == key
-                    and abs(len(job.context()) - length) <= PROMPT_LENGTH_SLACK
-                ):
-                    self._queue.remove(job)
-                    jobs.append(job)
+        for job in list(self._queue):
+            if len(jobs) >= self.max_batch_size:
+                break
+            if self._joins(job, head):
+                self._queue.remove(job)
+                jobs.append(job)
         self.history.append(len(jobs))
         return _Batch(jobs, self)
 
-    def _should_yield(self, batch: _Batch) -> bool:
-        """Called on every step: must this batch give its lane to a request that waited too long?"""
+    def _joins(self, job: Job, head: Job) -> bool:
+        """May ``job`` share a batch whose first job is ``head``?"""
+        return (
+            job.plan.seed is None
+            and head.plan.seed is None
+            and not job.stop.is_set()
+            and job.plan.sampling_key() == head.plan.sampling_key()
+            and abs(len(job.plan.prompt) + len(job.generated) - len(head.context()))
+            <= PROMPT_LENGTH_SLACK
+        )
+
+    def _yield_reason(self, batch: _Batch) -> str | None:
+        """Once per step of a running batch: should it give up its lane, and why?
+
+        ``"merge"``: a queued request could share this batch (it has room and
+        is the emptiest running batch); the batch restarts at once with the
+        newcomer, its own streams first, re-reading their context so far.
+        ``"turn"``: the oldest request has waited ``max_queue_wait`` and this
+        is the longest-running batch; its streams go to the back of the queue.
+        """
         if not self._queue or not batch.preemptible:  # unlocked peek: a stale answer costs a step
-            return False
+            return None
         with self._lock:
-            if not self._queue or self._lanes < self.parallel_batches:
-                return False
+            live = batch.live()
+            if not self._queue or not live or self._lanes < self.parallel_batches:
+                return None  # nothing waits, or a lane is free to take it
+            running = [b for b in self._running if b.preemptible and b.yielding is None]
+            if (
+                len(live) < self.max_batch_size
+                and len(live) <= min(len(b.live()) for b in running)
+                and any(self._joins(job, live[0]) for job in self._queue)
+            ):
+                return "merge"
             now = self._clock()
             if now - self._queue[0].queued_at < self.max_queue_wait:
-                return False
+                return None
             if now - batch.started < self.max_queue_wait:
-                return False  # a fresh batch always gets one full slice
-            oldest = min(
-                (b for b in self._running if b.preemptible and not b.yielding),
-                key=lambda b: b.started,
-                default=None,
-            )
-            return oldest is batch
+                return None  # a fresh batch always gets one full slice
+            return "turn" if min(running, key=lambda b: b.started) is batch else None
 
     def _run(self, batch: _Batch) -> None:
         engine = self._engine()

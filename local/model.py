@@ -241,8 +241,12 @@ class LocalModel:
         return cls(path, **kwargs)
 
     def close(self) -> None:
-        """Free the model's memory; streams started afterwards raise `RuntimeError`."""
+        """Free the model's memory; streams started afterwards raise `RuntimeError`.
+
+        Streams still running end within one token (queued ones with an error).
+        """
         self._generator = None
+        self._scheduler.shutdown(RuntimeError(f"{self.info.id} was closed"))
         _LIVE.discard(self)
 
     def __enter__(self) -> LocalModel:

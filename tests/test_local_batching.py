@@ -112,12 +112,14 @@ def in_threads(gate: Gate, runs: list[Callable[[], Any]]) -> list[Any]:
     blocker.start()
     gate.entered.wait()  # the lane waits in the gate with the blocker alone
     threads = [threading.Thread(target=run, args=(i,)) for i in range(len(runs))]
-    for thread in threads:
-        thread.start()
-    wait_for(lambda: gate.queued() == len(runs))
-    gate.opened.set()
-    for thread in [blocker, *threads]:
-        thread.join()
+    try:
+        for thread in threads:
+            thread.start()
+        wait_for(lambda: gate.queued() == len(runs))
+    finally:  # a failed wait must not leave threads parked in the gate
+        gate.opened.set()
+        for thread in [blocker, *threads]:
+            thread.join()
     return results
 
 
