@@ -46,14 +46,10 @@ def float_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_model(tmp_path_factory.mktemp("tiny32"), quantization="float32")
 
 
-def _model(path: Path, **kwargs: Any) -> Iterator[LocalModel]:
-    with LocalModel(path, **kwargs) as model:
-        yield model
-
-
 @pytest.fixture
 def one_lane(tiny_dir: Path) -> Iterator[LocalModel]:
-    yield from _model(tiny_dir, parallel_batches=1)
+    with LocalModel(tiny_dir, parallel_batches=1) as model:
+        yield model
 
 
 def wait_for(condition: Callable[[], bool]) -> None:
@@ -130,7 +126,7 @@ def test_greedy_output_is_the_same_alone_and_batched(
     """Prompts of different lengths share one batch; each stream equals its solo run,
     event for event (usage, stop reason and per-request max_tokens included)."""
     path: Path = request.getfixturevalue(directory)
-    for model in _model(path, parallel_batches=1):
+    with LocalModel(path, parallel_batches=1) as model:
         requests = [(p, Options(max_tokens=6 + 3 * i)) for i, p in enumerate(PROMPTS)]
         expected = [alone(model, *r) for r in requests]
         gate = Gate(model, monkeypatch)
@@ -141,12 +137,34 @@ def test_greedy_output_is_the_same_alone_and_batched(
             assert isinstance(done, Done) and done.usage.output == options.max_tokens
 
 
+def test_a_request_arriving_during_a_batch_joins_it(
+    one_lane: LocalModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CTranslate2 cannot grow a running batch, so the young batch restarts with the
+    newcomer (re-reading its own text so far); both streams equal their solo runs."""
+    requests = [(PROMPTS[0], Options(max_tokens=12)), (PROMPTS[1], Options(max_tokens=12))]
+    expected = [alone(one_lane, *r) for r in requests]
+    gate = Gate(one_lane, monkeypatch)
+    results: list[list[Event]] = []
+    first = threading.Thread(target=lambda: results.append(alone(one_lane, *requests[0])))
+    first.start()
+    gate.entered.wait()  # the first request is running, alone
+    second = threading.Thread(target=lambda: results.append(alone(one_lane, *requests[1])))
+    second.start()
+    wait_for(lambda: gate.queued() == 1)
+    gate.opened.set()
+    first.join()
+    second.join()
+    assert sorted(results, key=text_of) == sorted(expected, key=text_of)
+    assert gate.batches == [1, 2]  # one token alone, then together
+
+
 def test_a_yielding_batch_resumes_where_it_was(
     tiny_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """One lane, batches of one, no grace: streams take turns token by token
     (each turn re-reads prompt + text so far) and still produce their solo output."""
-    for model in _model(tiny_dir, parallel_batches=1, max_batch_size=1, max_queue_wait=0):
+    with LocalModel(tiny_dir, parallel_batches=1, max_batch_size=1, max_queue_wait=0) as model:
         requests = [(p, Options(max_tokens=10)) for p in PROMPTS[:3]]
         expected = [alone(model, *r) for r in requests]
         gate = Gate(model, monkeypatch)
@@ -158,7 +176,7 @@ def test_the_wait_is_bounded_by_max_queue_wait(
     tiny_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A long batch yields to a queued request only after ``max_queue_wait`` of its slice."""
-    for model in _model(tiny_dir, parallel_batches=1, max_batch_size=1, max_queue_wait=0.2):
+    with LocalModel(tiny_dir, parallel_batches=1, max_batch_size=1, max_queue_wait=0.2) as model:
         clock = [0.0]
         model._scheduler._clock = lambda: clock[0]
         original = _Job._on_step
