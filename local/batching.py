@@ -15,9 +15,13 @@ What CTranslate2 cannot do is add a sequence to a batch that is running. So:
   ``max_batch_size`` streams. A request that finds a lane idle starts at once.
 - Otherwise it waits in a FIFO queue. When a lane's batch ends, the lane takes
   the oldest waiting request plus the next compatible ones.
+- A request that could join a young running batch (same settings, room, a
+  context of similar length) makes it restart at once with the newcomer;
+  this is as close to continuous batching as CTranslate2 allows.
 - The wait is bounded: when the oldest request has waited ``max_queue_wait``
   seconds and every lane is busy, the batch that started first yields at its
-  next step. Its unfinished streams go to the back of the queue and later
+  next step (after a slice of at least ``SLICE_PER_PREFILL`` times its
+  first-token time, so re-reading its context stays a small share). Its unfinished streams go to the back of the queue and later
   resume from their prompt plus the tokens already generated (CTranslate2
   re-reads that context in one forward pass), so nobody is starved and every
   stream keeps its place in the answer (round-robin time slices).
@@ -47,6 +51,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
+from streamfn.core.options import Options
+
 __all__ = ["END", "BatchScheduler", "Item", "Job", "Plan"]
 
 
@@ -59,6 +65,9 @@ Item = int | _End | BaseException
 
 #: prompts in one batch differ by at most this many tokens (see the module docstring)
 PROMPT_LENGTH_SLACK: Final = 64
+#: a batch's time slice is at least this many times what its resume will cost (its
+#: first-token time), so time-slicing spends at most about a fifth on re-reading context
+SLICE_PER_PREFILL: Final = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +79,7 @@ class Plan:
     sampling: dict[str, Any]
     seed: int | None
     start_in_thinking: bool
-    options: Any  # streamfn.core.options.Options (kept opaque: this module is thread plumbing)
+    options: Options
 
     def sampling_key(self) -> tuple[Any, ...]:
         return tuple(sorted(self.sampling.items()))
@@ -123,7 +132,7 @@ class Job:
 class Engine(Protocol):
     """The model as a lane sees it: one ``generate_batch`` call (it raises once closed)."""
 
-    def generate(
+    def _generate(
         self,
         contexts: list[list[str]],
         *,
@@ -146,12 +155,16 @@ class _Batch:
         self.yielded: list[Job] = []
         self._checked_step = -1
         self._scheduler = scheduler
+        #: seconds from the call to the first token: what resuming this batch costs again
+        self.prefill = 0.0
 
     def live(self) -> list[Job]:
         return [j for j in self.jobs if not j.released.is_set() and j not in self.yielded]
 
     def on_step(self, step: Any) -> bool:
         job = self.jobs[step.batch_id]
+        if self._checked_step < 0:
+            self.prefill = self._scheduler._clock() - self.started
         if job.released.is_set() or job in self.yielded:
             return True
         if job._on_step(step):
@@ -318,8 +331,8 @@ class BatchScheduler:
             now = self._clock()
             if now - self._queue[0].queued_at < self.max_queue_wait:
                 return None
-            if now - batch.started < self.max_queue_wait:
-                return None  # a fresh batch always gets one full slice
+            if now - batch.started < max(self.max_queue_wait, SLICE_PER_PREFILL * batch.prefill):
+                return None  # a full slice first, long enough that re-reading stays cheap
             return "turn" if min(running, key=lambda b: b.started) is batch else None
 
     def _run(self, batch: _Batch) -> None:
@@ -329,7 +342,7 @@ class BatchScheduler:
             return
         plan = batch.jobs[0].plan
         try:
-            engine.generate(
+            engine._generate(
                 [job.context() for job in batch.jobs],
                 max_length=max(job.remaining for job in batch.jobs),
                 sampling=plan.sampling,

@@ -305,7 +305,7 @@ class LocalModel:
         self._scheduler.submit(job)
         return job
 
-    def generate(
+    def _generate(
         self,
         contexts: list[list[str]],
         *,

@@ -1,6 +1,6 @@
 """Many streams on one local model: batching, fair queueing, yielding, and exceptions as themselves.
 
-A gate in front of the model's ``generate`` holds the lane while the test
+A gate in front of the model's ``_generate`` holds the lane while the test
 queues requests, so which requests share a batch is decided by the test, not
 by timing. The oracle for every batched or resumed stream is the same request
 run alone on the same model.
@@ -26,6 +26,7 @@ from tiny_model import build_tiny_model
 from streamfn.core.events import Done, Event, StopReason, TextDelta
 from streamfn.core.messages import Context
 from streamfn.core.options import Options
+from streamfn.local import batching
 from streamfn.local.model import LocalModel, _Job
 
 PROMPTS = [
@@ -64,13 +65,13 @@ def text_of(events: list[Event]) -> str:
 
 
 class Gate:
-    """Holds the first ``generate`` call (the lane) until opened; records batch sizes."""
+    """Holds the first ``_generate`` call (the lane) until opened; records batch sizes."""
 
     def __init__(self, model: LocalModel, monkeypatch: pytest.MonkeyPatch) -> None:
         self.entered = threading.Event()
         self.opened = threading.Event()
         self.batches: list[int] = []
-        original = model.generate
+        original = model._generate
 
         def gated(contexts: list[list[str]], **kwargs: Any) -> None:
             if not self.batches:
@@ -79,7 +80,7 @@ class Gate:
             self.batches.append(len(contexts))
             original(contexts, **kwargs)
 
-        monkeypatch.setattr(model, "generate", gated)
+        monkeypatch.setattr(model, "_generate", gated)
         self.model = model
 
     def queued(self) -> int:
@@ -164,6 +165,7 @@ def test_a_yielding_batch_resumes_where_it_was(
 ) -> None:
     """One lane, batches of one, no grace: streams take turns token by token
     (each turn re-reads prompt + text so far) and still produce their solo output."""
+    monkeypatch.setattr(batching, "SLICE_PER_PREFILL", 0.0)
     with LocalModel(tiny_dir, parallel_batches=1, max_batch_size=1, max_queue_wait=0) as model:
         requests = [(p, Options(max_tokens=10)) for p in PROMPTS[:3]]
         expected = [alone(model, *r) for r in requests]
