@@ -284,10 +284,13 @@ class BatchScheduler:
             self._queue.popleft().release()
         if not self._queue:
             return None
+        # an even share of the work in sight, so the lanes run batches of similar size
+        in_sight = len(self._queue) + sum(len(b.live()) for b in self._running)
+        limit = min(self.max_batch_size, -(-in_sight // self.parallel_batches))
         head = self._queue.popleft()
         jobs = [head]
         for job in list(self._queue):
-            if len(jobs) >= self.max_batch_size:
+            if len(jobs) >= limit:
                 break
             if self._joins(job, head):
                 self._queue.remove(job)
