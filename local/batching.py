@@ -14,17 +14,20 @@ What CTranslate2 cannot do is add a sequence to a batch that is running. So:
   ``inter_threads``, one replica each sharing the weights), each up to
   ``max_batch_size`` streams. A request that finds a lane idle starts at once.
 - Otherwise it waits in a FIFO queue. When a lane's batch ends, the lane takes
-  the oldest waiting request plus the next compatible ones.
+  the oldest waiting request plus the next compatible ones (an even share of
+  the work in sight, so lanes run batches of similar size).
 - A request that could join a young running batch (same settings, room, a
-  context of similar length) makes it restart at once with the newcomer;
-  this is as close to continuous batching as CTranslate2 allows.
+  context of similar length) makes the emptiest such batch restart at once
+  with the newcomer, its own streams first; this is as close to continuous
+  batching as CTranslate2 allows.
 - The wait is bounded: when the oldest request has waited ``max_queue_wait``
   seconds and every lane is busy, the batch that started first yields at its
   next step (after a slice of at least ``SLICE_PER_PREFILL`` times its
-  first-token time, so re-reading its context stays a small share). Its unfinished streams go to the back of the queue and later
-  resume from their prompt plus the tokens already generated (CTranslate2
-  re-reads that context in one forward pass), so nobody is starved and every
-  stream keeps its place in the answer (round-robin time slices).
+  first-token time, so re-reading its context stays a small share). Its
+  unfinished streams go to the back of the queue and later resume from their
+  prompt plus the tokens already generated (CTranslate2 re-reads that context
+  in one forward pass), so nobody is starved and every stream keeps its place
+  in the answer (round-robin time slices).
 - Compatible means the same sampling settings (CTranslate2 takes one
   ``sampling_topk``/``topp``/``temperature`` per call; ``max_tokens`` and
   ``stop`` are per stream, enforced here and in the decoder) and prompts of
