@@ -1,12 +1,14 @@
 """`LocalModel`: a CTranslate2 decoder streaming the same events as any provider.
 
-Threads: CTranslate2 computes each token on its own worker thread and calls
-back with the token id. The callback only hands the id to the consumer (a
-queue, a trio channel or an asyncio queue) and checks a stop flag, so a
-caller who breaks out or is cancelled stops generation within one token and
-the worker is joined before the ``with`` block exits: no thread outlives its
-stream. Token ids become bytes and the pure `TaggedDecoder` turns them into
-events on the consumer side, exactly as a network shell feeds a provider.
+Threads: generation runs on the model's lanes (`BatchScheduler`): concurrent
+streams share the model through batched generation. CTranslate2 calls back
+with each token id; the callback only hands the id to the stream's consumer
+(a queue, a trio channel or an asyncio queue) and checks the stream's stop
+flag, so a caller who breaks out or is cancelled stops its generation within
+one token, and the stream waits until the lane has let go of it before the
+``with`` block exits: no generation outlives its stream. Token ids become
+bytes and the pure `TaggedDecoder` turns them into events on the consumer
+side, exactly as a network shell feeds a provider.
 """
 
 from __future__ import annotations
@@ -16,12 +18,12 @@ import atexit
 import contextlib
 import json
 import math
+import os
 import queue
 import threading
 import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -31,6 +33,11 @@ from streamfn.core.models import Model
 from streamfn.core.options import Options
 from streamfn.core.tagged import TaggedDecoder
 
+from .batching import END as _END
+from .batching import BatchScheduler
+from .batching import Item as _Item
+from .batching import Job as _Job
+from .batching import Plan as _Plan
 from .cache import METADATA_FILE, TOKENIZER_FILE, Progress, no_progress
 from .prompt import ChatTemplate, TemplateError
 from .tokens import token_bytes_table
@@ -57,14 +64,6 @@ def _close_all_at_exit() -> None:
         model.close()
 
 
-class _End:
-    """Sentinel: the generator returned."""
-
-
-_END: Final = _End()
-_Item = int | _End | BaseException
-
-
 def read_json(path: Path) -> dict[str, Any]:
     """The object in an optional JSON file; ``{}`` when it is missing or not an object."""
     if not path.is_file():
@@ -83,55 +82,6 @@ def _read_vocabulary(model_dir: Path) -> list[str]:
         return [str(t) for t in json.loads(json_file.read_text(encoding="utf-8"))]
     text_file = model_dir / "vocabulary.txt"
     return text_file.read_text(encoding="utf-8").split("\n")
-
-
-@dataclass(frozen=True, slots=True)
-class _Plan:
-    """Everything one generation needs, decided before any thread starts."""
-
-    prompt: list[str]
-    max_tokens: int
-    sampling: dict[str, Any]
-    seed: int | None
-    start_in_thinking: bool
-    options: Options
-
-
-class _Job:
-    """One generation on CTranslate2's worker: posts token ids, stops on request.
-
-    The job never holds the generator: CTranslate2 may keep the step callback
-    alive, and a callback reaching its own generator would make a cycle the
-    garbage collector cannot see.
-    """
-
-    def __init__(self, plan: _Plan, end_tokens: list[str], post: Callable[[_Item], None]) -> None:
-        self.plan = plan
-        self.end_tokens = end_tokens
-        self.post = post
-        self.stop = threading.Event()
-
-    def run(self, generator: Any) -> None:
-        try:
-            generator.generate_batch(
-                [self.plan.prompt],
-                max_length=self.plan.max_tokens,
-                end_token=self.end_tokens,
-                include_prompt_in_result=False,
-                beam_size=1,
-                callback=self._on_step,
-                **self.plan.sampling,
-            )
-        except BaseException as exc:  # delivered to the consumer, which reports an Error event
-            self.post(exc)
-        else:
-            self.post(_END)
-
-    def _on_step(self, step: Any) -> bool:
-        if self.stop.is_set():
-            return True
-        self.post(int(step.token_id))
-        return self.stop.is_set()
 
 
 class _Session:
@@ -171,7 +121,7 @@ class _Session:
                 self.ended = True
                 return []
             return self.decoder.receive_data(self.model._token_bytes[item])
-        if isinstance(item, _End):
+        if item is _END:
             length = (
                 not self.ended
                 and not self.decoder.stopped
@@ -189,9 +139,19 @@ class _Session:
 class LocalModel:
     """A CTranslate2 decoder model directory with its tokenizer and chat template.
 
-    ``compute_type="int8"`` with one intra-op thread is the measured sweet spot
-    for small models on CPU (two threads were slower and degrade badly when the
-    machine is busy). Concurrent streams on one model take turns.
+    ``compute_type="int8"`` with one intra-op thread per batch is the measured
+    sweet spot for small models on CPU (two intra-op threads were slower and
+    degrade badly when the machine is busy).
+
+    Concurrent streams share the model through batched generation (see
+    `streamfn.local.batching`): up to ``parallel_batches`` batches run at once
+    (default: one per CPU core, at most 4), each of up to ``max_batch_size``
+    streams with the same sampling settings. Further requests queue in FIFO
+    order; one that has waited ``max_queue_wait`` seconds while every lane is
+    busy makes the oldest batch yield, and that batch's streams later resume
+    where they were. Seeded sampling (``temperature > 0`` with a ``seed``) runs
+    alone, so the seed reproduces the same text. Greedy output (temperature 0)
+    does not depend on who else is in the batch.
     """
 
     def __init__(
@@ -201,6 +161,9 @@ class LocalModel:
         compute_type: str = "int8",
         intra_threads: int = 1,
         device: str = "cpu",
+        max_batch_size: int = 8,
+        parallel_batches: int | None = None,
+        max_queue_wait: float = 5.0,
     ) -> None:
         import ctranslate2
         from tokenizers import Tokenizer
@@ -210,12 +173,21 @@ class LocalModel:
             raise FileNotFoundError(
                 f"{self.model_dir} is not a CTranslate2 model directory (no model.bin)"
             )
+        lanes = parallel_batches or max(1, min(4, os.cpu_count() or 1))
         self._generator_args: dict[str, Any] = {
             "device": device,
             "compute_type": compute_type,
             "intra_threads": intra_threads,
         }
-        self._generator: Any = ctranslate2.Generator(str(self.model_dir), **self._generator_args)
+        self._generator: Any = ctranslate2.Generator(
+            str(self.model_dir), inter_threads=lanes, **self._generator_args
+        )
+        self._scheduler = BatchScheduler(
+            self,
+            max_batch_size=max_batch_size,
+            parallel_batches=lanes,
+            max_queue_wait=max_queue_wait,
+        )
         _LIVE.add(self)
         # tokenizer.json is megabytes: read it once for both the byte table and the tokenizer.
         tokenizer_text = (self.model_dir / TOKENIZER_FILE).read_text(encoding="utf-8")
@@ -269,8 +241,12 @@ class LocalModel:
         return cls(path, **kwargs)
 
     def close(self) -> None:
-        """Free the model's memory; streams started afterwards raise `RuntimeError`."""
+        """Free the model's memory; streams started afterwards raise `RuntimeError`.
+
+        Streams still running end within one token (queued ones with an error).
+        """
         self._generator = None
+        self._scheduler.shutdown(RuntimeError(f"{self.info.id} was closed"))
         _LIVE.discard(self)
 
     def __enter__(self) -> LocalModel:
@@ -322,23 +298,48 @@ class LocalModel:
             options=options,
         )
 
-    def _job(self, plan: _Plan, post: Callable[[_Item], None]) -> _Job:
+    def _submit(self, plan: _Plan, post: Callable[[_Item], None]) -> _Job:
         if self._generator is None:
             raise RuntimeError(f"{self.info.id} was closed")
-        return _Job(plan, self._end_tokens, post)
+        job = _Job(plan, post, self._end_ids)
+        self._scheduler.submit(job)
+        return job
 
-    def _run(self, job: _Job) -> None:
-        """Worker-thread body: seeded sampling gets a freshly seeded generator (see _SEED_LOCK)."""
-        if job.plan.seed is None:
-            job.run(self._generator)
+    def _generate(
+        self,
+        contexts: list[list[str]],
+        *,
+        max_length: int,
+        sampling: dict[str, Any],
+        seed: int | None,
+        callback: Callable[[Any], bool],
+    ) -> None:
+        """One ``generate_batch`` call on a lane (`BatchScheduler` calls this, not users).
+
+        Seeded sampling gets a freshly seeded generator (see ``_SEED_LOCK``).
+        """
+        generator = self._generator
+        if generator is None:
+            raise RuntimeError(f"{self.info.id} was closed")
+        arguments: dict[str, Any] = {
+            "max_length": max_length,
+            "end_token": self._end_tokens,
+            "include_prompt_in_result": False,
+            "beam_size": 1,
+            "callback": callback,
+            **sampling,
+        }
+        if seed is None:
+            generator.generate_batch(contexts, **arguments)
             return
         import ctranslate2
 
+        del generator
         with _SEED_LOCK:
-            ctranslate2.set_random_seed(job.plan.seed)
+            ctranslate2.set_random_seed(seed)
             seeded = ctranslate2.Generator(str(self.model_dir), **self._generator_args)
             try:
-                job.run(seeded)
+                seeded.generate_batch(contexts, **arguments)
             finally:
                 del seeded
 
@@ -354,10 +355,8 @@ class LocalModel:
             yield from self._failed(plan)
             return
         items: queue.SimpleQueue[_Item] = queue.SimpleQueue()
-        job = self._job(plan, items.put)
+        job = self._submit(plan, items.put)
         session = _Session(self, plan)
-        worker = threading.Thread(target=self._run, args=(job,), name="streamfn-local", daemon=True)
-        worker.start()
         try:
             yield from session.start()
             while not session.finished:
@@ -366,14 +365,18 @@ class LocalModel:
                     job.stop.set()
                 yield from events
         finally:
-            job.stop.set()
-            worker.join()
+            self._scheduler.withdraw(job)
+            job.released.wait()
 
     @contextlib.asynccontextmanager
     async def stream_trio(
         self, context: Context, options: Options | None = None
     ) -> AsyncIterator[AsyncIterator[Event]]:
-        """``async with model.stream_trio(ctx) as events: async for event in events``."""
+        """``async with model.stream_trio(ctx) as events: async for event in events``.
+
+        No nursery: an exception raised in the caller's loop (or a Cancelled or
+        KeyboardInterrupt) comes out as itself, never inside an ExceptionGroup.
+        """
         import trio
 
         plan = self._plan(context, options)
@@ -381,9 +384,12 @@ class LocalModel:
             yield _Finished(self._failed(plan))
             return
         send, receive = trio.open_memory_channel[_Item](math.inf)
+        released = trio.Event()
         token = trio.lowlevel.current_trio_token()
 
         def deliver(item: _Item) -> None:
+            if not isinstance(item, int):
+                released.set()
             with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
                 send.send_nowait(item)
 
@@ -391,14 +397,14 @@ class LocalModel:
             with contextlib.suppress(trio.RunFinishedError):
                 token.run_sync_soon(deliver, item)
 
-        job = self._job(plan, post)
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(_trio_thread, self._run, job)
-            try:
-                async with receive:
-                    yield _Events(_Session(self, plan), job, receive.receive)
-            finally:
-                job.stop.set()
+        job = self._submit(plan, post)
+        try:
+            async with receive:
+                yield _Events(_Session(self, plan), job, receive.receive)
+        finally:
+            self._scheduler.withdraw(job)
+            with trio.CancelScope(shield=True):  # the lane lets go within a token
+                await released.wait()
 
     @contextlib.asynccontextmanager
     async def stream_asyncio(
@@ -411,29 +417,27 @@ class LocalModel:
             return
         loop = asyncio.get_running_loop()
         items: asyncio.Queue[_Item] = asyncio.Queue()
+        released = asyncio.Event()
+
+        def deliver(item: _Item) -> None:
+            if not isinstance(item, int):
+                released.set()
+            items.put_nowait(item)
 
         def post(item: _Item) -> None:
             with contextlib.suppress(RuntimeError):  # the loop closed under a leaked stream
-                loop.call_soon_threadsafe(items.put_nowait, item)
+                loop.call_soon_threadsafe(deliver, item)
 
-        job = self._job(plan, post)
-        worker = asyncio.ensure_future(asyncio.to_thread(self._run, job))
+        job = self._submit(plan, post)
         try:
             yield _Events(_Session(self, plan), job, items.get)
         finally:
-            job.stop.set()
-            await _join_uncancellable(worker)
+            self._scheduler.withdraw(job)
+            await _wait_uncancellable(asyncio.ensure_future(released.wait()))
 
 
-async def _trio_thread(fn: Callable[[_Job], None], job: _Job) -> None:
-    import trio
-
-    # Not abandoned on cancel: the stop flag ends the thread within a token and we wait for it.
-    await trio.to_thread.run_sync(fn, job, abandon_on_cancel=False)
-
-
-async def _join_uncancellable(worker: asyncio.Future[None]) -> None:
-    """Wait for the worker even if cancelled meanwhile, then let the cancellation through."""
+async def _wait_uncancellable(worker: asyncio.Future[Any]) -> None:
+    """Wait for ``worker`` even if cancelled meanwhile, then let the cancellation through."""
     cancelled = False
     while not worker.done():
         try:
