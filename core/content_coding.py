@@ -11,7 +11,8 @@ bomb") meets the response cap piece by piece and never sits in memory.
 
 ``gzip`` (also ``x-gzip``, several members back to back) and ``deflate``
 (zlib-wrapped as RFC 9110 says, or raw as some servers send it) are
-decoded; anything else (``br``, ``zstd``, stacked codings) is refused with
+decoded (deflate's framing is read from its first two bytes, the RFC 1950
+header check); anything else (``br``, ``zstd``, stacked codings) is refused with
 `CodingError` naming the coding. stdlib ``zlib`` only: no new dependency.
 """
 
@@ -41,33 +42,45 @@ class BodyDecoder:
     def __init__(self, coding: str) -> None:
         self.coding = coding
         self._gzip = coding == "gzip"
-        self._raw_fallback = not self._gzip  # deflate: zlib-wrapped first, raw if that fails
-        self._produced = False
-        self._inflater = self._new()
+        #: deflate: the first two bytes say zlib-wrapped or raw; they wait here until both
+        #: arrived, so the decision (and so the output) does not depend on the chunking
+        self._head: bytes | None = None if self._gzip else b""
+        self._inflater = self._new(_GZIP_WBITS if self._gzip else _ZLIB_WBITS)
 
-    def _new(self, wbits: int | None = None) -> zlib._Decompress:
-        return zlib.decompressobj(wbits or (_GZIP_WBITS if self._gzip else _ZLIB_WBITS))
+    @staticmethod
+    def _new(wbits: int) -> zlib._Decompress:
+        return zlib.decompressobj(wbits)
+
+    def _framing(self, data: bytes) -> bytes | None:
+        """Deflate only: the bytes to inflate once the framing is known (None: not yet)."""
+        assert self._head is not None
+        head = self._head + data
+        if len(head) < 2:
+            self._head = head
+            return None
+        self._head = None
+        cmf, flg = head[0], head[1]
+        # RFC 1950: compression method 8, window <= 32 KiB, header checksum a multiple of 31
+        wrapped = cmf & 0x0F == 8 and cmf >> 4 <= 7 and ((cmf << 8) | flg) % 31 == 0
+        self._inflater = self._new(_ZLIB_WBITS if wrapped else _RAW_WBITS)
+        return head
 
     def feed(self, data: bytes) -> Iterator[bytes]:
         """Decoded pieces of ``data``; raises `CodingError` on corrupt input."""
-        pending = data
+        pending: bytes | None = data
+        if self._head is not None:
+            pending = self._framing(data)
         while pending:
             if self._inflater.eof:
                 # another gzip member (or junk after a deflate stream)
                 if not self._gzip:
                     raise CodingError(f"data after the end of the {self.coding} stream")
-                self._inflater = self._new()
+                self._inflater = self._new(_GZIP_WBITS)
             try:
                 piece = self._inflater.decompress(pending, PIECE_BYTES)
             except zlib.error as exc:
-                if self._raw_fallback and not self._produced:
-                    self._raw_fallback = False
-                    self._inflater = self._new(_RAW_WBITS)
-                    continue
                 raise CodingError(f"corrupt {self.coding} body: {exc}") from None
-            self._raw_fallback = False
             if piece:
-                self._produced = True
                 yield piece
             if self._inflater.unconsumed_tail:  # the piece is full: more output waits
                 pending = self._inflater.unconsumed_tail
@@ -78,7 +91,7 @@ class BodyDecoder:
 
     def finish(self) -> Iterator[bytes]:
         """The last pieces at the end of the body; raises `CodingError` if it was cut short."""
-        if not self._inflater.eof:
+        if self._head is not None or not self._inflater.eof:
             tail = self._inflater.flush()
             if tail:
                 yield tail

@@ -26,6 +26,7 @@ from streamfn.core.http11 import (
     with_credentials,
 )
 from streamfn.core.proxy_env import Proxy, no_proxy_matches, proxy_for
+from streamfn.fuzz import chunkings
 
 MODEL = Model(id="replay", provider="openai", api="openai-chat", base_url="http://h.test:8080/v1")
 OPTIONS = Options(api_key="sk-x", first_byte_timeout=5.0, idle_timeout=2.0)
@@ -412,3 +413,23 @@ def test_no_struct_that_can_hold_a_secret_shows_it_in_its_repr() -> None:
         assert secret not in text and secret[-10:] not in text
     assert "X-Key" in repr(model) and "extra_body={'auth': '***'}" in repr(options)
     assert "temperature=0.5" in repr(options) and repr(Options()) == "Options()"
+
+
+@given(st.binary(max_size=2000), st.sampled_from(["gzip", "deflate", "deflate-raw"]), st.data())
+def test_a_compressed_body_decodes_the_same_under_any_chunking(
+    plain: bytes, coding: str, data: st.DataObject
+) -> None:
+    """The framing of deflate (zlib-wrapped or raw) is read from two bytes whatever the cuts."""
+    if coding == "gzip":
+        body = gzip.compress(plain)
+    else:
+        wbits = zlib.MAX_WBITS if coding == "deflate" else -zlib.MAX_WBITS
+        packer = zlib.compressobj(wbits=wbits)
+        body = packer.compress(plain) + packer.flush()
+    decoder = decoder_for([("content-encoding", coding.removesuffix("-raw"))])
+    assert decoder is not None
+    out = b""
+    for chunk in data.draw(chunkings(body)):
+        out += b"".join(decoder.feed(chunk))
+    out += b"".join(decoder.finish())
+    assert out == plain
