@@ -278,6 +278,18 @@ def _dialect_for(path: str) -> _Dialect:
     return _ANTHROPIC if path == "/v1/messages" else _OPENAI
 
 
+def _for_the_client(event: Event, model: str) -> Event:
+    """``event`` as an untrusted client may see it: an upstream's refusal of the server's
+    own key can quote part of it ("Incorrect API key provided: sk-...abcd"), so its
+    words stay in the log."""
+    if isinstance(event, Error) and event.kind == ErrorKind.AUTH:
+        log.error("upstream refused the server's credentials for %s: %s", model, event.message)
+        return msgspec.structs.replace(
+            event, message="the upstream refused the server's credentials for this model"
+        )
+    return event
+
+
 def _shutting_down() -> Error:
     return Error(
         message="server is shutting down; retry on another instance or in a moment",
@@ -592,10 +604,16 @@ class App:
         return True
 
     async def _produce(self, request: ClientRequest, queue: asyncio.Queue[Event | None]) -> None:
+        started = False  # a Start went out: a failure after it must not send another
+
+        async def fail(error: Error) -> None:
+            if not started:
+                await queue.put(Start())
+            await queue.put(error)
+
         try:
             if not await self._slot():
-                await queue.put(Start())
-                await queue.put(_shutting_down())
+                await fail(_shutting_down())
                 return
             self.active += 1
             try:
@@ -603,22 +621,22 @@ class App:
                     request.model, request.context, request.options
                 ) as ev:
                     async for event in ev:
-                        await queue.put(event)
+                        started = started or isinstance(event, Start)
+                        await queue.put(_for_the_client(event, request.model))
             finally:
                 self.active -= 1
                 self._slots.release()
         except UnknownModelError as exc:
-            await queue.put(Start())
-            await queue.put(Error.invalid_request(str(exc), status=404))
+            await fail(Error.invalid_request(str(exc), status=404))
         except MissingCredentials as exc:
-            await queue.put(Start())
-            await queue.put(Error.auth(f"the server has no upstream key: {exc}"))
+            log.error("no upstream key for model %s: %s", request.model, exc)
+            await fail(Error.auth("the server has no upstream key for this model"))
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # a backend failure is the client's Error, not a 500 page
+        except Exception:  # a backend failure is the client's Error, not a 500 page
+            # the details are the operator's (the log), not the untrusted client's
             log.exception("backend failed for model %s", request.model)
-            await queue.put(Start())
-            await queue.put(Error.network(f"backend failed: {type(exc).__name__}: {exc}"))
+            await fail(Error.network("the server failed to produce this answer"))
         finally:
             with contextlib.suppress(asyncio.QueueFull):
                 queue.put_nowait(None)

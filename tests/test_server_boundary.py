@@ -24,8 +24,9 @@ from fake_provider import FakeProvider
 from test_server import KEY, USER, Server, _post, _read_all, serving
 
 from streamfn.core import Model, openai_compatible
+from streamfn.core.events import Error, Start, TextDelta, TextStart
 from streamfn.io_asyncio.backends import ProviderBackend, RouterBackend
-from streamfn.io_asyncio.server import App, ServerConfig
+from streamfn.io_asyncio.server import App, EventsBackend, ServerConfig
 
 PLANTED = "sk-planted-server-key"
 
@@ -584,3 +585,38 @@ def test_unimplemented_openai_fields_pass_only_at_their_do_nothing_value(demo: S
         body = json.loads(OPENAI_BODY) | {field: value}
         status, reply, _ = _request(demo.port, "/v1/chat/completions", json.dumps(body).encode())
         assert status == 400 and f"request.{field}" in reply["error"]["message"]
+
+
+def test_an_upstream_refusing_the_servers_key_never_quotes_it_to_the_client() -> None:
+    """OpenAI's 401 quotes the key's tail; the client sees only that the upstream refused."""
+    leak = "Incorrect API key provided: sk-planted-...-abcd. You can find your API key at..."
+    events = [Start(), Error.auth(f"openai HTTP 401: {leak}", status=401)]
+    with Server(App(EventsBackend({"m": events}), ServerConfig(api_key=KEY))) as server:
+        body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+        _, _, raw = _request(server.port, "/v1/chat/completions", body.encode())
+    assert b"sk-planted" not in raw and b"refused the server's credentials" in raw
+
+
+def test_a_backend_failure_after_output_sends_no_second_start_and_no_internals() -> None:
+    class Failing:
+        def max_output(self, model: str) -> int | None:
+            return None
+
+        def models(self) -> list[str]:
+            return ["m"]
+
+        @contextlib.asynccontextmanager
+        async def stream(self, model: str, context: Any, options: Any) -> Any:
+            async def events() -> Any:
+                yield Start()
+                yield TextStart(0)
+                yield TextDelta(0, "partial")
+                raise RuntimeError("secret internal path /srv/keys.toml")
+
+            yield events()
+
+    with Server(App(Failing(), ServerConfig(api_key=KEY))) as server:  # type: ignore[arg-type]
+        body = {"model": "m", "context": {"messages": [{"type": "user", "content": "hi"}]}}
+        _, _, raw = _request(server.port, "/v1/stream", json.dumps(body).encode())
+    assert raw.count(b"event: start") == 1
+    assert b"/srv/keys.toml" not in raw and b"event: error" in raw
