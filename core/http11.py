@@ -331,7 +331,22 @@ class Exchange:
             and self._tail_bytes <= MAX_TAIL_BYTES
             and self._h11.our_state is h11.DONE
             and self._h11.their_state is h11.SEND_BODY
+            and self._reusable_framing()
         )
+
+    def _reusable_framing(self) -> bool:
+        """Could this response leave the socket reusable at all? Only a framed body
+        (Content-Length or chunked) on a connection the server keeps open: waiting
+        for the end of a close-delimited body would delay the caller for nothing."""
+        framed = keep_open = False
+        for name, value in self.response_headers:
+            lname = name.lower()
+            if lname in ("content-length", "transfer-encoding"):
+                framed = True
+            elif lname == "connection" and "close" in value.lower():
+                return False
+        keep_open = self._h11.their_http_version == b"1.1"
+        return framed and keep_open
 
     @property
     def stale_keep_alive(self) -> bool:

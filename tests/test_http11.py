@@ -212,9 +212,7 @@ def test_bedrock_requests_are_signed_at_send_time() -> None:
         "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20240501/eu-west-1/bedrock/"
     )
     assert headers["x-amz-date"] == "20240501T120000Z"
-    later = dict(
-        (k.lower(), v) for k, v in wire_headers(call, when.replace(hour=13))
-    )
+    later = dict((k.lower(), v) for k, v in wire_headers(call, when.replace(hour=13)))
     assert later["authorization"] != headers["authorization"]
 
 
@@ -275,7 +273,9 @@ def test_a_limit_error_closes_instead_of_draining_the_tail() -> None:
     options = Options(api_key="k", max_line_bytes=1024)
     ex = exchange(options)
     ex.bytes_to_send()
-    head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+    head = (
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+    )
     line = b"data: " + b"x" * 4096
     events = ex.receive_bytes(head + b"%x\r\n%s\r\n" % (len(line), line))
     assert isinstance(events[-1], Error) and events[-1].kind == ErrorKind.LIMIT
@@ -285,7 +285,9 @@ def test_a_limit_error_closes_instead_of_draining_the_tail() -> None:
 def test_a_long_tail_is_not_drained() -> None:
     ex = exchange()
     ex.bytes_to_send()
-    head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+    head = (
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+    )
     assert ex.receive_bytes(head + b"%x\r\n%s\r\n" % (len(OPENAI_BODY), OPENAI_BODY)) == EXPECTED
     assert ex.needs_tail
     comment = b": " + b"x" * (96 << 10) + b"\n"
@@ -433,3 +435,26 @@ def test_a_compressed_body_decodes_the_same_under_any_chunking(
         out += b"".join(decoder.feed(chunk))
     out += b"".join(decoder.finish())
     assert out == plain
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n",  # close-delimited
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n"
+        b"transfer-encoding: chunked\r\n\r\n",
+        b"HTTP/1.0 200 OK\r\ncontent-type: text/event-stream\r\n\r\n",
+    ],
+)
+def test_no_tail_is_awaited_when_the_socket_cannot_be_reused(head: bytes) -> None:
+    """The terminal event waits for the end of the body only where that buys a reusable
+    socket: a close-delimited or Connection: close response never does."""
+    ex = exchange()
+    ex.bytes_to_send()
+    body = (
+        OPENAI_BODY
+        if b"chunked" not in head
+        else chunked_response(OPENAI_BODY).split(b"\r\n\r\n", 1)[1][:-5]
+    )
+    events = ex.receive_bytes(head + body)
+    assert events == EXPECTED and ex.finished and not ex.needs_tail and not ex.reusable
