@@ -13,6 +13,7 @@ ASGI header lists, so every rule is tested on its own.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Iterable
 from typing import Final
 
@@ -42,9 +43,18 @@ def header(headers: Headers, name: bytes) -> bytes | None:
 
 
 def is_loopback(host: str) -> bool:
-    """Whether a bind address or Host name is this machine only."""
+    """Whether a bind address is this machine only: a loopback IP literal or ``localhost``.
+
+    Any other name is not trusted to be loopback (``127.attacker.example`` is a DNS
+    name like any other), so binding it needs a key like any public address.
+    """
     host = host.strip("[]").lower()
-    return host in LOOPBACK_HOSTS or host.startswith("127.") or host.endswith(".localhost")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def host_name(value: bytes) -> str | None:

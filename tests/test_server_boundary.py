@@ -620,3 +620,23 @@ def test_a_backend_failure_after_output_sends_no_second_start_and_no_internals()
         _, _, raw = _request(server.port, "/v1/stream", json.dumps(body).encode())
     assert raw.count(b"event: start") == 1
     assert b"/srv/keys.toml" not in raw and b"event: error" in raw
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("127.0.0.1", True),
+        ("127.0.0.2", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("localhost", True),
+        ("127.attacker.example", False),
+        ("app.localhost", False),  # a name: binding it trusts DNS
+        ("0.0.0.0", False),
+        ("10.0.0.5", False),
+    ],
+)
+def test_only_loopback_literals_bind_without_a_key(host: str, loopback: bool) -> None:
+    from streamfn.io_asyncio.guard import is_loopback
+
+    assert is_loopback(host) is loopback
