@@ -64,7 +64,7 @@ from .models import (
     list_models,
     model,
     openai_compatible,
-    providers,
+    provider_names,
     register_model,
 )
 from .ndjson import NDJSONDecoder, NDJSONError
@@ -154,7 +154,7 @@ __all__ = [
     "open_call",
     "openai_compatible",
     "parse_retry_after",
-    "providers",
+    "provider_names",
     "register_api",
     "register_model",
     "replay",

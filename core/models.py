@@ -23,7 +23,7 @@ __all__ = [
     "list_models",
     "model",
     "openai_compatible",
-    "providers",
+    "provider_names",
     "register_model",
 ]
 
@@ -170,7 +170,7 @@ _API_ALIASES: dict[str, tuple[str, str]] = {"openai-responses": ("openai", "open
 _PROVIDER_ALIASES: dict[str, str] = {"gemini": "google"}
 
 
-def providers() -> list[str]:
+def provider_names() -> list[str]:
     """Every provider name `model` accepts before the colon."""
     _ensure_builtin()
     names = {m.provider for m in _REGISTRY.values()} | set(_ENDPOINTS) | set(_API_ALIASES)
@@ -233,7 +233,7 @@ def _template(provider: str, model_id: str) -> Model:
     same = [m for m in _REGISTRY.values() if m.provider == provider]
     if not same:
         raise UnknownModel(
-            f"unknown provider {provider!r}; known providers: {', '.join(providers())} "
+            f"unknown provider {provider!r}; known providers: {', '.join(provider_names())} "
             "(`streamfn models` lists the known models)"
         )
     like = same[0]

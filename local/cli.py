@@ -459,11 +459,11 @@ def _price(value: float) -> str:
 
 
 def _run_models(args: argparse.Namespace) -> int:
-    from streamfn.core.models import list_models, providers
+    from streamfn.core.models import list_models, provider_names
 
     from .fetch import DEFAULT_MODEL_NAME, default_model_dir, is_prepared
 
-    known = [*providers(), LOCAL_PREFIX]
+    known = [*provider_names(), LOCAL_PREFIX]
     if args.provider is not None and args.provider not in known:
         raise CommandError(
             f"unknown provider {args.provider!r}; known providers: {', '.join(sorted(known))}",
