@@ -44,6 +44,10 @@ _RESPONSES_ONLY: Final = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 
+#: providers that serve the Responses API: only their 400 can mean "go there" (a
+#: third-party server's words, perhaps echoing a client's input, switch nothing)
+UPGRADABLE_PROVIDERS: Final = frozenset({"openai", "azure"})
+
 #: a remembered upgrade is for this model at this server
 _Key = tuple[str, str, str]
 
@@ -80,11 +84,13 @@ async def upgrade_to_responses(
     `Start` and the event after it, before the caller has seen anything) is
     inspected; everything else passes straight through.
     """
-    if model.api == "openai-chat" and _key(model) in upgraded:
+    eligible = model.api == "openai-chat" and model.provider in UPGRADABLE_PROVIDERS
+    if eligible and _key(model) in upgraded:
         model = responses_model(model)
+        eligible = False
     events = open_events(model, context, options)
     try:
-        if model.api == "openai-chat":
+        if eligible:
             head = await first_answer(events)
             first = head[-1] if head else None
             if isinstance(first, Error) and needs_responses_api(first):

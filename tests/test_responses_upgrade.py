@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import msgspec
 import pytest
 from fake_provider import FakeProvider
 from test_shells import FAST, collect, run
@@ -115,3 +116,16 @@ def test_any_other_400_reaches_the_caller_after_one_request(server: FakeProvider
     events = run("asyncio", collect, model, FAST)
     assert isinstance(events[-1], Error) and events[-1].kind == ErrorKind.CONTEXT_OVERFLOW
     assert paths(server, "no-upgrade") == ["completions"]
+
+
+@pytest.mark.parametrize("shell", ["trio", "asyncio"])
+def test_a_third_party_server_saying_the_words_switches_nothing(
+    server: FakeProvider, shell: str
+) -> None:
+    """Only OpenAI and Azure serve the Responses API: a vLLM or Groq 400 that happens to
+    (or is made to) quote the sentence is just that request's error, for one request."""
+    token = f"third-party-{shell}"
+    model = msgspec.structs.replace(chat_model(server, "responses-only", token), provider="groq")
+    events = run(shell, collect, model)
+    assert isinstance(events[-1], Error) and events[-1].status == 400
+    assert paths(server, token) == ["completions"]
