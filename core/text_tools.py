@@ -145,9 +145,10 @@ class _TextBlock:
         "pending",
         "produced",
         "raw",
-        "searched",
+        "raw_len",
         "segment",
         "strip",
+        "tail",
     )
 
     def __init__(self, index: int) -> None:
@@ -157,9 +158,10 @@ class _TextBlock:
         self.pending = ""  # text that may still grow into markup
         self.markup: Markup | None = None
         self.name = ""  # the name read from the tag so far
-        self.raw = ""  # the markup body so far
+        self.raw: list[str] = []  # the markup body so far, in pieces (joined once, at its end)
+        self.raw_len = 0
         self.close = ""
-        self.searched = 0  # ``raw`` before this offset holds no complete close literal
+        self.tail = ""  # the body's last len(close) - 1 characters: a close may straddle
         self.strip = False  # drop leading whitespace: the text follows a call
         self.produced = False  # anything came out of this block
 
@@ -268,8 +270,8 @@ class TextToolCalls:
                 self._text(block, buffer[:at])
                 buffer = buffer[at + len(tag) :]
                 markup = block.markup = self._markups[tag]
-                block.name = block.raw = ""
-                block.searched = 0
+                block.name = block.tail = ""
+                block.raw, block.raw_len = [], 0
                 if markup.name_in_tag:
                     block.mode = _NAME
                 else:
@@ -304,21 +306,28 @@ class TextToolCalls:
 
     def _read_body(self, block: _TextBlock, buffer: str, final: bool) -> str | None:
         """Collect the body up to the close literal; the rest to scan, None when it needs more."""
-        block.raw += buffer
-        close, raw = block.close, block.raw
-        at = raw.find(close, block.searched)
+        close = block.close
+        # Only the new text (and the tail a close could start in) is searched: linear
+        # in the body however it is split, not quadratic.
+        window = block.tail + buffer
+        found = window.find(close)
+        at = found + block.raw_len - len(block.tail) if found >= 0 else -1
+        block.raw.append(buffer)
+        block.raw_len += len(buffer)
         if 0 <= at <= self._max:
+            raw = "".join(block.raw)
             block.mode = _TEXT
             if not self._call(block, raw[:at]):
                 self._text(block, self._opening(block) + raw[: at + len(close)])
             return raw[at + len(close) :]
         # No close can start at or before the cap any more, or the block ended: verbatim.
-        if final or len(raw) - len(close) + 1 > self._max:
+        if final or block.raw_len - len(close) + 1 > self._max:
+            raw = "".join(block.raw)
             cut = min(len(raw), self._max)
             block.mode = _TEXT
             self._text(block, self._opening(block) + raw[:cut])
             return raw[cut:]
-        block.searched = max(0, len(raw) - len(close) + 1)
+        block.tail = window[len(window) - len(close) + 1 :] if len(close) > 1 else ""
         return None
 
     @staticmethod
