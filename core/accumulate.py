@@ -52,7 +52,7 @@ from .messages import (
 )
 from .partial_json import PartialJSONParser
 
-__all__ = ["Accumulator", "ProtocolViolation", "accumulate", "check_protocol"]
+__all__ = ["Accumulator", "ProtocolViolation", "accumulate", "check_protocol", "parse_arguments"]
 
 
 class ProtocolViolation(Exception):
@@ -270,8 +270,12 @@ def _not_an_object(value: object) -> str:
     return f"tool call arguments must be a JSON object, got {type(value).__name__}"
 
 
-def _parse_arguments(text: str) -> tuple[dict[str, Any], str | None]:
-    """The final arguments of a finished tool call, and why they are unusable if they are."""
+def parse_arguments(text: str) -> tuple[dict[str, Any], str | None]:
+    """The final arguments of a finished tool call, and why they are unusable if they are.
+
+    One rule for the fold and every encoder that must send an object: text that
+    is not one JSON object gives ``{}`` and the reason.
+    """
     if not text.strip():
         return {}, None
     try:
@@ -372,7 +376,7 @@ class Accumulator:
             call = self._close(event.index)
             assert isinstance(call, ToolCall)
             call.signature = event.signature
-            call.arguments, call.parse_error = _parse_arguments(call.arguments_json)
+            call.arguments, call.parse_error = parse_arguments(call.arguments_json)
         elif isinstance(event, OpaqueBlock):
             self._message.content.append(
                 OpaqueContent(provider=event.provider, block_type=event.block_type, json=event.json)

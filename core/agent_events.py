@@ -41,7 +41,7 @@ from typing import Any, Final
 
 import msgspec
 
-from .accumulate import _parse_arguments
+from .accumulate import parse_arguments
 from .encode_openai import openai_usage
 from .events import (
     Done,
@@ -191,7 +191,7 @@ class AgentEventsEncoder:
             if event.index not in self._calls:
                 return b""
             arguments = "".join(self._args.pop(event.index, []))
-            ok = _parse_arguments(arguments)[1] is None
+            ok = parse_arguments(arguments)[1] is None
             frame = self._end_frame(event.index, "success" if ok else "error")
             if self._lane[0] != event.index:
                 self._waiting[event.index].append(frame)

@@ -14,6 +14,7 @@ from typing import Any, Final
 
 import msgspec
 
+from .accumulate import parse_arguments
 from .events import (
     Done,
     Error,
@@ -113,7 +114,7 @@ class GeminiEncoder:
             return b""
         if isinstance(event, ToolCallEnd):
             ident, name, pieces = self._calls.pop(event.index)
-            args = msgspec.Raw(("".join(pieces) or "{}").encode())
+            args, _ = parse_arguments("".join(pieces))  # {} when not one object
             part: dict[str, Any] = {"functionCall": {"id": ident, "name": name, "args": args}}
             if event.signature:
                 part["thoughtSignature"] = event.signature

@@ -12,6 +12,7 @@ from typing import Any, Final
 
 import msgspec
 
+from .accumulate import parse_arguments
 from .events import (
     Done,
     Error,
@@ -65,7 +66,7 @@ class OllamaEncoder:
             return b""
         if isinstance(event, ToolCallEnd):
             ident, name, pieces = self._calls.pop(event.index)
-            arguments = msgspec.json.decode("".join(pieces)) if pieces else {}
+            arguments, _ = parse_arguments("".join(pieces))  # {} when not one object
             call = {"id": ident, "function": {"name": name, "arguments": arguments}}
             return self._message(content="", tool_calls=[call])
         if isinstance(event, Done):

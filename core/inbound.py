@@ -19,7 +19,7 @@ from typing import Any, Final
 
 import msgspec
 
-from .accumulate import _parse_arguments
+from .accumulate import parse_arguments
 from .messages import (
     AssistantContent,
     AssistantMessage,
@@ -265,7 +265,7 @@ def _openai_message(msg: Any, i: int, system: list[str], out: list[Message]) -> 
                 raise BadRequest(f"{w}.function.arguments: must be a JSON string")
             # Unusable arguments (invalid, not an object) replay as {}; the raw
             # text still travels in arguments_json.
-            args = _parse_arguments(args_json)[0]
+            args = parse_arguments(args_json)[0]
             content.append(
                 ToolCall(
                     id=_req(call, "id", str, w),
