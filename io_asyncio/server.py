@@ -827,19 +827,6 @@ async def _next(
     return _TIMEOUT
 
 
-async def _collect(queue: asyncio.Queue[Event | None]) -> list[Event]:
-    events: list[Event] = []
-    while True:
-        event = await queue.get()
-        if event is None:
-            if not events or not isinstance(events[-1], (Done, Error)):
-                events.append(Error.network("backend ended without a terminal event"))
-            return events
-        events.append(event)
-        if isinstance(event, (Done, Error)):
-            return events
-
-
 def _encoder_for(
     path: str, request: ClientRequest
 ) -> tuple[Callable[[Event], bytes], Callable[[], bytes]]:
