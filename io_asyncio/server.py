@@ -164,10 +164,14 @@ class ServerConfig(msgspec.Struct, kw_only=True):
     ``keepalive_interval`` seconds. ``allowed_hosts`` None accepts any
     ``Host`` (a server bound to a public address); ``cors_origins`` empty
     sends no CORS headers and refuses requests carrying an ``Origin``.
+    ``max_buffered_bytes`` bounds the request bodies held in memory at once
+    (read or being parsed), whatever their number: past it a request is a 503
+    with ``Retry-After``, so many slow or large bodies cannot exhaust memory.
     """
 
     api_key: str | None = None
     max_body_bytes: int = 8 << 20
+    max_buffered_bytes: int = 256 << 20
     max_concurrency: int = 1024
     max_queue: int = 1024
     keepalive_interval: float = 15.0
@@ -309,6 +313,8 @@ class App:
         self.active = 0
         #: requests admitted: reading their body, waiting for a slot, or running
         self.admitted = 0
+        #: bytes of request bodies held right now (see ServerConfig.max_buffered_bytes)
+        self.buffered = 0
         self._slots = asyncio.Semaphore(self.config.max_concurrency)
         self._closing = asyncio.Event()
         self._idle = asyncio.Event()
@@ -449,7 +455,8 @@ class App:
         if not hmac.compare_digest(given, expected.encode()):
             raise _HTTPError(401, "auth", "invalid or missing API key for this streamfn server")
 
-    async def _read_body(self, receive: Receive) -> bytes:
+    async def _read_body(self, receive: Receive, held: list[int]) -> bytes:
+        """The whole body, counted in ``held[0]`` and `buffered` as it arrives."""
         cap = self.config.max_body_bytes
         chunks: list[bytes] = []
         size = 0
@@ -465,6 +472,15 @@ class App:
                         raise _HTTPError(
                             413, "too_large", f"request body larger than {cap} bytes (server limit)"
                         )
+                    if self.buffered + len(chunk) > self.config.max_buffered_bytes:
+                        raise _HTTPError(
+                            503,
+                            "overloaded",
+                            "server busy: too many request bodies in memory; retry shortly",
+                            retry_after=1,
+                        )
+                    self.buffered += len(chunk)
+                    held[0] += len(chunk)
                     chunks.append(chunk)
                     if not message.get("more_body", False):
                         return b"".join(chunks)
@@ -540,10 +556,14 @@ class App:
         self._idle.clear()
         started = time.perf_counter()
         request: ClientRequest | None = None
+        held = [0]  # this request's share of `buffered`, until its body is parsed
         try:
-            body = await self._read_body(receive)
-            request = await self._parse(path, body)
-            del body
+            try:
+                body = await self._read_body(receive, held)
+                request = await self._parse(path, body)
+                del body
+            finally:
+                self.buffered -= held[0]
             self._check_model(path, request)
             await self._run(receive, send, path, request)
         finally:

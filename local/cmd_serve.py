@@ -97,6 +97,13 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     )
     add("--max-body-bytes", type=int, default=8 << 20, help="request body cap (default 8 MiB)")
     add(
+        "--max-buffered-bytes",
+        type=int,
+        default=256 << 20,
+        help="request bodies held in memory at once, all requests together; past it a "
+        "request is a 503 with Retry-After (default 256 MiB)",
+    )
+    add(
         "--head-timeout",
         type=float,
         default=10.0,
@@ -229,6 +236,7 @@ def _app(args: argparse.Namespace, backend: Any) -> Any:
         ServerConfig(
             api_key=_api_key(args),
             max_body_bytes=args.max_body_bytes,
+            max_buffered_bytes=args.max_buffered_bytes,
             max_concurrency=args.max_concurrency,
             max_queue=args.max_queue,
             keepalive_interval=args.keepalive,

@@ -24,7 +24,7 @@ from fake_provider import FakeProvider
 from test_server import KEY, USER, Server, _post, _read_all, serving
 
 from streamfn.core import Model, openai_compatible
-from streamfn.core.events import Error, Start, TextDelta, TextStart
+from streamfn.core.events import Done, Error, Start, TextDelta, TextEnd, TextStart
 from streamfn.io_asyncio.backends import ProviderBackend, RouterBackend
 from streamfn.io_asyncio.server import App, EventsBackend, ServerConfig
 
@@ -640,3 +640,35 @@ def test_only_loopback_literals_bind_without_a_key(host: str, loopback: bool) ->
     from streamfn.io_asyncio.guard import is_loopback
 
     assert is_loopback(host) is loopback
+
+
+def test_bodies_held_at_once_are_bounded_whatever_their_number() -> None:
+    """Many large or slow bodies cannot add up past the server's memory budget: the
+    request that would is a 503 with Retry-After, and the budget comes back after."""
+    events = [Start(), TextStart(0), TextDelta(0, "ok"), TextEnd(0), Done()]
+    config = ServerConfig(api_key=KEY, max_buffered_bytes=4096, body_timeout=5)
+    with Server(App(EventsBackend({"m": events}), config)) as server:
+        # a body sent halfway holds its first 3 KiB...
+        slow = socket.create_connection(("127.0.0.1", server.port))
+        head = (
+            "POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\n"
+            f"authorization: Bearer {KEY}\r\ncontent-type: application/json\r\n"
+            "content-length: 6000\r\n\r\n"
+        )
+        slow.sendall(head.encode() + b" " * 3000)
+        deadline = time.monotonic() + 5
+        while server.app.buffered < 3000 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert server.app.buffered == 3000
+        # ...so another 2 KiB body does not fit
+        body = json.dumps(
+            {"model": "m", "messages": [{"role": "user", "content": "x" * 2000}]}
+        ).encode()
+        status, _, raw = _request(server.port, "/v1/chat/completions", body)
+        assert status == 503 and b"retry-after: 1" in raw.lower()
+        slow.close()
+        deadline = time.monotonic() + 5
+        while server.app.buffered and time.monotonic() < deadline:
+            time.sleep(0.02)
+        status, _, _ = _request(server.port, "/v1/chat/completions", body)
+        assert status == 200
