@@ -327,7 +327,7 @@ class TextToolCalls:
             block.mode = _TEXT
             self._text(block, self._opening(block) + raw[:cut])
             return raw[cut:]
-        block.tail = window[len(window) - len(close) + 1 :] if len(close) > 1 else ""
+        block.tail = window[max(0, len(window) - len(close) + 1) :] if len(close) > 1 else ""
         return None
 
     @staticmethod

@@ -303,3 +303,19 @@ def test_the_shells_apply_it_only_when_the_request_or_the_model_asks(
     refused = msgspec.structs.replace(FAST, text_tool_calls=["xml"])
     with pytest.raises(ValueError, match="unknown text tool-call markup"):
         run(shell, collect, plain, refused)
+
+
+@pytest.mark.parametrize(
+    "deltas",
+    [
+        ['<mcp__srv__t>', '{"a":1}</mcp', "__srv__t>"],  # the close split after a short body
+        ["<tool_call>", '{"name":"t"}</to', "ol_call>"],
+        ['<tool_call>{"name":"t"', "}</tool_call>"],
+    ],
+)
+def test_a_close_tag_split_across_deltas_after_a_short_body_still_closes(
+    deltas: list[str],
+) -> None:
+    events = [Start(), TextStart(0), *(TextDelta(0, d) for d in deltas), TextEnd(0), Done()]
+    message = accumulate(text_tool_calls(events, tools=["t", "mcp__srv__t"]))
+    assert [type(b).__name__ for b in message.content] == ["ToolCall"]
