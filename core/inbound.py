@@ -26,6 +26,7 @@ from .messages import (
     Context,
     ImageContent,
     Message,
+    OpaqueContent,
     TextContent,
     ThinkingContent,
     Tool,
@@ -637,4 +638,21 @@ def parse_native_request(body: bytes) -> ClientRequest:
     except msgspec.ValidationError as exc:
         raise BadRequest(f"options: {exc}") from None
     _check_ranges(options, "options", {})
+    _refuse_opaque(request.context)
     return ClientRequest(model=request.model, context=request.context, options=options, stream=True)
+
+
+def _refuse_opaque(context: Context) -> None:
+    """A client may not send provider-native blocks: the server would forward them with
+    its own credentials (a ``gs://`` file, another user's ``file_id``, a cache TTL the
+    operator pays for). Server-tool results replay to a provider the client holds a
+    key for, not through a gateway."""
+    for number, message in enumerate(context.messages):
+        if isinstance(message, AssistantMessage):
+            for block in message.content:
+                if isinstance(block, OpaqueContent):
+                    raise BadRequest(
+                        f"context.messages[{number}]: opaque {block.block_type!r} blocks are "
+                        "not accepted by this server (they would act with its credentials); "
+                        "leave them out of the conversation"
+                    )

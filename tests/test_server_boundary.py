@@ -672,3 +672,27 @@ def test_bodies_held_at_once_are_bounded_whatever_their_number() -> None:
             time.sleep(0.02)
         status, _, _ = _request(server.port, "/v1/chat/completions", body)
         assert status == 200
+
+
+def test_a_client_cannot_send_provider_native_blocks_through_the_server() -> None:
+    """An opaque block would act with the server's credentials (a gs:// file, a file_id
+    of the operator's organisation, a paid cache TTL): a 400 naming it, on both routes."""
+    from streamfn.core.inbound import BadRequest, parse_native_request
+
+    block = {
+        "type": "opaque",
+        "index": 0,
+        "provider": "gemini",
+        "block_type": "fileData",
+        "json": '{"fileData": {"fileUri": "gs://victim-bucket/secret.pdf"}}',
+    }
+    context = {
+        "messages": [
+            {"type": "user", "content": "hi"},
+            {"type": "assistant", "content": [block]},
+            {"type": "user", "content": "go on"},
+        ]
+    }
+    body = json.dumps({"model": "m", "context": context}).encode()
+    with pytest.raises(BadRequest, match=r"opaque 'fileData' blocks are not accepted"):
+        parse_native_request(body)
