@@ -231,7 +231,12 @@ class AnthropicEncoder:
                 )
             return out + self._stop(event.index)
         if isinstance(event, OpaqueBlock):
-            raw: Any = msgspec.json.decode(event.json) if event.provider == "anthropic" else None
+            raw: Any = None
+            if event.provider == "anthropic":
+                try:
+                    raw = msgspec.json.decode(event.json)
+                except msgspec.DecodeError:
+                    raw = None  # an upstream's broken block is left out, not a crash
             if not isinstance(raw, dict):
                 return b""
             return self._block_start(event.index, raw) + self._stop(event.index)

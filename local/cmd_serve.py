@@ -158,6 +158,12 @@ def _check(args: argparse.Namespace) -> dict[str, str]:
         raise CommandError("--no-local and --no-providers leave nothing to serve", EXIT_USAGE)
     if args.workers < 1:
         raise CommandError("--workers must be at least 1", EXIT_USAGE)
+    if args.max_buffered_bytes < args.max_body_bytes:
+        raise CommandError(
+            "--max-buffered-bytes must be at least --max-body-bytes "
+            "(else a body that is allowed could never be read)",
+            EXIT_USAGE,
+        )
     if not is_loopback(args.host) and not _api_key(args) and not args.insecure_no_auth:
         raise CommandError(
             f"{args.host} is reachable from other machines and no --api-key (or "

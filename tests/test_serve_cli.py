@@ -55,6 +55,13 @@ def test_a_missing_model_dir_is_an_error_not_a_download(
     assert not missing.exists()
 
 
+def test_a_memory_budget_below_one_body_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert _serve("--no-local", "--max-buffered-bytes", "10") == 2
+    assert "--max-buffered-bytes must be at least --max-body-bytes" in capsys.readouterr().err
+
+
 def test_a_malformed_base_url_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert _serve("--no-local", "--base-url", "openai") == 2
     assert "PROVIDER=URL" in capsys.readouterr().err
