@@ -52,7 +52,14 @@ from .messages import (
 )
 from .partial_json import PartialJSONParser
 
-__all__ = ["Accumulator", "ProtocolViolation", "accumulate", "check_protocol", "parse_arguments"]
+__all__ = [
+    "Accumulator",
+    "ProtocolViolation",
+    "WholeToolCalls",
+    "accumulate",
+    "check_protocol",
+    "parse_arguments",
+]
 
 
 class ProtocolViolation(Exception):
@@ -268,6 +275,28 @@ _arguments_decoder: Final = msgspec.json.Decoder()
 
 def _not_an_object(value: object) -> str:
     return f"tool call arguments must be a JSON object, got {type(value).__name__}"
+
+
+class WholeToolCalls:
+    """Tool calls gathered until their end, for wire formats that send a call whole
+    (Gemini's ``functionCall``, Ollama's ``tool_calls``): `add` takes a call's
+    start and argument deltas; at its end it returns ``(id, name, arguments)``
+    with the arguments parsed by the fold's own rule (`parse_arguments`)."""
+
+    __slots__ = ("_calls",)
+
+    def __init__(self) -> None:
+        self._calls: dict[int, tuple[str, str, list[str]]] = {}
+
+    def add(self, event: ToolCallStart | ToolCallDelta) -> None:
+        if isinstance(event, ToolCallStart):
+            self._calls[event.index] = (event.id, event.name, [])
+        else:
+            self._calls[event.index][2].append(event.delta)
+
+    def end(self, event: ToolCallEnd) -> tuple[str, str, dict[str, Any]]:
+        ident, name, pieces = self._calls.pop(event.index)
+        return ident, name, parse_arguments("".join(pieces))[0]  # {} when not one object
 
 
 def parse_arguments(text: str) -> tuple[dict[str, Any], str | None]:

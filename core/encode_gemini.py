@@ -14,7 +14,7 @@ from typing import Any, Final
 
 import msgspec
 
-from .accumulate import parse_arguments
+from .accumulate import WholeToolCalls
 from .events import (
     Done,
     Error,
@@ -76,7 +76,7 @@ class GeminiEncoder:
         self._id = response_id
         self._model = model
         self._held: dict[str, Any] | None = None  # the open block's last part
-        self._calls: dict[int, tuple[str, str, list[str]]] = {}
+        self._calls = WholeToolCalls()
 
     def _chunk(self, parts: list[dict[str, Any]], **extra: Any) -> bytes:
         candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
@@ -106,15 +106,11 @@ class GeminiEncoder:
             return self._hold({"text": event.delta, "thought": True})
         if isinstance(event, (TextEnd, ThinkingEnd)):
             return self._release(event.signature)
-        if isinstance(event, ToolCallStart):
-            self._calls[event.index] = (event.id, event.name, [])
-            return b""
-        if isinstance(event, ToolCallDelta):
-            self._calls[event.index][2].append(event.delta)
+        if isinstance(event, (ToolCallStart, ToolCallDelta)):
+            self._calls.add(event)
             return b""
         if isinstance(event, ToolCallEnd):
-            ident, name, pieces = self._calls.pop(event.index)
-            args, _ = parse_arguments("".join(pieces))  # {} when not one object
+            ident, name, args = self._calls.end(event)
             part: dict[str, Any] = {"functionCall": {"id": ident, "name": name, "args": args}}
             if event.signature:
                 part["thoughtSignature"] = event.signature

@@ -12,7 +12,7 @@ from typing import Any, Final
 
 import msgspec
 
-from .accumulate import parse_arguments
+from .accumulate import WholeToolCalls
 from .events import (
     Done,
     Error,
@@ -44,7 +44,7 @@ class OllamaEncoder:
 
     def __init__(self, *, model: str) -> None:
         self._model = model
-        self._calls: dict[int, tuple[str, str, list[str]]] = {}
+        self._calls = WholeToolCalls()
 
     def _line(self, obj: dict[str, Any]) -> bytes:
         return _encoder.encode({"model": self._model, **obj}) + b"\n"
@@ -58,15 +58,11 @@ class OllamaEncoder:
             return self._message(content=event.delta)
         if isinstance(event, ThinkingDelta):
             return self._message(content="", thinking=event.delta)
-        if isinstance(event, ToolCallStart):
-            self._calls[event.index] = (event.id, event.name, [])
-            return b""
-        if isinstance(event, ToolCallDelta):
-            self._calls[event.index][2].append(event.delta)
+        if isinstance(event, (ToolCallStart, ToolCallDelta)):
+            self._calls.add(event)
             return b""
         if isinstance(event, ToolCallEnd):
-            ident, name, pieces = self._calls.pop(event.index)
-            arguments, _ = parse_arguments("".join(pieces))  # {} when not one object
+            ident, name, arguments = self._calls.end(event)
             call = {"id": ident, "function": {"name": name, "arguments": arguments}}
             return self._message(content="", tool_calls=[call])
         if isinstance(event, Done):
