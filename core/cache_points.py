@@ -15,7 +15,7 @@
   for explicit points.
 - **OpenAI** caches every prompt over 1024 tokens by itself; ``prompt_cache_key``
   routes requests sharing a prefix to the same cache. It is
-  ``Options.cache_key`` when given, else (under ``"auto"``) a hash of the
+  ``Options.cache_key`` when given, else (``"auto"`` or points) a hash of the
   system prompt, the tools and the first message: deterministic, never random.
 - **Gemini** caches implicitly (2.5+); there is nothing to send, and usage
   reports ``cachedContentTokenCount`` as ``cache_read`` like everywhere else.
@@ -186,8 +186,9 @@ def mark_bedrock(body: dict[str, Any], model: Model, options: Options) -> None:
 
 
 def prompt_cache_key(context: Context, options: Options) -> str | None:
-    """OpenAI's ``prompt_cache_key``: the caller's ``cache_key``, else under ``"auto"`` a
-    hash of what every request of a conversation starts with; None when caching is off."""
+    """OpenAI's ``prompt_cache_key``: the caller's ``cache_key``, else (``"auto"`` or
+    explicit points) a hash of what every request of a conversation starts with; None
+    when caching is off or left to the provider."""
     if options.cache == "off":
         return None
     if options.cache_key is not None:

@@ -266,13 +266,15 @@ CAPABILITY_RULES: list[CapabilityRule] = [
     CapabilityRule(apis=_CLAUDE_APIS, family=r"claude-3", capabilities=replace(
         _CLAUDE, thinking=False, max_output=8_192)),
     CapabilityRule(apis=_CLAUDE_APIS, family=r"claude", capabilities=_CLAUDE),
-    # -- other Bedrock models: Converse's own knobs, no thinking; structured output through
-    # a forced tool. Prompt caching (cachePoint) is Claude's and Nova's only.
+    # -- other Bedrock models: Converse's own knobs, no thinking. Structured output rides on
+    # a forced tool, which Converse takes from Claude and Nova only ("SpecificToolChoice:
+    # only supported by Anthropic Claude 3 and Amazon Nova models", botocore's model); so
+    # is prompt caching (cachePoint).
     # https://docs.aws.amazon.com/bedrock/latest/userguide/prompt-caching.html
     CapabilityRule(apis=("bedrock",), family=r"amazon\.nova", capabilities=Capabilities(
         sampling=_CONVERSE_SAMPLING, thinking=False, structured_output="tool")),
     CapabilityRule(apis=("bedrock",), family=r"", capabilities=Capabilities(
-        sampling=_CONVERSE_SAMPLING, thinking=False, structured_output="tool",
+        sampling=_CONVERSE_SAMPLING, thinking=False, structured_output="none",
         cache_breakpoints=0)),
     # -- OpenAI ------------------------------------------------------------------------
     # gpt-5.1 replaces "minimal" with "none"; o-series take low/medium/high.

@@ -177,7 +177,11 @@ def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
             if ref in stack:
                 raise _Recursive(ref)
             target = walk(resolve(ref), (*stack, ref))
-            rest = {k: walk(v, stack) for k, v in node.items() if k != "$ref"}
+            rest = {
+                k: walk(v, stack)
+                for k, v in node.items()
+                if k not in ("$ref", "$defs", "definitions")
+            }
             return {**target, **rest}
         return {k: walk(v, stack) for k, v in node.items() if k not in ("$defs", "definitions")}
 
