@@ -725,10 +725,10 @@ def _anthropic_marks(body: Body) -> list[dict[str, Any]]:
 
 
 def _converse_marks(body: Body) -> list[dict[str, Any]]:
-    """Every ``cachePoint`` in prompt order: system, tools, then message content."""
+    """Every ``cachePoint`` in prompt order (Claude's: tools, system, then messages)."""
     blocks = [
-        *body.get("system", []),
         *body.get("toolConfig", {}).get("tools", []),
+        *body.get("system", []),
         *(b for m in body.get("messages", []) for b in m["content"]),
     ]
     return [b["cachePoint"] for b in blocks if "cachePoint" in b]
