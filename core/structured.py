@@ -86,7 +86,8 @@ class OutputValidationError(ValueError):
 
 
 class StructuredOutputUnsupported(ValueError):
-    """``Options.response_schema`` was given for a model known not to take one."""
+    """``Options.response_schema`` was given for a model known not to take one (or a
+    schema its dialect cannot express): a request error, never worth a retry."""
 
 
 class OutputSchema(msgspec.Struct, frozen=True, kw_only=True):
@@ -260,7 +261,7 @@ def without_refs(schema: dict[str, Any]) -> dict[str, Any]:
     """``schema`` for a dialect without ``$ref`` (Gemini's ``responseSchema``): refs are
     already inlined by `output_schema`; a recursive schema cannot be said there."""
     if "$defs" in schema:
-        raise ValueError(
+        raise StructuredOutputUnsupported(
             "response_schema is recursive; Gemini's responseSchema cannot express it "
             "(Gemini 2.5+ takes it as responseJsonSchema)"
         )

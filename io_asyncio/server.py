@@ -75,6 +75,7 @@ from streamfn.core.messages import Context
 from streamfn.core.options import Options
 from streamfn.core.providers.proxy import encode_proxy_event
 from streamfn.core.sse import encode_sse
+from streamfn.core.structured import StructuredOutputUnsupported
 
 from .agent_route import AGENT_PATH, agent_encoder
 from .guard import (
@@ -651,6 +652,8 @@ class App:
         except MissingCredentials as exc:
             log.error("no upstream key for model %s: %s", request.model, exc)
             await fail(Error.auth("the server has no upstream key for this model"))
+        except StructuredOutputUnsupported as exc:  # the client's schema, this model
+            await fail(Error.invalid_request(str(exc)))
         except asyncio.CancelledError:
             raise
         except Exception:  # a backend failure is the client's Error, not a 500 page

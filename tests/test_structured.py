@@ -126,7 +126,7 @@ def test_strict_mode_only_where_every_key_is_required() -> None:
 
 
 def test_a_model_known_without_schema_output_is_a_clear_error() -> None:
-    with pytest.raises(StructuredOutputUnsupported, match="deepseek.*response_schema"):
+    with pytest.raises(StructuredOutputUnsupported, match=r"deepseek.*response_schema"):
         open_call(get_model("deepseek:deepseek-chat"), Context.of("x"), Options(response_schema=Day))
 
 
