@@ -5,6 +5,7 @@ events, and it never opens a socket, reads a clock or starts a thread.
 """
 
 from .accumulate import Accumulator, ProtocolViolation, accumulate, check_protocol
+from .cache_points import CachePoint
 from .call import Call, api_names, open_call, register_api, replay
 from .classify import classify_http_error, classify_message, parse_retry_after
 from .completion import CompletionError
@@ -73,6 +74,7 @@ from .partial_json import PartialJSONError, PartialJSONParser
 from .providers.base import HTTPRequest
 from .sigv4 import sign_request
 from .sse import ServerSentEvent, SSEComment, SSEDecoder, SSEError, encode_sse
+from .structured import OutputValidationError, StructuredOutputUnsupported, parse_output
 from .tagged import TaggedDecoder
 from .text_tools import Markup, TextToolCalls, text_tool_calls
 
@@ -80,6 +82,7 @@ __all__ = [
     "Accumulator",
     "AssistantContent",
     "AssistantMessage",
+    "CachePoint",
     "Call",
     "CompletionError",
     "Context",
@@ -103,6 +106,7 @@ __all__ = [
     "OpaqueBlock",
     "OpaqueContent",
     "Options",
+    "OutputValidationError",
     "PartialJSONError",
     "PartialJSONParser",
     "ProtocolViolation",
@@ -112,6 +116,7 @@ __all__ = [
     "ServerSentEvent",
     "Start",
     "StopReason",
+    "StructuredOutputUnsupported",
     "TaggedDecoder",
     "TextContent",
     "TextDelta",
@@ -153,6 +158,7 @@ __all__ = [
     "model",
     "open_call",
     "openai_compatible",
+    "parse_output",
     "parse_retry_after",
     "provider_names",
     "register_api",
