@@ -15,7 +15,7 @@ tries ``base_url`` or ``max_attempts`` learns at once that it cannot.
 from __future__ import annotations
 
 import math
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import msgspec
 
@@ -157,19 +157,22 @@ def _openai_response_format(value: Any) -> dict[str, Any] | None:
     return _response_schema(spec.get("schema"), f"{where}.json_schema.schema")
 
 
-def _anthropic_cache(obj: dict[str, Any]) -> str | None:
+def _anthropic_cache(obj: dict[str, Any]) -> Literal["auto"] | None:
     """``"auto"`` when the client marked anything with ``cache_control``. The server
     places the marks itself (`cache_points`, 5-minute TTL): a client's 1-hour TTL
     would bill cache writes at twice the input price to the operator."""
-    marked = "cache_control" in obj or any(
-        isinstance(block, dict) and "cache_control" in block
-        for part in ("system", "tools")
-        for block in (obj.get(part) if isinstance(obj.get(part), list) else ())
-    )
+    blocks: list[Any] = []
+    for part in ("system", "tools"):
+        value = obj.get(part)
+        if isinstance(value, list):
+            blocks += value
     for message in obj.get("messages") or ():
         content = message.get("content") if isinstance(message, dict) else None
         if isinstance(content, list):
-            marked = marked or any(isinstance(b, dict) and "cache_control" in b for b in content)
+            blocks += content
+    marked = "cache_control" in obj or any(
+        isinstance(b, dict) and "cache_control" in b for b in blocks
+    )
     return "auto" if marked else None
 
 
@@ -698,7 +701,7 @@ def parse_native_request(body: bytes) -> ClientRequest:
     _check_ranges(options, "options", {})
     if isinstance(options.cache, list):
         raise BadRequest(
-            "options.cache: explicit cache points are the server's choice; send \"auto\""
+            'options.cache: explicit cache points are the server\'s choice; send "auto"'
         )
     if options.response_schema is not None:
         _response_schema(options.response_schema, "options.response_schema")

@@ -84,7 +84,9 @@ def test_anthropic_explicit_points_with_ttls_and_thinking_skipped() -> None:
     assert isinstance(body["system"], str)  # not marked: left as it was
     assistant = body["messages"][1]["content"]
     assert [b.get("cache_control") for b in assistant] == [
-        None, None, {"type": "ephemeral", "ttl": "1h"}
+        None,
+        None,
+        {"type": "ephemeral", "ttl": "1h"},
     ]  # the tool_use, never the thinking block
     assert body["messages"][-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
     assert violations(CLAUDE, body) == []
@@ -202,7 +204,9 @@ def _bedrock() -> bytes:
              "cacheReadInputTokens": 3000, "cacheWriteInputTokens": 2000}  # fmt: skip
     return encode_message(
         {**headers, ":event-type": "messageStop"}, b'{"stopReason": "end_turn"}'
-    ) + encode_message({**headers, ":event-type": "metadata"}, json.dumps({"usage": usage}).encode())
+    ) + encode_message(
+        {**headers, ":event-type": "metadata"}, json.dumps({"usage": usage}).encode()
+    )
 
 
 def _openai() -> bytes:

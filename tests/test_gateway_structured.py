@@ -121,7 +121,7 @@ def test_inbound_requests_map_or_refuse_schemas_and_cache() -> None:
         {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "array"}}},
         {"type": "json_schema", "json_schema": {"name": "x", "schema": remote}},
     ):
-        with pytest.raises(BadRequest, match="request.response_format"):
+        with pytest.raises(BadRequest, match=r"request\.response_format"):
             parse_openai_request(json.dumps(openai_body | {"response_format": bad}).encode())
     anthropic_body = {"model": "m", "max_tokens": 5, "messages": USER}
     plain = parse_anthropic_request(json.dumps(anthropic_body).encode())

@@ -127,7 +127,9 @@ def test_strict_mode_only_where_every_key_is_required() -> None:
 
 def test_a_model_known_without_schema_output_is_a_clear_error() -> None:
     with pytest.raises(StructuredOutputUnsupported, match=r"deepseek.*response_schema"):
-        open_call(get_model("deepseek:deepseek-chat"), Context.of("x"), Options(response_schema=Day))
+        open_call(
+            get_model("deepseek:deepseek-chat"), Context.of("x"), Options(response_schema=Day)
+        )
 
 
 def test_a_tool_named_like_the_answer_tool_is_refused() -> None:
@@ -170,7 +172,9 @@ def test_parse_output_validates_with_msgspec_and_pydantic() -> None:
          "not one of"),
     ],
 )  # fmt: skip
-def test_an_answer_that_does_not_validate_is_a_typed_error(text: str, spec: Any, reason: str) -> None:
+def test_an_answer_that_does_not_validate_is_a_typed_error(
+    text: str, spec: Any, reason: str
+) -> None:
     with pytest.raises(OutputValidationError, match=reason) as caught:
         parse_output(_message(text), spec)
     error = caught.value
