@@ -362,3 +362,14 @@ def test_a_gateway_client_sends_the_schema_as_json_and_only_auto_cache() -> None
     fields = client_fields(Options(response_schema=Forecast, cache="auto", cache_key="k"))
     assert fields == {"response_schema": output_schema(Forecast).schema, "cache": "auto"}
     assert "cache" not in client_fields(Options(cache=[CachePoint("system", ttl="1h")]))
+
+
+def test_the_proxy_provider_forwards_the_schema_and_parses_on_the_client_side() -> None:
+    """Through a `streamfn serve` proxy the server applies the schema upstream; the
+    client, which still holds the type, parses the answer."""
+    from streamfn.core.providers import proxy
+
+    m = Model(id="anthropic:claude-sonnet-4-5", provider="proxy", api="proxy", base_url="x")
+    options = Options(response_schema=Forecast, cache="auto")
+    sent = json.loads(proxy.build_request(m, Context.of("hi"), options).body)
+    assert sent["options"] == {"response_schema": output_schema(Forecast).schema, "cache": "auto"}
