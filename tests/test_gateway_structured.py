@@ -54,8 +54,15 @@ def gateway(upstream: FakeProvider) -> Iterator[Server]:
             api="anthropic",
             base_url=upstream.base_url("ok", "anthropic", "gw-structured"),
         ),
+        Model(  # no JSON-schema output: a schema is refused before any upstream request
+            id="deepseek-chat",
+            provider="deepseek",
+            api="openai-chat",
+            base_url=upstream.base_url("ok", "openai-chat", "gw-structured-deepseek"),
+        ),
     ]
-    backend = ProviderBackend(environ={"ANTHROPIC_API_KEY": "upstream-key"}, models=models)
+    environ = {"ANTHROPIC_API_KEY": "upstream-key", "DEEPSEEK_API_KEY": "upstream-key"}
+    backend = ProviderBackend(environ=environ, models=models)
     with Server(App(RouterBackend(None, backend), ServerConfig(api_key=KEY))) as server:
         yield server
 
@@ -144,3 +151,20 @@ def test_inbound_requests_map_or_refuse_schemas_and_cache() -> None:
         parse_native_request(json.dumps(native | {"options": points}).encode())
     with pytest.raises(BadRequest, match="options"):
         parse_native_request(json.dumps(native | {"options": {"cache_key": "k"}}).encode())
+
+
+def test_a_schema_for_a_model_without_schema_output_is_a_400_and_costs_nothing(
+    gateway: Server, upstream: FakeProvider
+) -> None:
+    before = len(upstream.requests)
+    fmt = {"type": "json_schema", "json_schema": {"name": "hello", "schema": SCHEMA}}
+    with (
+        openai.OpenAI(base_url=gateway.url + "/v1", api_key=KEY, max_retries=0) as client,
+        pytest.raises(openai.BadRequestError, match="does not take a response schema"),
+    ):
+        client.chat.completions.create(
+            model="deepseek:deepseek-chat",
+            messages=USER,  # type: ignore[arg-type]
+            response_format=fmt,  # type: ignore[arg-type]
+        )
+    assert len(upstream.requests) == before
