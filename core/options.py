@@ -92,6 +92,11 @@ class Options(msgspec.Struct, kw_only=True):
     def __post_init__(self) -> None:
         if self.thinking is not None and not isinstance(self.thinking, ThinkingLevel):
             self.thinking = ThinkingLevel(self.thinking)  # "high" -> ThinkingLevel.HIGH
+        cache: Any = self.cache
+        if isinstance(cache, str) and cache not in ("off", "auto"):
+            raise ValueError(f'cache={cache!r}: use "off", "auto" or a list of CachePoint')
+        if isinstance(cache, list) and not all(isinstance(p, CachePoint) for p in cache):
+            raise ValueError("cache: a list holds CachePoint(at, ttl) breakpoints only")
 
     if TYPE_CHECKING:
         # What type checkers see: the fields above, except that ``thinking`` also

@@ -9,9 +9,10 @@ schema in its own dialect:
 - OpenAI Chat / Mistral / OpenAI-compatible: ``response_format`` json_schema;
   OpenAI Responses: ``text.format``; Anthropic Claude 4.5: ``output_config.format``;
   Gemini 2.5+: ``responseJsonSchema``, older Gemini: ``responseSchema`` in
-  Gemini's OpenAPI subset (`gemini_schema`); Ollama: ``format``. These are native.
-- Bedrock Converse and older Claude: a forced tool whose input is the answer
-  (`ANSWER_TOOL`). Emulated, but invisible: the provider's state machine turns
+  Gemini's OpenAPI subset (``providers.gemini.gemini_schema``); Ollama: ``format``;
+  Bedrock Converse with Claude 4.5: ``outputConfig.textFormat``. These are native.
+- Older Claude (Anthropic and Bedrock) and Nova: a forced tool whose input is the
+  answer (`ANSWER_TOOL`). Emulated, but invisible: the provider's state machine turns
   that tool call's JSON into an ordinary text block and the stop reason into
   ``stop``, so the events, ``message.text`` and the caller's code are the same
   on every provider.

@@ -252,3 +252,10 @@ def test_cache_reads_and_writes_are_split_and_priced(
     assert cost.cache_read == pytest.approx(3000 * target.price_cache_read / 1e6)
     assert cost.cache_write == pytest.approx(write * target.price_cache_write / 1e6)
     assert cost.input == pytest.approx(10 * target.price_input / 1e6)
+
+
+def test_a_cache_setting_that_means_nothing_is_refused_at_once() -> None:
+    with pytest.raises(ValueError, match='use "off", "auto"'):
+        Options(cache="on")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="CachePoint"):
+        Options(cache=["system"])  # type: ignore[list-item]
