@@ -82,6 +82,8 @@ class Capabilities(msgspec.Struct, frozen=True, kw_only=True):
     max_output: int | None = None
     forced_tool_with_thinking: bool = True
     replay_tool_calls: str | None = None
+    inputs: tuple[str, ...] | None = None
+    server_tools: tuple[str, ...] | None = None
 
 
 class CapabilityRule(msgspec.Struct, frozen=True, kw_only=True):

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hmac
 import logging
 import time
@@ -120,7 +121,7 @@ _ROUTES: Final = {
     "/health": ("GET",),
     "/healthz": ("GET",),
 }
-_PARSERS: Final[dict[str, Callable[[bytes], ClientRequest]]] = {
+_PARSERS: Final[dict[str, Callable[..., ClientRequest]]] = {
     "/v1/chat/completions": parse_openai_request,
     "/v1/messages": parse_anthropic_request,
     "/v1/stream": parse_native_request,
@@ -182,6 +183,9 @@ class ServerConfig(msgspec.Struct, kw_only=True):
     cors_origins: tuple[str, ...] = ()
     #: append web-search sources as a last text block for dialects with no field for them
     append_sources: bool = False
+    #: server-tool types (``web_search``, ``code_execution``) clients may enable; they run
+    #: and are billed with the server's credentials, so none by default (a 400 naming it)
+    allow_server_tools: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         key = "***" if self.api_key else None
@@ -518,7 +522,9 @@ class App:
 
     # -- completions ------------------------------------------------------------------
     async def _parse(self, path: str, body: bytes) -> ClientRequest:
-        parse = _PARSERS[path]
+        parse = functools.partial(
+            _PARSERS[path], allow_server_tools=frozenset(self.config.allow_server_tools)
+        )
         try:
             if len(body) > _PARSE_INLINE_BYTES:  # megabytes of prompt: not on the loop
                 return await asyncio.to_thread(parse, body)
