@@ -173,16 +173,21 @@ def gemini_citations(metadata: Any) -> list[Citation]:
 # -- writers: what a client of each format receives ------------------------------
 
 
-def to_openai_annotation(citation: Citation, *, nested: bool) -> dict[str, Any] | None:
+def to_openai_annotation(
+    citation: Citation, *, nested: bool, offset: int = 0
+) -> dict[str, Any] | None:
     """A ``url_citation`` annotation (``nested``: Chat Completions' shape); None when
-    the citation has no URL (OpenAI annotations always point at one)."""
+    the citation has no URL (OpenAI annotations always point at one). ``offset``: the
+    characters before this block in the message the annotation's span counts in."""
     if citation.url is None:
         return None
+    # Only OpenAI's own spans count the answer's characters; others' are not moved over.
+    own = citation.kind == "url_citation"
     fields: dict[str, Any] = {
         "url": citation.url,
         "title": citation.title or citation.url,
-        "start_index": citation.start or 0,
-        "end_index": citation.end or 0,
+        "start_index": (citation.start or 0) + offset if own else 0,
+        "end_index": (citation.end or 0) + offset if own else 0,
     }
     if nested:
         return {"type": "url_citation", "url_citation": fields}

@@ -17,6 +17,7 @@ from typing import Any, Final
 
 import msgspec
 
+from .citations import to_anthropic
 from .events import (
     Done,
     Error,
@@ -95,7 +96,11 @@ def anthropic_message_body(
     content: list[dict[str, Any]] = []
     for block in message.content:
         if isinstance(block, TextContent):
-            content.append({"type": "text", "text": block.text})
+            text: dict[str, Any] = {"type": "text", "text": block.text}
+            cited = [c for c in map(to_anthropic, block.citations) if c is not None]
+            if cited:
+                text["citations"] = cited
+            content.append(text)
         elif isinstance(block, ThinkingContent):
             if block.redacted:
                 content.append({"type": "redacted_thinking", "data": block.signature or ""})
@@ -217,6 +222,11 @@ class AnthropicEncoder:
             return self._block_start(
                 event.index, {"type": "tool_use", "id": event.id, "name": event.name, "input": {}}
             )
+        if isinstance(event, TextEnd) and event.citations:
+            # Anthropic streams a citation as its own delta; the kinds it has a shape for
+            cited = [c for c in map(to_anthropic, event.citations) if c is not None]
+            deltas = [self._delta(event.index, {"type": "citations_delta", "citation": c}) for c in cited]
+            return b"".join(deltas) + self._stop(event.index)
         if isinstance(event, (TextEnd, ToolCallEnd)):
             return self._stop(event.index)
         if isinstance(event, ThinkingEnd):
