@@ -34,6 +34,7 @@ from .events import (
     encode_event_json,
     event_type,
 )
+from .documents import UnsupportedInput
 from .eventstream import (
     EventStreamDecoder,
     EventStreamError,
@@ -44,10 +45,13 @@ from .fallback import FallbackModel, fallback
 from .messages import (
     AssistantContent,
     AssistantMessage,
+    Citation,
     Context,
+    DocumentContent,
     ImageContent,
     Message,
     OpaqueContent,
+    ServerTool,
     TextContent,
     ThinkingContent,
     Tool,
@@ -82,8 +86,10 @@ __all__ = [
     "AssistantMessage",
     "Call",
     "CompletionError",
+    "Citation",
     "Context",
     "Cost",
+    "DocumentContent",
     "Done",
     "Error",
     "ErrorKind",
@@ -110,6 +116,7 @@ __all__ = [
     "SSEDecoder",
     "SSEError",
     "ServerSentEvent",
+    "ServerTool",
     "Start",
     "StopReason",
     "TaggedDecoder",
@@ -131,6 +138,7 @@ __all__ = [
     "ToolCallStart",
     "ToolResultMessage",
     "UnknownModel",
+    "UnsupportedInput",
     "Usage",
     "UserContent",
     "UserMessage",
