@@ -93,8 +93,8 @@ def inputs_for(model: Model) -> tuple[str, ...]:
 
 
 _REMEDY: Final = {
-    "image_url": "fetch the image yourself and pass ImageContent.from_bytes(data, mime_type)",
-    "document_url": "fetch the document yourself and pass DocumentContent.from_bytes(data, ...)",
+    "image_url": "fetch the image yourself and send its bytes (ImageContent.from_bytes, base64)",
+    "document_url": "fetch the document yourself and send its bytes (DocumentContent.from_bytes)",
     "document": "extract its text (or render its pages as images) and send that instead",
 }
 

@@ -46,6 +46,7 @@ import msgspec
 
 from streamfn.core.accumulate import accumulate
 from streamfn.core.credentials import MissingCredentials
+from streamfn.core.documents import UnsupportedInput
 from streamfn.core.encode_anthropic import (
     AnthropicEncoder,
     anthropic_error_body,
@@ -654,6 +655,8 @@ class App:
                 self._slots.release()
         except UnknownModelError as exc:
             await fail(Error.invalid_request(str(exc), status=404))
+        except UnsupportedInput as exc:  # a kind of input or server tool the model lacks
+            await fail(Error.invalid_request(str(exc), status=400))
         except MissingCredentials as exc:
             log.error("no upstream key for model %s: %s", request.model, exc)
             await fail(Error.auth("the server has no upstream key for this model"))
