@@ -176,7 +176,8 @@ class ResponsesEncoder:
             return self._reasoning_done(event, text)
         if isinstance(event, ToolCallEnd):
             done = self._frame(
-                "response.function_call_arguments.done", **self._at(index, arguments=text)
+                "response.function_call_arguments.done",
+                **self._at(index, name=self._calls[index][1], arguments=text),
             )
             return done + self._item_done(index, self._call_item(index, text, "completed"))
         annotations = [

@@ -237,6 +237,7 @@ EXPECTED = {
     "from streamfn.fuzz import FakeProvider": [],
     "import lines_wire": [],
     "said = 'Checking.": ["name='get_weather'", "arguments={'city': 'Paris'}"],
+    "DocumentContent.from_bytes(PDF": ["Bonjour le monde"],
 }
 
 
