@@ -9,6 +9,7 @@ from .call import Call, api_names, open_call, register_api, replay
 from .classify import classify_http_error, classify_message, parse_retry_after
 from .completion import CompletionError
 from .credentials import MissingCredentials, resolve_api_key
+from .documents import UnsupportedInput
 from .events import (
     Cost,
     Done,
@@ -34,7 +35,6 @@ from .events import (
     encode_event_json,
     event_type,
 )
-from .documents import UnsupportedInput
 from .eventstream import (
     EventStreamDecoder,
     EventStreamError,
@@ -85,8 +85,8 @@ __all__ = [
     "AssistantContent",
     "AssistantMessage",
     "Call",
-    "CompletionError",
     "Citation",
+    "CompletionError",
     "Context",
     "Cost",
     "DocumentContent",

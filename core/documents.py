@@ -230,7 +230,10 @@ def openai_chat_part(part: ImageContent | DocumentContent, number: int = 0) -> d
     """An ``image_url`` part (a URL or a data: URL) or a ``file`` part (file_data)."""
     if isinstance(part, ImageContent):
         return {"type": "image_url", "image_url": {"url": part.url or data_url(part)}}
-    return {"type": "file", "file": {"file_data": data_url(part), "filename": _filename(part, number)}}
+    return {
+        "type": "file",
+        "file": {"file_data": data_url(part), "filename": _filename(part, number)},
+    }
 
 
 def responses_part(part: ImageContent | DocumentContent, number: int = 0) -> dict[str, Any]:

@@ -225,7 +225,9 @@ class AnthropicEncoder:
         if isinstance(event, TextEnd) and event.citations:
             # Anthropic streams a citation as its own delta; the kinds it has a shape for
             cited = [c for c in map(to_anthropic, event.citations) if c is not None]
-            deltas = [self._delta(event.index, {"type": "citations_delta", "citation": c}) for c in cited]
+            deltas = [
+                self._delta(event.index, {"type": "citations_delta", "citation": c}) for c in cited
+            ]
             return b"".join(deltas) + self._stop(event.index)
         if isinstance(event, (TextEnd, ToolCallEnd)):
             return self._stop(event.index)

@@ -241,16 +241,26 @@ def test_chat_completions_annotations_arrive_on_the_text_block() -> None:
 
     annotation = {
         "type": "url_citation",
-        "url_citation": {"url": "https://a.example/x", "title": "A", "start_index": 3, "end_index": 9},
+        "url_citation": {
+            "url": "https://a.example/x",
+            "title": "A",
+            "start_index": 3,
+            "end_index": 9,
+        },
     }
     Annotation.model_validate(annotation)
     chunk = {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "m"}
     lines = [
-        {**chunk, "choices": [{"index": 0, "delta": {"role": "assistant", "content": "It is sunny."}}]},
+        {
+            **chunk,
+            "choices": [{"index": 0, "delta": {"role": "assistant", "content": "It is sunny."}}],
+        },
         {**chunk, "choices": [{"index": 0, "delta": {"annotations": [annotation]}}]},
         {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
     ]
-    raw = b"".join(b"data: " + json.dumps(x).encode() + b"\n\n" for x in lines) + b"data: [DONE]\n\n"
+    raw = (
+        b"".join(b"data: " + json.dumps(x).encode() + b"\n\n" for x in lines) + b"data: [DONE]\n\n"
+    )
     for chunks in ([raw], bytewise(raw)):
         message = accumulate(replay("openai-chat", chunks, provider="openai"))
         assert message.text == "It is sunny."
@@ -269,7 +279,13 @@ def test_citations_travel_on_text_end_through_the_native_format() -> None:
     from streamfn.core.events import decode_event_json, encode_event_json
 
     cited = (Citation(kind="url_citation", url="https://a.example", start=0, end=2),)
-    events: list[Event] = [Start(), TextStart(0), TextDelta(0, "hi"), TextEnd(0, None, cited), Done()]
+    events: list[Event] = [
+        Start(),
+        TextStart(0),
+        TextDelta(0, "hi"),
+        TextEnd(0, None, cited),
+        Done(),
+    ]
     assert [decode_event_json(encode_event_json(e)) for e in events] == events
     assert b"citations" not in encode_event_json(TextEnd(0))  # uncited ends are unchanged
     assert accumulate(events).content == [TextContent(text="hi", citations=list(cited))]

@@ -94,7 +94,7 @@ def test_a_kind_the_model_cannot_take_is_refused_by_name(target: Model) -> None:
 @pytest.mark.parametrize("target", ONE_PER_ORACLE, ids=_ids)
 def test_server_tools_sit_beside_function_tools(target: Model) -> None:
     offered = server_tools_for(target)
-    config = CONFIG[target.api] if target.api in CONFIG else {}
+    config = CONFIG.get(target.api, {})
     tools = [*TOOLS, *(ServerTool(type=t, config=config.get(t, {})) for t in offered)]
     context = Context(messages=[_question()], tools=tools)
     if not offered:
@@ -105,7 +105,7 @@ def test_server_tools_sit_beside_function_tools(target: Model) -> None:
     for kind in SERVER_TOOL_TYPES:
         if kind not in offered:
             lone = Context(messages=[_question()], tools=[ServerTool(type=kind)])
-            with pytest.raises(UnsupportedInput, match=f"{target.provider}.*{kind}"):
+            with pytest.raises(UnsupportedInput, match=rf"{target.provider}.*{kind}"):
                 open_call(target, lone, Options(api_key="k"))
 
 
@@ -121,7 +121,12 @@ def test_server_tools_map_to_each_format_and_extra_body_still_merges() -> None:
     )
     fetch = {"type": "web_fetch_20250910", "name": "web_fetch"}
     body = build_body(by_api["anthropic"], context, Options(extra_body={"tools": [fetch]}))
-    assert [t.get("type") for t in body["tools"]] == [None, None, "web_search_20250305", fetch["type"]]
+    assert [t.get("type") for t in body["tools"]] == [
+        None,
+        None,
+        "web_search_20250305",
+        fetch["type"],
+    ]
     assert body["tools"][2]["max_uses"] == 2
     assert violations(by_api["anthropic"], body) == []
     search = Context(messages=[_question()], tools=[ServerTool(type="web_search")])
@@ -206,7 +211,7 @@ def test_refusal_happens_before_any_connection() -> None:
                 async for _ in events:
                     pass
 
-        with pytest.raises(UnsupportedInput, match="ollama.*image_url"):
+        with pytest.raises(UnsupportedInput, match=r"ollama.*image_url"):
             asyncio.run(attempt())
         assert fake.requests == []
         assert fake.connections == 0

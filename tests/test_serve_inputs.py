@@ -77,7 +77,7 @@ def test_a_client_server_tool_is_a_400_and_nothing_goes_upstream(
     before = len(upstream.requests)
     with (
         anthropic.Anthropic(base_url=gateway.url, api_key=KEY, max_retries=0) as claude,
-        pytest.raises(anthropic.BadRequestError, match="web_search.*allow-server-tools"),
+        pytest.raises(anthropic.BadRequestError, match=r"web_search.*allow-server-tools"),
     ):
         claude.messages.create(
             model="anthropic:claude-fake",
@@ -162,8 +162,14 @@ def test_openai_clients_send_image_urls_and_files_through(
 def test_anthropic_clients_send_documents_and_a_kind_the_upstream_lacks_is_a_400(
     gateway: Server, upstream: FakeProvider
 ) -> None:
-    document = {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "notes"}}
-    url_document = {"type": "document", "source": {"type": "url", "url": "https://example.com/a.pdf"}}
+    document = {
+        "type": "document",
+        "source": {"type": "text", "media_type": "text/plain", "data": "notes"},
+    }
+    url_document = {
+        "type": "document",
+        "source": {"type": "url", "url": "https://example.com/a.pdf"},
+    }
     image = {"type": "image", "source": {"type": "url", "url": IMAGE_URL}}
     with anthropic.Anthropic(base_url=gateway.url, api_key=KEY, max_retries=0) as claude:
         claude.messages.create(
@@ -174,7 +180,7 @@ def test_anthropic_clients_send_documents_and_a_kind_the_upstream_lacks_is_a_400
         assert content[2] == image
         before = len(upstream.requests)
         # an OpenAI-compatible upstream takes no documents by URL: a 400 that says so
-        with pytest.raises(anthropic.BadRequestError, match="document_url.*from_bytes"):
+        with pytest.raises(anthropic.BadRequestError, match=r"document_url.*from_bytes"):
             claude.messages.create(
                 model="openai-compatible:fake-gpt", max_tokens=50, messages=_user(url_document)
             )
