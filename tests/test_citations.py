@@ -289,3 +289,82 @@ def test_citations_travel_on_text_end_through_the_native_format() -> None:
     assert [decode_event_json(encode_event_json(e)) for e in events] == events
     assert b"citations" not in encode_event_json(TextEnd(0))  # uncited ends are unchanged
     assert accumulate(events).content == [TextContent(text="hi", citations=list(cited))]
+
+
+# -- end to end: a shell reading the recording from the loopback fake, and real SDK clients
+# -- of `streamfn serve` in front of it ------------------------------------------------------
+
+
+def _model_for(entry: dict[str, Any], base_url: str) -> Any:
+    from streamfn.core import Model
+
+    api = entry["protocol"]
+    return Model(id="m", provider=entry.get("provider") or api, api=api, base_url=base_url)
+
+
+@pytest.mark.parametrize("entry", CITED)
+def test_a_shell_delivers_the_citations_whatever_the_transport_does(
+    entry: dict[str, Any] | None,
+) -> None:
+    import asyncio
+
+    from fake_provider import FakeProvider
+
+    from streamfn.core import Options
+    from streamfn.io_asyncio import Client
+
+    entry = require_corpus(entry)
+    wanted = _citations(accumulate(_cited_events(entry)))
+
+    async def fetch(base_url: str) -> AssistantMessage:
+        async with Client() as client:
+            return await client.complete(
+                _model_for(entry, base_url), _context(), Options(api_key="k", idle_timeout=10)
+            )
+
+    with FakeProvider() as fake:
+        for fault in ("ok", "ok-close", "drip"):
+            message = asyncio.run(fetch(fake.serve(body(entry), fault=fault)))
+            assert _citations(message) == wanted, fault
+
+
+def _context() -> Any:
+    from streamfn.core import Context
+
+    return Context.of("What is the weather?")
+
+
+@pytest.mark.parametrize("entry", CITED)
+def test_sdk_clients_of_the_gateway_see_the_citations(entry: dict[str, Any] | None) -> None:
+    """The anthropic SDK folds our ``citations_delta`` into its message; the openai SDK
+    parses our ``annotations``: each from whatever upstream made them."""
+    import anthropic
+    import openai
+    from fake_provider import FakeProvider
+    from test_server import KEY, Server
+
+    from streamfn.io_asyncio.backends import ProviderBackend, RouterBackend
+    from streamfn.io_asyncio.server import App, ServerConfig
+
+    entry = require_corpus(entry)
+    wanted = [c for c in _citations(accumulate(_cited_events(entry))) if c.url is not None]
+    with FakeProvider() as fake:
+        model = _model_for(entry, fake.serve(body(entry)))
+        keys = {f"{v}_API_KEY": "k" for v in ("ANTHROPIC", "OPENAI", "GEMINI")}
+        backend = ProviderBackend(environ=keys, models=[model])
+        with Server(App(RouterBackend(None, backend), ServerConfig(api_key=KEY))) as gateway:
+            name = f"{model.provider}:{model.id}"
+            with anthropic.Anthropic(base_url=gateway.url, api_key=KEY, max_retries=0) as claude:
+                with claude.messages.stream(
+                    model=name, max_tokens=50, messages=[{"role": "user", "content": "hi"}]
+                ) as stream:
+                    final = stream.get_final_message()
+            cited = [c for b in final.content if b.type == "text" for c in (b.citations or [])]
+            sendable = [c for c in wanted if c.encrypted_index is not None]
+            assert [c.url for c in cited] == [c.url for c in sendable]  # type: ignore[union-attr]
+            with openai.OpenAI(base_url=gateway.url + "/v1", api_key=KEY, max_retries=0) as gpt:
+                answer = gpt.chat.completions.create(
+                    model=name, messages=[{"role": "user", "content": "hi"}]
+                )
+            annotations = answer.choices[0].message.annotations or []
+            assert [a.url_citation.url for a in annotations] == [c.url for c in wanted]
