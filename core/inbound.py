@@ -22,8 +22,9 @@ naming it unless the operator allowed that type (``allow_server_tools``).
 
 from __future__ import annotations
 
+import base64
 import math
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import msgspec
 
@@ -192,6 +193,8 @@ def _int(obj: dict[str, Any], key: str, where: str) -> int | None:
     return value  # type: ignore[no-any-return]
 
 
+_Part = TypeVar("_Part", ImageContent, DocumentContent)
+
 #: the longest URL a client may pass on to a provider
 MAX_URL_CHARS: Final = 8192
 
@@ -214,11 +217,19 @@ def _data_url(url: str, where: str, default_mime: str) -> tuple[str, str]:
     return head or default_mime, data
 
 
+def _part(cls: type[_Part], where: str, **fields: Any) -> _Part:
+    """An image or document part, its own checks (one source, a MIME type) as 400s."""
+    try:
+        return cls(**fields)
+    except ValueError as exc:
+        raise BadRequest(f"{where}: {exc}") from None
+
+
 def _data_url_image(url: str, where: str) -> ImageContent:
     if not url.startswith("data:"):
-        return ImageContent(url=_client_url(url, where))
+        return _part(ImageContent, where, url=_client_url(url, where))
     mime, data = _data_url(url, where, "image/png")
-    return ImageContent(data=data, mime_type=mime)
+    return _part(ImageContent, where, data=data, mime_type=mime)
 
 
 def _stop(value: Any, where: str) -> list[str] | None:
@@ -279,7 +290,9 @@ def _openai_file(file: dict[str, Any], where: str) -> DocumentContent:
             "read with its credentials); send the file as file_data"
         )
     mime, data = _data_url(_req(file, "file_data", str, where), f"{where}.file_data", "")
-    return DocumentContent(
+    return _part(
+        DocumentContent,
+        where,
         data=data,
         mime_type=mime or "application/pdf",
         title=_opt(file, "filename", str, where),
@@ -491,10 +504,13 @@ def _anthropic_blocks(content: Any, where: str) -> list[dict[str, Any]]:
 def _anthropic_image(block: dict[str, Any], where: str) -> ImageContent:
     source = _req(block, "source", dict, where)
     if source.get("type") == "url":
-        return ImageContent(url=_client_url(_req(source, "url", str, f"{where}.source"), where))
+        url = _client_url(_req(source, "url", str, f"{where}.source"), where)
+        return _part(ImageContent, where, url=url)
     if source.get("type") != "base64":
         raise BadRequest(f"{where}.source: only base64 and url images are accepted")
-    return ImageContent(
+    return _part(
+        ImageContent,
+        where,
         data=_req(source, "data", str, f"{where}.source"),
         mime_type=_req(source, "media_type", str, f"{where}.source"),
     )
@@ -506,13 +522,15 @@ def _anthropic_document(block: dict[str, Any], where: str) -> DocumentContent:
     kind = source.get("type")
     w = f"{where}.source"
     if kind == "url":
-        return DocumentContent(url=_client_url(_req(source, "url", str, w), w), title=title)
+        url = _client_url(_req(source, "url", str, w), w)
+        return _part(DocumentContent, w, url=url, title=title)
     if kind == "base64":
         mime = _req(source, "media_type", str, w)
-        return DocumentContent(data=_req(source, "data", str, w), mime_type=mime, title=title)
+        data = _req(source, "data", str, w)
+        return _part(DocumentContent, w, data=data, mime_type=mime, title=title)
     if kind == "text":
-        text = _req(source, "data", str, w).encode()
-        return DocumentContent.from_bytes(text, "text/plain", title=title)
+        text = base64.b64encode(_req(source, "data", str, w).encode()).decode()
+        return _part(DocumentContent, w, data=text, mime_type="text/plain", title=title)
     raise BadRequest(f"{w}: only base64, text and url documents are accepted")
 
 

@@ -354,11 +354,13 @@ def test_sdk_clients_of_the_gateway_see_the_citations(entry: dict[str, Any] | No
         backend = ProviderBackend(environ=keys, models=[model])
         with Server(App(RouterBackend(None, backend), ServerConfig(api_key=KEY))) as gateway:
             name = f"{model.provider}:{model.id}"
-            with anthropic.Anthropic(base_url=gateway.url, api_key=KEY, max_retries=0) as claude:
-                with claude.messages.stream(
+            with (
+                anthropic.Anthropic(base_url=gateway.url, api_key=KEY, max_retries=0) as claude,
+                claude.messages.stream(
                     model=name, max_tokens=50, messages=[{"role": "user", "content": "hi"}]
-                ) as stream:
-                    final = stream.get_final_message()
+                ) as stream,
+            ):
+                final = stream.get_final_message()
             cited = [c for b in final.content if b.type == "text" for c in (b.citations or [])]
             sendable = [c for c in wanted if c.encrypted_index is not None]
             assert [c.url for c in cited] == [c.url for c in sendable]  # type: ignore[union-attr]

@@ -185,3 +185,66 @@ def test_anthropic_clients_send_documents_and_a_kind_the_upstream_lacks_is_a_400
                 model="openai-compatible:fake-gpt", max_tokens=50, messages=_user(url_document)
             )
         assert len(upstream.requests) == before
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        (
+            "/v1/chat/completions",
+            {
+                "messages": _user(
+                    {"type": "image_url", "image_url": {"url": "data:image/png;base64,"}}
+                )
+            },
+        ),
+        (
+            "/v1/chat/completions",
+            {"messages": _user({"type": "file", "file": {"file_data": "data:;base64,"}})},
+        ),
+        (
+            "/v1/messages",
+            {
+                "max_tokens": 5,
+                "messages": _user(
+                    {
+                        "type": "image",
+                        "source": {"type": "base64", "media_type": "", "data": "AA=="},
+                    }
+                ),
+            },
+        ),
+        (
+            "/v1/messages",
+            {
+                "max_tokens": 5,
+                "messages": _user(
+                    {
+                        "type": "document",
+                        "source": {"type": "text", "media_type": "text/plain", "data": ""},
+                    }
+                ),
+            },
+        ),
+        (
+            "/v1/messages",
+            {
+                "max_tokens": 5,
+                "messages": _user(),
+                "tools": [{"type": "bash_20250124", "name": "bash"}],
+            },
+        ),
+    ],
+)
+def test_malformed_parts_are_400s_naming_the_field(
+    gateway: Server, upstream: FakeProvider, path: str, body: dict[str, Any]
+) -> None:
+    before = len(upstream.requests)
+    answer = httpx.post(
+        gateway.url + path,
+        json={"model": "anthropic:claude-fake", **body},
+        headers={"authorization": f"Bearer {KEY}", "x-api-key": KEY},
+    )
+    assert answer.status_code == 400, answer.text
+    assert "messages[0].content[1]" in answer.text or "tools[0]" in answer.text
+    assert len(upstream.requests) == before
