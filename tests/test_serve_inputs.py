@@ -248,3 +248,10 @@ def test_malformed_parts_are_400s_naming_the_field(
     assert answer.status_code == 400, answer.text
     assert "messages[0].content[1]" in answer.text or "tools[0]" in answer.text
     assert len(upstream.requests) == before
+
+
+def test_an_unknown_server_tool_type_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    from test_serve_cli import _serve
+
+    assert _serve("--no-local", "--allow-server-tools", "web_search,websearch") == 2
+    assert "--allow-server-tools: unknown type 'websearch'" in capsys.readouterr().err
