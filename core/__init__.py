@@ -11,6 +11,7 @@ from .call import Call, api_names, open_call, register_api, replay
 from .classify import classify_http_error, classify_message, parse_retry_after
 from .completion import CompletionError
 from .credentials import MissingCredentials, resolve_api_key
+from .documents import UnsupportedInput
 from .events import (
     Cost,
     Done,
@@ -40,10 +41,13 @@ from .fallback import FallbackModel, fallback
 from .messages import (
     AssistantContent,
     AssistantMessage,
+    Citation,
     Context,
+    DocumentContent,
     ImageContent,
     Message,
     OpaqueContent,
+    ServerTool,
     TextContent,
     ThinkingContent,
     Tool,
@@ -87,9 +91,11 @@ __all__ = [
     "AssistantMessage",
     "CachePoint",
     "Call",
+    "Citation",
     "CompletionError",
     "Context",
     "Cost",
+    "DocumentContent",
     "Done",
     "Error",
     "ErrorKind",
@@ -117,6 +123,7 @@ __all__ = [
     "SSEDecoder",
     "SSEError",
     "ServerSentEvent",
+    "ServerTool",
     "Start",
     "StopReason",
     "StructuredOutputUnsupported",
@@ -139,6 +146,7 @@ __all__ = [
     "ToolCallStart",
     "ToolResultMessage",
     "UnknownModel",
+    "UnsupportedInput",
     "Usage",
     "UserContent",
     "UserMessage",

@@ -396,6 +396,8 @@ class Accumulator:
             text = self._close(event.index)
             assert isinstance(text, TextContent)
             text.signature = event.signature
+            if event.citations:
+                text.citations = list(event.citations)
         elif isinstance(event, ThinkingEnd):
             thinking = self._close(event.index)
             assert isinstance(thinking, ThinkingContent)

@@ -30,6 +30,7 @@ __all__ = [
     "SAMPLING_KNOBS",
     "Capabilities",
     "CapabilityRule",
+    "UnsupportedInput",
     "capabilities_for",
     "effort_for_off",
     "fit_budget",
@@ -45,6 +46,10 @@ log = logging.getLogger("streamfn")
 
 #: The generation knobs `fit_sampling` decides on, by their `Options` names.
 SAMPLING_KNOBS: Final = ("temperature", "top_p", "top_k", "stop", "seed")
+
+
+class UnsupportedInput(ValueError):
+    """The model's wire format cannot take this input; raised before any request is sent."""
 
 
 class Capabilities(msgspec.Struct, frozen=True, kw_only=True):
@@ -91,6 +96,8 @@ class Capabilities(msgspec.Struct, frozen=True, kw_only=True):
     replay_tool_calls: str | None = None
     structured_output: str = "native"
     cache_breakpoints: int = 4
+    inputs: tuple[str, ...] | None = None
+    server_tools: tuple[str, ...] | None = None
 
 
 class CapabilityRule(msgspec.Struct, frozen=True, kw_only=True):

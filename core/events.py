@@ -28,6 +28,8 @@ from typing import Any, Final, TypeAlias, cast
 
 import msgspec
 
+from .citations import Citation
+
 __all__ = [
     "EVENT_TYPES",
     "Cost",
@@ -161,12 +163,18 @@ class TextDelta(msgspec.Struct, tag="text_delta", frozen=True, gc=False):
     delta: str
 
 
-class TextEnd(msgspec.Struct, tag="text_end", frozen=True, gc=False):
+class TextEnd(msgspec.Struct, tag="text_end", frozen=True, omit_defaults=True, gc=False):
     """Closes a text block; ``signature`` carries an opaque provider token (Gemini's
-    ``thoughtSignature`` on a text part) that must be sent back on replay."""
+    ``thoughtSignature`` on a text part) that must be sent back on replay.
+
+    ``citations`` are the sources the provider gave for this block (see
+    `streamfn.core.citations`); they come with the end so the grammar stays
+    one delta kind per block and any chunking yields the same list.
+    """
 
     index: int
     signature: str | None = None
+    citations: tuple[Citation, ...] = ()
 
 
 class ThinkingStart(msgspec.Struct, tag="thinking_start", frozen=True, gc=False):

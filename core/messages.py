@@ -9,20 +9,26 @@ as `OpaqueContent` for the provider that made them.
 
 from __future__ import annotations
 
+import base64
 import time
+from collections.abc import Sequence
 from typing import Any, TypeAlias
 
 import msgspec
 
+from .citations import Citation
 from .events import Cost, ErrorKind, StopReason, Usage
 
 __all__ = [
     "AssistantContent",
     "AssistantMessage",
+    "Citation",
     "Context",
+    "DocumentContent",
     "ImageContent",
     "Message",
     "OpaqueContent",
+    "ServerTool",
     "TextContent",
     "ThinkingContent",
     "Tool",
@@ -33,9 +39,12 @@ __all__ = [
 ]
 
 
-class TextContent(msgspec.Struct, tag="text", kw_only=True):
+class TextContent(msgspec.Struct, tag="text", kw_only=True, omit_defaults=True):
+    """Text; ``citations`` are the sources the provider gave for it (assistant turns)."""
+
     text: str
     signature: str | None = None
+    citations: list[Citation] = msgspec.field(default_factory=list)
 
 
 class ThinkingContent(msgspec.Struct, tag="thinking", kw_only=True):
@@ -63,11 +72,72 @@ class ToolCall(msgspec.Struct, tag="tool_call", kw_only=True):
     signature: str | None = None
 
 
-class ImageContent(msgspec.Struct, tag="image", kw_only=True):
-    """An image as base64 ``data`` with its MIME type (``image/png`` ...)."""
+def _base64(raw: bytes | bytearray | memoryview) -> str:
+    return base64.b64encode(bytes(raw)).decode("ascii")
 
-    data: str
-    mime_type: str
+
+class ImageContent(msgspec.Struct, tag="image", kw_only=True, omit_defaults=True):
+    """An image: base64 ``data`` with its MIME type (``image/png`` ...), or a ``url``.
+
+    A URL is fetched by the provider, never by streamfn; providers that take
+    no URLs (Bedrock, Ollama) refuse it before any request is sent (see
+    `streamfn.core.documents`). `from_bytes` and `from_url` build either.
+    """
+
+    data: str = ""
+    mime_type: str = ""
+    url: str | None = None
+
+    def __post_init__(self) -> None:
+        _one_source(self, "ImageContent")
+
+    @classmethod
+    def from_bytes(cls, raw: bytes | bytearray | memoryview, mime_type: str) -> ImageContent:
+        return cls(data=_base64(raw), mime_type=mime_type)
+
+    @classmethod
+    def from_url(cls, url: str, mime_type: str = "") -> ImageContent:
+        return cls(url=url, mime_type=mime_type)
+
+
+class DocumentContent(msgspec.Struct, tag="document", kw_only=True, omit_defaults=True):
+    """A document (PDF, plain text ...): base64 ``data`` or a ``url``, its MIME type,
+    and an optional ``title`` (shown to the model; Bedrock needs a name).
+
+    As with images, a URL is the provider's to fetch; which providers take
+    documents at all, and in which form, is in `streamfn.core.documents`.
+    """
+
+    data: str = ""
+    mime_type: str = "application/pdf"
+    url: str | None = None
+    title: str | None = None
+
+    def __post_init__(self) -> None:
+        _one_source(self, "DocumentContent")
+
+    @classmethod
+    def from_bytes(
+        cls,
+        raw: bytes | bytearray | memoryview,
+        mime_type: str = "application/pdf",
+        *,
+        title: str | None = None,
+    ) -> DocumentContent:
+        return cls(data=_base64(raw), mime_type=mime_type, title=title)
+
+    @classmethod
+    def from_url(
+        cls, url: str, mime_type: str = "application/pdf", *, title: str | None = None
+    ) -> DocumentContent:
+        return cls(url=url, mime_type=mime_type, title=title)
+
+
+def _one_source(part: ImageContent | DocumentContent, name: str) -> None:
+    if bool(part.data) == (part.url is not None):
+        raise ValueError(f"{name} takes either data (base64) or url, exactly one of them")
+    if part.data and not part.mime_type:
+        raise ValueError(f"{name} with data needs its mime_type (image/png, application/pdf ...)")
 
 
 class OpaqueContent(msgspec.Struct, tag="opaque", kw_only=True):
@@ -79,7 +149,7 @@ class OpaqueContent(msgspec.Struct, tag="opaque", kw_only=True):
     json: str
 
 
-UserContent: TypeAlias = TextContent | ImageContent
+UserContent: TypeAlias = TextContent | ImageContent | DocumentContent
 AssistantContent: TypeAlias = TextContent | ThinkingContent | ToolCall | OpaqueContent
 
 
@@ -150,7 +220,7 @@ class ToolResultMessage(msgspec.Struct, tag="tool_result", kw_only=True):
     def __post_init__(self) -> None:
         value: Any = self.content
         if not isinstance(value, list) or not all(
-            isinstance(part, (TextContent, ImageContent)) for part in value
+            isinstance(part, (TextContent, ImageContent, DocumentContent)) for part in value
         ):
             self.content = [TextContent(text=_result_text(value))]
 
@@ -176,7 +246,7 @@ def _result_text(value: Any) -> str:
 Message: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage
 
 
-class Tool(msgspec.Struct, kw_only=True):
+class Tool(msgspec.Struct, kw_only=True, tag="function", tag_field="kind"):
     """A function the model may call; ``parameters`` is a JSON Schema object."""
 
     name: str
@@ -186,12 +256,38 @@ class Tool(msgspec.Struct, kw_only=True):
     )
 
 
+class ServerTool(msgspec.Struct, kw_only=True, tag="server", tag_field="kind"):
+    """A tool the provider runs itself (and bills for): ``type`` ``web_search`` or
+    ``code_execution``; ``config`` is merged into the provider's tool object as is
+    (``max_uses``, ``allowed_domains``, ``user_location`` ...).
+
+    It sits in `Context.tools` beside the functions. Each wire format maps it
+    to its own form (`streamfn.core.server_tools`); one that has none refuses
+    it before any request is sent.
+    """
+
+    type: str
+    config: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
 class Context(msgspec.Struct, kw_only=True):
-    """Everything a provider needs to produce the next assistant turn."""
+    """Everything a provider needs to produce the next assistant turn.
+
+    ``tools`` holds functions (`Tool`) and provider-run tools (`ServerTool`).
+    """
 
     messages: list[Message] = msgspec.field(default_factory=list)
     system_prompt: str | None = None
-    tools: list[Tool] = msgspec.field(default_factory=list)
+    tools: Sequence[Tool | ServerTool] = msgspec.field(default_factory=list)
+
+    @property
+    def function_tools(self) -> list[Tool]:
+        """The functions among ``tools`` (what the model calls and the caller runs)."""
+        return [t for t in self.tools if isinstance(t, Tool)]
+
+    @property
+    def server_tools(self) -> list[ServerTool]:
+        return [t for t in self.tools if isinstance(t, ServerTool)]
 
     @classmethod
     def of(cls, prompt: str, *, system_prompt: str | None = None) -> Context:

@@ -118,7 +118,7 @@ def with_answer_tool(context: Context, options: Options) -> tuple[Context, Optio
     provider without native structured output gets. The caller's own tools are still
     declared (a replayed tool call needs its definition) but this turn answers."""
     out = output_schema(options.response_schema)
-    if any(tool.name == ANSWER_TOOL for tool in context.tools):
+    if any(getattr(tool, "name", None) == ANSWER_TOOL for tool in context.tools):
         raise ValueError(
             f"a tool is named {ANSWER_TOOL!r}, the name structured output uses for its "
             "answer; rename that tool"

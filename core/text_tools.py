@@ -498,7 +498,7 @@ def with_text_tool_calls(
     markups = markups_for(model, options)
     if markups is None:
         return events
-    return _transformed(events, TextToolCalls(tools=context.tools, markups=markups))
+    return _transformed(events, TextToolCalls(tools=context.function_tools, markups=markups))
 
 
 async def _transformed(

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hmac
 import logging
 import time
@@ -45,6 +46,7 @@ import msgspec
 
 from streamfn.core.accumulate import accumulate
 from streamfn.core.credentials import MissingCredentials
+from streamfn.core.documents import UnsupportedInput
 from streamfn.core.events import (
     Done,
     Error,
@@ -121,7 +123,7 @@ _ROUTES: Final = {
     "/health": ("GET",),
     "/healthz": ("GET",),
 }
-_PARSERS: Final[dict[str, Callable[[bytes], ClientRequest]]] = {
+_PARSERS: Final[dict[str, Callable[..., ClientRequest]]] = {
     "/v1/chat/completions": parse_openai_request,
     "/v1/messages": parse_anthropic_request,
     "/v1/stream": parse_native_request,
@@ -183,6 +185,9 @@ class ServerConfig(msgspec.Struct, kw_only=True):
     cors_origins: tuple[str, ...] = ()
     #: append web-search sources as a last text block for dialects with no field for them
     append_sources: bool = False
+    #: server-tool types (``web_search``, ``code_execution``) clients may enable; they run
+    #: and are billed with the server's credentials, so none by default (a 400 naming it)
+    allow_server_tools: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         key = "***" if self.api_key else None
@@ -519,7 +524,9 @@ class App:
 
     # -- completions ------------------------------------------------------------------
     async def _parse(self, path: str, body: bytes) -> ClientRequest:
-        parse = _PARSERS[path]
+        parse = functools.partial(
+            _PARSERS[path], allow_server_tools=frozenset(self.config.allow_server_tools)
+        )
         try:
             if len(body) > _PARSE_INLINE_BYTES:  # megabytes of prompt: not on the loop
                 return await asyncio.to_thread(parse, body)
@@ -649,6 +656,8 @@ class App:
                 self._slots.release()
         except UnknownModelError as exc:
             await fail(Error.invalid_request(str(exc), status=404))
+        except UnsupportedInput as exc:  # a kind of input or server tool the model lacks
+            await fail(Error.invalid_request(str(exc), status=400))
         except MissingCredentials as exc:
             log.error("no upstream key for model %s: %s", request.model, exc)
             await fail(Error.auth("the server has no upstream key for this model"))

@@ -148,12 +148,34 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="show web-search sources to OpenAI and agent clients as a last text block",
     )
+    parser.add_argument(
+        "--allow-server-tools",
+        default="",
+        metavar="TYPES",
+        help="let clients enable these provider-run tools, comma-separated (web_search, "
+        "code_execution); they are billed to the server's keys (default: none, a 400)",
+    )
+
+
+def _server_tools(args: argparse.Namespace) -> tuple[str, ...]:
+    from streamfn.core.server_tools import SERVER_TOOL_TYPES
+
+    names = tuple(t.strip() for t in args.allow_server_tools.split(",") if t.strip())
+    for name in names:
+        if name not in SERVER_TOOL_TYPES:
+            raise CommandError(
+                f"--allow-server-tools: unknown type {name!r} "
+                f"(known: {', '.join(SERVER_TOOL_TYPES)})",
+                EXIT_USAGE,
+            )
+    return names
 
 
 def _check(args: argparse.Namespace) -> dict[str, str]:
     """Usage errors, before anything is loaded or bound; returns the --base-url map."""
     from streamfn.io_asyncio.guard import is_loopback
 
+    _server_tools(args)
     if args.no_local and args.no_providers:
         raise CommandError("--no-local and --no-providers leave nothing to serve", EXIT_USAGE)
     if args.workers < 1:
@@ -252,6 +274,7 @@ def _app(args: argparse.Namespace, backend: Any) -> Any:
             allowed_hosts=allowed,
             cors_origins=tuple(args.cors_origin),
             append_sources=args.append_sources,
+            allow_server_tools=_server_tools(args),
         ),
     )
 

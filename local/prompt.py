@@ -133,8 +133,13 @@ class ChatTemplate:
             "eos_token": self.eos_token,
             "enable_thinking": options.thinking not in (None, ThinkingLevel.OFF),
         }
-        if context.tools and self.knows_tools:
-            variables["tools"] = [_tool_schema(t) for t in context.tools]
+        if context.server_tools:
+            raise ValueError(
+                f"the local model runs no server tools ({context.server_tools[0].type!r}); "
+                "give it a function tool instead"
+            )
+        if context.function_tools and self.knows_tools:
+            variables["tools"] = [_tool_schema(t) for t in context.function_tools]
         try:
             return str(self._template.render(**variables))
         except TemplateError:
@@ -146,8 +151,8 @@ class ChatTemplate:
     def _messages(self, context: Context) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         system = context.system_prompt or ""
-        if context.tools and not self.knows_tools:
-            tools = "\n".join(_tojson(_tool_schema(t)) for t in context.tools)
+        if context.function_tools and not self.knows_tools:
+            tools = "\n".join(_tojson(_tool_schema(t)) for t in context.function_tools)
             system = (system + "\n\n" + _TOOLS_PREAMBLE.format(tools=tools)).strip()
         if system:
             out.append({"role": "system", "content": system})

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
+from ..citations import Citation
 from ..classify import classify_http_error
 from ..events import (
     Cost,
@@ -195,6 +196,8 @@ class Emitter:
         #: stream, so what Start carries does not depend on the chunking.
         self._before_first = before_first
         self._open: dict[Hashable, _Block] = {}
+        #: citations gathered for open text blocks, sent with their `TextEnd`
+        self._citations: dict[Hashable, list[Citation]] = {}
         self._next_index = 0
         self._content_bytes = 0
         self._max_content = max_content_bytes
@@ -302,6 +305,21 @@ class Emitter:
         if self._count(delta):
             self.events.append(ToolCallDelta(block.index, delta))
 
+    def cite(
+        self, key: Hashable, citations: Iterable[Citation | None], *, replace: bool = False
+    ) -> None:
+        """Add citations (None entries are skipped) to the open text block ``key``; they
+        go out on its `TextEnd`. ``replace``: these are the whole list so far (a
+        provider that repeats its cumulative metadata). No open text block: dropped."""
+        block = self._open.get(key)
+        if self.finished or block is None or block.kind != "text":
+            return
+        kept = [c for c in citations if c is not None]
+        if replace:
+            self._citations[key] = kept
+        elif kept:
+            self._citations.setdefault(key, []).extend(kept)
+
     def end(self, key: Hashable, *, signature: str | None = None, redacted: bool = False) -> None:
         """Close a block if it is open (closing twice is harmless)."""
         if self.finished:
@@ -310,7 +328,8 @@ class Emitter:
         if block is None:
             return
         if block.kind == "text":
-            self.events.append(TextEnd(block.index, signature))
+            cited = self._citations.pop(key, None)
+            self.events.append(TextEnd(block.index, signature, tuple(cited) if cited else ()))
         elif block.kind == "thinking":
             self.events.append(ThinkingEnd(block.index, signature, redacted))
         else:

@@ -58,12 +58,13 @@ from ..capabilities import (
     output_limit,
     unsupported,
 )
+from ..citations import anthropic_citation
 from ..classify import classify_stream_error
+from ..documents import anthropic_part
 from ..events import Error, StopReason, Usage
 from ..messages import (
     AssistantMessage,
     Context,
-    ImageContent,
     Message,
     OpaqueContent,
     TextContent,
@@ -75,6 +76,7 @@ from ..messages import (
 )
 from ..models import Model
 from ..options import Options, ThinkingLevel
+from ..server_tools import tool_objects
 from ..structured import (
     ANSWER_TOOL,
     answers_with_tool,
@@ -125,13 +127,6 @@ def _headers(model: Model, options: Options) -> list[tuple[str, str]]:
     return headers
 
 
-def _image(image: ImageContent) -> dict[str, Any]:
-    return {
-        "type": "image",
-        "source": {"type": "base64", "media_type": image.mime_type, "data": image.data},
-    }
-
-
 def _user_blocks(content: list[UserContent]) -> list[dict[str, Any]]:
     """Anthropic rejects empty and whitespace-only text blocks (400), so they are left out."""
     blocks: list[dict[str, Any]] = []
@@ -140,7 +135,7 @@ def _user_blocks(content: list[UserContent]) -> list[dict[str, Any]]:
             if part.text.strip():
                 blocks.append({"type": "text", "text": part.text})
         else:
-            blocks.append(_image(part))
+            blocks.append(anthropic_part(part))
     return blocks
 
 
@@ -244,13 +239,14 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
         body["system"] = context.system_prompt
     body["messages"] = _messages(messages)
     if context.tools:
-        tools = []
-        for tool in context.tools:
+        tools: list[dict[str, Any]] = []
+        for tool in context.function_tools:
             spec: dict[str, Any] = {"name": tool.name}
             if tool.description:
                 spec["description"] = tool.description
             spec["input_schema"] = tool.parameters
             tools.append(spec)
+        tools.extend(tool_objects(model, context))
         body["tools"] = tools
         if options.tool_choice:
             body["tool_choice"] = _tool_choice(options.tool_choice)
@@ -288,6 +284,7 @@ class _Delta(msgspec.Struct, gc=False):
     signature: str | None = None
     partial_json: str | None = None
     stop_reason: str | None = None
+    citation: Any = None
 
 
 class _Usage(msgspec.Struct, gc=False):
@@ -328,6 +325,7 @@ class _BlockHead(msgspec.Struct, gc=False):
     id: str = ""
     name: str = ""
     input: msgspec.Raw = _NO_RAW
+    citations: list[Any] | None = None
 
 
 _decode_event: Final = msgspec.json.Decoder(_Event).decode
@@ -443,6 +441,8 @@ class AnthropicCall(SSECall):
         if block_type == "text":
             self._kinds[index] = _TEXT
             self.emit.text(index, head.text)
+            if head.citations:
+                self.emit.cite(index, [anthropic_citation(c) for c in head.citations])
         elif block_type == "thinking":
             self._kinds[index] = _THINKING
             self.emit.thinking(index, head.thinking)
@@ -498,6 +498,10 @@ class AnthropicCall(SSECall):
             if kind != _THINKING or delta.thinking is None:
                 raise ValueError(f"thinking_delta for a non-thinking block {index}")
             self.emit.thinking(index, delta.thinking)
+        elif dtype == "citations_delta":
+            if kind != _TEXT:
+                raise ValueError(f"citations_delta for a non-text block {index}")
+            self.emit.cite(index, [anthropic_citation(delta.citation)])
         elif dtype == "signature_delta":
             if kind != _THINKING or delta.signature is None:
                 raise ValueError(f"signature_delta for a non-thinking block {index}")

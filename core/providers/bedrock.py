@@ -39,10 +39,12 @@ import msgspec
 from ..cache_points import mark_bedrock
 from ..capabilities import fit_max_tokens, fit_sampling, fit_thinking_tokens
 from ..classify import classify_stream_error
+from ..documents import bedrock_document
 from ..events import Error, StopReason, Usage
 from ..messages import (
     AssistantMessage,
     Context,
+    DocumentContent,
     ImageContent,
     Message,
     OpaqueContent,
@@ -194,10 +196,12 @@ def _user_blocks(content: str | list[UserContent]) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [{"text": content}] if content.strip() else []
     blocks: list[dict[str, Any]] = []
-    for part in content:
+    for number, part in enumerate(content):
         if isinstance(part, TextContent):
             if part.text.strip():
                 blocks.append({"text": part.text})
+        elif isinstance(part, DocumentContent):
+            blocks.append(bedrock_document(part, number))
         else:
             blocks.append(_image(part))
     return blocks
@@ -296,7 +300,7 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
                         "inputSchema": {"json": t.parameters},
                     }
                 }
-                for t in context.tools
+                for t in context.function_tools
             ]
         }
         if options.tool_choice:

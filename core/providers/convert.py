@@ -39,6 +39,7 @@ from typing import Any, Final
 import msgspec
 
 from ..capabilities import capabilities_for, unsupported
+from ..documents import check_inputs, data_url
 from ..events import StopReason
 from ..messages import (
     AssistantContent,
@@ -103,10 +104,6 @@ def opaque_object(block: OpaqueContent) -> dict[str, Any] | None:
     if not isinstance(value, dict) or not isinstance(value.get("type", ""), str):
         return None
     return value
-
-
-def data_url(image: ImageContent) -> str:
-    return f"data:{image.mime_type};base64,{image.data}"
 
 
 def joined_text(content: Sequence[UserContent]) -> str:
@@ -229,7 +226,12 @@ def _convert_assistant(
 
 
 def prepare_messages(context: Context, target: Model) -> list[Message]:
-    """``context.messages`` rewritten by the rules in this module's docstring."""
+    """``context.messages`` rewritten by the rules in this module's docstring.
+
+    First, inputs and server tools the target cannot take are refused
+    (`UnsupportedInput`, before any request exists; see `streamfn.core.documents`).
+    """
+    check_inputs(context, target)
     ids: dict[str, str] = {}
     out: list[Message] = []
     pending: dict[str, ToolCall] = {}  # calls of the last assistant turn awaiting results
@@ -291,7 +293,7 @@ def prepare_messages(context: Context, target: Model) -> list[Message]:
 
 def forced_tool_choice(context: Context, options: Options) -> bool:
     """Whether the request forces a tool call (``required`` or a tool's name)."""
-    return bool(context.tools) and options.tool_choice not in (None, "auto", "none")
+    return bool(context.function_tools) and options.tool_choice not in (None, "auto", "none")
 
 
 def _open_tool_turn_lacks_thinking(messages: list[Message]) -> bool:

@@ -64,7 +64,9 @@ from typing import Any, Final
 import msgspec
 
 from ..capabilities import capabilities_for, fit_budget, fit_effort, fit_sampling, unsupported
+from ..citations import gemini_citations
 from ..classify import classify_stream_error
+from ..documents import gemini_part
 from ..events import Error, StopReason, Usage
 from ..messages import (
     AssistantMessage,
@@ -81,6 +83,7 @@ from ..messages import (
 )
 from ..models import Model
 from ..options import Options, ThinkingLevel
+from ..server_tools import tool_objects
 from ..structured import structured_request, without_refs
 from ..wire.ndjson import NDJSONError
 from ..wire.sse import ServerSentEvent
@@ -151,10 +154,6 @@ def _headers(model: Model, options: Options) -> list[tuple[str, str]]:
     return request_headers(model, options, accept="text/event-stream", auth=auth)
 
 
-def _inline(image: ImageContent) -> dict[str, Any]:
-    return {"inlineData": {"mimeType": image.mime_type, "data": image.data}}
-
-
 def _user_parts(content: str | list[UserContent]) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [{"text": content}] if content else []
@@ -164,7 +163,7 @@ def _user_parts(content: str | list[UserContent]) -> list[dict[str, Any]]:
             if part.text:
                 parts.append({"text": part.text})
         else:
-            parts.append(_inline(part))
+            parts.append(gemini_part(part))
     return parts
 
 
@@ -227,7 +226,7 @@ def _contents(messages: list[Message], sign_calls: bool) -> list[dict[str, Any]]
             results.insert(
                 sum(1 for p in results if "functionResponse" in p), _function_response(message)
             )
-            results.extend(_inline(i) for i in images)
+            results.extend(gemini_part(i) for i in images)
             continue
         results = None
         if isinstance(message, UserMessage):
@@ -372,15 +371,16 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
         body["systemInstruction"] = {"parts": [{"text": context.system_prompt}]}
     if context.tools:
         declarations = []
-        for tool in context.tools:
+        for tool in context.function_tools:
             declaration: dict[str, Any] = {"name": tool.name}
             if tool.description:
                 declaration["description"] = tool.description
             if tool.parameters.get("properties"):
                 declaration["parameters"] = gemini_schema(tool.parameters)
             declarations.append(declaration)
-        body["tools"] = [{"functionDeclarations": declarations}]
-        if options.tool_choice:
+        body["tools"] = [{"functionDeclarations": declarations}] if declarations else []
+        body["tools"] += tool_objects(model, context)
+        if options.tool_choice and declarations:
             body["toolConfig"] = _tool_config(options.tool_choice)
     config: dict[str, Any] = {}
     thinking = _thinking_config(model, options)
@@ -588,6 +588,7 @@ class _Candidate(msgspec.Struct, gc=False):
     finishReason: str | None = None
     finishMessage: str | None = None
     index: int = 0
+    groundingMetadata: Any = None
 
 
 class _UsageMetadata(msgspec.Struct, gc=False):
@@ -698,6 +699,10 @@ class GeminiCall(SSECall):
             if content is not None and content.parts:
                 for part in content.parts:
                     self._part(part)
+            if candidate.groundingMetadata:  # cumulative: the whole list so far
+                cited = gemini_citations(candidate.groundingMetadata)
+                if cited:
+                    self.emit.cite(_SEGMENT, cited, replace=True)
             if candidate.finishReason:
                 self._finish_reason = candidate.finishReason
                 self._finish_message = candidate.finishMessage

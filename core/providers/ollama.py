@@ -131,7 +131,7 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
                     "parameters": t.parameters,
                 },
             }
-            for t in context.tools
+            for t in context.function_tools
         ]
         if options.tool_choice:
             log.debug("%s: Ollama has no tool_choice; not sent", model.key)

@@ -49,7 +49,9 @@ import msgspec
 
 from ..cache_points import prompt_cache_key
 from ..capabilities import capabilities_for, effort_for_off, fit_effort, fit_sampling
+from ..citations import openai_citation
 from ..classify import classify_message, classify_stream_error
+from ..documents import openai_chat_part
 from ..events import Error, StopReason, Usage
 from ..messages import (
     AssistantMessage,
@@ -65,10 +67,11 @@ from ..messages import (
 )
 from ..models import Model
 from ..options import Options, ThinkingLevel
+from ..server_tools import web_search_options
 from ..structured import openai_response_format, structured_request
 from ..wire.sse import ServerSentEvent
 from ._base import HTTPRequest, SSECall, api_root, bearer, json_request, request_headers
-from .convert import data_url, joined_text, prepare_messages, tool_arguments
+from .convert import joined_text, prepare_messages, tool_arguments
 
 __all__ = ["OpenAIChatCall", "Quirks", "build_request", "open_call", "quirks_for"]
 
@@ -161,20 +164,16 @@ def openai_headers(model: Model, options: Options, quirks: Quirks) -> list[tuple
     return request_headers(model, options, accept="text/event-stream", auth=auth)
 
 
-def _data_url(image: ImageContent) -> dict[str, Any]:
-    return {"type": "image_url", "image_url": {"url": data_url(image)}}
-
-
 def _user_content(content: str | list[UserContent]) -> str | list[dict[str, Any]]:
     """A plain string unless images are present: several compatible servers
     (DeepSeek among them) accept only string content."""
     if isinstance(content, str):
         return content
-    if not any(isinstance(part, ImageContent) for part in content):
+    if all(isinstance(part, TextContent) for part in content):
         return joined_text(content)
     return [
-        {"type": "text", "text": p.text} if isinstance(p, TextContent) else _data_url(p)
-        for p in content
+        {"type": "text", "text": p.text} if isinstance(p, TextContent) else openai_chat_part(p, n)
+        for n, p in enumerate(content)
     ]
 
 
@@ -223,7 +222,7 @@ def _tool_images(message: ToolResultMessage) -> list[dict[str, Any]]:
     if not images:
         return []
     return [{"type": "text", "text": f"Images returned by {message.tool_name}:"}] + [
-        _data_url(i) for i in images
+        openai_chat_part(i) for i in images
     ]
 
 
@@ -306,7 +305,7 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
     body["stream"] = True
     if quirks.stream_options:
         body["stream_options"] = {"include_usage": True}
-    if context.tools:
+    if context.function_tools:
         body["tools"] = [
             {
                 "type": "function",
@@ -318,10 +317,13 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
                 if t.description
                 else {"name": t.name, "parameters": t.parameters},
             }
-            for t in context.tools
+            for t in context.function_tools
         ]
         if options.tool_choice:
             body["tool_choice"] = _tool_choice(options.tool_choice)
+    search = web_search_options(context)
+    if search is not None:
+        body["web_search_options"] = search
     wire = ("temperature", "top_p", "stop", "seed")
     fitted = fit_sampling(model, options, thinking=thinking_on(model, options), wire=wire)
     for name, value in fitted.items():
@@ -374,6 +376,7 @@ class _Delta(msgspec.Struct, gc=False):
     refusal: str | None = None
     tool_calls: list[_ToolCallDelta] | None = None
     reasoning_details: list[_ReasoningDetail] | None = None
+    annotations: list[Any] | None = None  # url_citation (search models)
 
 
 class _Choice(msgspec.Struct, gc=False):
@@ -539,6 +542,7 @@ class OpenAIChatCall(SSECall):
                     and delta.reasoning is None
                     and delta.refusal is None
                     and not delta.reasoning_details
+                    and delta.annotations is None
                 ):
                     self.emit.text(_SEGMENT, content)
                 else:
@@ -595,6 +599,8 @@ class OpenAIChatCall(SSECall):
         if delta.tool_calls:
             for fragment in delta.tool_calls:
                 self._tool_fragment(fragment)
+        if delta.annotations:
+            self.emit.cite(_SEGMENT, map(openai_citation, delta.annotations))
 
     def _parts(self, parts: list[_Part]) -> None:
         for part in parts:

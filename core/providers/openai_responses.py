@@ -37,7 +37,9 @@ import msgspec
 
 from ..cache_points import prompt_cache_key
 from ..capabilities import effort_for_off, fit_effort, fit_sampling
+from ..citations import openai_citation
 from ..classify import classify_stream_error
+from ..documents import responses_part
 from ..events import Error, StopReason, Usage
 from ..messages import (
     AssistantMessage,
@@ -54,10 +56,11 @@ from ..messages import (
 )
 from ..models import Model
 from ..options import Options, ThinkingLevel
+from ..server_tools import tool_objects
 from ..structured import responses_text_format, structured_request
 from ..wire.sse import ServerSentEvent
 from ._base import HTTPRequest, SSECall, api_root, json_request
-from .convert import data_url, joined_text, opaque_object, prepare_messages, tool_arguments
+from .convert import joined_text, opaque_object, prepare_messages, tool_arguments
 from .openai_chat import error_text, openai_headers, quirks_for, thinking_on
 
 __all__ = ["OpenAIResponsesCall", "build_request", "open_call"]
@@ -76,15 +79,12 @@ def _url(model: Model, options: Options) -> str:
     return api_root(options.base_url or model.base_url, "/v1", only_bare=True) + "/responses"
 
 
-def _image(image: ImageContent) -> dict[str, Any]:
-    # `detail` is required by the API's type (the SDK's ResponseInputImageParam)
-    return {"type": "input_image", "image_url": data_url(image), "detail": "auto"}
-
-
 def _input_parts(content: list[UserContent]) -> list[dict[str, Any]]:
     return [
-        {"type": "input_text", "text": part.text} if isinstance(part, TextContent) else _image(part)
-        for part in content
+        {"type": "input_text", "text": part.text}
+        if isinstance(part, TextContent)
+        else responses_part(part, number)
+        for number, part in enumerate(content)
     ]
 
 
@@ -203,8 +203,9 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
                 "parameters": t.parameters,
                 "strict": False,
             }
-            for t in context.tools
+            for t in context.function_tools
         ]
+        body["tools"] += tool_objects(model, context)
         if options.tool_choice:
             body["tool_choice"] = _tool_choice(options.tool_choice)
     if options.max_tokens is not None:
@@ -239,6 +240,7 @@ class _Text(msgspec.Struct, gc=False):
     type: str = ""
     text: str | None = None
     refusal: str | None = None
+    annotations: list[Any] | None = None
 
 
 class _Item(msgspec.Struct, gc=False):
@@ -301,6 +303,7 @@ class _Event(msgspec.Struct, gc=False):
     error: _ErrorInfo | None = None
     message: str | None = None
     code: str | int | None = None
+    annotation: Any = None
 
 
 _decode_event: Final = msgspec.json.Decoder(_Event).decode
@@ -446,6 +449,8 @@ class OpenAIResponsesCall(SSECall):
                 text = part.text if part.type == "output_text" else part.refusal
                 if text and not self._streamed.get(key):
                     self.emit.text(key, text)
+                if part.annotations:  # the whole list: replaces what annotation.added gave
+                    self.emit.cite(key, map(openai_citation, part.annotations), replace=True)
                 self.emit.end(key)
         else:
             self.emit.opaque(self.model.provider, item.type, bytes(ev.item).decode())
@@ -463,6 +468,10 @@ class OpenAIResponsesCall(SSECall):
         if final and not self._streamed.get(key):
             self.emit.text(key, final)
             self._streamed[key] = True
+
+    def _on_annotation(self, ev: _Event) -> None:
+        key = ("text", ev.output_index, ev.content_index)
+        self.emit.cite(key, [openai_citation(ev.annotation)])
 
     # -- reasoning --------------------------------------------------------------------
     # One thinking block per reasoning item; its parts are summary parts ("s", i)
@@ -593,6 +602,7 @@ _HANDLERS: Final[dict[str, Any]] = {
     "response.output_item.done": OpenAIResponsesCall._on_item_done,
     "response.output_text.delta": OpenAIResponsesCall._on_text_delta,
     "response.output_text.done": OpenAIResponsesCall._on_text_done,
+    "response.output_text.annotation.added": OpenAIResponsesCall._on_annotation,
     "response.refusal.delta": OpenAIResponsesCall._on_text_delta,
     "response.refusal.done": OpenAIResponsesCall._on_text_done,
     "response.reasoning_summary_text.delta": OpenAIResponsesCall._on_summary_delta,

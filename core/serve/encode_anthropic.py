@@ -13,10 +13,12 @@ counts.
 
 from __future__ import annotations
 
+import bisect
 from typing import Any, Final
 
 import msgspec
 
+from ..citations import to_anthropic
 from ..events import (
     Done,
     Error,
@@ -95,7 +97,11 @@ def anthropic_message_body(
     content: list[dict[str, Any]] = []
     for block in message.content:
         if isinstance(block, TextContent):
-            content.append({"type": "text", "text": block.text})
+            text: dict[str, Any] = {"type": "text", "text": block.text}
+            cited = [c for c in map(to_anthropic, block.citations) if c is not None]
+            if cited:
+                text["citations"] = cited
+            content.append(text)
         elif isinstance(block, ThinkingContent):
             if block.redacted:
                 content.append({"type": "redacted_thinking", "data": block.signature or ""})
@@ -165,20 +171,29 @@ class AnthropicEncoder:
         self._text_pre: dict[int, bytes] = {}
         self._thinking_pre: dict[int, bytes] = {}
         self._json_pre: dict[int, bytes] = {}
+        #: our indices of blocks left out (another provider's opaque blocks): the blocks
+        #: after them move down, so the client sees 0, 1, 2 ... with no gap
+        self._skipped: list[int] = []
+
+    def _out(self, index: int) -> int:
+        return index - bisect.bisect_left(self._skipped, index) if self._skipped else index
 
     def _block_start(self, index: int, block: dict[str, Any]) -> bytes:
         return _frame(
             "content_block_start",
-            {"type": "content_block_start", "index": index, "content_block": block},
+            {"type": "content_block_start", "index": self._out(index), "content_block": block},
         )
 
     def _delta(self, index: int, delta: dict[str, Any]) -> bytes:
         return _frame(
-            "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}
+            "content_block_delta",
+            {"type": "content_block_delta", "index": self._out(index), "delta": delta},
         )
 
     def _stop(self, index: int) -> bytes:
-        return _frame("content_block_stop", {"type": "content_block_stop", "index": index})
+        return _frame(
+            "content_block_stop", {"type": "content_block_stop", "index": self._out(index)}
+        )
 
     def _flush_thinking(self, index: int) -> bytes:
         if index not in self._pending_thinking:
@@ -190,13 +205,15 @@ class AnthropicEncoder:
         if isinstance(event, TextDelta):
             pre = self._text_pre.get(event.index)
             if pre is None:
-                pre = self._text_pre[event.index] = _delta_prefix(event.index, "text_delta", "text")
+                pre = self._text_pre[event.index] = _delta_prefix(
+                    self._out(event.index), "text_delta", "text"
+                )
             return pre + _encoder.encode(event.delta) + _DELTA_POST
         if isinstance(event, ThinkingDelta):
             pre = self._thinking_pre.get(event.index)
             if pre is None:
                 pre = self._thinking_pre[event.index] = _delta_prefix(
-                    event.index, "thinking_delta", "thinking"
+                    self._out(event.index), "thinking_delta", "thinking"
                 )
             return (
                 self._flush_thinking(event.index) + pre + _encoder.encode(event.delta) + _DELTA_POST
@@ -205,7 +222,7 @@ class AnthropicEncoder:
             pre = self._json_pre.get(event.index)
             if pre is None:
                 pre = self._json_pre[event.index] = _delta_prefix(
-                    event.index, "input_json_delta", "partial_json"
+                    self._out(event.index), "input_json_delta", "partial_json"
                 )
             return pre + _encoder.encode(event.delta) + _DELTA_POST
         if isinstance(event, TextStart):
@@ -217,6 +234,13 @@ class AnthropicEncoder:
             return self._block_start(
                 event.index, {"type": "tool_use", "id": event.id, "name": event.name, "input": {}}
             )
+        if isinstance(event, TextEnd) and event.citations:
+            # Anthropic streams a citation as its own delta; the kinds it has a shape for
+            cited = [c for c in map(to_anthropic, event.citations) if c is not None]
+            deltas = [
+                self._delta(event.index, {"type": "citations_delta", "citation": c}) for c in cited
+            ]
+            return b"".join(deltas) + self._stop(event.index)
         if isinstance(event, (TextEnd, ToolCallEnd)):
             return self._stop(event.index)
         if isinstance(event, ThinkingEnd):
@@ -238,6 +262,7 @@ class AnthropicEncoder:
                 except msgspec.DecodeError:
                     raw = None  # an upstream's broken block is left out, not a crash
             if not isinstance(raw, dict):
+                self._skipped.append(event.index)
                 return b""
             return self._block_start(event.index, raw) + self._stop(event.index)
         if isinstance(event, Start):

@@ -15,6 +15,7 @@ from typing import Any, Final
 import msgspec
 
 from ..accumulate import WholeToolCalls
+from ..citations import Citation, to_gemini_grounding
 from ..events import (
     Done,
     Error,
@@ -77,6 +78,7 @@ class GeminiEncoder:
         self._model = model
         self._held: dict[str, Any] | None = None  # the open block's last part
         self._calls = WholeToolCalls()
+        self._cited: list[Citation] = []  # groundingMetadata is the candidate's whole list
 
     def _chunk(self, parts: list[dict[str, Any]], **extra: Any) -> bytes:
         candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
@@ -90,12 +92,16 @@ class GeminiEncoder:
         self._held = part
         return out
 
-    def _release(self, signature: str | None) -> bytes:
+    def _release(self, signature: str | None, citations: tuple[Citation, ...] = ()) -> bytes:
         part, self._held = self._held, None
         if part is None:
             part = {"text": ""}
         if signature:
             part = {**part, "thoughtSignature": signature}
+        self._cited += citations
+        grounding = to_gemini_grounding(self._cited) if citations else None
+        if grounding is not None:
+            return self._chunk([part], candidate={"groundingMetadata": grounding})
         return self._chunk([part])
 
     def encode(self, event: Event) -> bytes:
@@ -104,7 +110,9 @@ class GeminiEncoder:
             return self._hold({"text": event.delta})
         if isinstance(event, ThinkingDelta):
             return self._hold({"text": event.delta, "thought": True})
-        if isinstance(event, (TextEnd, ThinkingEnd)):
+        if isinstance(event, TextEnd):
+            return self._release(event.signature, event.citations)
+        if isinstance(event, ThinkingEnd):
             return self._release(event.signature)
         if isinstance(event, (ToolCallStart, ToolCallDelta)):
             self._calls.add(event)

@@ -16,6 +16,7 @@ from typing import Any, Final
 
 import msgspec
 
+from ..citations import to_openai_annotation
 from ..events import (
     Done,
     Error,
@@ -24,12 +25,14 @@ from ..events import (
     Start,
     StopReason,
     TextDelta,
+    TextEnd,
+    TextStart,
     ThinkingDelta,
     ToolCallDelta,
     ToolCallStart,
     Usage,
 )
-from ..messages import AssistantMessage
+from ..messages import AssistantMessage, TextContent
 from ..wire.sse import encode_sse
 
 __all__ = [
@@ -110,6 +113,9 @@ def openai_completion_body(
         for c in message.tool_calls
     ]
     msg: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+    annotations = _annotations(message)
+    if annotations:
+        msg["annotations"] = annotations
     if message.thinking:
         msg["reasoning_content"] = message.thinking
     if tool_calls:
@@ -131,6 +137,20 @@ def openai_completion_body(
     }
 
 
+def _annotations(message: AssistantMessage) -> list[dict[str, Any]]:
+    """The text blocks' citations as annotations, spans counted in the joined text."""
+    out: list[dict[str, Any]] = []
+    offset = 0
+    for block in message.content:
+        if isinstance(block, TextContent):
+            for citation in block.citations:
+                annotation = to_openai_annotation(citation, nested=True, offset=offset)
+                if annotation is not None:
+                    out.append(annotation)
+            offset += len(block.text)
+    return out
+
+
 class OpenAIChatEncoder:
     """Stateful: tool calls are numbered per message, as OpenAI's ``index`` is."""
 
@@ -150,6 +170,10 @@ class OpenAIChatEncoder:
             lambda v: self._frame(self._chunk({"reasoning_content": v}))
         )
         self._arguments: dict[int, tuple[bytes, bytes]] = {}  # by content index
+        #: characters of content sent so far, and where each open text block began:
+        #: annotation spans count in the whole message's content
+        self._chars = 0
+        self._text_base: dict[int, int] = {}
 
     def _chunk(
         self, delta: dict[str, Any], finish: str | None = None, **extra: Any
@@ -169,7 +193,19 @@ class OpenAIChatEncoder:
     def encode(self, event: Event) -> bytes:
         """Bytes to write for one event (empty when the format has nothing to say)."""
         if isinstance(event, TextDelta):
+            self._chars += len(event.delta)
             return self._content_pre + _encoder.encode(event.delta) + self._content_post
+        if isinstance(event, TextStart):
+            self._text_base[event.index] = self._chars
+            return b""
+        if isinstance(event, TextEnd):
+            base = self._text_base.pop(event.index, 0)
+            annotations = [
+                a
+                for c in event.citations
+                if (a := to_openai_annotation(c, nested=True, offset=base)) is not None
+            ]
+            return self._frame(self._chunk({"annotations": annotations})) if annotations else b""
         if isinstance(event, ThinkingDelta):
             return self._reasoning_pre + _encoder.encode(event.delta) + self._reasoning_post
         if isinstance(event, ToolCallDelta):

@@ -16,6 +16,7 @@ from typing import Any, Final
 
 import msgspec
 
+from ..citations import to_openai_annotation
 from ..events import (
     Done,
     Error,
@@ -175,13 +176,24 @@ class ResponsesEncoder:
             return self._reasoning_done(event, text)
         if isinstance(event, ToolCallEnd):
             done = self._frame(
-                "response.function_call_arguments.done", **self._at(index, arguments=text)
+                "response.function_call_arguments.done",
+                **self._at(index, name=self._calls[index][1], arguments=text),
             )
             return done + self._item_done(index, self._call_item(index, text, "completed"))
-        part = {"type": "output_text", "text": text, "annotations": []}
+        annotations = [
+            a for a in (to_openai_annotation(c, nested=False) for c in event.citations) if a
+        ]
+        added = b"".join(
+            self._frame(
+                "response.output_text.annotation.added",
+                **self._at(index, content_index=0, annotation_index=n, annotation=annotation),
+            )
+            for n, annotation in enumerate(annotations)
+        )
+        part = {"type": "output_text", "text": text, "annotations": annotations}
         item = {"type": "message", "role": "assistant", "status": "completed", "content": [part]}
         at = self._at(index, content_index=0, text=text, logprobs=[])
-        return self._frame("response.output_text.done", **at) + self._item_done(index, item)
+        return added + self._frame("response.output_text.done", **at) + self._item_done(index, item)
 
     def _call_item(self, index: int, arguments: str, status: str) -> dict[str, Any]:
         call_id, name = self._calls[index]

@@ -10,12 +10,21 @@ generate (`CLIENT_FIELDS`: sampling, length, stops, tools, thinking), never
 where the request goes or how often it is sent. A top-level field outside a
 dialect's list is a 400 naming it, not silently dropped, so a client that
 tries ``base_url`` or ``max_attempts`` learns at once that it cannot.
+
+Images and documents may come as base64 or as ``http(s)`` URLs. The server
+never fetches a URL: it passes it to the upstream provider, whose servers
+fetch it (so no request from this host's network, no SSRF here); other
+schemes (``gs://``, ``file://``) and provider file ids are 400s, since they
+would be read with the server's credentials. Server tools (web search, code
+execution) are billed to the server's key: a request carrying one is a 400
+naming it unless the operator allowed that type (``allow_server_tools``).
 """
 
 from __future__ import annotations
 
+import base64
 import math
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 import msgspec
 
@@ -24,9 +33,11 @@ from ..messages import (
     AssistantContent,
     AssistantMessage,
     Context,
+    DocumentContent,
     ImageContent,
     Message,
     OpaqueContent,
+    ServerTool,
     TextContent,
     ThinkingContent,
     Tool,
@@ -45,6 +56,7 @@ __all__ = [
     "parse_anthropic_request",
     "parse_native_request",
     "parse_openai_request",
+    "refuse_server_tools",
 ]
 
 #: the deepest nesting of objects and arrays a request body may have; the
@@ -237,11 +249,43 @@ def _int(obj: dict[str, Any], key: str, where: str) -> int | None:
     return value  # type: ignore[no-any-return]
 
 
-def _data_url_image(url: str, where: str) -> ImageContent:
+_Part = TypeVar("_Part", ImageContent, DocumentContent)
+
+#: the longest URL a client may pass on to a provider
+MAX_URL_CHARS: Final = 8192
+
+
+def _client_url(url: str, where: str) -> str:
+    """An ``http(s)`` URL the upstream provider will fetch (never this server)."""
+    if not url.startswith(("https://", "http://")) or len(url) > MAX_URL_CHARS:
+        raise BadRequest(
+            f"{where}: only base64 data or an http(s) URL (up to {MAX_URL_CHARS} characters, "
+            "fetched by the upstream provider) is accepted"
+        )
+    return url
+
+
+def _data_url(url: str, where: str, default_mime: str) -> tuple[str, str]:
+    """(mime type, base64 data) of a ``data:`` URL."""
     if not url.startswith("data:") or ";base64," not in url:
-        raise BadRequest(f"{where}: only base64 data: URLs are supported for images")
+        raise BadRequest(f"{where}: expected a base64 data: URL")
     head, data = url[5:].split(";base64,", 1)
-    return ImageContent(data=data, mime_type=head or "image/png")
+    return head or default_mime, data
+
+
+def _part(cls: type[_Part], where: str, **fields: Any) -> _Part:
+    """An image or document part, its own checks (one source, a MIME type) as 400s."""
+    try:
+        return cls(**fields)
+    except ValueError as exc:
+        raise BadRequest(f"{where}: {exc}") from None
+
+
+def _data_url_image(url: str, where: str) -> ImageContent:
+    if not url.startswith("data:"):
+        return _part(ImageContent, where, url=_client_url(url, where))
+    mime, data = _data_url(url, where, "image/png")
+    return _part(ImageContent, where, data=data, mime_type=mime)
 
 
 def _stop(value: Any, where: str) -> list[str] | None:
@@ -288,9 +332,27 @@ def _openai_user_content(content: Any, where: str) -> str | list[UserContent]:
         elif kind == "image_url":
             image = _req(part, "image_url", dict, w)
             out.append(_data_url_image(_req(image, "url", str, f"{w}.image_url"), w))
+        elif kind == "file":
+            out.append(_openai_file(_req(part, "file", dict, w), f"{w}.file"))
         else:
             raise BadRequest(f"{w}: unsupported content part type {kind!r}")
     return out
+
+
+def _openai_file(file: dict[str, Any], where: str) -> DocumentContent:
+    if "file_id" in file:
+        raise BadRequest(
+            f"{where}.file_id: uploaded files are not accepted by this server (they would be "
+            "read with its credentials); send the file as file_data"
+        )
+    mime, data = _data_url(_req(file, "file_data", str, where), f"{where}.file_data", "")
+    return _part(
+        DocumentContent,
+        where,
+        data=data,
+        mime_type=mime or "application/pdf",
+        title=_opt(file, "filename", str, where),
+    )
 
 
 def _openai_message(msg: Any, i: int, system: list[str], out: list[Message]) -> None:
@@ -345,8 +407,12 @@ def _openai_message(msg: Any, i: int, system: list[str], out: list[Message]) -> 
         raise BadRequest(f"{where}.role: unknown role {role!r}")
 
 
-def _openai_tools(tools: list[Any] | None) -> list[Tool]:
-    out = []
+def _openai_tools(tools: list[Any] | None, search: Any) -> list[Tool | ServerTool]:
+    out: list[Tool | ServerTool] = []
+    if search is not None:
+        if not isinstance(search, dict):
+            raise BadRequest("request.web_search_options: must be an object")
+        out.append(ServerTool(type="web_search", config=search))
     for i, tool in enumerate(tools or []):
         where = f"tools[{i}]"
         if not isinstance(tool, dict) or tool.get("type", "function") != "function":
@@ -392,6 +458,7 @@ _OPENAI_FIELDS: Final = frozenset(
         "reasoning_effort",
         "n",
         "response_format",
+        "web_search_options",
     }
 )
 #: fields SDKs and frameworks send that change nothing a client may not choose
@@ -419,7 +486,9 @@ _OPENAI_NEUTRAL: Final[dict[str, tuple[Any, ...]]] = {
 }
 
 
-def parse_openai_request(body: bytes) -> ClientRequest:
+def parse_openai_request(
+    body: bytes, *, allow_server_tools: frozenset[str] = frozenset()
+) -> ClientRequest:
     obj = decode_body(body)
     _check_fields(obj, _OPENAI_FIELDS, _OPENAI_IGNORED, "request", _OPENAI_NEUTRAL)
     model = _req(obj, "model", str, "request")
@@ -457,19 +526,22 @@ def parse_openai_request(body: bytes) -> ClientRequest:
         response_schema=_openai_response_format(obj.get("response_format")),
     )
     _check_ranges(options, "request", {"max_tokens": max_name})
-    return ClientRequest(
+    request = ClientRequest(
         model=model,
         context=_typed(
             Context(
                 messages=out,
                 system_prompt="\n\n".join(system) if system else None,
-                tools=_openai_tools(_opt(obj, "tools", list, "request")),
+                tools=_openai_tools(
+                    _opt(obj, "tools", list, "request"), obj.get("web_search_options")
+                ),
             )
         ),
         options=options,
         stream=stream,
         include_usage=bool(stream_options.get("include_usage")),
     )
+    return refuse_server_tools(request, allow_server_tools)
 
 
 # -- Anthropic Messages ------------------------------------------------------------
@@ -488,12 +560,35 @@ def _anthropic_blocks(content: Any, where: str) -> list[dict[str, Any]]:
 
 def _anthropic_image(block: dict[str, Any], where: str) -> ImageContent:
     source = _req(block, "source", dict, where)
+    if source.get("type") == "url":
+        url = _client_url(_req(source, "url", str, f"{where}.source"), where)
+        return _part(ImageContent, where, url=url)
     if source.get("type") != "base64":
-        raise BadRequest(f"{where}.source: only base64 images are supported")
-    return ImageContent(
+        raise BadRequest(f"{where}.source: only base64 and url images are accepted")
+    return _part(
+        ImageContent,
+        where,
         data=_req(source, "data", str, f"{where}.source"),
         mime_type=_req(source, "media_type", str, f"{where}.source"),
     )
+
+
+def _anthropic_document(block: dict[str, Any], where: str) -> DocumentContent:
+    source = _req(block, "source", dict, where)
+    title = _opt(block, "title", str, where)
+    kind = source.get("type")
+    w = f"{where}.source"
+    if kind == "url":
+        url = _client_url(_req(source, "url", str, w), w)
+        return _part(DocumentContent, w, url=url, title=title)
+    if kind == "base64":
+        mime = _req(source, "media_type", str, w)
+        data = _req(source, "data", str, w)
+        return _part(DocumentContent, w, data=data, mime_type=mime, title=title)
+    if kind == "text":
+        text = base64.b64encode(_req(source, "data", str, w).encode()).decode()
+        return _part(DocumentContent, w, data=text, mime_type="text/plain", title=title)
+    raise BadRequest(f"{w}: only base64, text and url documents are accepted")
 
 
 def _anthropic_result_content(content: Any, where: str) -> list[UserContent]:
@@ -505,6 +600,8 @@ def _anthropic_result_content(content: Any, where: str) -> list[UserContent]:
             out.append(TextContent(text=_req(block, "text", str, f"{where}[{i}]")))
         elif block["type"] == "image":
             out.append(_anthropic_image(block, f"{where}[{i}]"))
+        elif block["type"] == "document":
+            out.append(_anthropic_document(block, f"{where}[{i}]"))
     return out
 
 
@@ -523,6 +620,8 @@ def _anthropic_message(msg: Any, i: int, out: list[Message]) -> None:
                 user.append(TextContent(text=_req(block, "text", str, w)))
             elif kind == "image":
                 user.append(_anthropic_image(block, w))
+            elif kind == "document":
+                user.append(_anthropic_document(block, w))
             elif kind == "tool_result":
                 if user:
                     out.append(UserMessage(content=user))
@@ -611,7 +710,32 @@ _ANTHROPIC_FIELDS: Final = frozenset(
 _ANTHROPIC_IGNORED: Final = frozenset({"metadata", "service_tier"})
 
 
-def parse_anthropic_request(body: bytes) -> ClientRequest:
+#: Anthropic's server-tool type prefixes -> our `ServerTool` types
+_ANTHROPIC_SERVER_TOOLS: Final = {"web_search_": "web_search", "code_execution_": "code_execution"}
+
+
+def _anthropic_tool(tool: Any, where: str) -> Tool | ServerTool:
+    if not isinstance(tool, dict):
+        raise BadRequest(f"{where}: must be an object")
+    kind = tool.get("type")
+    if kind not in (None, "custom"):
+        if not isinstance(kind, str):
+            raise BadRequest(f"{where}.type: must be a string")
+        for prefix, ours in _ANTHROPIC_SERVER_TOOLS.items():
+            if kind.startswith(prefix):
+                config = {k: v for k, v in tool.items() if k not in ("type", "name")}
+                return ServerTool(type=ours, config=config)
+        raise BadRequest(f"{where}.type: tool type {kind!r} is not supported by this server")
+    return Tool(
+        name=_req(tool, "name", str, where),
+        description=_opt(tool, "description", str, where) or "",
+        parameters=_opt(tool, "input_schema", dict, where) or {"type": "object", "properties": {}},
+    )
+
+
+def parse_anthropic_request(
+    body: bytes, *, allow_server_tools: frozenset[str] = frozenset()
+) -> ClientRequest:
     obj = decode_body(body)
     _check_fields(obj, _ANTHROPIC_FIELDS, _ANTHROPIC_IGNORED, "request")
     model = _req(obj, "model", str, "request")
@@ -625,19 +749,10 @@ def parse_anthropic_request(body: bytes) -> ClientRequest:
     out: list[Message] = []
     for i, msg in enumerate(messages):
         _anthropic_message(msg, i, out)
-    tools = []
-    for i, tool in enumerate(_opt(obj, "tools", list, "request") or []):
-        where = f"tools[{i}]"
-        if not isinstance(tool, dict):
-            raise BadRequest(f"{where}: must be an object")
-        tools.append(
-            Tool(
-                name=_req(tool, "name", str, where),
-                description=_opt(tool, "description", str, where) or "",
-                parameters=_opt(tool, "input_schema", dict, where)
-                or {"type": "object", "properties": {}},
-            )
-        )
+    tools = [
+        _anthropic_tool(tool, f"tools[{i}]")
+        for i, tool in enumerate(_opt(obj, "tools", list, "request") or [])
+    ]
     choice = _opt(obj, "tool_choice", dict, "request")
     tool_choice = None
     if choice:
@@ -666,7 +781,7 @@ def parse_anthropic_request(body: bytes) -> ClientRequest:
         cache=_anthropic_cache(obj),
     )
     _check_ranges(options, "request", {"thinking_budget": "thinking.budget_tokens"})
-    return ClientRequest(
+    request = ClientRequest(
         model=model,
         context=_typed(
             Context(messages=out, system_prompt=_anthropic_system(obj.get("system")), tools=tools)
@@ -675,6 +790,7 @@ def parse_anthropic_request(body: bytes) -> ClientRequest:
         stream=stream,
         include_usage=True,
     )
+    return refuse_server_tools(request, allow_server_tools)
 
 
 # -- streamfn's native proxy format --------------------------------------------------
@@ -686,9 +802,19 @@ class _NativeRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     options: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
-def parse_native_request(body: bytes) -> ClientRequest:
-    """``{"model", "context", "options"}``; ``options`` may hold only `CLIENT_FIELDS`."""
+def parse_native_request(
+    body: bytes, *, allow_server_tools: frozenset[str] = frozenset()
+) -> ClientRequest:
+    """``{"model", "context", "options"}``; ``options`` may hold only `CLIENT_FIELDS`.
+
+    A tool without a ``kind`` is a function (the format before server tools)."""
     obj = decode_body(body)
+    context = obj.get("context")
+    if isinstance(context, dict) and isinstance(tools := context.get("tools"), list):
+        context["tools"] = [
+            {"kind": "function", **t} if isinstance(t, dict) and "kind" not in t else t
+            for t in tools
+        ]
     try:
         request = msgspec.convert(obj, _NativeRequest)
     except msgspec.ValidationError as exc:
@@ -706,7 +832,34 @@ def parse_native_request(body: bytes) -> ClientRequest:
     if options.response_schema is not None:
         _response_schema(options.response_schema, "options.response_schema")
     _refuse_opaque(request.context)
-    return ClientRequest(model=request.model, context=request.context, options=options, stream=True)
+    _refuse_foreign_urls(request.context)
+    return refuse_server_tools(
+        ClientRequest(model=request.model, context=request.context, options=options, stream=True),
+        allow_server_tools,
+    )
+
+
+def refuse_server_tools(request: ClientRequest, allowed: frozenset[str]) -> ClientRequest:
+    """``request`` unchanged, or `BadRequest` naming the first server tool the operator
+    did not allow: it would run (and be billed) with the server's credentials."""
+    for number, tool in enumerate(request.context.tools):
+        if isinstance(tool, ServerTool) and tool.type not in allowed:
+            raise BadRequest(
+                f"tools[{number}]: server tool {tool.type!r} is not enabled on this server "
+                "(it runs with the server's credentials and is billed to them); its operator "
+                f"can allow it with --allow-server-tools {tool.type}"
+            )
+    return request
+
+
+def _refuse_foreign_urls(context: Context) -> None:
+    """Native clients send our own types: their image and document URLs follow the same
+    rule as the dialects' (http(s) only, passed to the provider, never fetched here)."""
+    for number, message in enumerate(context.messages):
+        parts = message.content if isinstance(message, (UserMessage, ToolResultMessage)) else []
+        for part in parts if isinstance(parts, list) else []:
+            if isinstance(part, (ImageContent, DocumentContent)) and part.url is not None:
+                _client_url(part.url, f"context.messages[{number}]")
 
 
 def _refuse_opaque(context: Context) -> None:

@@ -240,6 +240,7 @@ EXPECTED = {
     # the fake answers prose, so the typed error is what shows
     "class Weather(msgspec.Struct)": ["anthropic answered 'Bonjour le monde", "is not JSON"],
     "hour = Options(cache=[CachePoint": ['"ephemeral"', '"cachePoint"', "streamfn-"],
+    "DocumentContent.from_bytes(PDF": ["Bonjour le monde"],
 }
 
 
