@@ -43,7 +43,7 @@ from streamfn.core.providers.gemini import (
     gemini_schema,
     open_call,
 )
-from streamfn.core.wire.ndjson import NDJSONError
+from streamfn.core.errors import DecodeError, JSONArrayError
 
 TRANSCRIPTS = Path(__file__).parents[1] / "transcripts" / "gemini"
 SSE = [("content-type", "text/event-stream")]
@@ -899,7 +899,11 @@ def test_json_array_splitter_any_chunking(
 
 def test_json_array_splitter_caps_an_element() -> None:
     splitter = JSONArraySplitter(max_element_bytes=64)
-    with pytest.raises(NDJSONError, match="larger than 64"):
+    with pytest.raises(JSONArrayError, match="larger than 64") as first:
         splitter.feed(b'[{"text": "' + b"x" * 100)
-    with pytest.raises(NDJSONError, match="not a JSON array"):
+    assert first.value.limit
+    with pytest.raises(JSONArrayError) as again:  # sticky, like every decoder
+        splitter.feed(b"}]")
+    assert again.value is first.value
+    with pytest.raises(DecodeError, match="not a JSON array"):
         JSONArraySplitter().feed(b'{"a": 1}')
