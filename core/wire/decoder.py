@@ -14,12 +14,12 @@ from typing import Protocol, TypeVar
 
 __all__ = ["Decoder"]
 
-Frame_co = TypeVar("Frame_co", covariant=True)
+FrameT = TypeVar("FrameT")
 
 
-class Decoder(Protocol[Frame_co]):
+class Decoder(Protocol[FrameT]):
     """What `SSEDecoder`, `NDJSONDecoder`, `EventStreamDecoder` and `JSONArrayDecoder` share."""
 
-    def feed(self, data: bytes) -> list[Frame_co]: ...
+    def feed(self, data: bytes) -> list[FrameT]: ...
 
-    def end(self) -> list[Frame_co]: ...
+    def end(self) -> list[FrameT]: ...
