@@ -15,6 +15,11 @@
         ├── MissingCredentials no key in the options nor in the environment
         └── UnknownModel       no registered model by that name; also a KeyError
 
+Raised elsewhere, on the same branches: `CodingError` (a `DecodeError`, a
+gzip/deflate body that does not decode, `streamfn.core.http.content_coding`),
+and in `streamfn.local` `ConfigError` (a `UsageError`), `TemplateError`,
+`PrepareError` and `ConversionError` (under the root).
+
 A provider call never raises: what goes wrong on the wire comes out as an
 `Error` event. These exceptions come from the parts a caller drives directly
 (decoders, the fold, ``complete()``, the model registry, credentials).
