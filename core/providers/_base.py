@@ -295,7 +295,7 @@ class ProviderCall(abc.ABC):
         self._headers: list[tuple[str, str]] = []
         self._error_body = bytearray()
         self._wrong_type: str | None = None
-        #: the body stopped inside an event (set by the SSE base at end of body)
+        #: the body stopped inside an event (set by `FramedCall` at end of body)
         self.cut_inside_event = False
 
     # -- public contract --------------------------------------------------
