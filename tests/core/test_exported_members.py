@@ -8,8 +8,8 @@ code of ours imports them from the old place.
 """
 
 from __future__ import annotations
-
 import __future__
+
 import ast
 import importlib
 import types
