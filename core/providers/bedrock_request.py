@@ -82,7 +82,7 @@ _PACKED_KEY_DEPRECATED: Final = (
 
 def _is_packed(api_key: str | None) -> bool:
     """AWS keys never contain a colon, Bedrock API keys neither: a colon means packed keys."""
-    return bool(api_key) and ":" in api_key  # type: ignore[operator]
+    return api_key is not None and ":" in api_key
 
 
 def _unpack(api_key: str) -> AWSCredentials:
@@ -100,9 +100,10 @@ def sigv4_credentials(options: Options) -> AWSCredentials | None:
     """The keys to sign with; None when the request carries a Bedrock API key (or nothing)."""
     if options.aws_credentials is not None:
         return options.aws_credentials
-    if options.api_key is not None and _is_packed(options.api_key):
+    key = options.api_key
+    if key is not None and _is_packed(key):
         warnings.warn(_PACKED_KEY_DEPRECATED, DeprecationWarning, stacklevel=3)
-        return _unpack(options.api_key)
+        return _unpack(key)
     return None
 
 
