@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from streamfn.core._moved import MOVED_NAMES
+from streamfn.core._moved import MOVED_MODULES, MOVED_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = [
@@ -84,12 +84,27 @@ def test_an_unknown_name_is_still_an_attribute_error() -> None:
             core.NoSuchThing  # noqa: B018
 
 
-def test_our_code_imports_no_moved_name_from_core() -> None:
+def _stale_imports(node: ast.AST) -> list[str]:
+    """The moved names and modules an import statement reaches by their old path."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names if a.name in MOVED_MODULES]
+    if not isinstance(node, ast.ImportFrom) or node.module is None or node.level:
+        return []  # relative imports stay inside the package, which uses the new paths
+    if node.module in MOVED_MODULES:
+        return [node.module]
+    return [
+        a.name
+        for a in node.names
+        if (node.module == "streamfn.core" and a.name in MOVED_NAMES)
+        or f"{node.module}.{a.name}" in MOVED_MODULES
+    ]
+
+
+def test_our_code_imports_nothing_by_its_old_path() -> None:
     stale = []
     for path in ROOT.rglob("*.py"):
         if {".venv", ".typecheck"} & set(path.parts):
             continue
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.module == "streamfn.core":
-                stale += [f"{path}:{a.name}" for a in node.names if a.name in MOVED_NAMES]
+            stale += [f"{path.relative_to(ROOT)}:{n}" for n in _stale_imports(node)]
     assert stale == []
