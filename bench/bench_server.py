@@ -131,7 +131,7 @@ class _Exchange:
     """
 
     def __init__(self, model: str) -> None:
-        from streamfn.core import SSEDecoder
+        from streamfn.core.wire import SSEDecoder
 
         self.start = time.perf_counter()
         self.ttfb = 0.0

@@ -1,17 +1,28 @@
-"""The pure core of streamfn: events, messages, decoders, providers. No I/O.
+"""The pure core of streamfn: the names a user touches. No I/O.
 
 Everything here is deterministic: given the same bytes it returns the same
 events, and it never opens a socket, reads a clock or starts a thread.
+
+The rest lives in its room: decoders in `streamfn.core.wire`, the provider
+extension API in `streamfn.core.providers`, the server codec in
+`streamfn.core.serve`, HTTP/1.1 in `streamfn.core.http`, and the helpers in
+their modules (`streamfn.core.events`, `.classify`, `.text_tools` ...).
+Names that used to be here still resolve for one release, with a
+`DeprecationWarning` naming the new import (`streamfn.core._moved`).
 """
 
 from ._moved import install as _install_moved
-from .accumulate import Accumulator, ProtocolViolation, accumulate, check_protocol
+from ._moved import moved_attribute as _moved_attribute
+from .accumulate import accumulate, check_protocol
 from .cache_points import CachePoint
-from .call import Call, api_names, open_call, register_api, replay
-from .classify import classify_http_error, classify_message, parse_retry_after
-from .completion import CompletionError
-from .credentials import MissingCredentials, resolve_api_key
-from .documents import UnsupportedInput
+from .call import open_call, register_api, replay
+from .errors import (
+    CompletionError,
+    MissingCredentials,
+    ProtocolViolation,
+    StreamfnError,
+    UnknownModel,
+)
 from .events import (
     Cost,
     Done,
@@ -31,15 +42,9 @@ from .events import (
     ToolCallEnd,
     ToolCallStart,
     Usage,
-    decode_event,
-    decode_event_json,
-    encode_event,
-    encode_event_json,
-    event_type,
 )
-from .fallback import FallbackModel, fallback
+from .fallback import fallback
 from .messages import (
-    AssistantContent,
     AssistantMessage,
     Citation,
     Context,
@@ -53,44 +58,18 @@ from .messages import (
     Tool,
     ToolCall,
     ToolResultMessage,
-    UserContent,
     UserMessage,
 )
-from .models import (
-    Model,
-    UnknownModel,
-    compute_cost,
-    get_model,
-    list_models,
-    model,
-    openai_compatible,
-    provider_names,
-    register_model,
-)
-from .options import Options, ThinkingLevel, ThinkingName
-from .partial_json import PartialJSONError, PartialJSONParser
-from .providers._base import HTTPRequest
-from .providers.sigv4 import sign_request
-from .structured import OutputValidationError, StructuredOutputUnsupported, parse_output
-from .tagged import TaggedDecoder
-from .text_tools import Markup, TextToolCalls, text_tool_calls
-from .wire.eventstream import (
-    EventStreamDecoder,
-    EventStreamError,
-    EventStreamMessage,
-    encode_message,
-)
-from .wire.ndjson import NDJSONDecoder, NDJSONError
-from .wire.sse import ServerSentEvent, SSEComment, SSEDecoder, SSEError, encode_sse
+from .models import Model, get_model, list_models, model, register_model
+from .options import AWSCredentials, Options, ThinkingLevel
+from .structured import OutputValidationError, parse_output
 
 _install_moved()
 
 __all__ = [
-    "Accumulator",
-    "AssistantContent",
+    "AWSCredentials",
     "AssistantMessage",
     "CachePoint",
-    "Call",
     "Citation",
     "CompletionError",
     "Context",
@@ -100,44 +79,27 @@ __all__ = [
     "Error",
     "ErrorKind",
     "Event",
-    "EventStreamDecoder",
-    "EventStreamError",
-    "EventStreamMessage",
-    "FallbackModel",
-    "HTTPRequest",
     "ImageContent",
-    "Markup",
     "Message",
     "MissingCredentials",
     "Model",
-    "NDJSONDecoder",
-    "NDJSONError",
     "OpaqueBlock",
     "OpaqueContent",
     "Options",
     "OutputValidationError",
-    "PartialJSONError",
-    "PartialJSONParser",
     "ProtocolViolation",
-    "SSEComment",
-    "SSEDecoder",
-    "SSEError",
-    "ServerSentEvent",
     "ServerTool",
     "Start",
     "StopReason",
-    "StructuredOutputUnsupported",
-    "TaggedDecoder",
+    "StreamfnError",
     "TextContent",
     "TextDelta",
     "TextEnd",
     "TextStart",
-    "TextToolCalls",
     "ThinkingContent",
     "ThinkingDelta",
     "ThinkingEnd",
     "ThinkingLevel",
-    "ThinkingName",
     "ThinkingStart",
     "Tool",
     "ToolCall",
@@ -146,36 +108,22 @@ __all__ = [
     "ToolCallStart",
     "ToolResultMessage",
     "UnknownModel",
-    "UnsupportedInput",
     "Usage",
-    "UserContent",
     "UserMessage",
     "accumulate",
-    "api_names",
     "check_protocol",
-    "classify_http_error",
-    "classify_message",
-    "compute_cost",
-    "decode_event",
-    "decode_event_json",
-    "encode_event",
-    "encode_event_json",
-    "encode_message",
-    "encode_sse",
-    "event_type",
     "fallback",
     "get_model",
     "list_models",
     "model",
     "open_call",
-    "openai_compatible",
     "parse_output",
-    "parse_retry_after",
-    "provider_names",
     "register_api",
     "register_model",
     "replay",
-    "resolve_api_key",
-    "sign_request",
-    "text_tool_calls",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """A name that moved out of `streamfn.core`: still there for one release, with a warning."""
+    return _moved_attribute(__name__, name)

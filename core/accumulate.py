@@ -25,6 +25,7 @@ from typing import Any, Final
 
 import msgspec
 
+from .errors import ProtocolViolation
 from .events import (
     Done,
     Error,
@@ -60,21 +61,6 @@ __all__ = [
     "check_protocol",
     "parse_arguments",
 ]
-
-
-class ProtocolViolation(Exception):
-    """An event sequence broke the streamfn event grammar.
-
-    ``reason`` says which rule; ``position`` is the 0-based number of the
-    offending event in the stream and ``event`` the event itself. A provider
-    that produces one has a bug: the core promises valid sequences.
-    """
-
-    def __init__(self, reason: str, *, position: int, event: object) -> None:
-        super().__init__(f"event #{position}: {reason}")
-        self.reason = reason
-        self.position = position
-        self.event = event
 
 
 # What each block event does to which kind of block, for the grammar checks.

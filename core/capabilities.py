@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
+from .errors import UsageError
+
 if TYPE_CHECKING:
     from .models import Model
     from .options import Options
@@ -48,7 +50,7 @@ log = logging.getLogger("streamfn")
 SAMPLING_KNOBS: Final = ("temperature", "top_p", "top_k", "stop", "seed")
 
 
-class UnsupportedInput(ValueError):
+class UnsupportedInput(UsageError):
     """The model's wire format cannot take this input; raised before any request is sent."""
 
 

@@ -12,25 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .accumulate import accumulate
-from .events import Error, ErrorKind, Event
+from .errors import CompletionError
+from .events import Error, Event
 from .messages import AssistantMessage
 from .options import Options
 
 __all__ = ["CompletionError", "finish_completion"]
-
-
-class CompletionError(Exception):
-    """The stream behind `complete()` ended with ``error``; ``message`` holds what came first."""
-
-    def __init__(self, error: Error, message: AssistantMessage) -> None:
-        kind = f" ({error.kind.value})" if error.kind else ""
-        super().__init__(f"{error.message}{kind}")
-        self.error = error
-        self.message = message
-
-    @property
-    def kind(self) -> ErrorKind | None:
-        return self.error.kind
 
 
 def finish_completion(

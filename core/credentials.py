@@ -12,8 +12,9 @@ from typing import Final
 
 import msgspec
 
+from .errors import MissingCredentials
 from .models import Model
-from .options import Options
+from .options import AWSCredentials, Options
 
 __all__ = [
     "ENV_BASE_URLS",
@@ -55,19 +56,6 @@ ENV_BASE_URLS: Final[dict[str, tuple[str, str]]] = {
 OPTIONAL_KEYS: Final = frozenset({"proxy"})
 
 
-class MissingCredentials(Exception):
-    """No key in the options nor in the environment; the message names the variable.
-
-    ``provider`` and ``variables`` let a front end word its own fix (the command
-    line offers ``--api-key-env``).
-    """
-
-    def __init__(self, message: str, provider: str = "", variables: tuple[str, ...] = ()) -> None:
-        super().__init__(message)
-        self.provider = provider
-        self.variables = variables
-
-
 def resolve_api_key(model: Model, options: Options, environ: Mapping[str, str]) -> str | None:
     """The key to use: ``options.api_key`` first, then the provider's variable.
 
@@ -80,7 +68,8 @@ def resolve_api_key(model: Model, options: Options, environ: Mapping[str, str]) 
     if model.provider not in ENV_KEYS:  # the keyless local servers among them
         return None
     if model.provider == "bedrock":
-        aws_credentials(environ)
+        if options.aws_credentials is None:
+            aws_credentials(environ)
         return None
     names = ENV_KEYS[model.provider]
     for name in names:
@@ -97,8 +86,8 @@ def resolve_api_key(model: Model, options: Options, environ: Mapping[str, str]) 
     )
 
 
-def aws_credentials(environ: Mapping[str, str]) -> tuple[str, str, str | None, str]:
-    """(access key, secret key, session token, region) from the AWS variables."""
+def aws_credentials(environ: Mapping[str, str]) -> AWSCredentials:
+    """The SigV4 keys from ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY`` and ``AWS_SESSION_TOKEN``."""
     access = environ.get("AWS_ACCESS_KEY_ID")
     secret = environ.get("AWS_SECRET_ACCESS_KEY")
     if not access or not secret:
@@ -106,8 +95,11 @@ def aws_credentials(environ: Mapping[str, str]) -> tuple[str, str, str | None, s
             "no AWS credentials for bedrock: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
             "(and AWS_SESSION_TOKEN for temporary credentials, AWS_REGION for the region)"
         )
-    region = environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or "us-east-1"
-    return access, secret, environ.get("AWS_SESSION_TOKEN") or None, region
+    return AWSCredentials(
+        access_key_id=access,
+        secret_access_key=secret,
+        session_token=environ.get("AWS_SESSION_TOKEN") or None,
+    )
 
 
 #: the standard regional endpoint, which AWS_REGION may point elsewhere
@@ -122,8 +114,8 @@ def with_credentials(model: Model, options: Options, environ: Mapping[str, str])
     whose ``base_url`` is not the provider's default, or ``options.base_url``.
 
     Raises `MissingCredentials` (naming the variable) before any connection is
-    made. For Bedrock the AWS variables become the ``ACCESS:SECRET[:SESSION]``
-    key the provider module signs with, and ``AWS_REGION`` (or
+    made. For Bedrock the AWS variables become ``options.aws_credentials``
+    (the keys the provider module signs with), and ``AWS_REGION`` (or
     ``AWS_DEFAULT_REGION``) picks the regional endpoint unless the model names
     its region or the caller chose a base URL.
     """
@@ -138,12 +130,9 @@ def with_credentials(model: Model, options: Options, environ: Mapping[str, str])
             # an address the caller chose (Model.base_url, Options.base_url) wins
             updates["base_url"] = environ[base_env]
         return msgspec.structs.replace(options, **updates) if updates else options
-    changes: dict[str, str] = {}
-    if not options.api_key:
-        from .providers.bedrock import format_aws_key
-
-        access, secret, token, _ = aws_credentials(environ)
-        changes["api_key"] = format_aws_key(access, secret, token)
+    changes: dict[str, object] = {}
+    if not options.api_key and options.aws_credentials is None:
+        changes["aws_credentials"] = aws_credentials(environ)
     region = environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION")
     standard = not model.base_url or _BEDROCK_ENDPOINT.match(model.base_url) is not None
     if region and standard and not options.base_url and not (model.extra or {}).get("region"):

@@ -54,6 +54,7 @@ __all__ = [
     "decode_event_json",
     "encode_event",
     "encode_event_json",
+    "event_type",
 ]
 
 

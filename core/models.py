@@ -11,6 +11,7 @@ from __future__ import annotations
 import msgspec
 
 from .capabilities import Capabilities
+from .errors import UnknownModel
 from .events import Cost, Usage
 from .redact import redacted_repr
 
@@ -86,13 +87,6 @@ def compute_cost(model: Model, usage: Usage) -> Cost:
         cache_read=usage.cache_read * model.price_cache_read * m,
         cache_write=usage.cache_write * model.price_cache_write * m,
     )
-
-
-class UnknownModel(KeyError):
-    """No registered model has that name; the message lists close matches."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else "unknown model"
 
 
 _REGISTRY: dict[str, Model] = {}

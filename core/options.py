@@ -15,9 +15,17 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 import msgspec
 
 from .cache_points import CachePoint, CacheSetting
+from .errors import UsageError
 from .redact import redacted_repr
 
-__all__ = ["CLIENT_FIELDS", "Options", "ThinkingLevel", "ThinkingName", "client_fields"]
+__all__ = [
+    "CLIENT_FIELDS",
+    "AWSCredentials",
+    "Options",
+    "ThinkingLevel",
+    "ThinkingName",
+    "client_fields",
+]
 
 
 class ThinkingLevel(enum.StrEnum):
@@ -32,6 +40,26 @@ class ThinkingLevel(enum.StrEnum):
 
 #: the strings users write for a `ThinkingLevel` (``Options(thinking="high")``)
 ThinkingName: TypeAlias = Literal["off", "minimal", "low", "medium", "high"]
+
+
+class AWSCredentials(msgspec.Struct, frozen=True, kw_only=True):
+    """AWS keys for SigV4 (Bedrock): long-term, or temporary with a session token.
+
+    The names are the ones of the ``AWS_*`` variables they usually come from.
+    ``repr`` shows none of them, only whether a session token is there.
+    """
+
+    access_key_id: str
+    secret_access_key: str
+    session_token: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.access_key_id or not self.secret_access_key:
+            raise UsageError("AWSCredentials needs a non-empty access_key_id and secret_access_key")
+
+    def __repr__(self) -> str:
+        token = ", session_token=***" if self.session_token else ""
+        return f"AWSCredentials(access_key_id=***, secret_access_key=***{token})"
 
 
 class Options(msgspec.Struct, kw_only=True):
@@ -71,6 +99,8 @@ class Options(msgspec.Struct, kw_only=True):
     cache_key: str | None = None
     # credentials and routing
     api_key: str | None = None
+    #: SigV4 keys for Bedrock (``api_key`` is then left out; a Bedrock API key goes there)
+    aws_credentials: AWSCredentials | None = None
     base_url: str | None = None
     headers: dict[str, str] | None = None
     extra_body: dict[str, Any] | None = None
@@ -120,6 +150,7 @@ class Options(msgspec.Struct, kw_only=True):
             cache: Literal["off", "auto"] | list[CachePoint] | None = None,
             cache_key: str | None = None,
             api_key: str | None = None,
+            aws_credentials: AWSCredentials | None = None,
             base_url: str | None = None,
             headers: dict[str, str] | None = None,
             extra_body: dict[str, Any] | None = None,
@@ -139,7 +170,9 @@ class Options(msgspec.Struct, kw_only=True):
 
     def __repr__(self) -> str:
         return redacted_repr(
-            self, secret=frozenset({"api_key"}), keys_only=frozenset({"headers", "extra_body"})
+            self,
+            secret=frozenset({"api_key", "aws_credentials"}),
+            keys_only=frozenset({"headers", "extra_body"}),
         )
 
 

@@ -29,11 +29,9 @@ from typing import Any, Final
 
 import msgspec
 
+from .errors import PartialJSONError
+
 __all__ = ["PartialJSONError", "PartialJSONParser"]
-
-
-class PartialJSONError(ValueError):
-    """The text is not (the start of) a JSON document, or it ended too early."""
 
 
 # Parser states. Plain ints: the consume loop compares them once per character.

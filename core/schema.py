@@ -14,6 +14,8 @@ from typing import Any, Final
 
 import msgspec
 
+from .errors import UsageError
+
 __all__ = [
     "OutputSchema",
     "StructuredOutputUnsupported",
@@ -27,7 +29,7 @@ __all__ = [
 _NAME_CHARS: Final = re.compile(r"[^a-zA-Z0-9_-]")
 
 
-class StructuredOutputUnsupported(ValueError):
+class StructuredOutputUnsupported(UsageError):
     """``Options.response_schema`` was given for a model known not to take one (or a
     schema its dialect cannot express): a request error, never worth a retry."""
 

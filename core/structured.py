@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from .capabilities import capabilities_for
+from .errors import StreamfnError
 from .events import StopReason
 from .messages import AssistantMessage, Context, Tool
 from .options import Options
@@ -75,7 +76,7 @@ __all__ = [
 ANSWER_TOOL: Final = "json_answer"
 
 
-class OutputValidationError(ValueError):
+class OutputValidationError(StreamfnError, ValueError):
     """The model's answer is not what ``Options.response_schema`` asked for.
 
     ``provider``/``model`` say who answered, ``reason`` what failed, ``raw``

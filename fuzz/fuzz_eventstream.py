@@ -58,9 +58,9 @@ except ImportError:  # atheris is optional
 
 if atheris is not None and "--atheris" in sys.argv:
     with atheris.instrument_imports():
-        from streamfn.core import eventstream as es
+        from streamfn.core.wire import eventstream as es
 else:
-    from streamfn.core import eventstream as es
+    from streamfn.core.wire import eventstream as es
 
 try:
     from botocore import eventstream as boto_es

@@ -21,7 +21,7 @@ if "--atheris" in sys.argv:  # instrument only the decoder, before anything impo
     import atheris  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
     with atheris.instrument_imports():
-        from streamfn.core import lines, ndjson  # noqa: F401
+        from streamfn.core.wire import lines, ndjson  # noqa: F401
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

@@ -27,6 +27,8 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from streamfn.core.errors import StreamfnError
+
 from .cache import (
     METADATA_FILE,
     TEMPLATE_FILE,
@@ -58,7 +60,7 @@ _TURN_END_TOKENS: Final = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<end_of
 FloatArray = npt.NDArray[np.float32]
 
 
-class ConversionError(Exception):
+class ConversionError(StreamfnError):
     """The GGUF cannot be converted (unsupported architecture or tensor type)."""
 
 

@@ -25,6 +25,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Final
 
+from streamfn.core.errors import StreamfnError
+
 from .cache import Progress, is_complete, no_progress, sha256_file
 
 __all__ = [
@@ -53,7 +55,7 @@ _OFFLINE_HINT: Final = (
 )
 
 
-class PrepareError(Exception):
+class PrepareError(StreamfnError):
     """The default model could not be prepared; the message says what to do."""
 
 

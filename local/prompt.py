@@ -19,6 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
+from streamfn.core.errors import StreamfnError
 from streamfn.core.messages import (
     AssistantMessage,
     Context,
@@ -51,7 +52,7 @@ _TOOLS_PREAMBLE: Final = (
 )
 
 
-class TemplateError(Exception):
+class TemplateError(StreamfnError):
     """The chat template failed to render (it raised or is not valid Jinja)."""
 
 

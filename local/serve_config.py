@@ -35,13 +35,14 @@ from typing import Any
 
 import msgspec
 
+from streamfn.core.errors import UsageError
 from streamfn.core.models import API_NAMES, Model, UnknownModel, get_model
 from streamfn.core.options import Options
 
 __all__ = ["ConfigError", "GatewayConfig", "load_gateway_config"]
 
 
-class ConfigError(ValueError):
+class ConfigError(UsageError):
     """The configuration file is unusable; the message names the entry and the field."""
 
 

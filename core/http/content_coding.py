@@ -22,6 +22,8 @@ import zlib
 from collections.abc import Iterable, Iterator
 from typing import Final
 
+from ..errors import DecodeError
+
 __all__ = ["PIECE_BYTES", "BodyDecoder", "CodingError", "decoder_for"]
 
 #: the most decoded bytes one step may produce; caps are checked between pieces
@@ -32,7 +34,7 @@ _ZLIB_WBITS: Final = zlib.MAX_WBITS
 _RAW_WBITS: Final = -zlib.MAX_WBITS
 
 
-class CodingError(Exception):
+class CodingError(DecodeError):
     """The body cannot be decoded; the message names the coding and the reason."""
 
 

@@ -1,13 +1,15 @@
 """Provider wire formats: request builders and response state machines, all pure.
 
-The names below are the extension API: what a new wire format subclasses and
-calls (see the README's "Your own provider"). Each built-in format lives in a
+The names below are the extension API: what a new wire format subclasses
+(`SSECall`, `NDJSONCall`, or `FramedCall` with any decoder from
+`streamfn.core.wire`) and calls (see the README's "Your own provider"). Each built-in format lives in a
 module of its own and registers itself through `streamfn.core.call`.
 """
 
 from ._base import (
     SECRET_HEADERS,
     Emitter,
+    FramedCall,
     HTTPRequest,
     NDJSONCall,
     ProviderCall,
@@ -21,6 +23,7 @@ from ._base import (
 __all__ = [
     "SECRET_HEADERS",
     "Emitter",
+    "FramedCall",
     "HTTPRequest",
     "NDJSONCall",
     "ProviderCall",

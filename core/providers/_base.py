@@ -1,12 +1,15 @@
-"""What every provider state machine shares: the request, the call lifecycle,
-block bookkeeping, and the guarantee that no exception escapes.
+"""What every provider state machine shares: the call lifecycle, block
+bookkeeping, one feed loop over any wire decoder, and the guarantee that no
+exception escapes.
 
-A provider module subclasses `SSECall`, `NDJSONCall` or `FramedCall` and
-implements one method that turns one decoded wire unit into emitter calls.
-The base class handles the HTTP status (bounded error body -> one classified
-`Error`), content-type mismatches, decoder caps, content caps, early end of
-stream, stickiness after the terminal event, and converts any exception the
-provider code raises on malformed data into ``Error(kind=protocol)``.
+A provider module subclasses `SSECall`, `NDJSONCall` or `FramedCall` (any
+other `~streamfn.core.wire.decoder.Decoder`) and implements one method that
+turns one decoded frame into emitter calls. The base class handles the HTTP
+status (bounded error body -> one classified `Error`), content-type
+mismatches, decoder caps, content caps, early end of stream, stickiness after
+the terminal event, and converts any exception the provider code raises on
+malformed data into ``Error(kind=protocol)``. Request building lives in
+`_request` (re-exported here for the provider modules).
 """
 
 from __future__ import annotations
@@ -15,13 +18,13 @@ import abc
 import logging
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from datetime import datetime
-from typing import Any, ClassVar, Final
-from urllib.parse import urlsplit
+from typing import Any, ClassVar, Final, Generic, TypeVar
 
 import msgspec
 
 from ..citations import Citation
 from ..classify import classify_http_error
+from ..errors import DecodeError
 from ..events import (
     Cost,
     Done,
@@ -44,128 +47,38 @@ from ..events import (
 from ..messages import Context
 from ..models import Model, compute_cost
 from ..options import Options
-from ..redact import redact_url
-from ..wire.eventstream import EventStreamError
-from ..wire.ndjson import NDJSONDecoder, NDJSONError
-from ..wire.sse import ServerSentEvent, SSEDecoder, SSEError
+from ..wire.decoder import Decoder
+from ..wire.ndjson import NDJSONDecoder
+from ..wire.sse import ServerSentEvent, SSEComment, SSEDecoder
+from ._request import (
+    SECRET_HEADERS,
+    HTTPRequest,
+    api_root,
+    bearer,
+    json_request,
+    redact_headers,
+    request_headers,
+)
 
 __all__ = [
     "SECRET_HEADERS",
     "Emitter",
+    "FramedCall",
     "HTTPRequest",
     "NDJSONCall",
     "ProviderCall",
     "SSECall",
+    "api_root",
     "bearer",
     "json_request",
     "redact_headers",
     "request_headers",
+    "sse_decoder",
 ]
 
 log = logging.getLogger("streamfn")
 
-#: Header names whose values are credentials; never logged, never in a repr.
-SECRET_HEADERS: Final = frozenset(
-    {
-        "authorization",
-        "x-api-key",
-        "api-key",
-        "x-goog-api-key",
-        "x-amz-security-token",
-        "proxy-authorization",
-        "cookie",
-    }
-)
-
-
-def redact_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
-    return [(k, "***" if k.lower() in SECRET_HEADERS else v) for k, v in headers]
-
-
-class HTTPRequest(msgspec.Struct, frozen=True, kw_only=True):
-    """What the shell must send. Built by the provider, never touched by the shell."""
-
-    method: str
-    url: str
-    headers: list[tuple[str, str]]
-    body: bytes
-
-    def __repr__(self) -> str:
-        return (
-            f"HTTPRequest(method={self.method!r}, url={redact_url(self.url)!r}, "
-            f"headers={redact_headers(self.headers)!r}, body=<{len(self.body)} bytes>)"
-        )
-
-
-_JSON_ENCODER: Final = msgspec.json.Encoder()
-
-
-def bearer(api_key: str | None) -> tuple[str, str] | None:
-    """The ``Authorization: Bearer`` header for ``api_key``; None without a key."""
-    return ("authorization", f"Bearer {api_key}") if api_key else None
-
-
-def request_headers(
-    model: Model, options: Options, *, accept: str, auth: tuple[str, str] | None = None
-) -> list[tuple[str, str]]:
-    """JSON-in, stream-out headers plus the credential header, then the caller's own.
-
-    ``model.headers`` then ``options.headers`` replace any header of the same
-    name (case-insensitively): that is how beta flags, API versions and
-    gateways' extra headers get in without a provider knowing about them.
-    """
-    headers = [("content-type", "application/json"), ("accept", accept)]
-    if auth is not None:
-        headers.append(auth)
-    for extra in (model.headers, options.headers):
-        if extra:
-            names = {k.lower() for k in extra}
-            headers = [(k, v) for k, v in headers if k.lower() not in names]
-            headers.extend(extra.items())
-    return headers
-
-
-def api_root(base: str, version: str, *, only_bare: bool = False) -> str:
-    """The base URL with the API's ``version`` path, added when the caller left it out.
-
-    One convention for every provider: a base URL may be the server's root
-    (``http://localhost:8000``) or the API root (``http://localhost:8000/v1``);
-    a version already there is never doubled. ``only_bare`` is for the
-    OpenAI-compatible family, whose version sits anywhere in a gateway's path
-    (``/openai/v1``, ``/api/paas/v4``): it is added only to a URL with no path.
-    """
-    base = base.rstrip("/")
-    if base.endswith(version):
-        return base
-    if only_bare and urlsplit(base).path:
-        return base
-    return base + version
-
-
-def merge_extra_body(body: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
-    """Deep-merge ``extra`` into ``body``: objects merge key by key, lists are extended
-    (so ``{"tools": [server_tool]}`` adds to the function tools), a ``None`` removes
-    the key, anything else replaces it."""
-    for key, value in extra.items():
-        current = body.get(key)
-        if value is None:
-            body.pop(key, None)
-        elif isinstance(value, dict) and isinstance(current, dict):
-            body[key] = merge_extra_body(dict(current), value)
-        elif isinstance(value, list) and isinstance(current, list):
-            body[key] = [*current, *value]
-        else:
-            body[key] = value
-    return body
-
-
-def json_request(
-    url: str, headers: list[tuple[str, str]], body: dict[str, Any], options: Options
-) -> HTTPRequest:
-    """A POST of ``body`` as JSON, with ``options.extra_body`` deep-merged over it last."""
-    if options.extra_body:
-        merge_extra_body(body, options.extra_body)
-    return HTTPRequest(method="POST", url=url, headers=headers, body=_JSON_ENCODER.encode(body))
+FrameT = TypeVar("FrameT")
 
 
 class _Block(msgspec.Struct, gc=False):
@@ -401,7 +314,7 @@ class ProviderCall(abc.ABC):
         self._headers: list[tuple[str, str]] = []
         self._error_body = bytearray()
         self._wrong_type: str | None = None
-        #: the body stopped inside an event (set by the SSE base at end of body)
+        #: the body stopped inside an event (set by `FramedCall` at end of body)
         self.cut_inside_event = False
 
     # -- public contract --------------------------------------------------
@@ -529,7 +442,7 @@ class ProviderCall(abc.ABC):
     def _guard(self, fn: Any, *args: Any) -> None:
         try:
             fn(*args)
-        except (SSEError, NDJSONError, EventStreamError) as exc:
+        except DecodeError as exc:
             reason = self.decoder_error_prefix + exc.reason
             self.fail(Error.limit(reason) if exc.limit else Error.protocol(reason))
         except Exception as exc:  # malformed provider data must not escape
@@ -558,79 +471,95 @@ def _matches(ctype: str, accepted: tuple[str, ...]) -> bool:
     return base in accepted
 
 
-class SSECall(ProviderCall):
-    """A provider whose body is ``text/event-stream``."""
+class FramedCall(ProviderCall, Generic[FrameT]):
+    """A provider whose body is a sequence of frames cut by one wire decoder.
 
-    content_types = ("text/event-stream",)
+    The one feed loop: bytes go to the decoder made by `make_decoder`, each
+    frame to `on_frame`, until the emitter has finished; at end of body the
+    decoder's last frames, then `on_end`. A `DecodeError` from the decoder ends
+    the call in ``Error(kind=limit)`` or ``Error(kind=protocol)``.
+    """
+
+    #: a frame that only the end of the body completed (SSE dispatches an
+    #: unterminated last event) and that does not parse means the body was cut
+    #: inside it: a dropped connection, not bad data. It is then dropped and
+    #: `on_end` decides, as for any body without its terminal marker.
+    lenient_last_frame: ClassVar[bool] = False
 
     def __init__(
         self, model: Model, context: Context, options: Options, request: HTTPRequest
     ) -> None:
         super().__init__(model, context, options, request)
-        self.decoder = SSEDecoder(
-            max_line_bytes=options.max_line_bytes, max_event_bytes=options.max_event_bytes
-        )
+        self.decoder: Decoder[FrameT] = self.make_decoder(options)
 
     @abc.abstractmethod
-    def on_event(self, event: ServerSentEvent) -> None:
-        """Handle one decoded SSE event."""
+    def make_decoder(self, options: Options) -> Decoder[FrameT]:
+        """The decoder for this body, with the caps of ``options``."""
+
+    @abc.abstractmethod
+    def on_frame(self, frame: FrameT) -> None:
+        """Handle one decoded frame."""
 
     def on_end(self) -> None:
         """The body ended; providers with an implicit terminal marker finish here."""
 
     def _feed(self, data: bytes) -> None:
-        for event in self.decoder.feed(data):
-            if isinstance(event, ServerSentEvent):
-                self.on_event(event)
-                if self.emit.finished:
-                    return
+        for frame in self.decoder.feed(data):
+            self.on_frame(frame)
+            if self.emit.finished:
+                return
 
     def _eof(self) -> None:
-        for event in self.decoder.end():
-            if isinstance(event, ServerSentEvent):
-                try:
-                    self.on_event(event)
-                except Exception as exc:
-                    # The decoder hands over an unterminated last event at EOF (a
-                    # documented leniency for recordings that end without the blank
-                    # line). If that event does not parse, the body was cut inside
-                    # it: a dropped connection, not bad data. Drop it and let
-                    # `on_end` decide, as for any body without its terminal marker.
-                    log.debug("%s: body ended inside an event: %s", self.api, exc)
-                    self.cut_inside_event = True
-                    break
-                if self.emit.finished:
-                    return
+        for frame in self.decoder.end():
+            try:
+                self.on_frame(frame)
+            except Exception as exc:
+                if not self.lenient_last_frame:
+                    raise
+                log.debug("%s: body ended inside an event: %s", self.api, exc)
+                self.cut_inside_event = True
+                break
+            if self.emit.finished:
+                return
         self.on_end()
 
 
-class NDJSONCall(ProviderCall):
+def sse_decoder(options: Options) -> SSEDecoder:
+    """An SSE decoder with the line and event caps of ``options``."""
+    return SSEDecoder(
+        max_line_bytes=options.max_line_bytes, max_event_bytes=options.max_event_bytes
+    )
+
+
+class SSECall(FramedCall[ServerSentEvent | SSEComment]):
+    """A provider whose body is ``text/event-stream``; comments (keep-alives) are skipped."""
+
+    content_types = ("text/event-stream",)
+    lenient_last_frame = True
+
+    def make_decoder(self, options: Options) -> Decoder[ServerSentEvent | SSEComment]:
+        return sse_decoder(options)
+
+    @abc.abstractmethod
+    def on_event(self, event: ServerSentEvent) -> None:
+        """Handle one decoded SSE event."""
+
+    def on_frame(self, frame: ServerSentEvent | SSEComment) -> None:
+        if type(frame) is ServerSentEvent:
+            self.on_event(frame)
+
+
+class NDJSONCall(FramedCall[bytes]):
     """A provider whose body is newline-delimited JSON (Ollama)."""
 
     content_types = ("application/x-ndjson", "application/json", "application/jsonl")
 
-    def __init__(
-        self, model: Model, context: Context, options: Options, request: HTTPRequest
-    ) -> None:
-        super().__init__(model, context, options, request)
-        self.decoder = NDJSONDecoder(max_line_bytes=options.max_event_bytes)
+    def make_decoder(self, options: Options) -> Decoder[bytes]:
+        return NDJSONDecoder(max_line_bytes=options.max_event_bytes)
 
     @abc.abstractmethod
     def on_line(self, line: bytes) -> None:
         """Handle one JSON line."""
 
-    def on_end(self) -> None:
-        """The body ended without the provider's terminal line."""
-
-    def _feed(self, data: bytes) -> None:
-        for line in self.decoder.feed(data):
-            self.on_line(line)
-            if self.emit.finished:
-                return
-
-    def _eof(self) -> None:
-        for line in self.decoder.end():
-            self.on_line(line)
-            if self.emit.finished:
-                return
-        self.on_end()
+    def on_frame(self, frame: bytes) -> None:
+        self.on_line(frame)

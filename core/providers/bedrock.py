@@ -1,4 +1,4 @@
-"""AWS Bedrock ConverseStream: Converse request, SigV4 signing, event-stream state machine.
+"""AWS Bedrock ConverseStream: the event-stream state machine (the request is `bedrock_request`).
 
 The body is ``application/vnd.amazon.eventstream``: binary frames whose
 ``:message-type`` header is ``event`` (``:event-type`` messageStart,
@@ -9,59 +9,37 @@ body after messageStop). Frames of InvokeModelWithResponseStream (``chunk``
 events carrying base64 ``bytes``) are unwrapped too: for models whose native
 stream is Converse-shaped (Amazon Nova) they decode the same way.
 
-Credentials, decided here because the core never reads the environment or
-the clock:
-
-- ``options.api_key`` without a colon is a Bedrock API key (the
-  ``AWS_BEARER_TOKEN_BEDROCK`` kind): sent as ``Authorization: Bearer``; the
-  request is complete as built.
-- ``options.api_key`` of the form ``ACCESS_KEY:SECRET_KEY[:SESSION_TOKEN]``
-  (`format_aws_key` builds it; AWS keys and tokens never contain a colon)
-  means SigV4. `build_request` returns the *unsigned* request and the shell
-  calls ``call.sign(datetime.now(UTC))`` right before each send (a signature
-  is valid for minutes, so a retry signs again). `sign` is the pure function
-  underneath, so tests pin the timestamp.
-
-Region: ``model.extra["region"]``, else the one in ``base_url``
-(``bedrock-runtime.<region>.amazonaws.com``), else ``us-east-1``.
+Credentials (`AWSCredentials` for SigV4, or a Bedrock API key) and signing
+are described in `streamfn.core.providers.bedrock_request`.
 """
 
 from __future__ import annotations
 
 import base64
 import logging
-import re
 from datetime import datetime
 from typing import Any, Final
 
 import msgspec
 
-from ..cache_points import mark_bedrock
-from ..capabilities import fit_max_tokens, fit_sampling, fit_thinking_tokens
 from ..classify import classify_stream_error
-from ..documents import bedrock_document
 from ..events import Error, StopReason, Usage
-from ..messages import (
-    AssistantMessage,
-    Context,
-    DocumentContent,
-    ImageContent,
-    Message,
-    OpaqueContent,
-    TextContent,
-    ThinkingContent,
-    ToolCall,
-    ToolResultMessage,
-    UserContent,
-    UserMessage,
-)
+from ..messages import Context
 from ..models import Model
-from ..options import Options, ThinkingLevel
-from ..structured import ANSWER_TOOL, answers_with_tool, bedrock_text_format, structured_request
+from ..options import AWSCredentials, Options
+from ..structured import ANSWER_TOOL, answers_with_tool
+from ..wire.decoder import Decoder
 from ..wire.eventstream import EventStreamDecoder, EventStreamMessage
-from ._base import HTTPRequest, ProviderCall, bearer, json_request, request_headers
-from .convert import opaque_object, prepare_messages, thinking_allowed
-from .sigv4 import encode_path_segment, sign_request
+from ._base import FramedCall, HTTPRequest
+from .bedrock_request import (
+    EVENTSTREAM,
+    build_request,
+    format_aws_key,
+    parse_aws_key,
+    region_of,
+    sign,
+    sigv4_credentials,
+)
 
 __all__ = [
     "AWSCredentials",
@@ -72,278 +50,12 @@ __all__ = [
     "parse_aws_key",
     "region_of",
     "sign",
+    "sigv4_credentials",
 ]
 
 log = logging.getLogger("streamfn")
 
-
-EVENTSTREAM: Final = "application/vnd.amazon.eventstream"
-DEFAULT_REGION: Final = "us-east-1"
-SERVICE: Final = "bedrock"
-
 _JSON: Final = msgspec.json.Encoder()
-_REGION_IN_HOST: Final = re.compile(r"bedrock-runtime(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com")
-
-# ---------------------------------------------------------------------------
-# Credentials and signing
-# ---------------------------------------------------------------------------
-
-
-class AWSCredentials(msgspec.Struct, frozen=True, kw_only=True):
-    """Long-term or temporary AWS keys; never shown by ``repr``."""
-
-    access_key: str
-    secret_key: str
-    session_token: str | None = None
-
-    def __repr__(self) -> str:
-        return "AWSCredentials(***)"
-
-
-def format_aws_key(access_key: str, secret_key: str, session_token: str | None = None) -> str:
-    """The ``options.api_key`` form of AWS keys (what `parse_aws_key` reads)."""
-    parts = [access_key, secret_key] + ([session_token] if session_token else [])
-    if any(":" in p or not p for p in parts):
-        raise ValueError("AWS keys must be non-empty and contain no ':'")
-    return ":".join(parts)
-
-
-def parse_aws_key(api_key: str | None) -> AWSCredentials | None:
-    """SigV4 credentials from ``ACCESS:SECRET[:SESSION]``; None for a bearer key or none."""
-    if not api_key or ":" not in api_key:
-        return None
-    parts = api_key.split(":")
-    if len(parts) not in (2, 3) or not all(parts):
-        raise ValueError("options.api_key for bedrock must be ACCESS_KEY:SECRET_KEY[:SESSION]")
-    return AWSCredentials(
-        access_key=parts[0],
-        secret_key=parts[1],
-        session_token=parts[2] if len(parts) == 3 else None,
-    )
-
-
-def region_of(model: Model, options: Options | None = None) -> str:
-    extra = model.extra or {}
-    if extra.get("region"):
-        return extra["region"]
-    base = (options.base_url if options else None) or model.base_url or ""
-    found = _REGION_IN_HOST.search(base)
-    return found.group(1) if found else DEFAULT_REGION
-
-
-def sign(
-    request: HTTPRequest, credentials: AWSCredentials, timestamp: datetime, *, region: str
-) -> HTTPRequest:
-    """The same request with SigV4 headers for ``timestamp`` (aware datetime); pure."""
-    headers = sign_request(
-        method=request.method,
-        url=request.url,
-        headers=dict(request.headers),
-        body=request.body,
-        region=region,
-        service=SERVICE,
-        access_key=credentials.access_key,
-        secret_key=credentials.secret_key,
-        session_token=credentials.session_token,
-        timestamp=timestamp,
-    )
-    return HTTPRequest(
-        method=request.method, url=request.url, headers=list(headers.items()), body=request.body
-    )
-
-
-# ---------------------------------------------------------------------------
-# Request (Converse JSON)
-# ---------------------------------------------------------------------------
-
-_THINKING_BUDGET: Final = {
-    ThinkingLevel.MINIMAL: 1024,
-    ThinkingLevel.LOW: 2048,
-    ThinkingLevel.MEDIUM: 8192,
-    ThinkingLevel.HIGH: 16384,
-}
-_IMAGE_FORMATS: Final = {
-    "image/png": "png",
-    "image/jpeg": "jpeg",
-    "image/jpg": "jpeg",
-    "image/gif": "gif",
-    "image/webp": "webp",
-}
-
-
-def _url(model: Model, options: Options) -> str:
-    base = (
-        options.base_url
-        or model.base_url
-        or f"https://bedrock-runtime.{region_of(model, options)}.amazonaws.com"
-    )
-    return f"{base.rstrip('/')}/model/{encode_path_segment(model.id)}/converse-stream"
-
-
-def _headers(model: Model, options: Options) -> list[tuple[str, str]]:
-    # SigV4 keys are signed in later (`sign`); any other key is a Bedrock API key
-    auth = bearer(options.api_key) if parse_aws_key(options.api_key) is None else None
-    return request_headers(model, options, accept=EVENTSTREAM, auth=auth)
-
-
-def _image(image: ImageContent) -> dict[str, Any]:
-    fmt = _IMAGE_FORMATS.get(image.mime_type.lower(), image.mime_type.split("/")[-1])
-    return {"image": {"format": fmt, "source": {"bytes": image.data}}}
-
-
-def _user_blocks(content: str | list[UserContent]) -> list[dict[str, Any]]:
-    """Converse rejects blank text ("the text field ... is blank"): left out."""
-    if isinstance(content, str):
-        return [{"text": content}] if content.strip() else []
-    blocks: list[dict[str, Any]] = []
-    for number, part in enumerate(content):
-        if isinstance(part, TextContent):
-            if part.text.strip():
-                blocks.append({"text": part.text})
-        elif isinstance(part, DocumentContent):
-            blocks.append(bedrock_document(part, number))
-        else:
-            blocks.append(_image(part))
-    return blocks
-
-
-def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = []
-    for block in message.content:
-        if isinstance(block, TextContent):
-            if block.text.strip():
-                blocks.append({"text": block.text})
-        elif isinstance(block, ThinkingContent):
-            # prepare_messages kept it only when this very model produced it
-            if block.redacted and block.signature:
-                blocks.append({"reasoningContent": {"redactedContent": block.signature}})
-            elif block.thinking:
-                text: dict[str, Any] = {"text": block.thinking}
-                if block.signature:
-                    text["signature"] = block.signature
-                blocks.append({"reasoningContent": {"reasoningText": text}})
-        elif isinstance(block, ToolCall):
-            blocks.append(
-                {"toolUse": {"toolUseId": block.id, "name": block.name, "input": block.arguments}}
-            )
-        elif isinstance(block, OpaqueContent) and (raw := opaque_object(block)) is not None:
-            blocks.append(raw)  # re-encoded from the parsed object, never pasted as text
-    return blocks
-
-
-#: the text of a tool result that has none: Converse rejects blank text blocks
-EMPTY_RESULT_TEXT: Final = "(no output)"
-
-
-def _tool_result(message: ToolResultMessage) -> dict[str, Any]:
-    content = _user_blocks(message.content) or [{"text": EMPTY_RESULT_TEXT}]
-    result: dict[str, Any] = {"toolUseId": message.tool_call_id, "content": content}
-    if message.is_error:
-        result["status"] = "error"
-    return {"toolResult": result}
-
-
-def _messages(messages: list[Message]) -> list[dict[str, Any]]:
-    """Converse wants strictly alternating roles: consecutive turns of one role merge."""
-    out: list[dict[str, Any]] = []
-    for message in messages:
-        if isinstance(message, UserMessage):
-            role, blocks = "user", _user_blocks(message.content)
-        elif isinstance(message, AssistantMessage):
-            role, blocks = "assistant", _assistant_blocks(message)
-        else:
-            role, blocks = "user", [_tool_result(message)]
-        if not blocks:
-            continue
-        if out and out[-1]["role"] == role:
-            out[-1]["content"].extend(blocks)
-        else:
-            out.append({"role": role, "content": blocks})
-    return out
-
-
-def _tool_choice(choice: str) -> dict[str, Any] | None:
-    if choice == "auto":
-        return {"auto": {}}
-    if choice == "required":
-        return {"any": {}}
-    if choice == "none":
-        return None
-    return {"tool": {"name": choice}}
-
-
-def _thinking_budget(model: Model, options: Options) -> int | None:
-    if options.thinking == ThinkingLevel.OFF:
-        return None
-    if options.thinking_budget is not None:
-        return options.thinking_budget
-    if options.thinking is None:
-        return None
-    return _THINKING_BUDGET[options.thinking]
-
-
-def build_request(model: Model, context: Context, options: Options) -> HTTPRequest:
-    """The ConverseStream request; unsigned when the key is SigV4 (see `sign`)."""
-    plan = structured_request(model, context, options)
-    context, options = plan.context, plan.options  # emulated: the forced answer tool
-    messages = prepare_messages(context, model)
-    body: dict[str, Any] = {"messages": _messages(messages)}
-    if context.system_prompt:
-        body["system"] = [{"text": context.system_prompt}]
-    if context.tools:
-        config: dict[str, Any] = {
-            "tools": [
-                {
-                    "toolSpec": {
-                        "name": t.name,
-                        "description": t.description or t.name,
-                        "inputSchema": {"json": t.parameters},
-                    }
-                }
-                for t in context.function_tools
-            ]
-        }
-        if options.tool_choice:
-            choice = _tool_choice(options.tool_choice)
-            if choice is None:
-                log.debug("%s: Converse has no tool_choice 'none'; left to the model", model.key)
-            else:
-                config["toolChoice"] = choice
-        body["toolConfig"] = config
-    inference: dict[str, Any] = {}
-    budget = _thinking_budget(model, options) if model.reasoning else None
-    if budget is not None and not thinking_allowed(model, context, options, messages):
-        budget = None
-    max_tokens = fit_max_tokens(model, options.max_tokens) if options.max_tokens else None
-    if budget is not None:
-        max_tokens, budget = fit_thinking_tokens(model, max_tokens, budget)
-        body["additionalModelRequestFields"] = {
-            "thinking": {"type": "enabled", "budget_tokens": budget}
-        }
-    if max_tokens is not None:
-        inference["maxTokens"] = max_tokens
-    wire = ("temperature", "top_p", "top_k", "stop")
-    fitted = fit_sampling(model, options, thinking=budget is not None, wire=wire)
-    for name, field in (
-        ("temperature", "temperature"),
-        ("top_p", "topP"),
-        ("stop", "stopSequences"),
-    ):
-        if name in fitted:
-            inference[field] = list(fitted[name]) if name == "stop" else fitted[name]
-    if inference:
-        body["inferenceConfig"] = inference
-    if "top_k" in fitted:  # Claude's own field, passed through by Converse
-        body.setdefault("additionalModelRequestFields", {})["top_k"] = fitted["top_k"]
-    if plan.native is not None:
-        body["outputConfig"] = {"textFormat": bedrock_text_format(plan.native)}
-    mark_bedrock(body, model, options)
-    return json_request(_url(model, options), _headers(model, options), body, options)
-
-
-# ---------------------------------------------------------------------------
-# Response
-# ---------------------------------------------------------------------------
 
 
 class _ToolStart(msgspec.Struct, gc=False):
@@ -454,7 +166,7 @@ class _Opaque:
         self.parts: list[Any] = []
 
 
-class BedrockCall(ProviderCall):
+class BedrockCall(FramedCall[EventStreamMessage]):
     """The response state machine for one ConverseStream call."""
 
     api = "bedrock"
@@ -465,8 +177,7 @@ class BedrockCall(ProviderCall):
         self, model: Model, context: Context, options: Options, request: HTTPRequest
     ) -> None:
         super().__init__(model, context, options, request)
-        self.decoder = EventStreamDecoder(max_message_bytes=max(options.max_event_bytes, 16))
-        self.credentials = parse_aws_key(options.api_key)
+        self.credentials = sigv4_credentials(options)
         self.region = region_of(model, options)
         self._unsigned = request
         self._stop: str | None = None
@@ -492,18 +203,14 @@ class BedrockCall(ProviderCall):
 
     # -- frames ----------------------------------------------------------------
     # A decoder error (EventStreamError) ends the call in ProviderCall._guard.
-    def _feed(self, data: bytes) -> None:
-        for frame in self.decoder.feed(data):
-            self._frame(frame)
-            if self.emit.finished:
-                return
+    def make_decoder(self, options: Options) -> Decoder[EventStreamMessage]:
+        return EventStreamDecoder(max_message_bytes=max(options.max_event_bytes, 16))
 
-    def _eof(self) -> None:
-        self.decoder.end()
+    def on_end(self) -> None:
         if self._stop is not None:
             self._finish()
 
-    def _frame(self, frame: EventStreamMessage) -> None:
+    def on_frame(self, frame: EventStreamMessage) -> None:
         kind = frame.headers.get(":message-type")
         if kind == "exception" or kind == "error":
             self._exception(frame)

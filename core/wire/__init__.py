@@ -1,1 +1,37 @@
-"""Wire decoders: bytes in, frames out, one ``feed()``/``end()`` shape; no I/O."""
+"""Wire decoders: bytes in, frames out, one ``feed()``/``end()`` shape; no I/O.
+
+Each decoder raises one `DecodeError` subclass and stays failed after it;
+the encoders beside them (`encode_sse`, `encode_message`) write the same
+formats for tests, recordings and the server.
+"""
+
+from ..errors import (
+    DecodeError,
+    EventStreamError,
+    JSONArrayError,
+    NDJSONError,
+    SSEError,
+)
+from .decoder import Decoder
+from .eventstream import EventStreamDecoder, EventStreamMessage, encode_message
+from .json_array import JSONArrayDecoder
+from .ndjson import NDJSONDecoder
+from .sse import ServerSentEvent, SSEComment, SSEDecoder, encode_sse
+
+__all__ = [
+    "DecodeError",
+    "Decoder",
+    "EventStreamDecoder",
+    "EventStreamError",
+    "EventStreamMessage",
+    "JSONArrayDecoder",
+    "JSONArrayError",
+    "NDJSONDecoder",
+    "NDJSONError",
+    "SSEComment",
+    "SSEDecoder",
+    "SSEError",
+    "ServerSentEvent",
+    "encode_message",
+    "encode_sse",
+]

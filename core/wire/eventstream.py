@@ -44,6 +44,8 @@ from typing import ClassVar, Final, NoReturn, Self, TypeAlias
 
 import msgspec
 
+from ..errors import EventStreamError
+
 __all__ = [
     "EventStreamDecoder",
     "EventStreamError",
@@ -168,19 +170,6 @@ class EventStreamMessage(msgspec.Struct, frozen=True, gc=False):
 
     headers: dict[str, HeaderValue]
     payload: bytes
-
-
-class EventStreamError(Exception):
-    """The bytes are not a valid event stream; ``reason`` says why. Sticky.
-
-    ``limit`` is True when a frame broke a size cap rather than the format,
-    so callers classify the error without reading the wording of ``reason``.
-    """
-
-    def __init__(self, reason: str, *, limit: bool = False) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.limit = limit
 
 
 class EventStreamDecoder:

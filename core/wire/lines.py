@@ -16,13 +16,18 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from ..errors import StreamfnError
+
 __all__ = ["LineSplitter", "LineTooLong"]
 
 _ANY_EOL: Final = re.compile(rb"\r\n|\r|\n")
 
 
-class LineTooLong(Exception):
+class LineTooLong(StreamfnError):
     """A line grew past the splitter's cap before its terminator arrived.
+
+    A signal between `LineSplitter` and the decoders built on it, which turn it
+    into their own `DecodeError`; ``limit`` here is the cap in bytes.
 
     ``lines`` holds the complete lines that preceded the long one in the same
     feed, so a caller can still act on them: the outcome then does not depend

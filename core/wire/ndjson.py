@@ -8,23 +8,10 @@ whitespace-only lines are skipped: servers send them as keep-alives.
 
 from __future__ import annotations
 
+from ..errors import NDJSONError
 from .lines import LineSplitter, LineTooLong
 
 __all__ = ["NDJSONDecoder", "NDJSONError"]
-
-
-class NDJSONError(Exception):
-    """A line grew past its cap; sticky, like every streamfn decoder error.
-
-    ``limit`` is True when a cap was exceeded (other framers that raise this
-    type also report malformed structure), so callers classify the error
-    without reading the wording of ``reason``.
-    """
-
-    def __init__(self, reason: str, *, limit: bool = False) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.limit = limit
 
 
 def _non_blank(lines: list[bytes]) -> list[bytes]:

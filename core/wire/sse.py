@@ -16,6 +16,7 @@ from typing import Final
 
 import msgspec
 
+from ..errors import SSEError
 from .lines import LineSplitter, LineTooLong
 
 __all__ = ["SSEComment", "SSEDecoder", "SSEError", "ServerSentEvent", "encode_sse"]
@@ -38,19 +39,6 @@ class SSEComment(msgspec.Struct, frozen=True, gc=False):
     """A ``:`` line: servers send these as keep-alives while the model thinks."""
 
     text: str
-
-
-class SSEError(Exception):
-    """The byte stream broke a cap; ``reason`` says which. Sticky.
-
-    ``limit`` is True when a cap was exceeded, so callers classify the error
-    without reading the wording of ``reason``.
-    """
-
-    def __init__(self, reason: str, *, limit: bool = False) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.limit = limit
 
 
 class SSEDecoder:

@@ -14,8 +14,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamfn.core import ErrorKind, classify_http_error, classify_message, parse_retry_after
-from streamfn.core.classify import extract_error_message, retryable_status
+from streamfn.core import ErrorKind
+from streamfn.core.classify import (
+    classify_http_error,
+    classify_message,
+    extract_error_message,
+    parse_retry_after,
+    retryable_status,
+)
 
 J = "application/json"
 
@@ -370,9 +376,7 @@ def test_parse_retry_after(headers: dict[str, str], expected: float | None) -> N
 
 def test_ollama_runner_crash_in_stream_is_retryable_network() -> None:
     # Ollama sends {"error": "..."} as an NDJSON line when its runner dies mid-generation.
-    err = classify_message(
-        "an error was encountered while running the model: unexpected EOF"
-    )
+    err = classify_message("an error was encountered while running the model: unexpected EOF")
     assert err.kind is ErrorKind.NETWORK and err.retryable
 
 
@@ -445,7 +449,9 @@ DATE = "Wed, 21 Oct 2015 07:28:00 GMT"
         ({"retry-after-ms": "1500", "retry-after": "9"}, None, 1.5),
     ],
 )
-def test_retry_after_dates(headers: dict[str, str], now: str | None, expected: float | None) -> None:
+def test_retry_after_dates(
+    headers: dict[str, str], now: str | None, expected: float | None
+) -> None:
     when = datetime.fromisoformat(now).replace(tzinfo=UTC) if now else None
     assert parse_retry_after(headers, now=when) == expected
 

@@ -23,6 +23,8 @@ from streamfn.core import (
     ToolCallEnd,
     ToolCallStart,
     Usage,
+)
+from streamfn.core.events import (
     decode_event,
     decode_event_json,
     encode_event,

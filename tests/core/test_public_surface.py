@@ -49,8 +49,13 @@ def test_every_exported_name_resolves(name: str) -> None:
 def test_the_readme_names_resolve() -> None:
     from streamfn import core
 
-    for name in ("TaggedDecoder", "replay", "sign_request", "model", "CompletionError"):
+    for name in ("replay", "register_api", "model", "fallback", "CompletionError", "Usage"):
         assert name in core.__all__ and getattr(core, name) is not None
+    from streamfn.core.providers.sigv4 import sign_request
+    from streamfn.core.tagged import TaggedDecoder
+    from streamfn.core.text_tools import text_tool_calls
+
+    assert TaggedDecoder and sign_request and text_tool_calls
 
 
 def test_the_typing_view_of_options_matches_its_fields() -> None:

@@ -248,7 +248,10 @@ EXPECTED = {
 def test_block_runs(block: Block, world: dict[str, Any]) -> None:
     code = block.code.replace(SERVER_ADDRESS, f"127.0.0.1:{world['port']}")
     if block.language == "python":
-        command = [sys.executable, "-c", code]
+        # a name the README imports from an old path would warn: make that fail
+        strict = ["-W", "error::DeprecationWarning:__main__"]
+        strict += ["-W", "error::DeprecationWarning:lines_wire"]
+        command = [sys.executable, *strict, "-c", code]
     else:
         command = ["bash", "-euo", "pipefail", "-c", code]
     # in tests/, where the README's example modules (lines_wire.py) live

@@ -28,13 +28,12 @@ from streamfn.core import (
     StopReason,
     Usage,
     accumulate,
-    api_names,
     check_protocol,
     open_call,
     register_api,
     replay,
 )
-from streamfn.core.call import load_entry_point_apis
+from streamfn.core.call import api_names, load_entry_point_apis
 from streamfn.io_asyncio.backends import ProviderBackend, RouterBackend
 from streamfn.io_asyncio.server import App, ServerConfig
 from streamfn.local import cli

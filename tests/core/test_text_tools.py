@@ -38,10 +38,14 @@ from streamfn.core import (
     accumulate,
     check_protocol,
     replay,
-    text_tool_calls,
 )
 from streamfn.core.messages import TextContent
-from streamfn.core.text_tools import LLAMA_FUNCTION, TextToolCalls, correct_tool_name
+from streamfn.core.text_tools import (
+    LLAMA_FUNCTION,
+    TextToolCalls,
+    correct_tool_name,
+    text_tool_calls,
+)
 
 TRANSCRIPTS = Path(__file__).parents[1] / "transcripts"
 
@@ -308,7 +312,7 @@ def test_the_shells_apply_it_only_when_the_request_or_the_model_asks(
 @pytest.mark.parametrize(
     "deltas",
     [
-        ['<mcp__srv__t>', '{"a":1}</mcp', "__srv__t>"],  # the close split after a short body
+        ["<mcp__srv__t>", '{"a":1}</mcp', "__srv__t>"],  # the close split after a short body
         ["<tool_call>", '{"name":"t"}</to', "ol_call>"],
         ['<tool_call>{"name":"t"', "}</tool_call>"],
     ],

@@ -33,13 +33,13 @@ from streamfn.core import (
     ToolResultMessage,
     Usage,
     UserMessage,
-    classify_http_error,
-    encode_sse,
     list_models,
     replay,
 )
 from streamfn.core.accumulate import accumulate, check_protocol
+from streamfn.core.classify import classify_http_error
 from streamfn.core.providers.anthropic import build_request, open_call
+from streamfn.core.wire import encode_sse
 
 TRANSCRIPTS = Path(__file__).parents[1] / "transcripts" / "anthropic"
 SSE = [("content-type", "text/event-stream; charset=utf-8")]

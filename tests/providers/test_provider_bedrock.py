@@ -236,17 +236,35 @@ def test_bearer_api_key_needs_no_signing() -> None:
     assert ("authorization", "Bearer ABSKbedrockapikey") in call.request.headers
 
 
-def test_aws_key_format_round_trips_and_hides_secrets() -> None:
-    key = format_aws_key("AKIDEXAMPLE", "wJalr/K7MDENG+bPxRfiCY", "FwoGZXIvYXdzEJr==")
-    creds = parse_aws_key(key)
-    assert creds == AWSCredentials(
-        access_key="AKIDEXAMPLE",
-        secret_key="wJalr/K7MDENG+bPxRfiCY",
+def test_aws_credentials_hide_their_secrets() -> None:
+    creds = AWSCredentials(
+        access_key_id="AKIDEXAMPLE",
+        secret_access_key="wJalr/K7MDENG+bPxRfiCY",
         session_token="FwoGZXIvYXdzEJr==",
     )
-    assert "wJalr" not in repr(creds)
-    with pytest.raises(ValueError):
+    options = Options(aws_credentials=creds)
+    for text in (repr(creds), repr(options), str(creds)):
+        assert "wJalr" not in text and "AKIDEXAMPLE" not in text and "FwoG" not in text
+    with pytest.raises(ValueError, match="non-empty"):
+        AWSCredentials(access_key_id="", secret_access_key="s")
+
+
+def test_packed_aws_key_still_signs_for_one_release_with_a_warning() -> None:
+    with pytest.warns(DeprecationWarning, match="AWSCredentials"):
+        key = format_aws_key("AKIDEXAMPLE", "wJalr/K7MDENG+bPxRfiCY", "FwoGZXIvYXdzEJr==")
+    with pytest.warns(DeprecationWarning, match="aws_credentials="):
+        creds = parse_aws_key(key)
+    assert creds == AWSCredentials(
+        access_key_id="AKIDEXAMPLE",
+        secret_access_key="wJalr/K7MDENG+bPxRfiCY",
+        session_token="FwoGZXIvYXdzEJr==",
+    )
+    with pytest.warns(DeprecationWarning), pytest.raises(ValueError):
         parse_aws_key("a:b:c:d")
+    with pytest.warns(DeprecationWarning, match="ACCESS:SECRET"):
+        call = open_call(model(), Context.of("Hello"), Options(api_key=key))
+    assert isinstance(call, BedrockCall) and call.credentials == creds
+    assert not any(k.lower() == "authorization" for k, _ in call.request.headers)
 
 
 def test_sigv4_signature_matches_botocore(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -256,7 +274,10 @@ def test_sigv4_signature_matches_botocore(monkeypatch: pytest.MonkeyPatch) -> No
     from botocore.credentials import Credentials
 
     when = datetime(2025, 3, 1, 12, 30, 45, tzinfo=UTC)
-    options = Options(api_key=format_aws_key("AKIDEXAMPLE", "secret/key+1", "tok"))
+    creds = AWSCredentials(
+        access_key_id="AKIDEXAMPLE", secret_access_key="secret/key+1", session_token="tok"
+    )
+    options = Options(aws_credentials=creds)
     call = open_call(model(), Context.of("Hello"), options)
     assert isinstance(call, BedrockCall) and call.needs_signing
     unsigned = call.request
@@ -275,7 +296,7 @@ def test_sigv4_signature_matches_botocore(monkeypatch: pytest.MonkeyPatch) -> No
     ).add_auth(reference)
     assert headers["Authorization"] == reference.headers["Authorization"]
     # pure: the same instant signs the same way
-    assert sign(unsigned, parse_aws_key(options.api_key), when, region="eu-west-1") == signed  # type: ignore[arg-type]
+    assert sign(unsigned, creds, when, region="eu-west-1") == signed
 
 
 # -- frames ----------------------------------------------------------------------

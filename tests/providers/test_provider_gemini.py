@@ -36,14 +36,14 @@ from streamfn.core import (
     replay,
 )
 from streamfn.core.accumulate import accumulate, check_protocol
+from streamfn.core.errors import DecodeError, JSONArrayError
 from streamfn.core.providers.gemini import (
-    JSONArraySplitter,
     PartialArgsWriter,
     build_request,
     gemini_schema,
     open_call,
 )
-from streamfn.core.wire.ndjson import NDJSONError
+from streamfn.core.wire.json_array import JSONArrayDecoder
 
 TRANSCRIPTS = Path(__file__).parents[1] / "transcripts" / "gemini"
 SSE = [("content-type", "text/event-stream")]
@@ -889,7 +889,7 @@ def test_json_array_splitter_any_chunking(
     encoded = [json.dumps(o).encode() for o in objects]
     data = b"[" + separator.join(encoded) + b"]\n"
     offsets = sorted({c % (len(data) + 1) for c in cuts})
-    splitter = JSONArraySplitter()
+    splitter = JSONArrayDecoder()
     got: list[bytes] = []
     for chunk in split_at(data, offsets):
         got += splitter.feed(chunk)
@@ -898,8 +898,12 @@ def test_json_array_splitter_any_chunking(
 
 
 def test_json_array_splitter_caps_an_element() -> None:
-    splitter = JSONArraySplitter(max_element_bytes=64)
-    with pytest.raises(NDJSONError, match="larger than 64"):
+    splitter = JSONArrayDecoder(max_element_bytes=64)
+    with pytest.raises(JSONArrayError, match="larger than 64") as first:
         splitter.feed(b'[{"text": "' + b"x" * 100)
-    with pytest.raises(NDJSONError, match="not a JSON array"):
-        JSONArraySplitter().feed(b'{"a": 1}')
+    assert first.value.limit
+    with pytest.raises(JSONArrayError) as again:  # sticky, like every decoder
+        splitter.feed(b"}]")
+    assert again.value is first.value
+    with pytest.raises(DecodeError, match="not a JSON array"):
+        JSONArrayDecoder().feed(b'{"a": 1}')

@@ -405,7 +405,7 @@ def test_request_headers_and_base_url_overrides() -> None:
 
 
 def test_open_call_keyless_server_sends_no_authorization() -> None:
-    from streamfn.core import openai_compatible
+    from streamfn.core.models import openai_compatible
 
     call = open_call(openai_compatible("qwen", "http://localhost:8000/v1"), Context.of("q"))
     assert "authorization" not in dict(call.request.headers)

@@ -34,11 +34,11 @@ from streamfn.core import (
     ToolCallEnd,
     ToolCallStart,
     Usage,
-    encode_sse,
     replay,
 )
 from streamfn.core.accumulate import check_protocol
 from streamfn.core.providers.proxy import build_request, encode_proxy_event, encode_proxy_events
+from streamfn.core.wire import encode_sse
 
 TRANSCRIPTS = Path(__file__).parents[1] / "transcripts" / "proxy"
 SSE = [("content-type", "text/event-stream")]

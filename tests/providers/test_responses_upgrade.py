@@ -11,14 +11,8 @@ import pytest
 from fake_provider import FakeProvider
 from test_shells import FAST, collect, run
 
-from streamfn.core import (
-    Done,
-    Error,
-    ErrorKind,
-    Model,
-    classify_http_error,
-    replay,
-)
+from streamfn.core import Done, Error, ErrorKind, Model, replay
+from streamfn.core.classify import classify_http_error
 from streamfn.core.responses_upgrade import needs_responses_api, responses_model
 
 OPENAI_400 = {

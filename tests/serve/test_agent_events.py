@@ -18,8 +18,6 @@ from streamfn.core import (
     ErrorKind,
     Event,
     OpaqueBlock,
-    ServerSentEvent,
-    SSEDecoder,
     Start,
     StopReason,
     TextDelta,
@@ -44,6 +42,7 @@ from streamfn.core.serve.agent_events import (
     new_ulid,
     problem_details,
 )
+from streamfn.core.wire import ServerSentEvent, SSEDecoder
 
 TRANSCRIPTS = Path(__file__).parents[1] / "transcripts"
 API_OF_FOLDER = {"openai-chat": "openai-chat", "openai-responses": "openai-responses"}

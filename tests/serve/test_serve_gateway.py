@@ -16,7 +16,8 @@ import pytest
 from fake_provider import FakeProvider
 from test_server import KEY, Server
 
-from streamfn.core import Model, openai_compatible
+from streamfn.core import Model
+from streamfn.core.models import openai_compatible
 from streamfn.io_asyncio.backends import ProviderBackend, RouterBackend
 from streamfn.io_asyncio.server import App, ServerConfig
 
@@ -51,7 +52,9 @@ def test_an_anthropic_client_streams_from_an_openai_format_upstream(
     with (
         anthropic.Anthropic(base_url=gateway.url, api_key=KEY, max_retries=0) as client,
         client.messages.stream(
-            model="openai-compatible:fake-gpt", max_tokens=50, messages=USER  # type: ignore[arg-type]
+            model="openai-compatible:fake-gpt",
+            max_tokens=50,
+            messages=USER,  # type: ignore[arg-type]
         ) as stream,
     ):
         final = stream.get_final_message()
@@ -73,7 +76,9 @@ def test_an_openai_client_streams_from_an_anthropic_format_upstream(
         parts = [
             chunk.choices[0].delta.content or ""
             for chunk in client.chat.completions.create(
-                model="anthropic:claude-fake", messages=USER, stream=True  # type: ignore[arg-type]
+                model="anthropic:claude-fake",
+                messages=USER,
+                stream=True,  # type: ignore[arg-type]
             )
             if chunk.choices
         ]

@@ -22,7 +22,8 @@ import pytest
 from fake_provider import FakeProvider
 from test_server import KEY, Server
 
-from streamfn.core import Model, openai_compatible
+from streamfn.core import Model
+from streamfn.core.models import openai_compatible
 from streamfn.io_asyncio.backends import ProviderBackend, RouterBackend
 from streamfn.io_asyncio.server import App, ServerConfig
 

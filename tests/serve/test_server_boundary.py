@@ -23,8 +23,9 @@ import pytest
 from fake_provider import FakeProvider
 from test_server import KEY, USER, Server, _post, _read_all, serving
 
-from streamfn.core import Model, openai_compatible
+from streamfn.core import Model
 from streamfn.core.events import Done, Error, Start, TextDelta, TextEnd, TextStart
+from streamfn.core.models import openai_compatible
 from streamfn.io_asyncio.backends import ProviderBackend, RouterBackend
 from streamfn.io_asyncio.server import App, EventsBackend, ServerConfig
 
