@@ -40,8 +40,8 @@ from typing import Any, Final
 
 import msgspec
 
+from ._protocol import Emitter
 from .events import Cost, Error, Event, Start, StopReason, Usage
-from .providers._base import Emitter
 
 __all__ = ["TaggedDecoder"]
 

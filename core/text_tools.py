@@ -49,6 +49,7 @@ from typing import Final
 
 import msgspec
 
+from ._protocol import Emitter
 from .events import (
     Done,
     Error,
@@ -69,7 +70,6 @@ from .events import (
 from .messages import Context, Tool
 from .models import Model
 from .options import Options
-from .providers._base import Emitter
 from .tagged import (
     _HEAD,
     _MAX_HEAD,

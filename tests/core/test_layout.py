@@ -34,7 +34,6 @@ EXCEPTIONS: dict[str, str] = {
     "core/http/http11.py": "being split into core/http/",
     "core/http/http11.py:drive": "being split into core/http/",
     "core/partial_json.py:_consume": "one hot loop: a split costs a call per character",
-    "core/providers/_base.py": "being split",
     "core/providers/anthropic.py": "being split",
     "core/providers/bedrock.py": "being split",
     "core/providers/gemini.py": "being split",
@@ -60,7 +59,6 @@ EXCEPTIONS: dict[str, str] = {
 #: private names still imported across modules (module:name -> reason)
 PRIVATE_EXCEPTIONS: dict[str, str] = {
     "core/providers/agent_events.py:_Usage": "being fixed",
-    "core/providers/proxy.py:_Grammar": "being fixed",
     "core/text_tools.py:_HEAD": "being fixed",
     "core/text_tools.py:_MAX_HEAD": "being fixed",
     "core/text_tools.py:_arguments_json": "being fixed",
