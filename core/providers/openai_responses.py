@@ -55,8 +55,8 @@ from ..models import Model
 from ..options import Options, ThinkingLevel
 from ..wire.sse import ServerSentEvent
 from ._base import HTTPRequest, SSECall, api_root, json_request
+from ._openai_common import error_text, openai_headers, quirks_for, thinking_on
 from .convert import data_url, joined_text, opaque_object, prepare_messages, tool_arguments
-from .openai_chat import error_text, openai_headers, quirks_for, thinking_on
 
 __all__ = ["OpenAIResponsesCall", "build_request", "open_call"]
 

@@ -37,7 +37,6 @@ EXCEPTIONS: dict[str, str] = {
     "core/providers/anthropic.py": "being split",
     "core/providers/bedrock.py": "being split",
     "core/providers/gemini.py": "being split",
-    "core/providers/openai_chat.py": "being split",
     "core/providers/openai_responses.py": "being split",
     "core/providers/sigv4.py:sign_request": "being split",
     "core/serve/encode_anthropic.py:encode": "being split",
@@ -58,7 +57,6 @@ EXCEPTIONS: dict[str, str] = {
 }
 #: private names still imported across modules (module:name -> reason)
 PRIVATE_EXCEPTIONS: dict[str, str] = {
-    "core/providers/agent_events.py:_Usage": "being fixed",
     "core/text_tools.py:_HEAD": "being fixed",
     "core/text_tools.py:_MAX_HEAD": "being fixed",
     "core/text_tools.py:_arguments_json": "being fixed",
