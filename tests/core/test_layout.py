@@ -198,7 +198,6 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 #: cycles being removed (each a sorted module list)
 KNOWN_CYCLES: list[list[str]] = [
-    ["streamfn.core.capabilities", "streamfn.core.catalog", "streamfn.core.models"],
     ["streamfn.local.cli", "streamfn.local.cmd_replay", "streamfn.local.cmd_serve"],
 ]
 
