@@ -37,7 +37,6 @@ EXCEPTIONS: dict[str, str] = {
     "core/providers/anthropic.py": "being split",
     "core/providers/bedrock.py": "being split",
     "core/providers/gemini.py": "being split",
-    "core/providers/openai_responses.py": "being split",
     "core/providers/sigv4.py:sign_request": "being split",
     "core/serve/encode_anthropic.py:encode": "being split",
     "core/serve/inbound.py": "being split",
