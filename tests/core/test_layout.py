@@ -34,7 +34,6 @@ EXCEPTIONS: dict[str, str] = {
     "core/http/http11.py": "being split into core/http/",
     "core/http/http11.py:drive": "being split into core/http/",
     "core/partial_json.py:_consume": "one hot loop: a split costs a call per character",
-    "core/providers/anthropic.py": "being split",
     "core/providers/bedrock.py": "being split",
     "core/providers/gemini.py": "being split",
     "core/providers/sigv4.py:sign_request": "being split",
