@@ -41,7 +41,6 @@ EXCEPTIONS: dict[str, str] = {
     "core/serve/inbound.py": "being split",
     "core/serve/inbound.py:_anthropic_message": "being split",
     "core/serve/inbound.py:parse_anthropic_request": "being split",
-    "core/text_tools.py": "being split",
     "core/wire/sse.py:_process": "one hot loop (WHATWG's field dispatch); a split costs a call per line",
     "io_asyncio/server.py": "being split into core/serve/",
     "io_asyncio/server.py:_stream": "being split into core/serve/",
@@ -55,13 +54,6 @@ EXCEPTIONS: dict[str, str] = {
 }
 #: private names still imported across modules (module:name -> reason)
 PRIVATE_EXCEPTIONS: dict[str, str] = {
-    "core/text_tools.py:_HEAD": "being fixed",
-    "core/text_tools.py:_MAX_HEAD": "being fixed",
-    "core/text_tools.py:_arguments_json": "being fixed",
-    "core/text_tools.py:_first_tag": "being fixed",
-    "core/text_tools.py:_held_prefix": "being fixed",
-    "core/text_tools.py:_JSONValueEnd": "being fixed",
-    "core/text_tools.py:_parse": "being fixed",
     "local/cmd_serve.py:_add_model_dir": "being fixed",
     "local/cmd_serve.py:_model_dir": "being fixed",
     "local/cmd_serve.py:_progress_printer": "being fixed",
