@@ -99,9 +99,7 @@ BLOCK_EVENTS: Final[dict[type, tuple[str, str]]] = {
     OpaqueBlock: (OPAQUE, WHOLE),
 }
 #: the event class of each (kind, step): what an emitter sends
-EVENT_FOR: Final[dict[tuple[str, str], type]] = {
-    role: cls for cls, role in BLOCK_EVENTS.items()
-}
+EVENT_FOR: Final[dict[tuple[str, str], type]] = {role: cls for cls, role in BLOCK_EVENTS.items()}
 
 #: the stream: state -> {event class (or BLOCK) -> next state}
 STREAM_TRANSITIONS: Final[dict[str, dict[object, str]]] = {
@@ -293,8 +291,7 @@ _OPENS: Final = {
     kind: cast("Callable[[int], Event]", EVENT_FOR[kind, START]) for kind in (TEXT, THINKING)
 }
 _CLOSES: Final = {
-    kind: cast("Callable[[int, str | None], Event]", EVENT_FOR[kind, END])
-    for kind in (TEXT, TOOL)
+    kind: cast("Callable[[int, str | None], Event]", EVENT_FOR[kind, END]) for kind in (TEXT, TOOL)
 }
 
 
@@ -326,6 +323,8 @@ class Emitter:
         #: stream, so what Start carries does not depend on the chunking.
         self._before_first = before_first
         self._open: dict[Hashable, _Block] = {}
+        #: signatures for the next thinking block each key closes (see `sign`)
+        self._signatures: dict[Hashable, str] = {}
         self._next_index = 0
         self._content_bytes = 0
         self._max_content = max_content_bytes
@@ -431,6 +430,15 @@ class Emitter:
         if self._count(delta):
             self.events.append(ToolCallDelta(block.index, delta))
 
+    def sign(self, key: Hashable, signature: str) -> None:
+        """The signature for the next thinking block that ends under ``key``.
+
+        For wires that send a reasoning signature apart from the block's end
+        (OpenRouter's ``reasoning_details``): the block then closes with it
+        however it closes, explicitly or because text starts under ``key``.
+        """
+        self._signatures[key] = signature
+
     def end(self, key: Hashable, *, signature: str | None = None, redacted: bool = False) -> None:
         """Close a block if it is open (closing twice is harmless)."""
         if self.finished:
@@ -439,6 +447,9 @@ class Emitter:
         if block is None:
             return
         if block.kind == THINKING:
+            if self._signatures:
+                pending = self._signatures.pop(key, None)
+                signature = pending if signature is None else signature
             self.events.append(ThinkingEnd(block.index, signature, redacted))
         else:
             self.events.append(_CLOSES[block.kind](block.index, signature))

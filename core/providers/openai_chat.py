@@ -145,11 +145,9 @@ _STOP_REASONS: Final = {
     "tool_use": StopReason.TOOL_USE,
 }
 
-_NONE: Final = 0
-_TEXT: Final = 1
-_THINKING: Final = 2
 #: the emitter key of the open text or thinking block: one key suffices, as a
-#: block closed under it is never continued (the next one gets a new index)
+#: block closed under it is never continued (the next one gets a new index), and
+#: the emitter closes one kind when the other starts under it
 _SEGMENT: Final = "segment"
 
 
@@ -177,8 +175,6 @@ class OpenAIChatCall(SSECall):
     ) -> None:
         super().__init__(model, context, options, request)
         self._finish_reason: str | None = None
-        self._mode = _NONE  # which of text / thinking is open now (under _SEGMENT)
-        self._signature: str | None = None  # reasoning signature (OpenRouter/Anthropic)
         self._tools: list[_ToolSlot] = []
         self._tool_by_index: dict[int, _ToolSlot] = {}
         self._tool_by_id: dict[str, _ToolSlot] = {}
@@ -213,10 +209,11 @@ class OpenAIChatCall(SSECall):
                 continue
             delta = choice.delta
             if delta is not None:
-                # Hot path: one more text delta for the open text block, nothing else.
+                # Hot path: one more text delta, nothing else (the emitter opens the
+                # text block, closing a thinking one, when it is not open yet).
                 content = delta.content
                 if (
-                    self._mode == _TEXT
+                    content
                     and type(content) is str
                     and delta.tool_calls is None
                     and delta.reasoning_content is None
@@ -263,18 +260,15 @@ class OpenAIChatCall(SSECall):
         if delta.reasoning_details:
             for detail in delta.reasoning_details:
                 if detail.signature:
-                    self._signature = detail.signature
+                    # reasoning signature (OpenRouter/Anthropic), for the thinking block's end
+                    self.emit.sign(_SEGMENT, detail.signature)
         content = delta.content
         if content:
             if isinstance(content, str):
-                if self._mode != _TEXT:
-                    self._switch(_TEXT)
                 self.emit.text(_SEGMENT, content)
             else:
                 self._parts(content)
         if delta.refusal:
-            if self._mode != _TEXT:
-                self._switch(_TEXT)
             self.emit.text(_SEGMENT, delta.refusal)
         if delta.tool_calls:
             for fragment in delta.tool_calls:
@@ -284,8 +278,6 @@ class OpenAIChatCall(SSECall):
         for part in parts:
             if part.type == "text":
                 if part.text:
-                    if self._mode != _TEXT:
-                        self._switch(_TEXT)
                     self.emit.text(_SEGMENT, part.text)
             elif part.type == "thinking":
                 thinking = part.thinking
@@ -299,22 +291,7 @@ class OpenAIChatCall(SSECall):
                 log.debug("openai-chat: ignoring content chunk type %r", part.type)
 
     def _thinking(self, delta: str) -> None:
-        if self._mode != _THINKING:
-            self._switch(_THINKING)
         self.emit.thinking(_SEGMENT, delta)
-
-    def _switch(self, mode: int) -> None:
-        """Close the open text/thinking block so alternation keeps its order."""
-        self._close_segment()
-        self._mode = mode
-
-    def _close_segment(self) -> None:
-        if self._mode == _THINKING:
-            self.emit.end(_SEGMENT, signature=self._signature)
-            self._signature = None
-        elif self._mode == _TEXT:
-            self.emit.end(_SEGMENT)
-        self._mode = _NONE
 
     # -- tool calls -----------------------------------------------------------
     def _slot(self, fragment: _ToolCallDelta) -> _ToolSlot:
@@ -360,8 +337,7 @@ class OpenAIChatCall(SSECall):
             self.emit.tool_delta(slot.key, function.arguments)
 
     def _start_tool(self, slot: _ToolSlot) -> None:
-        if self._mode != _NONE:
-            self._close_segment()
+        self.emit.end(_SEGMENT)
         slot.started = True
         self.emit.tool_start(slot.key, slot.id, slot.name)
         if slot.pending:
@@ -374,7 +350,7 @@ class OpenAIChatCall(SSECall):
             if not slot.started:
                 log.warning("openai-chat: tool call %s arrived without a name", slot.id)
                 self._start_tool(slot)
-        self._close_segment()
+        self.emit.end(_SEGMENT)
         reason = self._finish_reason
         if reason is None:
             log.warning("openai-chat: %s ended without a finish_reason", self.model.provider)
