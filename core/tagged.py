@@ -39,7 +39,7 @@ from typing import Final
 
 import msgspec
 
-from ._protocol import Emitter
+from ._protocol import TEXT, THINKING, TOOL, Emitter
 from .events import Cost, Error, Event, Start, StopReason, Usage
 from .tool_text import (
     MAX_HEAD,
@@ -53,9 +53,10 @@ from .tool_text import (
 
 __all__ = ["TaggedDecoder"]
 
-_TEXT: Final = "text"
-_THINKING: Final = "thinking"
-_TOOL: Final = "tool"
+#: where the scanner is: the kind of block the text goes to (also its emitter key)
+_TEXT: Final = TEXT
+_THINKING: Final = THINKING
+_TOOL: Final = TOOL
 
 
 class _ToolCall:

@@ -120,9 +120,10 @@ _NAME_CHARS: Final = re.compile(r"[A-Za-z0-9_.:\-]*")
 _MAX_NAME: Final = 256
 _TOKENS: Final = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 
-_TEXT: Final = 0
-_NAME: Final = 1
-_BODY: Final = 2
+#: where a text block's scanner is: in plain text, in a tag's tool name, in a call's body
+_TEXT: Final = "text"
+_NAME: Final = "name"
+_BODY: Final = "body"
 
 
 class _TextBlock:

@@ -50,6 +50,7 @@ from typing import Any, Final
 
 import msgspec
 
+from .._protocol import OPAQUE, TEXT, THINKING, TOOL
 from ..classify import classify_stream_error
 from ..events import Error, StopReason, Usage
 from ..messages import Context
@@ -150,11 +151,13 @@ _ERROR_STATUS: Final = {
     "overloaded_error": 529,
 }
 
-_TEXT: Final = 1
-_THINKING: Final = 2
-_REDACTED: Final = 3
-_TOOL: Final = 4
-_OPAQUE: Final = 5
+#: what each wire block index holds: the protocol's block kinds, plus Anthropic's
+#: redacted thinking (a thinking block that arrives whole, as opaque data)
+_TEXT: Final = TEXT
+_THINKING: Final = THINKING
+_REDACTED: Final = "redacted thinking"
+_TOOL: Final = TOOL
+_OPAQUE: Final = OPAQUE
 
 
 class _Opaque:
@@ -185,7 +188,7 @@ class AnthropicCall(SSECall):
         self, model: Model, context: Context, options: Options, request: HTTPRequest
     ) -> None:
         super().__init__(model, context, options, request)
-        self._kinds: dict[int, int] = {}  # wire index -> block kind, for open blocks
+        self._kinds: dict[int, str] = {}  # wire index -> block kind, for open blocks
         self._signatures: dict[int, str] = {}
         self._opaque: dict[int, _Opaque] = {}
         self._stop_reason: str | None = None
