@@ -36,8 +36,6 @@ EXCEPTIONS: dict[str, str] = {
     "core/partial_json.py:_consume": "one hot loop: a split costs a call per character",
     "core/providers/bedrock.py": "being split",
     "core/providers/gemini.py": "being split",
-    "core/providers/sigv4.py:sign_request": "being split",
-    "core/serve/encode_anthropic.py:encode": "being split",
     "core/serve/inbound.py": "being split",
     "core/serve/inbound.py:_anthropic_message": "being split",
     "core/serve/inbound.py:parse_anthropic_request": "being split",
