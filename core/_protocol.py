@@ -10,8 +10,8 @@ terminal event.
 Two machines read these tables, like h11's ``_state.py`` serves both peers:
 
 - `Emitter` *writes* streams: providers hand it keyed block updates and it
-  produces only the transitions the tables allow (the start, delta and end
-  event of each kind come from `EVENT_FOR`);
+  produces only the transitions the tables allow (it opens and closes blocks
+  with the classes `EVENT_FOR` names; the per-delta paths name theirs inline);
 - `Grammar` *checks* streams: the fold (`Accumulator`), `check_protocol` and
   the proxy client hold every event against the tables and raise
   `ProtocolViolation` at the first one that breaks them.
@@ -46,6 +46,7 @@ from .events import (
 )
 
 __all__ = [
+    "BLOCK",
     "BLOCK_EVENTS",
     "BLOCK_TRANSITIONS",
     "EVENT_FOR",
