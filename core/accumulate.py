@@ -12,10 +12,11 @@ read (text is appended in place where CPython allows it; partial tool-call
 arguments go through the incremental `PartialJSONParser`). Tool-call
 arguments are parsed once, with msgspec, when the call ends.
 
-The fold also enforces the event grammar, like h11 enforces HTTP: an event
-that breaks it raises `ProtocolViolation`, and the accumulator stays broken
-afterwards. `check_protocol` applies the same rules to a whole recorded
-stream, for provider tests.
+The fold also enforces the event grammar (`streamfn.core._protocol`, the one
+table of the rules), like h11 enforces HTTP: an event that breaks it raises
+`ProtocolViolation`, and the accumulator stays broken afterwards.
+`check_protocol` applies the same rules to a whole recorded stream, for
+provider tests.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any, Final
 
 import msgspec
 
-from .errors import ProtocolViolation
+from ._protocol import Grammar, ProtocolViolation, check_protocol
 from .events import (
     Done,
     Error,
@@ -41,7 +42,6 @@ from .events import (
     ToolCallDelta,
     ToolCallEnd,
     ToolCallStart,
-    event_type,
 )
 from .messages import (
     AssistantContent,
@@ -61,146 +61,6 @@ __all__ = [
     "check_protocol",
     "parse_arguments",
 ]
-
-
-# What each block event does to which kind of block, for the grammar checks.
-_TEXT: Final = "text"
-_THINKING: Final = "thinking"
-_TOOL: Final = "tool call"
-_OPAQUE: Final = "opaque"
-_BLOCK_EVENTS: Final[dict[type, tuple[str, str]]] = {
-    TextStart: (_TEXT, "start"),
-    TextDelta: (_TEXT, "delta"),
-    TextEnd: (_TEXT, "end"),
-    ThinkingStart: (_THINKING, "start"),
-    ThinkingDelta: (_THINKING, "delta"),
-    ThinkingEnd: (_THINKING, "end"),
-    ToolCallStart: (_TOOL, "start"),
-    ToolCallDelta: (_TOOL, "delta"),
-    ToolCallEnd: (_TOOL, "end"),
-    OpaqueBlock: (_OPAQUE, "whole"),
-}
-_DELTA_KINDS: Final[dict[type, str]] = {
-    cls: kind for cls, (kind, step) in _BLOCK_EVENTS.items() if step == "delta"
-}
-
-
-def _name(event: object) -> str:
-    try:
-        return event_type(event)  # type: ignore[arg-type]
-    except AttributeError:
-        return type(event).__name__
-
-
-class _Grammar:
-    """The event grammar as a state machine; the one implementation of the rules.
-
-    Shared by `Accumulator` (event by event) and `check_protocol` (a whole
-    stream), so providers are held to exactly what the fold accepts.
-    """
-
-    __slots__ = ("count", "finished", "kinds", "open", "started", "violation")
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.started = False
-        self.finished = False
-        self.kinds: list[str] = []  # block kind by index
-        self.open: dict[int, str] = {}  # open blocks: index -> kind
-        self.violation: ProtocolViolation | None = None
-
-    def check(self, event: object) -> None:
-        # Most of a stream is deltas to an open block of their kind: accept those
-        # without the full rules. Anything else, valid or not, takes the long way.
-        kind = _DELTA_KINDS.get(type(event))
-        if kind is not None and self.violation is None and not self.finished:
-            index = event.index  # type: ignore[attr-defined]
-            if type(index) is int and self.open.get(index) == kind:
-                self.count += 1
-                return
-        if self.violation is not None:
-            raise ProtocolViolation(
-                f"the stream already broke the protocol ({self.violation.reason}); "
-                "no further events are accepted",
-                position=self.count,
-                event=event,
-            )
-        reason = self._rule_broken(event)
-        if reason is not None:
-            self.violation = ProtocolViolation(reason, position=self.count, event=event)
-            raise self.violation
-        self.count += 1
-
-    def _rule_broken(self, event: object) -> str | None:
-        """Apply ``event``; return why it is not allowed here, or None."""
-        cls = type(event)
-        if self.finished:
-            return f"{_name(event)} after the terminal event; nothing may follow Done or Error"
-        if not self.started:
-            if cls is not Start:
-                return f"the first event must be Start, got {_name(event)}"
-            self.started = True
-            return None
-        role = _BLOCK_EVENTS.get(cls)
-        if role is None:
-            if cls is Done:
-                if self.open:
-                    return f"Done while blocks {sorted(self.open)} are still open"
-                self.finished = True
-                return None
-            if cls is Error:
-                self.finished = True  # an error may cut blocks off mid-way
-                return None
-            if cls is Start:
-                return "a second Start; a stream has exactly one"
-            return f"{cls.__name__} is not a streamfn event"
-        kind, step = role
-        index = getattr(event, "index", None)
-        if type(index) is not int:
-            return f"{_name(event)} has a non-integer index {index!r}"
-        known = len(self.kinds)
-        if step in ("start", "whole"):
-            if index != known:
-                if 0 <= index < known:
-                    return f"{_name(event)} for block {index}, which was already started"
-                return (
-                    f"{_name(event)} for block {index}, expected block {known}: "
-                    "indices are 0, 1, 2 ... in order of first appearance"
-                )
-            self.kinds.append(kind)
-            if step == "start":
-                self.open[index] = kind
-            return None
-        if not 0 <= index < known:
-            return f"{_name(event)} for block {index}, which was never started"
-        if self.kinds[index] != kind:
-            return f"{_name(event)} for block {index}, which is a {self.kinds[index]} block"
-        if index not in self.open:
-            return f"{_name(event)} for block {index}, which is already closed"
-        if step == "end":
-            del self.open[index]
-        return None
-
-
-def check_protocol(events: Iterable[Event]) -> None:
-    """Raise `ProtocolViolation` unless ``events`` is one complete, valid stream.
-
-    Valid means: exactly one `Start`, first; block indices 0, 1, 2 ... in
-    order of first appearance; every delta and end for an open block of the
-    same kind; every block closed before `Done`; exactly one terminal event
-    (`Done` or `Error`), last.
-    """
-    grammar = _Grammar()
-    for event in events:
-        grammar.check(event)
-    if not grammar.finished:
-        raise ProtocolViolation(
-            "the stream has no terminal event (Done or Error)"
-            if grammar.started
-            else "the stream is empty; it must begin with Start",
-            position=grammar.count,
-            event=None,
-        )
 
 
 class _Live:
@@ -317,7 +177,7 @@ class Accumulator:
     __slots__ = ("_dirty", "_grammar", "_live", "_message")
 
     def __init__(self) -> None:
-        self._grammar = _Grammar()
+        self._grammar = Grammar()
         self._message = AssistantMessage()
         self._live: dict[int, _Live] = {}  # open blocks by index
         self._dirty: dict[int, _Live] = {}  # open blocks with deltas not yet in the message

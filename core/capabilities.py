@@ -3,9 +3,10 @@
 A provider's API accepts a parameter for some of its models and answers 400
 for others (xAI takes ``reasoning_effort`` from grok-3-mini only; Claude 4.5
 refuses ``temperature`` with ``top_p``; Claude with thinking takes ``top_p``
-only between 0.95 and 1). Those rules are `Capabilities` records in the
-catalogue (`catalog.CAPABILITY_RULES`), matched by wire format and model-id
-family, so an unknown model of a known family gets its family's rules. A
+only between 0.95 and 1). Those rules are `Capabilities` records in
+``CAPABILITY_RULES`` (the table at the end of this module), matched by wire
+format and model-id family, so an unknown model of a known family gets its
+family's rules. A
 `Model` may carry its own ``capabilities`` to override them.
 
 Request builders never branch on model names: they ask `fit_sampling`,
@@ -21,14 +22,16 @@ import re
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
+from msgspec.structs import replace
 
 from .errors import UsageError
 
 if TYPE_CHECKING:
-    from .models import Model
+    from .model_spec import Model
     from .options import Options
 
 __all__ = [
+    "CAPABILITY_RULES",
     "SAMPLING_KNOBS",
     "Capabilities",
     "CapabilityRule",
@@ -118,17 +121,11 @@ _DEFAULT: Final = Capabilities()
 _compiled: dict[str, re.Pattern[str]] = {}
 
 
-def _rules() -> list[CapabilityRule]:
-    from .catalog import CAPABILITY_RULES  # data; imported lazily like the catalogue
-
-    return CAPABILITY_RULES
-
-
 def capabilities_for(model: Model) -> Capabilities:
     """The model's own ``capabilities``, else its family's, else permissive defaults."""
     if model.capabilities is not None:
         return model.capabilities
-    for rule in _rules():
+    for rule in CAPABILITY_RULES:
         if model.api not in rule.apis or (rule.providers and model.provider not in rule.providers):
             continue
         pattern = _compiled.get(rule.family)
@@ -271,3 +268,116 @@ def fit_max_tokens(model: Model, max_tokens: int) -> int:
         unsupported(model, "max_tokens", f"={max_tokens} exceeds its output limit; sent {limit}")
         return limit
     return max_tokens
+
+
+# ---------------------------------------------------------------------------
+# Capabilities by family: what each model accepts in a request (see capabilities.py).
+# First matching rule wins, so specific families come before general ones.
+# ---------------------------------------------------------------------------
+
+#: Claude: no seed. With extended thinking: no temperature/top_k, top_p only in 0.95-1,
+#: no forced tool use, and a tool-use turn being continued must start with its signed
+#: thinking block. https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking
+_CLAUDE: Final = Capabilities(
+    sampling=("temperature", "top_p", "top_k", "stop"),
+    thinking_sampling=("top_p", "stop"),
+    thinking_top_p=(0.95, 1.0),
+    thinking_budget=(1024, 0),
+    forced_tool_with_thinking=False,
+    replay_tool_calls="thinking_block",
+    # Structured outputs (output_config.format) are Claude 4.5+; older Claude answers
+    # through a forced tool. https://docs.claude.com/en/docs/build-with-claude/structured-outputs
+    structured_output="tool",
+)
+#: Converse has no seed; top_k goes through additionalModelRequestFields (Claude only).
+#: https://docs.aws.amazon.com/bedrock/latest/userguide/conversation-inference-call.html
+_CONVERSE_SAMPLING = ("temperature", "top_p", "stop")
+_CLAUDE_APIS = ("anthropic", "bedrock")
+_OPENAI_APIS = ("openai-chat", "openai-responses")
+#: OpenAI reasoning models take no temperature/top_p/stop.
+#: https://platform.openai.com/docs/guides/reasoning
+_OPENAI_REASONING_SAMPLING = ("seed",)
+
+# fmt: off
+CAPABILITY_RULES: list[CapabilityRule] = [
+    # -- Claude (Anthropic API and Bedrock) ------------------------------------
+    # Claude 4.5: "temperature and top_p cannot both be specified for this model".
+    # https://docs.anthropic.com/en/docs/about-claude/models/migrating-to-claude-4
+    CapabilityRule(apis=_CLAUDE_APIS, family=r"claude-(opus|sonnet|haiku)-4[-.]5", capabilities=replace(
+        _CLAUDE, temperature_with_top_p=False, max_output=64_000, structured_output="native")),
+    # Output limits: https://docs.anthropic.com/en/docs/about-claude/models/overview
+    CapabilityRule(apis=_CLAUDE_APIS, family=r"claude-opus-4", capabilities=replace(
+        _CLAUDE, max_output=32_000)),
+    CapabilityRule(apis=_CLAUDE_APIS, family=r"claude-(sonnet-4|3-7-sonnet)", capabilities=replace(
+        _CLAUDE, max_output=64_000)),
+    CapabilityRule(apis=_CLAUDE_APIS, family=r"claude-3", capabilities=replace(
+        _CLAUDE, thinking=False, max_output=8_192)),
+    CapabilityRule(apis=_CLAUDE_APIS, family=r"claude", capabilities=_CLAUDE),
+    # -- other Bedrock models: Converse's own knobs, no thinking. Structured output rides on
+    # a forced tool, which Converse takes from Claude and Nova only ("SpecificToolChoice:
+    # only supported by Anthropic Claude 3 and Amazon Nova models", botocore's model); so
+    # is prompt caching (cachePoint).
+    # https://docs.aws.amazon.com/bedrock/latest/userguide/prompt-caching.html
+    CapabilityRule(apis=("bedrock",), family=r"amazon\.nova", capabilities=Capabilities(
+        sampling=_CONVERSE_SAMPLING, thinking=False, structured_output="tool")),
+    CapabilityRule(apis=("bedrock",), family=r"", capabilities=Capabilities(
+        sampling=_CONVERSE_SAMPLING, thinking=False, structured_output="none",
+        cache_breakpoints=0)),
+    # -- OpenAI ------------------------------------------------------------------------
+    # gpt-5.1 replaces "minimal" with "none"; o-series take low/medium/high.
+    # https://platform.openai.com/docs/api-reference/chat/create#chat-create-reasoning_effort
+    CapabilityRule(apis=_OPENAI_APIS, family=r"^gpt-5\.1(?!-chat)", providers=("openai", "azure"),
+                   capabilities=Capabilities(sampling=_OPENAI_REASONING_SAMPLING,
+                                             thinking_sampling=_OPENAI_REASONING_SAMPLING,
+                                             efforts=("none", "low", "medium", "high"))),
+    CapabilityRule(apis=_OPENAI_APIS, family=r"^gpt-5(?!.*chat)", providers=("openai", "azure"),
+                   capabilities=Capabilities(sampling=_OPENAI_REASONING_SAMPLING,
+                                             thinking_sampling=_OPENAI_REASONING_SAMPLING,
+                                             efforts=("minimal", "low", "medium", "high"),
+                                             thinking_off=False)),
+    CapabilityRule(apis=_OPENAI_APIS, family=r"^o\d", providers=("openai", "azure"),
+                   capabilities=Capabilities(sampling=_OPENAI_REASONING_SAMPLING,
+                                             thinking_sampling=_OPENAI_REASONING_SAMPLING,
+                                             efforts=("low", "medium", "high"),
+                                             thinking_off=False)),
+    # -- xAI: only grok-3-mini takes reasoning_effort (low/high); grok-4 reasons always
+    # and refuses reasoning_effort, stop and penalties.
+    # https://docs.x.ai/docs/guides/reasoning
+    CapabilityRule(apis=("openai-chat",), family=r"^grok-3-mini", providers=("xai",),
+                   capabilities=Capabilities(efforts=("low", "high"))),
+    CapabilityRule(apis=("openai-chat",), family=r"^grok-(4|code)", providers=("xai",),
+                   capabilities=Capabilities(sampling=("temperature", "top_p", "seed"),
+                                             thinking_sampling=("temperature", "top_p", "seed"),
+                                             efforts=(), thinking_off=False)),
+    # -- Groq: gpt-oss takes low/medium/high.
+    # https://console.groq.com/docs/reasoning
+    CapabilityRule(apis=("openai-chat",), family=r"gpt-oss", providers=("groq",),
+                   capabilities=Capabilities(efforts=("low", "medium", "high"))),
+    # -- DeepSeek thinking mode: tool-call turns must carry reasoning_content back.
+    # https://api-docs.deepseek.com/guides/thinking_mode#tool-calls
+    # DeepSeek has JSON mode (json_object) but no JSON-schema output: a schema is refused.
+    # https://api-docs.deepseek.com/guides/json_mode
+    CapabilityRule(apis=("openai-chat",), family=r"reasoner", providers=("deepseek",),
+                   capabilities=Capabilities(replay_tool_calls="reasoning_field",
+                                             thinking_off=False, structured_output="none")),
+    CapabilityRule(apis=("openai-chat",), family=r"", providers=("deepseek",),
+                   capabilities=Capabilities(structured_output="none")),
+    # -- Gemini ------------------------------------------------------------------------
+    # Gemini 3 takes thinkingLevel low/high, cannot switch thinking off, and needs the
+    # first function call of each step signed.
+    # https://ai.google.dev/gemini-api/docs/thinking  https://ai.google.dev/gemini-api/docs/thought-signatures
+    CapabilityRule(apis=("gemini",), family=r"gemini-3", capabilities=Capabilities(
+        efforts=("low", "high"), thinking_off=False, replay_tool_calls="thought_signature")),
+    # Budget ranges per model: https://ai.google.dev/gemini-api/docs/thinking#set-budget
+    CapabilityRule(apis=("gemini",), family=r"gemini-2\.5-pro", capabilities=Capabilities(
+        thinking_budget=(128, 32_768), thinking_off=False)),
+    CapabilityRule(apis=("gemini",), family=r"gemini-2\.5-flash-lite", capabilities=Capabilities(
+        thinking_budget=(512, 24_576))),
+    CapabilityRule(apis=("gemini",), family=r"gemini-2\.5-flash", capabilities=Capabilities(
+        thinking_budget=(1, 24_576))),
+    # responseJsonSchema is Gemini 2.5+; older models take the OpenAPI-subset responseSchema.
+    # https://ai.google.dev/gemini-api/docs/structured-output
+    CapabilityRule(apis=("gemini",), family=r"gemini-(1|2\.0)", capabilities=Capabilities(
+        thinking=False, structured_output="openapi")),
+]
+# fmt: on

@@ -34,82 +34,29 @@ Layout decisions, so output looks like a provider's:
 from __future__ import annotations
 
 import codecs
-import re
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 
+from ._protocol import TEXT, THINKING, TOOL, Emitter
 from .events import Cost, Error, Event, Start, StopReason, Usage
-from .providers._base import Emitter
+from .tool_text import (
+    MAX_HEAD,
+    TOOL_HEAD,
+    JSONValueEnd,
+    arguments_json,
+    first_tag,
+    held_prefix,
+    parse_object,
+)
 
 __all__ = ["TaggedDecoder"]
 
-_TEXT: Final = "text"
-_THINKING: Final = "thinking"
-_TOOL: Final = "tool"
-
-#: ``{"name": "<json string>", "arguments": `` followed by the value's first character.
-_HEAD: Final = re.compile(
-    r'\A\s*\{\s*"name"\s*:\s*("(?:[^"\\]|\\.)*")\s*,\s*"(?:arguments|parameters)"\s*:\s*(?=\S)'
-)
-#: a head longer than this cannot be ``{"name": ..., "arguments":``; stop re-matching it
-_MAX_HEAD: Final = 4096
-
-
-def _held_prefix(buffer: str, tags: Sequence[str]) -> int:
-    """Length of the longest suffix of ``buffer`` that could still grow into a tag."""
-    longest = 0
-    for tag in tags:
-        for size in range(min(len(tag) - 1, len(buffer)), longest, -1):
-            if buffer.endswith(tag[:size]):
-                longest = size
-                break
-    return longest
-
-
-def _first_tag(buffer: str, tags: Sequence[str]) -> tuple[int, str] | None:
-    found: tuple[int, str] | None = None
-    for tag in tags:
-        at = buffer.find(tag)
-        if at >= 0 and (found is None or at < found[0]):
-            found = (at, tag)
-    return found
-
-
-class _JSONValueEnd:
-    """Finds where one JSON object or array ends, one character at a time.
-
-    Only structure matters (depth, strings, escapes); validity is left to the
-    fold's parser, which reports errors on the finished text.
-    """
-
-    def __init__(self) -> None:
-        self.depth = 0
-        self.in_string = False
-        self.escaped = False
-        self.done = False
-
-    def scan(self, text: str) -> int:
-        """Index just past the value's last character in ``text``, or -1 if it goes on."""
-        for i, ch in enumerate(text):
-            if self.in_string:
-                if self.escaped:
-                    self.escaped = False
-                elif ch == "\\":
-                    self.escaped = True
-                elif ch == '"':
-                    self.in_string = False
-            elif ch == '"':
-                self.in_string = True
-            elif ch in "{[":
-                self.depth += 1
-            elif ch in "}]":
-                self.depth -= 1
-                if self.depth == 0:
-                    self.done = True
-                    return i + 1
-        return -1
+#: where the scanner is: the kind of block the text goes to (also its emitter key)
+_TEXT: Final = TEXT
+_THINKING: Final = THINKING
+_TOOL: Final = TOOL
 
 
 class _ToolCall:
@@ -123,7 +70,7 @@ class _ToolCall:
         self.streaming = False  # arguments object being streamed
         self.head_failed = False  # no ``{"name": ..., "arguments":`` head: parse at the close
         self.args_at = 0  # where the arguments value starts in ``raw``
-        self.value = _JSONValueEnd()
+        self.value = JSONValueEnd()
 
 
 class TaggedDecoder:
@@ -218,13 +165,13 @@ class TaggedDecoder:
             self._scan(text)
             return
         buffer = self._stop_hold + text
-        found = _first_tag(buffer, self._stops)
+        found = first_tag(buffer, self._stops)
         if found is not None:
             self._stop_hold = ""
             self._scan(buffer[: found[0]], final=True)
             self.stopped = True
             return
-        keep = _held_prefix(buffer, self._stops)
+        keep = held_prefix(buffer, self._stops)
         self._stop_hold = buffer[len(buffer) - keep :]
         self._scan(buffer[: len(buffer) - keep])
 
@@ -234,9 +181,9 @@ class TaggedDecoder:
         self._pending = ""
         while buffer and not self.emit.finished:
             tags = self._tags_by_mode[self._mode]
-            found = _first_tag(buffer, tags)
+            found = first_tag(buffer, tags)
             if found is None:
-                keep = 0 if final else _held_prefix(buffer, tags)
+                keep = 0 if final else held_prefix(buffer, tags)
                 self._content(buffer[: len(buffer) - keep])
                 self._pending = buffer[len(buffer) - keep :]
                 return
@@ -299,9 +246,9 @@ class TaggedDecoder:
 
     def _try_head(self, call: _ToolCall) -> None:
         # Matching a fixed-size prefix keeps the outcome independent of chunking.
-        match = _HEAD.match(call.raw[:_MAX_HEAD])
+        match = TOOL_HEAD.match(call.raw[:MAX_HEAD])
         if match is None:
-            call.head_failed = len(call.raw) >= _MAX_HEAD
+            call.head_failed = len(call.raw) >= MAX_HEAD
             return
         name = msgspec.json.decode(match.group(1), type=str)
         self.emit.tool_start(call.key, call.id, name)
@@ -329,16 +276,16 @@ class TaggedDecoder:
         if call.started:
             if call.value.depth == 0 and not call.value.done:
                 # The arguments were not an object (a JSON-encoded string, say): whole parse.
-                parsed = _parse(call.raw)
-                args = _arguments_json(parsed) if parsed else call.raw[call.args_at :].strip()
+                parsed = parse_object(call.raw)
+                args = arguments_json(parsed) if parsed else call.raw[call.args_at :].strip()
                 self.emit.tool_delta(call.key, args)
             self.emit.end(call.key)
             return
-        parsed = _parse(call.raw)
+        parsed = parse_object(call.raw)
         name = parsed.get("name") if parsed is not None else None
         if parsed is not None and isinstance(name, str) and name:
             self.emit.tool_start(call.key, call.id, name)
-            self.emit.tool_delta(call.key, _arguments_json(parsed))
+            self.emit.tool_delta(call.key, arguments_json(parsed))
             self.emit.end(call.key)
             return
         # No readable name: the markup is text, verbatim (see the module docstring).
@@ -353,25 +300,3 @@ class TaggedDecoder:
             events.insert(0, self._start)
             self._start = None
         return events
-
-
-def _parse(raw: str) -> dict[str, Any] | None:
-    try:
-        value = msgspec.json.decode(raw.strip())
-    except msgspec.DecodeError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def _arguments_json(parsed: dict[str, Any] | None) -> str:
-    """The arguments object as JSON text; models sometimes send it JSON-encoded in a string."""
-    if parsed is None:
-        return ""
-    args = parsed.get("arguments", parsed.get("parameters", {}))
-    if isinstance(args, str):
-        try:
-            decoded = msgspec.json.decode(args)
-        except msgspec.DecodeError:
-            return args
-        args = decoded
-    return msgspec.json.encode(args).decode()

@@ -49,6 +49,7 @@ from typing import Final
 
 import msgspec
 
+from ._protocol import Emitter
 from .events import (
     Done,
     Error,
@@ -69,16 +70,7 @@ from .events import (
 from .messages import Context, Tool
 from .models import Model
 from .options import Options
-from .providers._base import Emitter
-from .tagged import (
-    _HEAD,
-    _MAX_HEAD,
-    _arguments_json,
-    _first_tag,
-    _held_prefix,
-    _JSONValueEnd,
-    _parse,
-)
+from .tool_text import call_envelope, first_tag, held_prefix
 
 __all__ = [
     "DEFAULT_MARKUPS",
@@ -128,9 +120,10 @@ _NAME_CHARS: Final = re.compile(r"[A-Za-z0-9_.:\-]*")
 _MAX_NAME: Final = 256
 _TOKENS: Final = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 
-_TEXT: Final = 0
-_NAME: Final = 1
-_BODY: Final = 2
+#: where a text block's scanner is: in plain text, in a tag's tool name, in a call's body
+_TEXT: Final = "text"
+_NAME: Final = "name"
+_BODY: Final = "body"
 
 
 class _TextBlock:
@@ -260,9 +253,9 @@ class TextToolCalls:
         block.pending = ""
         while buffer or (final and block.mode != _TEXT):
             if block.mode == _TEXT:
-                found = _first_tag(buffer, self._opens)
+                found = first_tag(buffer, self._opens)
                 if found is None:
-                    keep = 0 if final else _held_prefix(buffer, self._opens)
+                    keep = 0 if final else held_prefix(buffer, self._opens)
                     self._text(block, buffer[: len(buffer) - keep])
                     block.pending = buffer[len(buffer) - keep :]
                     return
@@ -353,7 +346,7 @@ class TextToolCalls:
         if markup.name_in_tag:
             name, arguments = markup.name_prefix + block.name, body.strip()
         else:
-            found = _envelope(body)
+            found = call_envelope(body)
             if found is None:
                 return False
             name, arguments = found
@@ -371,24 +364,6 @@ class TextToolCalls:
         emit.end(key)
         self._calls += 1
         return True
-
-
-def _envelope(body: str) -> tuple[str, str] | None:
-    """(name, arguments JSON) from a ``{"name": ..., "arguments": ...}`` body, or None."""
-    parsed = _parse(body)
-    if parsed is not None:
-        name = parsed.get("name")
-        if isinstance(name, str) and name:
-            return name, _arguments_json(parsed)
-        return None
-    # Broken JSON: if the name can be read, the model meant that tool; keep its arguments raw.
-    head = _HEAD.match(body[:_MAX_HEAD])
-    if head is None:
-        return None
-    name = msgspec.json.decode(head.group(1), type=str)
-    rest = body[head.end() :]
-    end = _JSONValueEnd().scan(rest)
-    return (name, rest[:end] if end >= 0 else rest.rstrip()) if name else None
 
 
 def text_tool_calls(

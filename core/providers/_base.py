@@ -16,32 +16,20 @@ from __future__ import annotations
 
 import abc
 import logging
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any, ClassVar, Final, Generic, TypeVar
 
 import msgspec
 
-from ..citations import Citation
+from .._protocol import Emitter
 from ..classify import classify_http_error
 from ..errors import DecodeError
 from ..events import (
-    Cost,
-    Done,
     Error,
     Event,
-    OpaqueBlock,
     Start,
     StopReason,
-    TextDelta,
-    TextEnd,
-    TextStart,
-    ThinkingDelta,
-    ThinkingEnd,
-    ThinkingStart,
-    ToolCallDelta,
-    ToolCallEnd,
-    ToolCallStart,
     Usage,
 )
 from ..messages import Context
@@ -79,201 +67,6 @@ __all__ = [
 log = logging.getLogger("streamfn")
 
 FrameT = TypeVar("FrameT")
-
-
-class _Block(msgspec.Struct, gc=False):
-    kind: str  # "text" | "thinking" | "tool"
-    index: int
-
-
-class Emitter:
-    """Turns a provider's keyed block updates into a valid event sequence.
-
-    Providers name their blocks however the wire does (Anthropic's ``index``,
-    OpenAI's tool-call ``index``, a constant for "the text") and the emitter
-    assigns content indices in order of first appearance, opens and closes
-    blocks, and counts content bytes against the cap. It never emits anything
-    after a terminal event.
-    """
-
-    def __init__(
-        self,
-        *,
-        max_content_bytes: int | None = None,
-        before_first: Callable[[], Event] | None = None,
-    ) -> None:
-        self.events: list[Event] = []
-        self.finished = False
-        #: makes the event that must precede all others (`Start`), at the moment
-        #: the first one is emitted: that moment is a fixed point in the byte
-        #: stream, so what Start carries does not depend on the chunking.
-        self._before_first = before_first
-        self._open: dict[Hashable, _Block] = {}
-        #: citations gathered for open text blocks, sent with their `TextEnd`
-        self._citations: dict[Hashable, list[Citation]] = {}
-        self._next_index = 0
-        self._content_bytes = 0
-        self._max_content = max_content_bytes
-
-    def _push(self, event: Event) -> None:
-        if self._before_first is not None:
-            self.events.append(self._before_first())
-            self._before_first = None
-        self.events.append(event)
-
-    def start_before_first(self, make: Callable[[], Event]) -> None:
-        """Emit ``make()`` right before the next event (once)."""
-        self._before_first = make
-
-    def drain(self) -> list[Event]:
-        out, self.events = self.events, []
-        return out
-
-    # -- blocks ---------------------------------------------------------
-    def is_open(self, key: Hashable) -> bool:
-        return key in self._open
-
-    def open_kind(self, key: Hashable) -> str | None:
-        block = self._open.get(key)
-        return block.kind if block else None
-
-    @property
-    def open_keys(self) -> list[Hashable]:
-        return list(self._open)
-
-    def _open_block(self, key: Hashable, kind: str) -> int:
-        existing = self._open.get(key)
-        if existing is not None:
-            if existing.kind == kind:
-                return existing.index
-            self.end(key)
-        index = self._next_index
-        self._next_index += 1
-        self._open[key] = _Block(kind, index)
-        return index
-
-    def _count(self, delta: str) -> bool:
-        self._content_bytes += len(delta)
-        if self._max_content is not None and self._content_bytes > self._max_content:
-            self.error(
-                Error.limit(
-                    f"response content exceeded max_content_bytes={self._max_content}; "
-                    "raise Options.max_content_bytes or ask for less"
-                )
-            )
-            return False
-        return True
-
-    # text() and thinking() are the hot path: one dict lookup per delta. A
-    # finished emitter has no open blocks (done/error clear them), so a block
-    # found open means the stream is live.
-    def text(self, key: Hashable, delta: str) -> None:
-        block = self._open.get(key)
-        if block is not None and block.kind == "text":
-            index = block.index
-        else:
-            opened = self._start_stream(key, "text", TextStart)
-            if opened is None:
-                return
-            index = opened
-        if delta and self._count(delta):
-            self.events.append(TextDelta(index, delta))
-
-    def thinking(self, key: Hashable, delta: str) -> None:
-        block = self._open.get(key)
-        if block is not None and block.kind == "thinking":
-            index = block.index
-        else:
-            opened = self._start_stream(key, "thinking", ThinkingStart)
-            if opened is None:
-                return
-            index = opened
-        if delta and self._count(delta):
-            self.events.append(ThinkingDelta(index, delta))
-
-    def _start_stream(
-        self, key: Hashable, kind: str, start: type[TextStart] | type[ThinkingStart]
-    ) -> int | None:
-        """Open a text or thinking block (closing whatever ``key`` had open)."""
-        if self.finished:
-            return None
-        index = self._open_block(key, kind)
-        self._push(start(index))
-        return index
-
-    def tool_start(self, key: Hashable, id: str, name: str) -> None:
-        if self.finished:
-            return
-        if key in self._open:
-            self.end(key)
-        index = self._open_block(key, "tool")
-        self._push(ToolCallStart(index, id, name))
-
-    def tool_delta(self, key: Hashable, delta: str) -> None:
-        if self.finished or not delta:
-            return
-        block = self._open.get(key)
-        if block is None or block.kind != "tool":
-            raise ValueError(f"tool-call arguments for a call that never started ({key!r})")
-        if self._count(delta):
-            self.events.append(ToolCallDelta(block.index, delta))
-
-    def cite(
-        self, key: Hashable, citations: Iterable[Citation | None], *, replace: bool = False
-    ) -> None:
-        """Add citations (None entries are skipped) to the open text block ``key``; they
-        go out on its `TextEnd`. ``replace``: these are the whole list so far (a
-        provider that repeats its cumulative metadata). No open text block: dropped."""
-        block = self._open.get(key)
-        if self.finished or block is None or block.kind != "text":
-            return
-        kept = [c for c in citations if c is not None]
-        if replace:
-            self._citations[key] = kept
-        elif kept:
-            self._citations.setdefault(key, []).extend(kept)
-
-    def end(self, key: Hashable, *, signature: str | None = None, redacted: bool = False) -> None:
-        """Close a block if it is open (closing twice is harmless)."""
-        if self.finished:
-            return
-        block = self._open.pop(key, None)
-        if block is None:
-            return
-        if block.kind == "text":
-            cited = self._citations.pop(key, None)
-            self.events.append(TextEnd(block.index, signature, tuple(cited) if cited else ()))
-        elif block.kind == "thinking":
-            self.events.append(ThinkingEnd(block.index, signature, redacted))
-        else:
-            self.events.append(ToolCallEnd(block.index, signature))
-
-    def opaque(self, provider: str, block_type: str, json: str) -> None:
-        if self.finished:
-            return
-        index = self._next_index
-        self._next_index += 1
-        self._push(OpaqueBlock(index, provider, block_type, json))
-
-    def close_all(self) -> None:
-        for key in list(self._open):
-            self.end(key)
-
-    # -- terminal ---------------------------------------------------------
-    def done(self, stop_reason: StopReason, usage: Usage, cost: Cost) -> None:
-        if self.finished:
-            return
-        self.close_all()
-        self._push(Done(stop_reason=stop_reason, usage=usage, cost=cost))
-        self.finished = True
-        self._open.clear()
-
-    def error(self, error: Error) -> None:
-        if self.finished:
-            return
-        self._push(error)
-        self.finished = True
-        self._open.clear()
 
 
 _AWAITING: Final = "awaiting_response"

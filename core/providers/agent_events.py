@@ -28,7 +28,7 @@ from ..options import Options
 from ..serve.agent_events import ERROR_TYPE_BASE
 from ..wire.sse import ServerSentEvent
 from ._base import HTTPRequest, SSECall
-from .openai_chat import _Usage, convert_usage
+from ._openai_common import WireUsage, convert_usage
 from .proxy import build_request as build_native_request
 
 __all__ = ["AgentEventsCall", "build_request", "open_call"]
@@ -43,7 +43,7 @@ class _Payload(msgspec.Struct, gc=False):
     tool_call_id: str = ""
     name: str = ""
     args_delta: str = ""
-    tokens_used: _Usage | None = None
+    tokens_used: WireUsage | None = None
     stop_reason: StopReason | None = None
     # an error's problem details
     type: str = ""

@@ -47,298 +47,20 @@ from typing import Any, Final
 
 import msgspec
 
-from ..cache_points import prompt_cache_key
-from ..capabilities import capabilities_for, effort_for_off, fit_effort, fit_sampling
 from ..citations import openai_citation
 from ..classify import classify_message, classify_stream_error
-from ..documents import openai_chat_part
-from ..events import Error, StopReason, Usage
-from ..messages import (
-    AssistantMessage,
-    Context,
-    ImageContent,
-    Message,
-    TextContent,
-    ThinkingContent,
-    ToolCall,
-    ToolResultMessage,
-    UserContent,
-    UserMessage,
-)
+from ..events import Error, StopReason
+from ..messages import Context
 from ..models import Model
-from ..options import Options, ThinkingLevel
-from ..server_tools import web_search_options
-from ..structured import openai_response_format, structured_request
+from ..options import Options
 from ..wire.sse import ServerSentEvent
-from ._base import HTTPRequest, SSECall, api_root, bearer, json_request, request_headers
-from .convert import joined_text, prepare_messages, tool_arguments
+from ._base import HTTPRequest, SSECall
+from ._openai_common import Quirks, WireUsage, convert_usage, error_text, quirks_for
+from .openai_chat_request import build_request
 
 __all__ = ["OpenAIChatCall", "Quirks", "build_request", "open_call", "quirks_for"]
 
 log = logging.getLogger("streamfn")
-
-
-# ---------------------------------------------------------------------------
-# Provider quirks
-# ---------------------------------------------------------------------------
-
-
-class Quirks(msgspec.Struct, frozen=True, kw_only=True):
-    """How one OpenAI-compatible server departs from OpenAI's own API.
-
-    ``reasoning`` names the request knob for ``Options.thinking``: ``effort``
-    (``reasoning_effort``, with the values the model's capabilities allow),
-    ``openrouter`` (``reasoning: {...}``), ``zai`` (``thinking: {type}``) or
-    ``none``. ``replay_thinking`` is the assistant-message field that carries
-    our own earlier reasoning back, where the server accepts one.
-    ``seed_field`` is where ``Options.seed`` goes (Mistral: ``random_seed``).
-    """
-
-    auth_header: str = "authorization"
-    max_tokens_field: str = "max_tokens"
-    stream_options: bool = True
-    reasoning: str = "effort"
-    developer_role: bool = False
-    replay_thinking: str | None = None
-    tool_result_name: bool = False
-    azure_deployments: bool = False
-    seed_field: str = "seed"
-    prompt_cache_key: bool = False
-
-
-_DEFAULT_QUIRKS: Final = Quirks()
-
-_QUIRKS: Final[dict[str, Quirks]] = {
-    # max_tokens is deprecated by OpenAI and rejected by its reasoning models.
-    "openai": Quirks(
-        max_tokens_field="max_completion_tokens", developer_role=True, prompt_cache_key=True
-    ),
-    "azure": Quirks(
-        auth_header="api-key",
-        max_tokens_field="max_completion_tokens",
-        developer_role=True,
-        azure_deployments=True,
-    ),
-    # Mistral rejects unknown fields (422), stream_options included; usage comes anyway.
-    # https://docs.mistral.ai/api/#tag/chat/operation/chat_completion_v1_chat_completions_post
-    "mistral": Quirks(
-        stream_options=False, reasoning="none", tool_result_name=True, seed_field="random_seed"
-    ),
-    "xai": Quirks(),
-    "groq": Quirks(),
-    "deepseek": Quirks(reasoning="none", replay_thinking="reasoning_content"),
-    "openrouter": Quirks(reasoning="openrouter", replay_thinking="reasoning"),
-    "zai": Quirks(reasoning="zai", replay_thinking="reasoning_content"),
-}
-
-
-def quirks_for(provider: str) -> Quirks:
-    """The quirks of ``provider``; unknown servers get plain OpenAI behaviour."""
-    return _QUIRKS.get(provider, _DEFAULT_QUIRKS)
-
-
-# ---------------------------------------------------------------------------
-# Request
-# ---------------------------------------------------------------------------
-
-_DEFAULT_AZURE_API_VERSION: Final = "2024-10-21"
-
-
-def _url(model: Model, options: Options) -> str:
-    quirks = quirks_for(model.provider)
-    base = (options.base_url or model.base_url).rstrip("/")
-    if quirks.azure_deployments and not base.endswith("/openai/v1"):
-        extra = model.extra or {}
-        deployment = extra.get("deployment", model.id)
-        version = extra.get("api_version", _DEFAULT_AZURE_API_VERSION)
-        return f"{base}/openai/deployments/{deployment}/chat/completions?api-version={version}"
-    return f"{api_root(base, '/v1', only_bare=True)}/chat/completions"
-
-
-def openai_headers(model: Model, options: Options, quirks: Quirks) -> list[tuple[str, str]]:
-    """Shared with the Responses API, whose servers take the same credential header."""
-    if quirks.auth_header == "authorization":
-        auth = bearer(options.api_key)
-    else:
-        auth = (quirks.auth_header, options.api_key) if options.api_key else None
-    return request_headers(model, options, accept="text/event-stream", auth=auth)
-
-
-def _user_content(content: str | list[UserContent]) -> str | list[dict[str, Any]]:
-    """A plain string unless images are present: several compatible servers
-    (DeepSeek among them) accept only string content."""
-    if isinstance(content, str):
-        return content
-    if all(isinstance(part, TextContent) for part in content):
-        return joined_text(content)
-    return [
-        {"type": "text", "text": p.text} if isinstance(p, TextContent) else openai_chat_part(p, n)
-        for n, p in enumerate(content)
-    ]
-
-
-def _assistant(
-    message: AssistantMessage, quirks: Quirks, reasoning_field: bool
-) -> dict[str, Any] | None:
-    """One assistant message. ``reasoning_field``: the model demands the reasoning
-    field on replayed tool-call turns (DeepSeek thinking mode), so a turn that has
-    none (begun elsewhere) gets an empty one, as DeepSeek's docs allow."""
-    text = "".join(b.text for b in message.content if isinstance(b, TextContent))
-    calls = [b for b in message.content if isinstance(b, ToolCall)]
-    out: dict[str, Any] = {"role": "assistant", "content": text or None}
-    if quirks.replay_thinking:
-        thinking = "".join(
-            b.thinking for b in message.content if isinstance(b, ThinkingContent) and not b.redacted
-        )
-        if thinking or (reasoning_field and calls):
-            out[quirks.replay_thinking] = thinking
-    if calls:
-        out["tool_calls"] = [
-            {
-                "id": c.id,
-                "type": "function",
-                "function": {"name": c.name, "arguments": tool_arguments(c)},
-            }
-            for c in calls
-        ]
-    if out["content"] is None and not calls and len(out) == 2:
-        return None
-    return out
-
-
-def _tool_result(message: ToolResultMessage, quirks: Quirks) -> dict[str, Any]:
-    result: dict[str, Any] = {
-        "role": "tool",
-        "tool_call_id": message.tool_call_id,
-        "content": joined_text(message.content),
-    }
-    if quirks.tool_result_name:
-        result["name"] = message.tool_name
-    return result
-
-
-def _tool_images(message: ToolResultMessage) -> list[dict[str, Any]]:
-    images = [p for p in message.content if isinstance(p, ImageContent)]
-    if not images:
-        return []
-    return [{"type": "text", "text": f"Images returned by {message.tool_name}:"}] + [
-        openai_chat_part(i) for i in images
-    ]
-
-
-def _messages(
-    messages: list[Message], context: Context, model: Model, quirks: Quirks
-) -> list[dict[str, Any]]:
-    """Tool messages take text only, and must directly follow the assistant turn that
-    called them: images a tool returned go in one user message after the whole run
-    of tool messages, so they are not lost and parallel results stay together."""
-    out: list[dict[str, Any]] = []
-    if context.system_prompt:
-        role = "developer" if quirks.developer_role and model.reasoning else "system"
-        out.append({"role": role, "content": context.system_prompt})
-    reasoning_field = capabilities_for(model).replay_tool_calls == "reasoning_field"
-    images: list[dict[str, Any]] = []  # images of the current run of tool results
-    for message in messages:
-        if isinstance(message, ToolResultMessage):
-            out.append(_tool_result(message, quirks))
-            images.extend(_tool_images(message))
-            continue
-        if images:
-            out.append({"role": "user", "content": images})
-            images = []
-        if isinstance(message, UserMessage):
-            out.append({"role": "user", "content": _user_content(message.content)})
-        else:
-            converted = _assistant(message, quirks, reasoning_field)
-            if converted is not None:
-                out.append(converted)
-    if images:
-        out.append({"role": "user", "content": images})
-    return out
-
-
-def _tool_choice(choice: str) -> str | dict[str, Any]:
-    if choice in ("auto", "none", "required"):
-        return choice
-    return {"type": "function", "function": {"name": choice}}
-
-
-def _reasoning(model: Model, options: Options, quirks: Quirks) -> dict[str, Any]:
-    level = options.thinking
-    if level is None and options.thinking_budget is None:
-        return {}
-    style = quirks.reasoning
-    if style == "openrouter":
-        if options.thinking_budget is not None:
-            return {"reasoning": {"max_tokens": options.thinking_budget}}
-        if level == ThinkingLevel.OFF:
-            return {"reasoning": {"enabled": False}}
-        assert level is not None
-        return {"reasoning": {"effort": "low" if level == ThinkingLevel.MINIMAL else str(level)}}
-    if style == "zai":
-        return {"thinking": {"type": "disabled" if level == ThinkingLevel.OFF else "enabled"}}
-    if level is None or style == "none" or not model.reasoning:
-        if level is not None:
-            log.debug("%s: thinking=%s not sent (no knob for this model)", model.key, level)
-        return {}
-    # a level is named as the effort it asks for
-    off = level == ThinkingLevel.OFF
-    effort = effort_for_off(model) if off else fit_effort(model, str(level))
-    return {"reasoning_effort": effort} if effort is not None else {}
-
-
-def thinking_on(model: Model, options: Options) -> bool:
-    """Whether the request leaves a reasoning model thinking (its sampling rules apply)."""
-    return model.reasoning and options.thinking != ThinkingLevel.OFF
-
-
-def build_request(model: Model, context: Context, options: Options) -> HTTPRequest:
-    """The HTTP request for one streamed chat completion; pure."""
-    quirks = quirks_for(model.provider)
-    url = _url(model, options)
-    plan = structured_request(model, context, options)
-    context, options = plan.context, plan.options
-    body: dict[str, Any] = {}
-    if "/openai/deployments/" not in url:  # an Azure deployment URL already names the model
-        body["model"] = model.id
-    body["messages"] = _messages(prepare_messages(context, model), context, model, quirks)
-    body["stream"] = True
-    if quirks.stream_options:
-        body["stream_options"] = {"include_usage": True}
-    if context.function_tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": t.name,
-                    "description": t.description,
-                    "parameters": t.parameters,
-                }
-                if t.description
-                else {"name": t.name, "parameters": t.parameters},
-            }
-            for t in context.function_tools
-        ]
-        if options.tool_choice:
-            body["tool_choice"] = _tool_choice(options.tool_choice)
-    search = web_search_options(context)
-    if search is not None:
-        body["web_search_options"] = search
-    wire = ("temperature", "top_p", "stop", "seed")
-    fitted = fit_sampling(model, options, thinking=thinking_on(model, options), wire=wire)
-    for name, value in fitted.items():
-        field = quirks.seed_field if name == "seed" else name
-        body[field] = list(value) if name == "stop" else value
-    if options.max_tokens is not None:
-        body[quirks.max_tokens_field] = options.max_tokens
-    if options.n is not None:
-        body["n"] = options.n
-    body.update(_reasoning(model, options, quirks))
-    if plan.native is not None:
-        body["response_format"] = openai_response_format(plan.native)
-    if quirks.prompt_cache_key and (key := prompt_cache_key(context, options)):
-        body["prompt_cache_key"] = key
-    return json_request(url, openai_headers(model, options, quirks), body, options)
 
 
 # ---------------------------------------------------------------------------
@@ -385,26 +107,8 @@ class _Choice(msgspec.Struct, gc=False):
     finish_reason: str | None = None
 
 
-class _PromptDetails(msgspec.Struct, gc=False):
-    cached_tokens: int | None = None
-    cache_write_tokens: int | None = None
-
-
-class _CompletionDetails(msgspec.Struct, gc=False):
-    reasoning_tokens: int | None = None
-
-
-class _Usage(msgspec.Struct, gc=False):
-    prompt_tokens: int | None = 0
-    completion_tokens: int | None = 0
-    total_tokens: int | None = 0
-    prompt_tokens_details: _PromptDetails | None = None
-    completion_tokens_details: _CompletionDetails | None = None
-    prompt_cache_hit_tokens: int | None = None
-
-
 class _XGroq(msgspec.Struct, gc=False):
-    usage: _Usage | None = None
+    usage: WireUsage | None = None
 
 
 class _ErrorBody(msgspec.Struct, gc=False):
@@ -417,7 +121,7 @@ class _ErrorBody(msgspec.Struct, gc=False):
 class _Chunk(msgspec.Struct, gc=False):
     id: str | None = None
     choices: list[_Choice] | None = None
-    usage: _Usage | None = None
+    usage: WireUsage | None = None
     x_groq: _XGroq | None = None
     error: _ErrorBody | str | None = None
 
@@ -428,27 +132,6 @@ class _ErrorEnvelope(msgspec.Struct, gc=False):
 
 _decode_chunk: Final = msgspec.json.Decoder(_Chunk).decode
 _decode_error: Final = msgspec.json.Decoder(_ErrorEnvelope).decode
-
-
-def convert_usage(wire: _Usage) -> Usage:
-    """OpenAI-style usage into our convention (see the module docstring)."""
-    prompt = wire.prompt_tokens or 0
-    completion = wire.completion_tokens or 0
-    total = wire.total_tokens or 0
-    pd, cd = wire.prompt_tokens_details, wire.completion_tokens_details
-    cached = (pd.cached_tokens if pd else None) or wire.prompt_cache_hit_tokens or 0
-    written = (pd.cache_write_tokens if pd else None) or 0
-    reasoning = (cd.reasoning_tokens if cd else None) or 0
-    output = completion
-    if reasoning and total == prompt + completion + reasoning:
-        output = completion + reasoning  # reasoning counted outside completion_tokens (xAI)
-    return Usage(
-        input=max(prompt - cached - written, 0),
-        cache_read=cached,
-        cache_write=written,
-        output=output,
-        reasoning=min(reasoning, output),  # a subset of output, even when a server over-reports
-    )
 
 
 _STOP_REASONS: Final = {
@@ -464,11 +147,9 @@ _STOP_REASONS: Final = {
     "tool_use": StopReason.TOOL_USE,
 }
 
-_NONE: Final = 0
-_TEXT: Final = 1
-_THINKING: Final = 2
 #: the emitter key of the open text or thinking block: one key suffices, as a
-#: block closed under it is never continued (the next one gets a new index)
+#: block closed under it is never continued (the next one gets a new index), and
+#: the emitter closes one kind when the other starts under it
 _SEGMENT: Final = "segment"
 
 
@@ -496,8 +177,6 @@ class OpenAIChatCall(SSECall):
     ) -> None:
         super().__init__(model, context, options, request)
         self._finish_reason: str | None = None
-        self._mode = _NONE  # which of text / thinking is open now (under _SEGMENT)
-        self._signature: str | None = None  # reasoning signature (OpenRouter/Anthropic)
         self._tools: list[_ToolSlot] = []
         self._tool_by_index: dict[int, _ToolSlot] = {}
         self._tool_by_id: dict[str, _ToolSlot] = {}
@@ -532,10 +211,11 @@ class OpenAIChatCall(SSECall):
                 continue
             delta = choice.delta
             if delta is not None:
-                # Hot path: one more text delta for the open text block, nothing else.
+                # Hot path: one more text delta, nothing else (the emitter opens the
+                # text block, closing a thinking one, when it is not open yet).
                 content = delta.content
                 if (
-                    self._mode == _TEXT
+                    content
                     and type(content) is str
                     and delta.tool_calls is None
                     and delta.reasoning_content is None
@@ -583,18 +263,15 @@ class OpenAIChatCall(SSECall):
         if delta.reasoning_details:
             for detail in delta.reasoning_details:
                 if detail.signature:
-                    self._signature = detail.signature
+                    # reasoning signature (OpenRouter/Anthropic), for the thinking block's end
+                    self.emit.sign(_SEGMENT, detail.signature)
         content = delta.content
         if content:
             if isinstance(content, str):
-                if self._mode != _TEXT:
-                    self._switch(_TEXT)
                 self.emit.text(_SEGMENT, content)
             else:
                 self._parts(content)
         if delta.refusal:
-            if self._mode != _TEXT:
-                self._switch(_TEXT)
             self.emit.text(_SEGMENT, delta.refusal)
         if delta.tool_calls:
             for fragment in delta.tool_calls:
@@ -606,8 +283,6 @@ class OpenAIChatCall(SSECall):
         for part in parts:
             if part.type == "text":
                 if part.text:
-                    if self._mode != _TEXT:
-                        self._switch(_TEXT)
                     self.emit.text(_SEGMENT, part.text)
             elif part.type == "thinking":
                 thinking = part.thinking
@@ -621,22 +296,7 @@ class OpenAIChatCall(SSECall):
                 log.debug("openai-chat: ignoring content chunk type %r", part.type)
 
     def _thinking(self, delta: str) -> None:
-        if self._mode != _THINKING:
-            self._switch(_THINKING)
         self.emit.thinking(_SEGMENT, delta)
-
-    def _switch(self, mode: int) -> None:
-        """Close the open text/thinking block so alternation keeps its order."""
-        self._close_segment()
-        self._mode = mode
-
-    def _close_segment(self) -> None:
-        if self._mode == _THINKING:
-            self.emit.end(_SEGMENT, signature=self._signature)
-            self._signature = None
-        elif self._mode == _TEXT:
-            self.emit.end(_SEGMENT)
-        self._mode = _NONE
 
     # -- tool calls -----------------------------------------------------------
     def _slot(self, fragment: _ToolCallDelta) -> _ToolSlot:
@@ -682,8 +342,7 @@ class OpenAIChatCall(SSECall):
             self.emit.tool_delta(slot.key, function.arguments)
 
     def _start_tool(self, slot: _ToolSlot) -> None:
-        if self._mode != _NONE:
-            self._close_segment()
+        self.emit.end(_SEGMENT)
         slot.started = True
         self.emit.tool_start(slot.key, slot.id, slot.name)
         if slot.pending:
@@ -696,7 +355,7 @@ class OpenAIChatCall(SSECall):
             if not slot.started:
                 log.warning("openai-chat: tool call %s arrived without a name", slot.id)
                 self._start_tool(slot)
-        self._close_segment()
+        self.emit.end(_SEGMENT)
         reason = self._finish_reason
         if reason is None:
             log.warning("openai-chat: %s ended without a finish_reason", self.model.provider)
@@ -739,18 +398,6 @@ class OpenAIChatCall(SSECall):
         # Unlike a status documented per error type, this one is what the chunk
         # itself reports (OpenRouter's code 429), so the Error keeps it.
         self.fail(classify_message(f"{provider}: {message}", status=status, code=label))
-
-
-def error_text(
-    message: str | None, code: str | int | None, type: str | None, *, fallback: str
-) -> tuple[str | None, str]:
-    """The label and message of an OpenAI-style error object.
-
-    A string ``code`` names the error better than ``type``; a number is a
-    status, not a name. A missing message falls back to the label.
-    """
-    label = code if isinstance(code, str) else type
-    return label, message or label or fallback
 
 
 def open_call(model: Model, context: Context, options: Options) -> OpenAIChatCall:

@@ -24,7 +24,7 @@ from typing import Any, Final
 
 import msgspec
 
-from ..accumulate import _Grammar
+from .._protocol import Grammar
 from ..events import (
     EVENT_TYPES,
     Done,
@@ -121,7 +121,7 @@ class ProxyCall(SSECall):
         # The one implementation of the event grammar (shared with the fold);
         # a violation raises ProtocolViolation, which the base turns into
         # Error(kind=protocol).
-        self._grammar = _Grammar()
+        self._grammar = Grammar()
 
     def on_event(self, sse: ServerSentEvent) -> None:
         if sse.event not in EVENT_TYPES:

@@ -40,7 +40,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from email.utils import formatdate
 from typing import Final
-from urllib.parse import quote, unquote_to_bytes, urlsplit
+from urllib.parse import SplitResult, quote, unquote_to_bytes, urlsplit
 
 __all__ = ["encode_path_segment", "sign_request"]
 
@@ -164,6 +164,37 @@ def sign_request(
     amz_date = when.strftime("%Y%m%dT%H%M%SZ")
     day = amz_date[:8]
 
+    parts, host = _split_url(url)
+    out = _headers_to_send(
+        headers,
+        host=host,
+        when=when,
+        session_token=session_token,
+        add_content_sha256=add_content_sha256,
+    )
+    payload_hash = _payload_hash(out, body, add_content_sha256)
+    signed_headers, canonical_headers = _canonical_headers(out)
+    canonical_request = "\n".join(
+        [
+            method.upper(),
+            _canonical_uri(parts.path),
+            _canonical_query(parts.query),
+            canonical_headers,
+            signed_headers,
+            payload_hash,
+        ]
+    )
+    scope = f"{day}/{region}/{service}/aws4_request"
+    signature = _signature(secret_key, amz_date, (day, region, service), canonical_request)
+    out["Authorization"] = (
+        f"{ALGORITHM} Credential={access_key}/{scope}, "
+        f"SignedHeaders={signed_headers}, Signature={signature}"
+    )
+    return out
+
+
+def _split_url(url: str) -> tuple[SplitResult, str]:
+    """The URL's parts and its ``host`` header value; ValueError without a host."""
     try:
         parts = urlsplit(url)
         hostname = parts.hostname
@@ -172,11 +203,43 @@ def sign_request(
         raise ValueError("url is not a valid absolute URL") from None
     if not hostname:
         raise ValueError("url has no host")
+    return parts, _host_header(parts.scheme, hostname, port)
 
+
+def _signature(
+    secret_key: str, amz_date: str, scope: tuple[str, str, str], canonical_request: str
+) -> str:
+    """The hex signature of the canonical request, with the key derived for the
+    scope ``(day, region, service)``."""
+    string_to_sign = "\n".join(
+        [
+            ALGORITHM,
+            amz_date,
+            "/".join((*scope, "aws4_request")),
+            hashlib.sha256(canonical_request.encode("utf-8")).hexdigest(),
+        ]
+    )
+    day, region, service = scope
+    signing_key = _hmac(f"AWS4{secret_key}".encode(), day)
+    for part in (region, service, "aws4_request"):
+        signing_key = _hmac(signing_key, part)
+    return hmac.new(signing_key, string_to_sign.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def _headers_to_send(
+    headers: Mapping[str, str],
+    *,
+    host: str,
+    when: datetime,
+    session_token: str | None,
+    add_content_sha256: bool,
+) -> dict[str, str]:
+    """The caller's headers, checked, without the ones signing replaces, plus
+    ``host``, the date and the session token: everything but ``Authorization``."""
     lowered = {name.lower() for name in headers}
     out: dict[str, str] = {}
     if "host" not in lowered:
-        out["host"] = _host_header(parts.scheme, hostname, port)
+        out["host"] = host
     drop = set(_REPLACED)
     if "date" in lowered:
         drop.add("date")
@@ -194,54 +257,31 @@ def sign_request(
     if "date" in lowered:
         out["Date"] = formatdate(int(when.timestamp()))
     else:
-        out["X-Amz-Date"] = amz_date
+        out["X-Amz-Date"] = when.strftime("%Y%m%dT%H%M%SZ")
     if session_token:
         out["X-Amz-Security-Token"] = session_token
+    return out
 
-    payload_hash: str | None = None
+
+def _payload_hash(out: dict[str, str], body: bytes, add_content_sha256: bool) -> str:
+    """The body's SHA-256 (a caller's ``X-Amz-Content-SHA256`` wins), added to
+    ``out`` when ``add_content_sha256`` asks for it."""
     for name, value in out.items():
         if name.lower() == "x-amz-content-sha256":
-            payload_hash = value
-            break
-    if payload_hash is None:
-        payload_hash = hashlib.sha256(body).hexdigest()
-        if add_content_sha256:
-            out["X-Amz-Content-SHA256"] = payload_hash
+            return value
+    payload_hash = hashlib.sha256(body).hexdigest()
+    if add_content_sha256:
+        out["X-Amz-Content-SHA256"] = payload_hash
+    return payload_hash
 
+
+def _canonical_headers(out: dict[str, str]) -> tuple[str, str]:
+    """(signed header names, canonical header block) of the headers that are signed."""
     grouped: dict[str, list[str]] = {}
     for name, value in out.items():
         key = name.lower()
         if key not in UNSIGNED_HEADERS:
             grouped.setdefault(key, []).append(" ".join(value.split()))
     signed_names = sorted(grouped)
-    signed_headers = ";".join(signed_names)
-    canonical_headers = "".join(f"{key}:{','.join(grouped[key])}\n" for key in signed_names)
-
-    canonical_request = "\n".join(
-        [
-            method.upper(),
-            _canonical_uri(parts.path),
-            _canonical_query(parts.query),
-            canonical_headers,
-            signed_headers,
-            payload_hash,
-        ]
-    )
-    scope = f"{day}/{region}/{service}/aws4_request"
-    string_to_sign = "\n".join(
-        [
-            ALGORITHM,
-            amz_date,
-            scope,
-            hashlib.sha256(canonical_request.encode("utf-8")).hexdigest(),
-        ]
-    )
-    signing_key = _hmac(f"AWS4{secret_key}".encode(), day)
-    for part in (region, service, "aws4_request"):
-        signing_key = _hmac(signing_key, part)
-    signature = hmac.new(signing_key, string_to_sign.encode("utf-8"), hashlib.sha256).hexdigest()
-    out["Authorization"] = (
-        f"{ALGORITHM} Credential={access_key}/{scope}, "
-        f"SignedHeaders={signed_headers}, Signature={signature}"
-    )
-    return out
+    canonical = "".join(f"{key}:{','.join(grouped[key])}\n" for key in signed_names)
+    return ";".join(signed_names), canonical

@@ -225,6 +225,10 @@ class AnthropicEncoder:
                     self._out(event.index), "input_json_delta", "partial_json"
                 )
             return pre + _encoder.encode(event.delta) + _DELTA_POST
+        return self._structure(event)
+
+    def _structure(self, event: Event) -> bytes:
+        """Everything but a delta: a block's start and end, then the message's own events."""
         if isinstance(event, TextStart):
             return self._block_start(event.index, {"type": "text", "text": ""})
         if isinstance(event, ThinkingStart):
@@ -244,27 +248,36 @@ class AnthropicEncoder:
         if isinstance(event, (TextEnd, ToolCallEnd)):
             return self._stop(event.index)
         if isinstance(event, ThinkingEnd):
-            if event.redacted and event.index in self._pending_thinking:
-                self._pending_thinking.discard(event.index)
-                block = {"type": "redacted_thinking", "data": event.signature or ""}
-                return self._block_start(event.index, block) + self._stop(event.index)
-            out = self._flush_thinking(event.index)
-            if event.signature:
-                out += self._delta(
-                    event.index, {"type": "signature_delta", "signature": event.signature}
-                )
-            return out + self._stop(event.index)
+            return self._thinking_end(event)
         if isinstance(event, OpaqueBlock):
-            raw: Any = None
-            if event.provider == "anthropic":
-                try:
-                    raw = msgspec.json.decode(event.json)
-                except msgspec.DecodeError:
-                    raw = None  # an upstream's broken block is left out, not a crash
-            if not isinstance(raw, dict):
-                self._skipped.append(event.index)
-                return b""
-            return self._block_start(event.index, raw) + self._stop(event.index)
+            return self._opaque(event)
+        return self._message_event(event)
+
+    def _thinking_end(self, event: ThinkingEnd) -> bytes:
+        if event.redacted and event.index in self._pending_thinking:
+            self._pending_thinking.discard(event.index)
+            block = {"type": "redacted_thinking", "data": event.signature or ""}
+            return self._block_start(event.index, block) + self._stop(event.index)
+        out = self._flush_thinking(event.index)
+        if event.signature:
+            out += self._delta(
+                event.index, {"type": "signature_delta", "signature": event.signature}
+            )
+        return out + self._stop(event.index)
+
+    def _opaque(self, event: OpaqueBlock) -> bytes:
+        raw: Any = None
+        if event.provider == "anthropic":
+            try:
+                raw = msgspec.json.decode(event.json)
+            except msgspec.DecodeError:
+                raw = None  # an upstream's broken block is left out, not a crash
+        if not isinstance(raw, dict):
+            self._skipped.append(event.index)
+            return b""
+        return self._block_start(event.index, raw) + self._stop(event.index)
+
+    def _message_event(self, event: Event) -> bytes:
         if isinstance(event, Start):
             return _frame(
                 "message_start",
