@@ -49,8 +49,6 @@ EXCEPTIONS: dict[str, str] = {
     "core/wire/sse.py:_process": "one hot loop (WHATWG's field dispatch); a split costs a call per line",
     "io_asyncio/server.py": "being split into core/serve/",
     "io_asyncio/server.py:_stream": "being split into core/serve/",
-    "local/cli.py": "being split into local/cli/",
-    "local/cmd_serve.py:_configure": "being split",
     "local/convert.py:convert_gguf": "being split",
     "local/model.py:__init__": "being split",
     "fuzz/fake_provider.py": "being split",
@@ -68,9 +66,6 @@ PRIVATE_EXCEPTIONS: dict[str, str] = {
     "core/text_tools.py:_held_prefix": "being fixed",
     "core/text_tools.py:_JSONValueEnd": "being fixed",
     "core/text_tools.py:_parse": "being fixed",
-    "local/cmd_serve.py:_add_model_dir": "being fixed",
-    "local/cmd_serve.py:_model_dir": "being fixed",
-    "local/cmd_serve.py:_progress_printer": "being fixed",
     "fuzz/fuzz_eventstream.py:_harness": "fuzz targets are scripts sharing one harness",
     "fuzz/fuzz_fold.py:_harness": "fuzz targets are scripts sharing one harness",
     "fuzz/fuzz_ndjson.py:_harness": "fuzz targets are scripts sharing one harness",
@@ -203,7 +198,6 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 #: cycles being removed (each a sorted module list)
 KNOWN_CYCLES: list[list[str]] = [
     ["streamfn.core.capabilities", "streamfn.core.catalog", "streamfn.core.models"],
-    ["streamfn.local.cli", "streamfn.local.cmd_replay", "streamfn.local.cmd_serve"],
 ]
 
 

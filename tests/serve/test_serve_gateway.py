@@ -14,7 +14,7 @@ import anthropic
 import openai
 import pytest
 from fake_provider import FakeProvider
-from test_server import KEY, Server
+from loopback_server import KEY, Server
 
 from streamfn.core import Model, openai_compatible
 from streamfn.io_asyncio.backends import ProviderBackend, RouterBackend
