@@ -166,7 +166,6 @@ class LocalModel:
         max_queue_wait: float = 5.0,
     ) -> None:
         import ctranslate2
-        from tokenizers import Tokenizer
 
         self.model_dir = Path(model_dir)
         if not (self.model_dir / "model.bin").is_file():
@@ -189,7 +188,14 @@ class LocalModel:
             max_queue_wait=max_queue_wait,
         )
         _LIVE.add(self)
-        # tokenizer.json is megabytes: read it once for both the byte table and the tokenizer.
+        meta, tokenizer_config = self._load_tokenizer()
+        #: the model as the registry describes models (``provider="local"``, zero prices)
+        self.info = self._describe(meta, tokenizer_config)
+
+    def _load_tokenizer(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Tokenizer, byte table, end tokens, chat template; returns (metadata, tokenizer_config)."""
+        from tokenizers import Tokenizer  # tokenizer.json is megabytes: read once, used twice
+
         tokenizer_text = (self.model_dir / TOKENIZER_FILE).read_text(encoding="utf-8")
         tokenizer_json = _json_object(tokenizer_text)
         self._tokenizer = Tokenizer.from_str(tokenizer_text)
@@ -209,12 +215,12 @@ class LocalModel:
             eos_token=eos or "",
             tokenizer_config=tokenizer_config,
         )
-        context_window = int(
-            meta.get("context_length") or tokenizer_config.get("model_max_length") or 4096
-        )
-        context_window = min(context_window, 1 << 20)
-        #: the model as the registry describes models (``provider="local"``, zero prices)
-        self.info = Model(
+        return meta, tokenizer_config
+
+    def _describe(self, meta: dict[str, Any], tokenizer_config: dict[str, Any]) -> Model:
+        limit = meta.get("context_length") or tokenizer_config.get("model_max_length") or 4096
+        context_window = min(int(limit), 1 << 20)
+        return Model(
             id=str(meta.get("model_id") or self.model_dir.name),
             provider="local",
             api="local",

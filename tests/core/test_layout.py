@@ -49,8 +49,6 @@ EXCEPTIONS: dict[str, str] = {
     "core/wire/sse.py:_process": "one hot loop (WHATWG's field dispatch); a split costs a call per line",
     "io_asyncio/server.py": "being split into core/serve/",
     "io_asyncio/server.py:_stream": "being split into core/serve/",
-    "local/convert.py:convert_gguf": "being split",
-    "local/model.py:__init__": "being split",
     "fuzz/fake_provider.py": "being split",
     "fuzz/fake_provider.py:respond": "being split",
     "fuzz/fake_provider.py:_respond_hygiene": "being split",
