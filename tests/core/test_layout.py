@@ -49,9 +49,6 @@ EXCEPTIONS: dict[str, str] = {
     "core/wire/sse.py:_process": "one hot loop (WHATWG's field dispatch); a split costs a call per line",
     "io_asyncio/server.py": "being split into core/serve/",
     "io_asyncio/server.py:_stream": "being split into core/serve/",
-    "fuzz/fake_provider.py": "being split",
-    "fuzz/fake_provider.py:respond": "being split",
-    "fuzz/fake_provider.py:_respond_hygiene": "being split",
 }
 #: private names still imported across modules (module:name -> reason)
 PRIVATE_EXCEPTIONS: dict[str, str] = {
@@ -64,11 +61,6 @@ PRIVATE_EXCEPTIONS: dict[str, str] = {
     "core/text_tools.py:_held_prefix": "being fixed",
     "core/text_tools.py:_JSONValueEnd": "being fixed",
     "core/text_tools.py:_parse": "being fixed",
-    "fuzz/fuzz_eventstream.py:_harness": "fuzz targets are scripts sharing one harness",
-    "fuzz/fuzz_fold.py:_harness": "fuzz targets are scripts sharing one harness",
-    "fuzz/fuzz_ndjson.py:_harness": "fuzz targets are scripts sharing one harness",
-    "fuzz/fuzz_providers.py:_harness": "fuzz targets are scripts sharing one harness",
-    "fuzz/fuzz_sse.py:_harness": "fuzz targets are scripts sharing one harness",
 }
 
 

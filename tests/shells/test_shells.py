@@ -189,9 +189,9 @@ def test_a_broken_stream_is_judged_by_the_provider_state_machine(
     error = events[-1]
     assert isinstance(error, Error)
     # the body the server sent, decoded by the pure core, is the oracle
-    from fake_provider import _UNFINISHED
+    from fake_provider import UNFINISHED
 
-    body = _UNFINISHED[provider] if fault == "no-terminal" else bytes(range(256)) * 4
+    body = UNFINISHED[provider] if fault == "no-terminal" else bytes(range(256)) * 4
     expected = expected_events(server, provider, body)
     assert [type(e) for e in events] == [type(e) for e in expected]
     assert events[:-1] == expected[:-1]
