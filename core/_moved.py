@@ -44,6 +44,9 @@ MOVED_MODULES: Final[dict[str, str]] = {
     "streamfn.core.content_coding": "streamfn.core.http.content_coding",
     "streamfn.core.sigv4": "streamfn.core.providers.sigv4",
     "streamfn.core.providers.base": "streamfn.core.providers",
+    "streamfn.local.cmd_serve": "streamfn.local.cli.serve",
+    "streamfn.local.cmd_replay": "streamfn.local.cli.replay",
+    "streamfn.local.serve_config": "streamfn.local.cli.serve_config",
 }
 
 #: names that left ``streamfn.core`` in 0.2 -> the module to import them from now

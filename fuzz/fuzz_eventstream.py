@@ -49,7 +49,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamfn.fuzz import _harness
+from streamfn.fuzz import harness
 
 try:
     import atheris  # type: ignore[import-untyped]
@@ -267,9 +267,9 @@ def run_hypothesis() -> None:
 
     def one_round(examples: int) -> None:
         for target in TARGETS:
-            _harness.run_given(target, examples, database=None, derandomize=False)
+            harness.run_given(target, examples, database=None, derandomize=False)
 
-    _harness.run_rounds("fuzz_eventstream", one_round)
+    harness.run_rounds("fuzz_eventstream", one_round)
 
 
 # --- atheris engine ------------------------------------------------------------

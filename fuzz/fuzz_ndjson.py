@@ -14,6 +14,7 @@ import re
 import sys
 from pathlib import Path
 
+# the suite's own properties and oracles are test code, not shipped (see harness.py)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "wire"))
 
@@ -28,7 +29,7 @@ from hypothesis import strategies as st
 from test_ndjson import outcome
 
 from streamfn.core.wire.ndjson import NDJSONDecoder, NDJSONError
-from streamfn.fuzz import _harness
+from streamfn.fuzz import harness
 
 _PIECES = st.sampled_from([b'{"a":1}', b"\n", b"\r\n", b"\r", b" ", b"\t", b"xyz", b"\xff", b"[]"])
 
@@ -66,12 +67,12 @@ def hypothesis_round(examples: int) -> None:
         st.integers(1, 24),
     )
     def structured(data: bytes, cuts: list[int], cap: int) -> None:
-        check(data, _harness.split_by(data, cuts), cap)
+        check(data, harness.split_by(data, cuts), cap)
 
     @budget
     @given(st.binary(max_size=2048), sizes, st.integers(1, 64))
     def raw_bytes(data: bytes, cuts: list[int], cap: int) -> None:
-        check(data, _harness.split_by(data, cuts), cap)
+        check(data, harness.split_by(data, cuts), cap)
 
     structured()
     raw_bytes()
@@ -82,11 +83,11 @@ def one_input(raw: bytes) -> None:
     cap = fdp.ConsumeIntInRange(1, 64)
     sizes = [fdp.ConsumeIntInRange(0, 64) for _ in range(fdp.ConsumeIntInRange(0, 16))]
     data = fdp.ConsumeBytes(MAX_INPUT)
-    check(data, _harness.split_by(data, sizes), cap)
+    check(data, harness.split_by(data, sizes), cap)
 
 
 def main() -> None:
-    _harness.main("fuzz_ndjson", hypothesis_round, one_input)
+    harness.main("fuzz_ndjson", hypothesis_round, one_input)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 
 from streamfn.core import check_protocol, replay
 from streamfn.core.call import API_MODULES
-from streamfn.fuzz import _harness, chunkings, mutations, same_stream, transcripts
+from streamfn.fuzz import chunkings, harness, mutations, same_stream, transcripts
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "corpus"
@@ -87,10 +87,10 @@ def main() -> None:
     database = None if os.environ.get("FUZZ_NO_DB") else settings.default.database
 
     def one_round(n: int) -> None:
-        _harness.run_given(fuzz_any_provider, n, database=database)
-        _harness.run_given(fuzz_transcripts_round_trip, n, database=database)
+        harness.run_given(fuzz_any_provider, n, database=database)
+        harness.run_given(fuzz_transcripts_round_trip, n, database=database)
 
-    _harness.run_rounds("fuzz_providers", one_round)
+    harness.run_rounds("fuzz_providers", one_round)
 
 
 if __name__ == "__main__":

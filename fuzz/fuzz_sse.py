@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+# the suite's own properties and oracles are test code, not shipped (see harness.py)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "wire"))
 
@@ -32,7 +33,7 @@ from hypothesis import strategies as st
 from test_sse import bytewise, chunked, outcome, spec_oracle
 
 from streamfn.core.wire.sse import ServerSentEvent, SSEComment, SSEDecoder, SSEError
-from streamfn.fuzz import _harness
+from streamfn.fuzz import harness
 
 CAPS: dict[str, Any] = {"max_line_bytes": 24, "max_event_bytes": 40, "emit_comments": True}
 BIG_CAPS: dict[str, Any] = {"emit_comments": True}
@@ -76,7 +77,7 @@ def hypothesis_round(examples: int) -> None:
     @budget
     @given(st.binary(max_size=2048), st.lists(st.integers(0, 300), max_size=20))
     def raw_bytes(data: bytes, sizes: list[int]) -> None:
-        check(data, _harness.split_by(data, sizes))
+        check(data, harness.split_by(data, sizes))
 
     structured()
     raw_bytes()
@@ -86,11 +87,11 @@ def one_input(raw: bytes) -> None:
     fdp = atheris.FuzzedDataProvider(raw)
     sizes = [fdp.ConsumeIntInRange(0, 64) for _ in range(fdp.ConsumeIntInRange(0, 16))]
     data = fdp.ConsumeBytes(MAX_INPUT)
-    check(data, _harness.split_by(data, sizes))
+    check(data, harness.split_by(data, sizes))
 
 
 def main() -> None:
-    _harness.main("fuzz_sse", hypothesis_round, one_input)
+    harness.main("fuzz_sse", hypothesis_round, one_input)
 
 
 if __name__ == "__main__":

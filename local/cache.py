@@ -33,8 +33,11 @@ __all__ = [
     "file_record",
     "inspect_model_dir",
     "is_complete",
+    "json_object",
     "no_progress",
+    "read_json",
     "read_metadata",
+    "read_vocabulary",
     "sha256_file",
 ]
 
@@ -158,3 +161,25 @@ def inspect_model_dir(model_dir: str | os.PathLike[str]) -> CacheReport:
             )
         return CacheReport("prepared", verified=True)
     return CacheReport("prepared")
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    """The object in an optional JSON file; ``{}`` when it is missing or not an object."""
+    if not path.is_file():
+        return {}
+    return json_object(path.read_text(encoding="utf-8"))
+
+
+def json_object(text: str) -> dict[str, Any]:
+    """The object ``text`` holds; ``{}`` when it is JSON but not an object."""
+    value = json.loads(text)
+    return value if isinstance(value, dict) else {}
+
+
+def read_vocabulary(model_dir: Path) -> list[str]:
+    """The token strings by id, from ``vocabulary.json`` or ``vocabulary.txt``."""
+    json_file = model_dir / "vocabulary.json"
+    if json_file.is_file():
+        return [str(t) for t in json.loads(json_file.read_text(encoding="utf-8"))]
+    text_file = model_dir / "vocabulary.txt"
+    return text_file.read_text(encoding="utf-8").split("\n")

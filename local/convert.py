@@ -314,23 +314,7 @@ def convert_gguf(
         _build_tokenizer(vocab, pre).save(os.fspath(tmp / TOKENIZER_FILE))
         if template:
             (tmp / TEMPLATE_FILE).write_text(template, encoding="utf-8")
-        present = set(vocab.tokens)
-        metadata = {
-            "format": 1,
-            "name": config.name,
-            "source": source or os.fspath(gguf_path),
-            "quantization": quantization,
-            "context_length": config.context_length,
-            "end_tokens": list(
-                dict.fromkeys(t for t in (vocab.eos, *_TURN_END_TOKENS) if t in present)
-            ),
-            # what `local info` checks the cache against (sizes on every start, no hashing)
-            "files": {
-                f.name: file_record(f, digest=f.name == WEIGHTS_FILE)
-                for f in sorted(tmp.iterdir())
-                if f.is_file()
-            },
-        }
+        metadata = _metadata(tmp, config, vocab, source or os.fspath(gguf_path), quantization)
         (tmp / METADATA_FILE).write_text(json.dumps(metadata, indent=2), encoding="utf-8")
         tmp.chmod(0o755)  # mkdtemp makes it private; the model is not a secret
         _replace_dir(tmp, out)
@@ -339,6 +323,29 @@ def convert_gguf(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out
+
+
+def _metadata(
+    directory: Path, config: GGUFConfig, vocab: _Vocab, source: str, quantization: str
+) -> dict[str, Any]:
+    """What the cache records beside the converted files in ``directory``."""
+    present = set(vocab.tokens)
+    return {
+        "format": 1,
+        "name": config.name,
+        "source": source,
+        "quantization": quantization,
+        "context_length": config.context_length,
+        "end_tokens": list(
+            dict.fromkeys(t for t in (vocab.eos, *_TURN_END_TOKENS) if t in present)
+        ),
+        # what `local info` checks the cache against (sizes on every start, no hashing)
+        "files": {
+            f.name: file_record(f, digest=f.name == WEIGHTS_FILE)
+            for f in sorted(directory.iterdir())
+            if f.is_file()
+        },
+    }
 
 
 def _replace_dir(new: Path, target: Path) -> None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
-import json
 import math
 import os
 import queue
@@ -38,7 +37,15 @@ from .batching import BatchScheduler
 from .batching import Item as _Item
 from .batching import Job as _Job
 from .batching import Plan as _Plan
-from .cache import METADATA_FILE, TOKENIZER_FILE, Progress, no_progress
+from .cache import (
+    METADATA_FILE,
+    TOKENIZER_FILE,
+    Progress,
+    json_object,
+    no_progress,
+    read_json,
+    read_vocabulary,
+)
 from .prompt import ChatTemplate, TemplateError
 from .tokens import token_bytes_table
 
@@ -62,26 +69,6 @@ def _close_all_at_exit() -> None:
     """
     for model in list(_LIVE):
         model.close()
-
-
-def read_json(path: Path) -> dict[str, Any]:
-    """The object in an optional JSON file; ``{}`` when it is missing or not an object."""
-    if not path.is_file():
-        return {}
-    return _json_object(path.read_text(encoding="utf-8"))
-
-
-def _json_object(text: str) -> dict[str, Any]:
-    value = json.loads(text)
-    return value if isinstance(value, dict) else {}
-
-
-def _read_vocabulary(model_dir: Path) -> list[str]:
-    json_file = model_dir / "vocabulary.json"
-    if json_file.is_file():
-        return [str(t) for t in json.loads(json_file.read_text(encoding="utf-8"))]
-    text_file = model_dir / "vocabulary.txt"
-    return text_file.read_text(encoding="utf-8").split("\n")
 
 
 class _Session:
@@ -166,7 +153,6 @@ class LocalModel:
         max_queue_wait: float = 5.0,
     ) -> None:
         import ctranslate2
-        from tokenizers import Tokenizer
 
         self.model_dir = Path(model_dir)
         if not (self.model_dir / "model.bin").is_file():
@@ -189,14 +175,21 @@ class LocalModel:
             max_queue_wait=max_queue_wait,
         )
         _LIVE.add(self)
-        # tokenizer.json is megabytes: read it once for both the byte table and the tokenizer.
+        meta, tokenizer_config = self._load_tokenizer()
+        #: the model as the registry describes models (``provider="local"``, zero prices)
+        self.info = self._describe(meta, tokenizer_config)
+
+    def _load_tokenizer(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Tokenizer, byte table, end tokens, chat template; returns (metadata, tokenizer_config)."""
+        from tokenizers import Tokenizer  # tokenizer.json is megabytes: read once, used twice
+
         tokenizer_text = (self.model_dir / TOKENIZER_FILE).read_text(encoding="utf-8")
-        tokenizer_json = _json_object(tokenizer_text)
+        tokenizer_json = json_object(tokenizer_text)
         self._tokenizer = Tokenizer.from_str(tokenizer_text)
         config = read_json(self.model_dir / "config.json")
         meta = read_json(self.model_dir / METADATA_FILE)
         tokenizer_config = read_json(self.model_dir / "tokenizer_config.json")
-        vocabulary = _read_vocabulary(self.model_dir)
+        vocabulary = read_vocabulary(self.model_dir)
         self._token_bytes = token_bytes_table(vocabulary, tokenizer_json)
         ids = {token: i for i, token in enumerate(vocabulary)}
         eos = config.get("eos_token") or _token_text(tokenizer_config.get("eos_token"))
@@ -209,12 +202,12 @@ class LocalModel:
             eos_token=eos or "",
             tokenizer_config=tokenizer_config,
         )
-        context_window = int(
-            meta.get("context_length") or tokenizer_config.get("model_max_length") or 4096
-        )
-        context_window = min(context_window, 1 << 20)
-        #: the model as the registry describes models (``provider="local"``, zero prices)
-        self.info = Model(
+        return meta, tokenizer_config
+
+    def _describe(self, meta: dict[str, Any], tokenizer_config: dict[str, Any]) -> Model:
+        limit = meta.get("context_length") or tokenizer_config.get("model_max_length") or 4096
+        context_window = min(int(limit), 1 << 20)
+        return Model(
             id=str(meta.get("model_id") or self.model_dir.name),
             provider="local",
             api="local",

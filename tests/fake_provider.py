@@ -2,4 +2,3 @@
 the tests keep importing it by this short name."""
 
 from streamfn.fuzz.fake_provider import *  # noqa: F403
-from streamfn.fuzz.fake_provider import _UNFINISHED, WRONG_WORDS, read_request  # noqa: F401

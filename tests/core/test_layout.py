@@ -41,24 +41,9 @@ EXCEPTIONS: dict[str, str] = {
     "core/wire/sse.py:_process": "one hot loop (WHATWG's field dispatch); a split costs a call per line",
     "io_asyncio/server.py": "being split into core/serve/",
     "io_asyncio/server.py:_stream": "being split into core/serve/",
-    "local/cli.py": "being split into local/cli/",
-    "local/cmd_serve.py:_configure": "being split",
-    "local/convert.py:convert_gguf": "being split",
-    "local/model.py:__init__": "being split",
-    "fuzz/fake_provider.py": "being split",
-    "fuzz/fake_provider.py:respond": "being split",
-    "fuzz/fake_provider.py:_respond_hygiene": "being split",
 }
 #: private names still imported across modules (module:name -> reason)
 PRIVATE_EXCEPTIONS: dict[str, str] = {
-    "local/cmd_serve.py:_add_model_dir": "being fixed",
-    "local/cmd_serve.py:_model_dir": "being fixed",
-    "local/cmd_serve.py:_progress_printer": "being fixed",
-    "fuzz/fuzz_eventstream.py:_harness": "fuzz targets are scripts sharing one harness",
-    "fuzz/fuzz_fold.py:_harness": "fuzz targets are scripts sharing one harness",
-    "fuzz/fuzz_ndjson.py:_harness": "fuzz targets are scripts sharing one harness",
-    "fuzz/fuzz_providers.py:_harness": "fuzz targets are scripts sharing one harness",
-    "fuzz/fuzz_sse.py:_harness": "fuzz targets are scripts sharing one harness",
 }
 
 
@@ -185,7 +170,6 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 #: cycles being removed (each a sorted module list)
 KNOWN_CYCLES: list[list[str]] = [
-    ["streamfn.local.cli", "streamfn.local.cmd_replay", "streamfn.local.cmd_serve"],
 ]
 
 

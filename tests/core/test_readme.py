@@ -95,7 +95,7 @@ def test_every_fenced_block_is_text_or_run_or_checked() -> None:
 
 def test_the_gateway_config_example_loads() -> None:
     """The README's ``--config`` file is one `streamfn serve` accepts as written."""
-    from streamfn.local.serve_config import load_gateway_config
+    from streamfn.local.cli.serve_config import load_gateway_config
 
     (block,) = [b for b in BLOCKS if b.language == "toml"]
     path = Path(os.environ.get("TMPDIR", "/tmp")) / f"readme-gateway-{os.getpid()}.toml"

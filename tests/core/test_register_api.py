@@ -18,8 +18,8 @@ import lines_wire
 import openai
 import pytest
 from fake_provider import FakeProvider
-from test_server import KEY, Server
-from test_shells import FAST, collect, run
+from loopback_server import KEY, Server
+from shell_runner import FAST, collect, run
 
 from streamfn.core import (
     Context,

@@ -13,7 +13,7 @@ from chunking import split_at
 from fake_provider import FakeProvider
 from hypothesis import given
 from hypothesis import strategies as st
-from test_shells import FAST, collect, run
+from shell_runner import FAST, collect, run
 from test_tagged import coalesced
 
 from streamfn.core import (

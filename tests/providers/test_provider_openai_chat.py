@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 from typing import Any
 
@@ -568,10 +567,6 @@ def test_corpus_conformance(entry: dict[str, Any] | None) -> None:
     data = body(entry)
     events = replay("openai-chat", data, provider=provider)
     check_protocol(events)
-    # Any chunking of the same bytes gives the same events.
-    rng = random.Random(entry["file"])
-    cuts = sorted(rng.sample(range(1, len(data)), min(40, len(data) - 1)))
-    assert run(data, provider, cuts) == events
 
     exp = expected(entry)
     assert exp is not None
@@ -739,7 +734,7 @@ def _cuts(data: bytes) -> st.SearchStrategy[list[int]]:
 
 
 @given(wire_transcripts(), st.data())
-def test_property_any_chunking_same_events_and_intended_message(
+def test_any_chunking_gives_the_intended_stream(
     generated: tuple[bytes, dict[str, Any]], data: st.DataObject
 ) -> None:
     raw, intent = generated

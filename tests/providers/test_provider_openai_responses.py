@@ -607,7 +607,7 @@ def _cuts(data: bytes) -> st.SearchStrategy[list[int]]:
 
 
 @given(wire_transcripts(), st.data())
-def test_property_any_chunking_same_events_and_intended_message(
+def test_any_chunking_gives_the_intended_stream(
     generated: tuple[bytes, dict[str, Any]], data: st.DataObject
 ) -> None:
     wire, intended = generated

@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 import pytest
 from fake_provider import FakeProvider
-from test_shells import FAST, collect, run
+from shell_runner import FAST, collect, run
 
 from streamfn.core import Done, Error, ErrorKind, Model, replay
 from streamfn.core.classify import classify_http_error

@@ -11,8 +11,8 @@ from typing import Any
 import h11
 import pytest
 import ulid
+from loopback_server import KEY, TOOL, Server, raw_post, read_all, serving
 from test_agent_events import frames
-from test_server import KEY, TOOL, Server, _post, _read_all, serving
 
 from streamfn.core import Context, Done, Event, Model, Options, StopReason, accumulate
 from streamfn.core.messages import TextContent, Tool, ToolCall
@@ -36,8 +36,8 @@ class Response:
 
 def post(server: Server, body: dict[str, Any]) -> Response:
     """POST and read the whole response, parsed by h11 (not by our code)."""
-    with _post(server.port, PATH, json.dumps(body).encode()) as sock:
-        raw = _read_all(sock)
+    with raw_post(server.port, PATH, json.dumps(body).encode()) as sock:
+        raw = read_all(sock)
     conn = h11.Connection(h11.CLIENT)
     conn.send(h11.Request(method="POST", target=PATH, headers=[("host", "x")]))
     conn.receive_data(raw)
@@ -98,14 +98,14 @@ def test_a_request_that_cannot_start_a_stream_is_an_http_error(server: Server) -
 def test_keepalive_comments_while_the_model_is_silent() -> None:
     with serving(keepalive_interval=0.05, delay=0.3) as (server, _):
         body = json.dumps(native("demo-text")).encode()
-        with _post(server.port, PATH, body) as sock:
-            data = _read_all(sock)
+        with raw_post(server.port, PATH, body) as sock:
+            data = read_all(sock)
     assert b": keepalive\n" in data and b"event: stream_end" in data
 
 
 def test_client_disconnect_stops_generation() -> None:
     with serving(delay=0.5) as (server, backend):
-        sock = _post(server.port, PATH, json.dumps(native("demo-text")).encode())
+        sock = raw_post(server.port, PATH, json.dumps(native("demo-text")).encode())
         sock.settimeout(5)
         assert sock.recv(4096).startswith(b"HTTP/1.1 200")
         sock.close()

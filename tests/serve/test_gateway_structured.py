@@ -17,7 +17,7 @@ import anthropic
 import openai
 import pytest
 from fake_provider import FakeProvider
-from test_server import KEY, Server
+from loopback_server import KEY, Server
 
 from streamfn.core import Model
 from streamfn.core.serve.inbound import (

@@ -7,7 +7,7 @@ import json
 import openai
 import pytest
 from corpus_support import CORPUS
-from test_server import KEY, Server
+from loopback_server import KEY, Server
 
 from streamfn.core import (
     Done,

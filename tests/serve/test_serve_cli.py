@@ -21,14 +21,14 @@ from pathlib import Path
 import openai
 import pytest
 from fake_provider import FakeProvider
-from test_server import STREAMS, Server
+from loopback_server import STREAMS, Server
 
 import streamfn.io_asyncio as sf_asyncio
 from streamfn.core import Context, Done, Model, Options
 from streamfn.io_asyncio.backends import ProviderBackend
 from streamfn.io_asyncio.server import App, EventsBackend, ServerConfig
 from streamfn.local import cli
-from streamfn.local.serve_config import ConfigError, load_gateway_config
+from streamfn.local.cli.serve_config import ConfigError, load_gateway_config
 
 USER = [{"role": "user", "content": "Say hello"}]
 

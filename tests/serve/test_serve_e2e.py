@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import openai
 import pytest
 import trio
-from test_server import KEY, Server, _post, _read_all
+from loopback_server import KEY, Server, raw_post, read_all
 from tiny_model import build_tiny_model
 
 import streamfn.io_asyncio as sf_asyncio
@@ -99,8 +99,8 @@ def test_health_answers_within_50_ms_while_a_6_mb_prompt_is_prepared(server: Ser
     reply: list[bytes] = []
 
     def big_request() -> None:
-        with _post(server.port, "/v1/chat/completions", body) as sock:
-            reply.append(_read_all(sock, 120))
+        with raw_post(server.port, "/v1/chat/completions", body) as sock:
+            reply.append(read_all(sock, 120))
 
     worker = threading.Thread(target=big_request)
     latencies = []
@@ -109,7 +109,7 @@ def test_health_answers_within_50_ms_while_a_6_mb_prompt_is_prepared(server: Ser
         started = time.perf_counter()
         with socket.create_connection(("127.0.0.1", server.port)) as sock:
             sock.sendall(b"GET /health HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n")
-            assert _read_all(sock).startswith(b"HTTP/1.1 200")
+            assert read_all(sock).startswith(b"HTTP/1.1 200")
         latencies.append(time.perf_counter() - started)
         time.sleep(0.002)
     worker.join()

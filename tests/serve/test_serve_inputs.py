@@ -20,7 +20,7 @@ import httpx
 import openai
 import pytest
 from fake_provider import FakeProvider
-from test_server import KEY, Server
+from loopback_server import KEY, Server
 
 from streamfn.core import Model
 from streamfn.core.models import openai_compatible

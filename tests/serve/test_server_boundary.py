@@ -21,7 +21,7 @@ import anthropic
 import openai
 import pytest
 from fake_provider import FakeProvider
-from test_server import KEY, USER, Server, _post, _read_all, serving
+from loopback_server import KEY, USER, Server, raw_post, read_all, serving
 
 from streamfn.core import Model
 from streamfn.core.events import Done, Error, Start, TextDelta, TextEnd, TextStart
@@ -78,7 +78,7 @@ def _request(port: int, path: str, body: bytes, **headers: str) -> tuple[int, An
     head = "".join(f"{k}: {v}\r\n" for k, v in fields.items() if v)
     with socket.create_connection(("127.0.0.1", port)) as sock:
         sock.sendall(f"POST {path} HTTP/1.1\r\n{head}\r\n".encode() + body)
-        data = _read_all(sock)
+        data = read_all(sock)
     status, parsed = _status_and_body(data)
     return status, parsed, data
 
@@ -229,7 +229,7 @@ def test_allowed_host_and_cors_origin_are_opt_in() -> None:
                 b"access-control-request-headers: authorization, content-type\r\n"
                 b"connection: close\r\n\r\n"
             )
-            preflight = _read_all(sock).lower()
+            preflight = read_all(sock).lower()
         assert preflight.startswith(b"http/1.1 204")
         assert b"access-control-allow-origin: https://app.example" in preflight
         status, _, data = _request(server.port, "/v1/stream", NATIVE_BODY, origin=page)
@@ -307,11 +307,11 @@ def test_wrong_method_is_405_with_allow(demo: Server) -> None:
         sock.sendall(
             b"GET /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n"
         )
-        data = _read_all(sock).lower()
+        data = read_all(sock).lower()
     assert data.startswith(b"http/1.1 405") and b"\r\nallow: post\r\n" in data
     with socket.create_connection(("127.0.0.1", demo.port)) as sock:
         sock.sendall(b"DELETE /health HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n")
-        data = _read_all(sock).lower()
+        data = read_all(sock).lower()
     assert data.startswith(b"http/1.1 405") and b"\r\nallow: get\r\n" in data
 
 
@@ -335,7 +335,7 @@ def test_a_slow_body_times_out_with_408_and_counts_against_the_limit() -> None:
         started = time.monotonic()
         for sock in slow:
             with sock:
-                data = _read_all(sock)
+                data = read_all(sock)
             assert data.startswith(b"HTTP/1.1 408"), data
         assert time.monotonic() - started < 2.0
         assert _request(server.port, "/v1/chat/completions", OPENAI_BODY)[0] == 200
@@ -346,7 +346,7 @@ def test_a_slow_request_head_is_cut_after_the_head_timeout() -> None:
         with socket.create_connection(("127.0.0.1", server.port)) as sock:
             sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\n")
             started = time.monotonic()
-            _read_all(sock)  # returns when the server closes the connection
+            read_all(sock)  # returns when the server closes the connection
         assert time.monotonic() - started < 2.0
 
 
@@ -357,7 +357,7 @@ def test_open_connections_are_capped() -> None:
         try:
             time.sleep(0.1)
             with socket.create_connection(("127.0.0.1", server.port)) as extra:
-                data = _read_all(extra)
+                data = read_all(extra)
             assert data.startswith(b"HTTP/1.1 503") and b"too many open connections" in data
         finally:
             for sock in idle:
@@ -380,7 +380,7 @@ def test_streaming_and_whole_requests_alike_are_cancelled_on_disconnect() -> Non
     streaming = OPENAI_BODY.replace(b'"messages"', b'"stream":true,"messages"')
     with serving(delay=0.5) as (server, backend):
         for n, body in enumerate((whole, streaming), start=1):
-            sock = _post(server.port, "/v1/chat/completions", body)
+            sock = raw_post(server.port, "/v1/chat/completions", body)
             deadline = time.monotonic() + 3
             while len(backend.opened) < n and time.monotonic() < deadline:
                 time.sleep(0.01)
@@ -396,7 +396,7 @@ def test_streaming_and_whole_requests_alike_are_cancelled_on_disconnect() -> Non
 
 
 def _open(port: int, path: str, body: bytes) -> socket.socket:
-    sock = _post(port, path, body)
+    sock = raw_post(port, path, body)
     sock.settimeout(5)
     return sock
 
@@ -421,12 +421,12 @@ def test_shutdown_ends_each_stream_in_its_dialect_and_turns_the_queue_away() -> 
         ended = {}
         for path, sock in running.items():
             with sock:
-                ended[path] = _read_all(sock)
+                ended[path] = read_all(sock)
         assert time.monotonic() - started < 2.0  # the grace, then the end: no hang
         with queued_whole:
-            whole = _read_all(queued_whole)
+            whole = read_all(queued_whole)
         with queued_stream:
-            stream = _read_all(queued_stream)
+            stream = read_all(queued_stream)
     for data in (*ended.values(), stream):
         assert data.endswith(b"0\r\n\r\n")  # every chunked body properly terminated
     assert b'"error":{"message":"server is shutting down' in ended["/v1/chat/completions"]
@@ -475,7 +475,7 @@ def test_a_slow_model_gets_headers_a_comment_and_keep_alives_at_once() -> None:
             while b": streamfn: waiting for the model" not in first:
                 first += sock.recv(4096)
             waited = time.monotonic() - started
-            rest = _read_all(sock)
+            rest = read_all(sock)
         assert first.startswith(b"HTTP/1.1 200")
         assert b"data:" not in first  # the comment came before any output
         assert waited < 1.0  # the model's first output comes after 1 s
@@ -539,7 +539,7 @@ def test_a_client_disconnect_closes_the_upstream_connection_within_250_ms() -> N
         with Server(App(RouterBackend(None, backend), ServerConfig(api_key=KEY))) as server:
             for n, stream in enumerate((False, True), start=1):
                 got_request.clear()
-                sock = _post(
+                sock = raw_post(
                     server.port,
                     "/v1/chat/completions",
                     json.dumps(body | {"stream": stream}).encode(),

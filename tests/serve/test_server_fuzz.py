@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
-from test_server import STREAMS
+from loopback_server import STREAMS
 
 from streamfn.core import Context, Options
 from streamfn.io_asyncio.server import App, EventsBackend, ServerConfig

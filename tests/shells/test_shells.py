@@ -22,6 +22,7 @@ import trio
 from corpus_support import body as corpus_body
 from corpus_support import corpus_entries, require_corpus
 from fake_provider import WIRE_FORMATS, WRONG_WORDS, ConnectProxy, FakeProvider
+from shell_runner import FAST, KEY, collect, run
 
 from streamfn.core import (
     Context,
@@ -50,52 +51,8 @@ PROVIDER_OF = {
 }
 #: every wire format the shells drive
 WIRES = list(WIRE_FORMATS)
-KEY = "sk-test-PLANTED-SECRET-0123456789"
-FAST = Options(
-    api_key=KEY,
-    connect_timeout=2.0,
-    first_byte_timeout=0.3,
-    idle_timeout=0.3,
-    max_attempts=3,
-    retry_base_delay=0.01,
-    retry_max_delay=0.05,
-)
-
-
 def _have(api: str) -> bool:
     return importlib.util.find_spec(f"streamfn.core.providers.{api.replace('-', '_')}") is not None
-
-
-def run(shell: str, fn: Callable[..., Awaitable[Any]], *args: Any, limit: float = 10.0) -> Any:
-    """Run ``fn(client, *args)`` under ``shell`` with a fresh client and a hard time limit."""
-    client_cls = TrioClient if shell == "trio" else AsyncioClient
-
-    async def main() -> Any:
-        async with client_cls(environ={}) as client:
-            return await fn(client, *args)
-
-    started = time.monotonic()
-    if shell == "trio":
-
-        async def bounded() -> Any:
-            with trio.fail_after(limit):
-                return await main()
-
-        result = trio.run(bounded)
-    else:
-
-        async def bounded_asyncio() -> Any:
-            async with asyncio.timeout(limit):
-                return await main()
-
-        result = asyncio.run(bounded_asyncio())
-    assert time.monotonic() - started < limit
-    return result
-
-
-async def collect(client: Any, model: Model, options: Options = FAST) -> list[Event]:
-    async with client.stream(model, Context.of("hi"), options) as events:
-        return [event async for event in events]
 
 
 def model_for(server: FakeProvider, fault: str, provider: str, token: str) -> Model:
@@ -232,9 +189,9 @@ def test_a_broken_stream_is_judged_by_the_provider_state_machine(
     error = events[-1]
     assert isinstance(error, Error)
     # the body the server sent, decoded by the pure core, is the oracle
-    from fake_provider import _UNFINISHED
+    from fake_provider import UNFINISHED
 
-    body = _UNFINISHED[provider] if fault == "no-terminal" else bytes(range(256)) * 4
+    body = UNFINISHED[provider] if fault == "no-terminal" else bytes(range(256)) * 4
     expected = expected_events(server, provider, body)
     assert [type(e) for e in events] == [type(e) for e in expected]
     assert events[:-1] == expected[:-1]

@@ -14,7 +14,9 @@ from streamfn.core.call import api_names, replay
 from streamfn.core.events import encode_event_json
 from streamfn.core.messages import AssistantMessage
 
-from .cli import EXIT_OK, EXIT_USAGE, Command, CommandError, register_command
+from .command import EXIT_OK, EXIT_USAGE, Command, CommandError
+
+__all__ = ["COMMAND"]
 
 _EPILOG = """\
 examples:
@@ -67,12 +69,10 @@ def _run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-register_command(
-    Command(
-        "replay",
-        "decode a recorded provider response into events (offline)",
-        _configure,
-        _run,
-        description=(__doc__ or "").replace("``", ""),
-    )
+COMMAND = Command(
+    "replay",
+    "decode a recorded provider response into events (offline)",
+    _configure,
+    _run,
+    description=(__doc__ or "").replace("``", ""),
 )

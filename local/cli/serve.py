@@ -18,17 +18,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .cli import (
-    EXIT_OK,
-    EXIT_USAGE,
-    Command,
-    CommandError,
-    _add_model_dir,
-    _model_dir,
-    _progress_printer,
-    register_command,
-    require_prepared,
-)
+from .command import EXIT_OK, EXIT_USAGE, Command, CommandError
+from .model_dir import add_model_dir, model_dir, require_prepared
+from .progress import progress_printer
+
+__all__ = ["API_KEY_ENV", "COMMAND"]
 
 API_KEY_ENV = "STREAMFN_SERVER_API_KEY"
 
@@ -55,6 +49,15 @@ get --shutdown-grace seconds to finish, then end with an error event in their di
 def _configure(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = _EPILOG
+    _add_access(parser)
+    _add_sources(parser)
+    _add_capacity(parser)
+    _add_timeouts(parser)
+    _add_web(parser)
+
+
+def _add_access(parser: argparse.ArgumentParser) -> None:
+    """Where the server listens and who may call it."""
     add = parser.add_argument
     add("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     add("--port", type=int, default=8000, help="port (default 8000; 0 picks a free one)")
@@ -65,9 +68,14 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         help="allow a non-loopback --host without --api-key (anyone who reaches it spends "
         "your provider keys)",
     )
+
+
+def _add_sources(parser: argparse.ArgumentParser) -> None:
+    """What the server serves: the local model, upstream providers, a gateway file."""
+    add = parser.add_argument
     add("--no-local", action="store_true", help="do not load the local model")
     add("--no-providers", action="store_true", help="serve only the local model")
-    _add_model_dir(parser)
+    add_model_dir(parser)
     add("--config", type=Path, metavar="FILE", help="TOML list of served upstream models")
     add(
         "--base-url",
@@ -76,6 +84,11 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         metavar="PROVIDER=URL",
         help="send every PROVIDER:* model to URL instead (repeatable)",
     )
+
+
+def _add_capacity(parser: argparse.ArgumentParser) -> None:
+    """How much the server takes on at once before it refuses (429, 503, 413)."""
+    add = parser.add_argument
     add("--workers", type=int, default=1, metavar="N", help="server processes (default 1)")
     add(
         "--max-concurrency",
@@ -103,6 +116,11 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         help="request bodies held in memory at once, all requests together; past it a "
         "request is a 503 with Retry-After (default 256 MiB)",
     )
+
+
+def _add_timeouts(parser: argparse.ArgumentParser) -> None:
+    """How long the server waits for clients and the model, and gives streams at shutdown."""
+    add = parser.add_argument
     add(
         "--head-timeout",
         type=float,
@@ -129,6 +147,11 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         default=10.0,
         help="seconds open streams get at shutdown (default 10)",
     )
+
+
+def _add_web(parser: argparse.ArgumentParser) -> None:
+    """Host names, browser origins and sources as web clients see them."""
+    add = parser.add_argument
     add(
         "--allowed-host",
         action="append",
@@ -205,7 +228,7 @@ def _check(args: argparse.Namespace) -> dict[str, str]:
             )
         base_urls[provider] = url.rstrip("/")
     if not args.no_local:
-        require_prepared(_model_dir(args))
+        require_prepared(model_dir(args))
     return base_urls
 
 
@@ -245,7 +268,7 @@ def _backend(args: argparse.Namespace, base_urls: dict[str, str]) -> Any:
     local = None
     if not args.no_local:
         try:
-            local = LocalBackend(_model_dir(args), progress=_progress_printer())
+            local = LocalBackend(model_dir(args), progress=progress_printer())
         except Exception as exc:
             raise CommandError(f"cannot load the local model: {exc} (or use --no-local)") from exc
     return RouterBackend(local, providers)
@@ -364,12 +387,10 @@ def _run(args: argparse.Namespace) -> int:
     return _serve_here(args, sock, base_urls)
 
 
-register_command(
-    Command(
-        "serve",
-        "serve models over HTTP to OpenAI and Anthropic clients",
-        _configure,
-        _run,
-        description=(__doc__ or "").replace("``", ""),
-    )
+COMMAND = Command(
+    "serve",
+    "serve models over HTTP to OpenAI and Anthropic clients",
+    _configure,
+    _run,
+    description=(__doc__ or "").replace("``", ""),
 )

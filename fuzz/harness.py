@@ -3,6 +3,13 @@
 Each target supplies only its checks: a hypothesis round and an atheris
 ``one_input``. The environment variables and switches live here, so the
 targets cannot drift apart in how they are run.
+
+Three targets (`fuzz_sse`, `fuzz_ndjson`, `fuzz_fold`) run the test suite's
+own properties with many more examples, so they put ``tests/`` on `sys.path`
+and import them: the properties and their oracles (a literal transcription of
+the WHATWG SSE parser, the fold's event strategies) are test code, not part of
+the installed package, and those targets are run from a checkout. The other
+targets need only the package.
 """
 
 from __future__ import annotations

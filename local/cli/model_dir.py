@@ -1,0 +1,60 @@
+"""Where the commands find the local model: ``--model-dir``, its variable, the cache.
+
+``chat``, ``local`` and ``serve`` share these, so each says the same thing
+about a missing model or a missing ``[local]`` extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Final
+
+from .command import CommandError
+
+__all__ = [
+    "LOCAL_EXTRA_HINT",
+    "LOCAL_PREFIX",
+    "MODEL_DIR_ENV",
+    "add_model_dir",
+    "model_dir",
+    "require_prepared",
+]
+
+#: where `streamfn chat` finds the local model when --model-dir is not given
+MODEL_DIR_ENV: Final = "STREAMFN_LOCAL_MODEL_DIR"
+LOCAL_PREFIX: Final = "local"
+
+#: how to get the local model's dependencies, said wherever they are missing
+LOCAL_EXTRA_HINT: Final = (
+    "install the [local] extra: `pip install 'streamfn[local]'` "
+    "(from a checkout: `pip install -e '.[local]'`)"
+)
+
+
+def add_model_dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--model-dir",
+        type=Path,
+        help=f"local model directory (default: ${MODEL_DIR_ENV} or the user cache)",
+    )
+
+
+def model_dir(args: argparse.Namespace) -> Path | None:
+    """``--model-dir``, else ``$STREAMFN_LOCAL_MODEL_DIR``, else None (the user cache)."""
+    if args.model_dir is not None:
+        return Path(args.model_dir)
+    env = os.environ.get(MODEL_DIR_ENV)
+    return Path(env) if env else None
+
+
+def require_prepared(directory: Path | None) -> None:
+    """Only the default directory is prepared on first use; others must hold a model already."""
+    from ..fetch import default_model_dir, is_prepared
+
+    if directory is not None and not is_prepared(directory) and directory != default_model_dir():
+        raise CommandError(
+            f"{directory} holds no prepared model; run `streamfn local prepare "
+            f"--model-dir {directory}` or point --model-dir at a CTranslate2 model"
+        )

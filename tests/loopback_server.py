@@ -1,0 +1,174 @@
+"""A loopback `streamfn serve`: the demo event streams, the app on a real hypercorn
+in a thread, and raw-socket helpers; shared by the serve tests and the tests of
+other rooms that need a server to talk to."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from streamfn.core import (
+    Done,
+    Error,
+    Event,
+    Start,
+    StopReason,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ThinkingDelta,
+    ThinkingEnd,
+    ThinkingStart,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    Usage,
+)
+from streamfn.io_asyncio.serve import serve
+from streamfn.io_asyncio.server import App, EventsBackend, ServerConfig
+
+KEY = "test-server-key"
+
+TEXT: list[Event] = [
+    Start(model="demo-text"),
+    TextStart(0),
+    TextDelta(0, "Hello"),
+    TextDelta(0, ", wörld 🌍"),
+    TextEnd(0),
+    Done(stop_reason=StopReason.STOP, usage=Usage(input=12, output=4, cache_read=3)),
+]
+TOOL: list[Event] = [
+    Start(model="demo-tool"),
+    TextStart(0),
+    TextDelta(0, "Checking."),
+    TextEnd(0),
+    ToolCallStart(1, "call_abc123", "get_weather"),
+    ToolCallDelta(1, '{"city": '),
+    ToolCallDelta(1, '"Paris", "units": "c"}'),
+    ToolCallEnd(1),
+    Done(stop_reason=StopReason.TOOL_USE, usage=Usage(input=20, output=9)),
+]
+THINKING: list[Event] = [
+    Start(model="demo-thinking"),
+    ThinkingStart(0),
+    ThinkingDelta(0, "The user greets me. "),
+    ThinkingDelta(0, "I should greet back."),
+    ThinkingEnd(0, signature="c2lnbmF0dXJl"),
+    TextStart(1),
+    TextDelta(1, "Hi there!"),
+    TextEnd(1),
+    Done(stop_reason=StopReason.STOP, usage=Usage(input=5, output=15, reasoning=10)),
+]
+OVERFLOW: list[Event] = [
+    Start(model="demo-overflow"),
+    Error.context_overflow("prompt is too long: 300000 tokens > 200000 maximum", status=400),
+]
+MIDSTREAM_ERROR: list[Event] = [
+    Start(model="demo-midstream"),
+    TextStart(0),
+    TextDelta(0, "partial"),
+    Error.network("upstream dropped the connection"),
+]
+STREAMS = {
+    "demo-text": TEXT,
+    "demo-tool": TOOL,
+    "demo-thinking": THINKING,
+    "demo-overflow": OVERFLOW,
+    "demo-midstream": MIDSTREAM_ERROR,
+}
+
+
+class Server:
+    """The app on a real hypercorn in a thread, through `streamfn.io_asyncio.serve`."""
+
+    def __init__(self, app: App, **serve_options: Any) -> None:
+        self.app = app
+        self.serve_options = serve_options
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(128)
+        self.port = self.sock.getsockname()[1]
+        self.loop = asyncio.new_event_loop()
+        self._stop: asyncio.Event | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._ready = threading.Event()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+
+        async def main() -> None:
+            self._stop = asyncio.Event()
+            self._ready.set()
+            await serve(self.app, self.sock, self._stop, log_errors=False, **self.serve_options)
+
+        self.loop.run_until_complete(main())
+        self.loop.close()
+
+    def __enter__(self) -> Server:
+        self._thread.start()
+        self._ready.wait(5)
+        wait_port(self.port)
+        return self
+
+    def stop(self) -> None:
+        """Start a graceful shutdown (as SIGTERM does) without waiting for it."""
+        assert self._stop is not None
+        if not self.loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # it closed meanwhile: stopped already
+                self.loop.call_soon_threadsafe(self._stop.set)
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+        self._thread.join(30)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+def wait_port(port: int) -> None:
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+            return
+        time.sleep(0.02)
+    raise RuntimeError("server did not start")
+
+
+@contextlib.contextmanager
+def serving(**config: Any) -> Iterator[tuple[Server, EventsBackend]]:
+    backend_options = {
+        k: config.pop(k) for k in ("delay", "first_delay", "max_output") if k in config
+    }
+    serve_options = {k: config.pop(k) for k in ("max_connections", "head_timeout") if k in config}
+    backend = EventsBackend(STREAMS, **backend_options)
+    with Server(App(backend, ServerConfig(api_key=KEY, **config)), **serve_options) as server:
+        yield server, backend
+
+
+USER = [{"role": "user", "content": "hello"}]
+
+
+def read_all(sock: socket.socket, limit: float = 5.0) -> bytes:
+    sock.settimeout(limit)
+    chunks = []
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def raw_post(port: int, path: str, body: bytes, key: str = KEY) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.sendall(
+        f"POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\nauthorization: Bearer {key}\r\n"
+        f"content-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+    return sock

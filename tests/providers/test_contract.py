@@ -1,0 +1,77 @@
+"""The contract every wire format keeps, over every recording we have.
+
+Each hand-made transcript (tests/transcripts/<api>/) and each real recording
+of ../shared/corpus, whatever its wire format, replays into one valid stream
+(`check_protocol`: one `Start` first, blocks in order, exactly one terminal
+event, last), and the bytes arriving in any pieces give the same events as
+the bytes arriving whole. What a recording must fold into is provider
+vocabulary, so that stays with each provider's tests (``test_corpus_conformance``).
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from corpus_support import CORPUS, corpus_entries
+
+from streamfn.core import check_protocol, replay
+from streamfn.core.events import Event
+from streamfn.fuzz import split_at
+
+TRANSCRIPTS = Path(__file__).resolve().parents[1] / "transcripts"
+#: the corpus index's protocol names -> our wire formats
+PROTOCOL_API = {"bedrock-eventstream": "bedrock"}
+#: recordings up to this size are also replayed one byte at a time
+BYTEWISE_MAX = 16_384
+
+
+def _transcripts() -> list[Any]:
+    return [
+        pytest.param(api.name, None, path, id=f"{api.name}/{path.name}")
+        for api in sorted(TRANSCRIPTS.iterdir())
+        for path in sorted(api.iterdir())
+    ]
+
+
+def _corpus() -> list[Any]:
+    params = []
+    for param in corpus_entries():
+        entry = param.values[0]
+        if entry is None:
+            continue
+        if entry["file"].endswith(".chunks.txt"):
+            continue  # unframed fixtures; their framed .sse copies are recordings too
+        api = PROTOCOL_API.get(entry["protocol"], entry["protocol"])
+        params.append(
+            pytest.param(api, entry["provider"], CORPUS / entry["file"], id=entry["file"])
+        )
+    return params
+
+
+RECORDINGS = _transcripts() + _corpus()
+
+
+def run(api: str, provider: str | None, data: bytes | list[bytes]) -> list[Event]:
+    return replay(api, data, provider=provider)
+
+
+@pytest.mark.parametrize(("api", "provider", "path"), RECORDINGS)
+def test_a_recording_replays_into_one_valid_stream(
+    api: str, provider: str | None, path: Path
+) -> None:
+    check_protocol(run(api, provider, path.read_bytes()))
+
+
+@pytest.mark.parametrize(("api", "provider", "path"), RECORDINGS)
+def test_any_chunking_gives_the_same_events(api: str, provider: str | None, path: Path) -> None:
+    data = path.read_bytes()
+    whole = run(api, provider, data)
+    rng = random.Random(path.name)
+    cuts = sorted(rng.sample(range(1, len(data)), min(40, len(data) - 1)))
+    assert run(api, provider, [p for p in split_at(data, cuts) if p]) == whole
+    # byte by byte only where it is cheap: 7-byte pieces cut every event somewhere too
+    for size in (1, 7, 4096) if len(data) <= BYTEWISE_MAX else (7, 4096):
+        assert run(api, provider, [data[i : i + size] for i in range(0, len(data), size)]) == whole
