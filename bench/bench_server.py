@@ -65,7 +65,8 @@ def _serve(kind: str, port: int, n_events: int, clients_events: int) -> None:
     import hypercorn.config
 
     from streamfn.core.serve.encode_openai import OpenAIChatEncoder
-    from streamfn.io_asyncio.server import App, EventsBackend, ServerConfig
+    from streamfn.fuzz.events_backend import EventsBackend
+    from streamfn.io_asyncio.server import App, ServerConfig
 
     streams = {"bench": make_events(n_events), "small": make_events(clients_events, seed=1)}
     app: Any

@@ -41,6 +41,8 @@ MOVED_MODULES: Final[dict[str, str]] = {
     "streamfn.core.content_coding": "streamfn.core.http.content_coding",
     "streamfn.core.sigv4": "streamfn.core.providers.sigv4",
     "streamfn.core.providers.base": "streamfn.core.providers",
+    "streamfn.io_asyncio.guard": "streamfn.core.serve.guard",
+    "streamfn.io_asyncio.agent_route": "streamfn.asgi.stamps",
 }
 
 

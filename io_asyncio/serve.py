@@ -21,7 +21,9 @@ import contextlib
 import socket
 from typing import Any, Final
 
-from .server import App
+from streamfn.asgi.app import App
+
+from .server import AsyncioRuntime
 
 __all__ = ["CappedSocket", "serve"]
 
@@ -99,6 +101,7 @@ async def serve(
     if not log_errors:
         config.errorlog = None
     capped = CappedSocket(sock, max_connections)
+    app.bind(AsyncioRuntime())
 
     async def trigger() -> None:
         await stop.wait()

@@ -22,6 +22,7 @@ PACKAGES = {
     "io_trio": "streamfn.io_trio",
     "io_asyncio": "streamfn.io_asyncio",
     "io_sync": "streamfn.io_sync",
+    "asgi": "streamfn.asgi",
     "local": "streamfn.local",
     "fuzz": "streamfn.fuzz",
 }

@@ -25,8 +25,9 @@ from test_server import STREAMS, Server
 
 import streamfn.io_asyncio as sf_asyncio
 from streamfn.core import Context, Done, Model, Options
+from streamfn.fuzz.events_backend import EventsBackend
 from streamfn.io_asyncio.backends import ProviderBackend
-from streamfn.io_asyncio.server import App, EventsBackend, ServerConfig
+from streamfn.io_asyncio.server import App, ServerConfig
 from streamfn.local import cli
 from streamfn.local.serve_config import ConfigError, load_gateway_config
 

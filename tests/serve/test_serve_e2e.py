@@ -18,10 +18,11 @@ from tiny_model import build_tiny_model
 
 import streamfn.io_asyncio as sf_asyncio
 import streamfn.io_trio as sf_trio
+from streamfn.asgi.backends import RouterBackend
 from streamfn.core import Context, Done, Error, ErrorKind, Event, Model, Options, TextDelta
 from streamfn.core.accumulate import check_protocol
-from streamfn.io_asyncio.backends import LocalBackend, RouterBackend
 from streamfn.io_asyncio.server import App, ServerConfig
+from streamfn.local.serve_backend import LocalBackend
 
 PROMPT = "Say something."
 

@@ -14,11 +14,14 @@ import anthropic
 import openai
 import pytest
 from fake_provider import FakeProvider
-from test_server import KEY, Server
+from test_server import KEY, Server, provider_backend
 
+from streamfn.asgi import App, ServerConfig
+from streamfn.asgi.backends import RouterBackend
 from streamfn.core import Model, openai_compatible
-from streamfn.io_asyncio.backends import ProviderBackend, RouterBackend
-from streamfn.io_asyncio.server import App, ServerConfig
+
+# every test here runs on both shells (tests/serve/conftest.py)
+pytestmark = pytest.mark.usefixtures("shell")
 
 USER = [{"role": "user", "content": "Say hello"}]
 
@@ -40,7 +43,7 @@ def gateway(upstream: FakeProvider) -> Iterator[Server]:
             base_url=upstream.base_url("ok", "anthropic", "gw-anthropic"),
         ),
     ]
-    backend = ProviderBackend(environ={"ANTHROPIC_API_KEY": "upstream-key"}, models=models)
+    backend = provider_backend(environ={"ANTHROPIC_API_KEY": "upstream-key"}, models=models)
     with Server(App(RouterBackend(None, backend), ServerConfig(api_key=KEY))) as server:
         yield server
 
@@ -51,7 +54,9 @@ def test_an_anthropic_client_streams_from_an_openai_format_upstream(
     with (
         anthropic.Anthropic(base_url=gateway.url, api_key=KEY, max_retries=0) as client,
         client.messages.stream(
-            model="openai-compatible:fake-gpt", max_tokens=50, messages=USER  # type: ignore[arg-type]
+            model="openai-compatible:fake-gpt",
+            max_tokens=50,
+            messages=USER,  # type: ignore[arg-type]
         ) as stream,
     ):
         final = stream.get_final_message()
@@ -73,7 +78,9 @@ def test_an_openai_client_streams_from_an_anthropic_format_upstream(
         parts = [
             chunk.choices[0].delta.content or ""
             for chunk in client.chat.completions.create(
-                model="anthropic:claude-fake", messages=USER, stream=True  # type: ignore[arg-type]
+                model="anthropic:claude-fake",
+                messages=USER,
+                stream=True,  # type: ignore[arg-type]
             )
             if chunk.choices
         ]

@@ -1,0 +1,252 @@
+"""OpenAI Chat Completions requests -> our `Context` and `Options` (``/v1/chat/completions``)."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from ..accumulate import parse_arguments
+from ..messages import (
+    AssistantContent,
+    AssistantMessage,
+    Context,
+    Message,
+    TextContent,
+    ThinkingContent,
+    Tool,
+    ToolCall,
+    ToolResultMessage,
+    UserContent,
+    UserMessage,
+)
+from ..options import Options, ThinkingLevel
+from .request_fields import (
+    BadRequest,
+    ClientRequest,
+    check_fields,
+    check_ranges,
+    data_url_image,
+    decode_body,
+    integer,
+    number,
+    optional,
+    require,
+    stop_list,
+    stream_flag,
+    typed,
+)
+
+__all__ = ["parse_openai_request"]
+
+
+def _openai_text(content: Any, where: str) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for i, part in enumerate(content):
+            if not isinstance(part, dict) or part.get("type") != "text":
+                raise BadRequest(f"{where}[{i}]: only text parts are allowed here")
+            parts.append(require(part, "text", str, f"{where}[{i}]"))
+        return "".join(parts)
+    raise BadRequest(f"{where}: must be a string or a list of parts")
+
+
+def _openai_user_content(content: Any, where: str) -> str | list[UserContent]:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise BadRequest(f"{where}: must be a string or a list of parts")
+    out: list[UserContent] = []
+    for i, part in enumerate(content):
+        w = f"{where}[{i}]"
+        if not isinstance(part, dict):
+            raise BadRequest(f"{w}: must be an object")
+        kind = part.get("type")
+        if kind == "text":
+            out.append(TextContent(text=require(part, "text", str, w)))
+        elif kind == "image_url":
+            image = require(part, "image_url", dict, w)
+            out.append(data_url_image(require(image, "url", str, f"{w}.image_url"), w))
+        else:
+            raise BadRequest(f"{w}: unsupported content part type {kind!r}")
+    return out
+
+
+def _openai_message(msg: Any, i: int, system: list[str], out: list[Message]) -> None:
+    where = f"messages[{i}]"
+    if not isinstance(msg, dict):
+        raise BadRequest(f"{where}: must be an object")
+    role = require(msg, "role", str, where)
+    if role in ("system", "developer"):
+        system.append(_openai_text(msg.get("content"), f"{where}.content"))
+    elif role == "user":
+        out.append(
+            UserMessage(content=_openai_user_content(msg.get("content"), f"{where}.content"))
+        )
+    elif role == "assistant":
+        content: list[AssistantContent] = []
+        reasoning = msg.get("reasoning_content") or msg.get("reasoning")
+        if isinstance(reasoning, str) and reasoning:
+            content.append(ThinkingContent(thinking=reasoning))
+        text = _openai_text(msg.get("content"), f"{where}.content")
+        if text:
+            content.append(TextContent(text=text))
+        for j, call in enumerate(optional(msg, "tool_calls", list, where) or []):
+            w = f"{where}.tool_calls[{j}]"
+            if not isinstance(call, dict):
+                raise BadRequest(f"{w}: must be an object")
+            fn = require(call, "function", dict, w)
+            args_json = fn.get("arguments") or "{}"
+            if not isinstance(args_json, str):
+                raise BadRequest(f"{w}.function.arguments: must be a JSON string")
+            # Unusable arguments (invalid, not an object) replay as {}; the raw
+            # text still travels in arguments_json.
+            args = parse_arguments(args_json)[0]
+            content.append(
+                ToolCall(
+                    id=require(call, "id", str, w),
+                    name=require(fn, "name", str, f"{w}.function"),
+                    arguments=args,
+                    arguments_json=args_json,
+                )
+            )
+        out.append(AssistantMessage(content=content))
+    elif role == "tool":
+        text = _openai_text(msg.get("content"), f"{where}.content")
+        out.append(
+            ToolResultMessage(
+                tool_call_id=require(msg, "tool_call_id", str, where),
+                tool_name=optional(msg, "name", str, where) or "",
+                content=[TextContent(text=text)],
+            )
+        )
+    else:
+        raise BadRequest(f"{where}.role: unknown role {role!r}")
+
+
+def _openai_tools(tools: list[Any] | None) -> list[Tool]:
+    out = []
+    for i, tool in enumerate(tools or []):
+        where = f"tools[{i}]"
+        if not isinstance(tool, dict) or tool.get("type", "function") != "function":
+            raise BadRequest(f"{where}: only function tools are supported")
+        fn = require(tool, "function", dict, where)
+        out.append(
+            Tool(
+                name=require(fn, "name", str, f"{where}.function"),
+                description=optional(fn, "description", str, f"{where}.function") or "",
+                parameters=optional(fn, "parameters", dict, f"{where}.function")
+                or {"type": "object", "properties": {}},
+            )
+        )
+    return out
+
+
+def _openai_tool_choice(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, dict) and isinstance(value.get("function"), dict):
+        name = value["function"].get("name")
+        if isinstance(name, str):
+            return name
+    raise BadRequest("tool_choice: must be 'auto', 'none', 'required' or a function")
+
+
+#: OpenAI Chat Completions fields this server honours
+_OPENAI_FIELDS: Final = frozenset(
+    {
+        "model",
+        "messages",
+        "stream",
+        "stream_options",
+        "temperature",
+        "top_p",
+        "top_k",
+        "max_tokens",
+        "max_completion_tokens",
+        "stop",
+        "seed",
+        "tool_choice",
+        "tools",
+        "reasoning_effort",
+        "n",
+    }
+)
+#: fields SDKs and frameworks send that change nothing a client may not choose
+#: (attribution, caching hints, storage flags): accepted and not acted on
+_OPENAI_IGNORED: Final = frozenset(
+    {
+        "user",
+        "metadata",
+        "store",
+        "parallel_tool_calls",
+        "service_tier",
+        "prompt_cache_key",
+        "safety_identifier",
+    }
+)
+
+
+#: fields this server does not implement, accepted at the value that does nothing
+_OPENAI_NEUTRAL: Final[dict[str, tuple[Any, ...]]] = {
+    "frequency_penalty": (0,),
+    "presence_penalty": (0,),
+    "logprobs": (False,),
+    "top_logprobs": (0,),
+    "logit_bias": ({},),
+    "response_format": ({"type": "text"},),
+}
+
+
+def parse_openai_request(body: bytes) -> ClientRequest:
+    obj = decode_body(body)
+    check_fields(obj, _OPENAI_FIELDS, _OPENAI_IGNORED, "request", _OPENAI_NEUTRAL)
+    model = require(obj, "model", str, "request")
+    messages = require(obj, "messages", list, "request")
+    if not messages:
+        raise BadRequest("request.messages: must not be empty")
+    stream = stream_flag(obj, "request")
+    system: list[str] = []
+    out: list[Message] = []
+    for i, msg in enumerate(messages):
+        _openai_message(msg, i, system, out)
+    n = integer(obj, "n", "request")
+    if n is not None and n != 1:
+        raise BadRequest("request.n: only n=1 is supported (one message per stream)")
+    effort = optional(obj, "reasoning_effort", str, "request")
+    thinking = None
+    if effort:
+        try:
+            thinking = ThinkingLevel(effort)
+        except ValueError:
+            raise BadRequest(f"request.reasoning_effort: unknown value {effort!r}") from None
+    stream_options = optional(obj, "stream_options", dict, "request") or {}
+    max_name = (
+        "max_completion_tokens" if obj.get("max_completion_tokens") is not None else "max_tokens"
+    )
+    options = Options(
+        temperature=number(obj, "temperature", "request"),
+        top_p=number(obj, "top_p", "request"),
+        top_k=integer(obj, "top_k", "request"),
+        max_tokens=integer(obj, max_name, "request"),
+        stop=stop_list(obj.get("stop"), "request.stop"),
+        seed=integer(obj, "seed", "request"),
+        tool_choice=_openai_tool_choice(obj.get("tool_choice")),
+        thinking=thinking,
+    )
+    check_ranges(options, "request", {"max_tokens": max_name})
+    return ClientRequest(
+        model=model,
+        context=typed(
+            Context(
+                messages=out,
+                system_prompt="\n\n".join(system) if system else None,
+                tools=_openai_tools(optional(obj, "tools", list, "request")),
+            )
+        ),
+        options=options,
+        stream=stream,
+        include_usage=bool(stream_options.get("include_usage")),
+    )
