@@ -36,8 +36,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from collections.abc import Callable, MutableMapping
+from typing import Any, ClassVar
 
 from streamfn.core.credentials import MissingCredentials
 from streamfn.core.events import Done, Error, Event, Start
@@ -58,19 +58,17 @@ from streamfn.core.serve.routes import (
     route,
 )
 from streamfn.core.serve.status import (
-    JSON_HEADERS,
-    SSE_HEADERS,
     HTTPError,
     dialect_for,
     early_error,
     error_response,
     for_the_client,
-    json_body,
     shutting_down,
     shutting_down_refusal,
 )
 
 from .contract import Backend, ServerConfig, UnknownModelError
+from .messages import Receive, Send, adding_headers, send_json, start_sse, watch_disconnect
 from .runtime import (
     ABORTED,
     DISCONNECTED,
@@ -89,9 +87,6 @@ __all__ = ["App"]
 log = logging.getLogger("streamfn")
 
 Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 
 
 class App:
@@ -99,8 +94,10 @@ class App:
 
     ``runtime`` is the event loop's (`streamfn.io_asyncio.server.AsyncioRuntime`,
     `streamfn.io_trio.server.TrioRuntime`); each shell's ``serve`` binds its own
-    when none was given.
+    when none was given. A shell's subclass names its own as ``default_runtime``.
     """
+
+    default_runtime: ClassVar[type[Runtime] | None] = None
 
     def __init__(
         self,
@@ -126,6 +123,8 @@ class App:
         self._shutdown_done: Flag | None = None
         self._runtime: Runtime | None = None
         self._slots: Slots | None = None
+        if runtime is None and self.default_runtime is not None:
+            runtime = self.default_runtime()
         if runtime is not None:
             self.bind(runtime)
 
@@ -166,7 +165,7 @@ class App:
         headers = scope.get("headers", [])
         cors = cors_headers(header(headers, b"origin"), self.config.cors_origins)
         if cors:
-            send = _adding_headers(send, cors)
+            send = adding_headers(send, cors)
         try:
             await self._route(scope, receive, send, path, bool(cors))
         except HTTPError as exc:
@@ -193,9 +192,9 @@ class App:
             await send({"type": "http.response.body", "body": b""})
         elif chosen is Route.HEALTH:
             status = {"status": "ok", "active_streams": self.active, "admitted": self.admitted}
-            await _send_json(send, 200, status)
+            await send_json(send, 200, status)
         elif chosen is Route.MODELS:
-            await _send_json(send, 200, models_body(self.backend.list_models(), headers))
+            await send_json(send, 200, models_body(self.backend.list_models(), headers))
         else:
             await self._completion(receive, send, path)
 
@@ -326,7 +325,7 @@ class App:
         try:
             async with self.runtime.task_group() as tasks:
                 tasks.start_soon(self._produce, request, mailbox)
-                tasks.start_soon(_watch_disconnect, receive, mailbox)
+                tasks.start_soon(watch_disconnect, receive, mailbox)
                 if request.stream:
                     await self._stream(send, mailbox, path, request)
                 else:
@@ -392,7 +391,7 @@ class App:
             if isinstance(event, (Done, Error)):
                 append = self.config.append_sources
                 body = final_body(path, request, events, self.stamps, append=append)
-                await _send_json(send, 200, body)
+                await send_json(send, 200, body)
                 return
 
     async def _stream(
@@ -414,7 +413,7 @@ class App:
                 # the model is slow to start: tell the client and its proxies we are here
                 chunk = keep_alive() if started else OPENED
                 if not started:
-                    await _start_sse(send)
+                    await start_sse(send)
                     started = True
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
                 continue
@@ -426,7 +425,7 @@ class App:
                     continue
                 if isinstance(output, Error) and path != AGENT_PATH:
                     raise early_error(path, output)
-                await _start_sse(send)
+                await start_sse(send)
                 started = True
             events = held + batch if held else batch
             held = []
@@ -450,34 +449,3 @@ def _batch(got: Event | Marker | None, mailbox: Mailbox, started: bool) -> list[
     batch = [got]
     mailbox.take_ready(batch, MAX_BATCH)
     return batch
-
-
-async def _start_sse(send: Send) -> None:
-    await send({"type": "http.response.start", "status": 200, "headers": list(SSE_HEADERS)})
-
-
-async def _send_json(send: Send, status: int, obj: Any) -> None:
-    await send({"type": "http.response.start", "status": status, "headers": list(JSON_HEADERS)})
-    await send({"type": "http.response.body", "body": json_body(obj)})
-
-
-async def _watch_disconnect(receive: Receive, mailbox: Mailbox) -> None:
-    try:
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                mailbox.signal(DISCONNECTED)
-                return
-    except Exception:  # the server's receive failed: nothing more will arrive
-        log.debug("receive failed while watching for a disconnect", exc_info=True)
-
-
-def _adding_headers(send: Send, extra: list[tuple[bytes, bytes]]) -> Send:
-    """``send`` with ``extra`` headers added to the response start (CORS)."""
-
-    async def wrapped(message: Message) -> None:
-        if message["type"] == "http.response.start":
-            message = {**message, "headers": [*message.get("headers", []), *extra]}
-        await send(message)
-
-    return wrapped

@@ -2,7 +2,8 @@
 
 The `App` is written once against ASGI and this small `Runtime`: events,
 a wait with a timeout, a cancel-at-exit task group, a deadline, a worker
-thread, a clock and a task that outlives a request (shutdown). Each shell
+thread, a clock, a task that outlives a request (shutdown), and a way in
+from another thread (the local model's loop). Each shell
 implements it in a few lines (`streamfn.io_asyncio.server`,
 `streamfn.io_trio.server`); hypercorn runs the same app on either loop.
 
@@ -80,6 +81,15 @@ class Runtime(Protocol):
 
     def spawn_system(self, fn: Callable[[], Awaitable[None]]) -> None:
         """Run ``fn`` beside the server, outliving the request that started it."""
+        ...
+
+    def from_thread(self) -> Callable[[Callable[[], None]], None]:
+        """What another thread calls to run a callback on this loop soon (it never
+        blocks; it raises `RuntimeError` once the loop has closed)."""
+        ...
+
+    async def wait_shielded(self, flag: Flag) -> None:
+        """Wait for ``flag`` even if cancelled meanwhile, then let the cancellation through."""
         ...
 
 

@@ -15,8 +15,7 @@ from typing import Any, TypeVar
 
 from streamfn.asgi import app as _shared
 from streamfn.asgi.contract import Backend, ServerConfig, UnknownModelError
-from streamfn.asgi.runtime import Flag, Runtime
-from streamfn.core.serve.responses import Stamps
+from streamfn.asgi.runtime import Flag
 
 __all__ = ["App", "AsyncioRuntime", "Backend", "ServerConfig", "UnknownModelError"]
 
@@ -78,19 +77,30 @@ class AsyncioRuntime:
         self._system.add(task)
         task.add_done_callback(self._system.discard)
 
+    def from_thread(self) -> Callable[[Callable[[], None]], None]:
+        loop = asyncio.get_running_loop()
+
+        def call(fn: Callable[[], None]) -> None:
+            loop.call_soon_threadsafe(fn)
+
+        return call
+
+    async def wait_shielded(self, flag: Flag) -> None:
+        waiter = asyncio.ensure_future(flag.wait())
+        cancelled = False
+        while not waiter.done():
+            try:
+                await asyncio.shield(waiter)
+            except asyncio.CancelledError:
+                cancelled = True
+        if cancelled:
+            raise asyncio.CancelledError
+
 
 class App(_shared.App):
     """`streamfn.asgi.App` on asyncio unless another ``runtime`` is given."""
 
-    def __init__(
-        self,
-        backend: Backend,
-        config: ServerConfig | None = None,
-        *,
-        runtime: Runtime | None = None,
-        stamps: Stamps | None = None,
-    ) -> None:
-        super().__init__(backend, config, runtime=runtime or AsyncioRuntime(), stamps=stamps)
+    default_runtime = AsyncioRuntime
 
 
 def __getattr__(name: str) -> Any:

@@ -6,8 +6,7 @@ module supplies trio's primitives (`TrioRuntime`) and runs it with
 a `streamfn.io_trio.Client` (``streamfn serve --shell trio`` does).
 
 Not (yet) here: the connection cap of `streamfn.io_asyncio.serve` (hypercorn's
-trio worker builds its listeners itself), and the local model (its backend
-relays from an asyncio loop).
+trio worker builds its listeners itself).
 """
 
 from __future__ import annotations
@@ -20,9 +19,7 @@ from typing import Any, TypeVar
 import trio
 
 from streamfn.asgi import app as _shared
-from streamfn.asgi.contract import Backend, ServerConfig
-from streamfn.asgi.runtime import Flag, Runtime
-from streamfn.core.serve.responses import Stamps
+from streamfn.asgi.runtime import Flag
 
 __all__ = ["App", "TrioRuntime", "serve"]
 
@@ -83,19 +80,18 @@ class TrioRuntime:
     def spawn_system(self, fn: Callable[[], Awaitable[None]]) -> None:
         trio.lowlevel.spawn_system_task(fn)
 
+    def from_thread(self) -> Callable[[Callable[[], None]], None]:
+        return trio.lowlevel.current_trio_token().run_sync_soon
+
+    async def wait_shielded(self, flag: Flag) -> None:
+        with trio.CancelScope(shield=True):
+            await flag.wait()
+
 
 class App(_shared.App):
     """`streamfn.asgi.App` on trio unless another ``runtime`` is given."""
 
-    def __init__(
-        self,
-        backend: Backend,
-        config: ServerConfig | None = None,
-        *,
-        runtime: Runtime | None = None,
-        stamps: Stamps | None = None,
-    ) -> None:
-        super().__init__(backend, config, runtime=runtime or TrioRuntime(), stamps=stamps)
+    default_runtime = TrioRuntime
 
 
 async def serve(

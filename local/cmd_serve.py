@@ -83,8 +83,8 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         "--shell",
         choices=("asyncio", "trio"),
         default="asyncio",
-        help="the event loop serving requests (default asyncio; trio serves upstream "
-        "providers, not the local model, and has no --max-connections cap)",
+        help="the event loop serving requests (default asyncio; trio has no "
+        "--max-connections cap yet)",
     )
     add(
         "--max-concurrency",
@@ -165,10 +165,6 @@ def _check(args: argparse.Namespace) -> dict[str, str]:
 
     if args.no_local and args.no_providers:
         raise CommandError("--no-local and --no-providers leave nothing to serve", EXIT_USAGE)
-    if args.shell == "trio" and not args.no_local:
-        raise CommandError(
-            "--shell trio serves upstream providers only: add --no-local", EXIT_USAGE
-        )
     if args.workers < 1:
         raise CommandError("--workers must be at least 1", EXIT_USAGE)
     if args.max_buffered_bytes < args.max_body_bytes:
@@ -245,10 +241,23 @@ def _backend(args: argparse.Namespace, base_urls: dict[str, str]) -> Any:
         try:
             from .serve_backend import LocalBackend
 
-            local = LocalBackend(_model_dir(args), progress=_progress_printer())
+            local = LocalBackend(
+                _model_dir(args), runtime=_runtime(args), progress=_progress_printer()
+            )
         except Exception as exc:
             raise CommandError(f"cannot load the local model: {exc} (or use --no-local)") from exc
     return RouterBackend(local, providers)
+
+
+def _runtime(args: argparse.Namespace) -> Any:
+    """The serving loop's primitives, for the backends that relay to it."""
+    if args.shell == "trio":
+        from streamfn.io_trio.server import TrioRuntime
+
+        return TrioRuntime()
+    from streamfn.io_asyncio.server import AsyncioRuntime
+
+    return AsyncioRuntime()
 
 
 def _app(args: argparse.Namespace, backend: Any) -> Any:

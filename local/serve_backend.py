@@ -1,4 +1,4 @@
-"""The local CTranslate2 model as a `streamfn serve` backend (asyncio serving).
+"""The local CTranslate2 model as a `streamfn serve` backend, on either shell.
 
 The composition root (``streamfn serve``) hands it to the server's
 `streamfn.asgi.backends.RouterBackend`, so no shell imports the local model.
@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any, Final
 
 from streamfn.asgi.backends import LOCAL_NAMES
 from streamfn.asgi.contract import UnknownModelError
+from streamfn.asgi.runtime import Flag, Runtime
 from streamfn.core.events import Error, Event, Start
 from streamfn.core.messages import Context, TextContent, UserMessage
 from streamfn.core.options import Options
@@ -31,7 +33,8 @@ class LocalBackend:
     The model's asyncio streams run on an event loop of their own, in a
     thread: rendering the chat template and tokenizing a prompt of megabytes
     takes seconds of CPU, and on the server's loop it would freeze every
-    other request and ``/health``. Events are relayed to the server's loop;
+    other request and ``/health``. Events are relayed to the server's loop
+    (asyncio's or trio's: the composition root passes its `Runtime`);
     cancelling the relay cancels the stream there (generation stops within a
     token, and its worker is joined before the relay returns).
 
@@ -42,7 +45,11 @@ class LocalBackend:
     surely cannot fit is refused before the model renders and tokenizes it.
     """
 
-    def __init__(self, model_dir: str | Path | None = None, *, progress: Any = None) -> None:
+    def __init__(
+        self, model_dir: str | Path | None = None, *, runtime: Runtime, progress: Any = None
+    ) -> None:
+        """``runtime``: the serving loop's (events are relayed to it)."""
+        self.runtime = runtime
         self.model = LocalModel.default(model_dir, progress=progress)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
@@ -71,14 +78,14 @@ class LocalBackend:
     ) -> AsyncIterator[AsyncIterator[Event]]:
         text = _last_user_text(context)
         if len(text) > _COUNT_ABOVE_BYTES:
-            refusal = await asyncio.to_thread(self._surely_too_long, text)
+            refusal = await self.runtime.to_thread(self._surely_too_long, text)
             if refusal is not None:
                 start = Start(api="local", provider="local", model=self.model.info.id)
                 async with _finished([start, refusal]) as events:
                     yield events
                 return
         async with _on_loop(
-            self._loop, lambda: self.model.stream_asyncio(context, options)
+            self._loop, self.runtime, lambda: self.model.stream_asyncio(context, options)
         ) as events:
             yield events
 
@@ -154,24 +161,22 @@ async def _finished(events: list[Event]) -> AsyncIterator[AsyncIterator[Event]]:
 @contextlib.asynccontextmanager
 async def _on_loop(
     loop: asyncio.AbstractEventLoop,
+    here: Runtime,
     open_stream: Callable[[], AbstractAsyncContextManager[AsyncIterator[Event]]],
 ) -> AsyncIterator[AsyncIterator[Event]]:
-    """Run a stream on ``loop`` (another thread's) and relay its events to this loop."""
-    here = asyncio.get_running_loop()
-    items: asyncio.Queue[Event | BaseException | None] = asyncio.Queue()
-    finished = here.create_future()
+    """Run a stream on ``loop`` (another thread's) and relay its events to ``here``."""
+    call_here = here.from_thread()
+    items: deque[Event | BaseException | None] = deque()
+    arrived: list[Flag] = [here.flag()]
+    finished = here.flag()
+
+    def put(item: Event | BaseException | None) -> None:  # runs here
+        items.append(item)
+        arrived[0].set()
 
     def post(item: Event | BaseException | None) -> None:
-        with contextlib.suppress(RuntimeError):  # this loop closed under a leaked stream
-            here.call_soon_threadsafe(items.put_nowait, item)
-
-    def settle() -> None:
-        if not finished.done():
-            finished.set_result(None)
-
-    def finish() -> None:
-        with contextlib.suppress(RuntimeError):
-            here.call_soon_threadsafe(settle)
+        with contextlib.suppress(RuntimeError):  # the serving loop closed under a leaked stream
+            call_here(lambda: put(item))
 
     async def pump() -> None:
         try:
@@ -184,14 +189,18 @@ async def _on_loop(
             post(exc)
         finally:
             post(None)
-            finish()
+            with contextlib.suppress(RuntimeError):
+                call_here(finished.set)
 
     task: list[asyncio.Task[None]] = []
     loop.call_soon_threadsafe(lambda: task.append(loop.create_task(pump())))
 
     async def relay() -> AsyncIterator[Event]:
         while True:
-            item = await items.get()
+            while not items:
+                arrived[0] = here.flag()
+                await arrived[0].wait()
+            item = items.popleft()
             if item is None:
                 return
             if isinstance(item, BaseException):
@@ -202,16 +211,4 @@ async def _on_loop(
         yield relay()
     finally:
         loop.call_soon_threadsafe(lambda: task[0].cancel())
-        await _wait_uncancellable(finished)
-
-
-async def _wait_uncancellable(future: asyncio.Future[None]) -> None:
-    """Wait for ``future`` even if cancelled meanwhile, then let the cancellation through."""
-    cancelled = False
-    while not future.done():
-        try:
-            await asyncio.shield(future)
-        except asyncio.CancelledError:
-            cancelled = True
-    if cancelled:
-        raise asyncio.CancelledError
+        await here.wait_shielded(finished)

@@ -208,6 +208,10 @@ class AnthropicEncoder:
                     event.index, "input_json_delta", "partial_json"
                 )
             return pre + _encoder.encode(event.delta) + _DELTA_POST
+        return self._encode_other(event)
+
+    def _encode_other(self, event: Event) -> bytes:
+        """Every event but the deltas (once per block or per stream)."""
         if isinstance(event, TextStart):
             return self._block_start(event.index, {"type": "text", "text": ""})
         if isinstance(event, ThinkingStart):
@@ -220,43 +224,11 @@ class AnthropicEncoder:
         if isinstance(event, (TextEnd, ToolCallEnd)):
             return self._stop(event.index)
         if isinstance(event, ThinkingEnd):
-            if event.redacted and event.index in self._pending_thinking:
-                self._pending_thinking.discard(event.index)
-                block = {"type": "redacted_thinking", "data": event.signature or ""}
-                return self._block_start(event.index, block) + self._stop(event.index)
-            out = self._flush_thinking(event.index)
-            if event.signature:
-                out += self._delta(
-                    event.index, {"type": "signature_delta", "signature": event.signature}
-                )
-            return out + self._stop(event.index)
+            return self._thinking_end(event)
         if isinstance(event, OpaqueBlock):
-            raw: Any = None
-            if event.provider == "anthropic":
-                try:
-                    raw = msgspec.json.decode(event.json)
-                except msgspec.DecodeError:
-                    raw = None  # an upstream's broken block is left out, not a crash
-            if not isinstance(raw, dict):
-                return b""
-            return self._block_start(event.index, raw) + self._stop(event.index)
+            return self._opaque(event)
         if isinstance(event, Start):
-            return _frame(
-                "message_start",
-                {
-                    "type": "message_start",
-                    "message": {
-                        "id": self._id,
-                        "type": "message",
-                        "role": "assistant",
-                        "model": self._model,
-                        "content": [],
-                        "stop_reason": None,
-                        "stop_sequence": None,
-                        "usage": {"input_tokens": 0, "output_tokens": 0},
-                    },
-                },
-            )
+            return self._message_start()
         if isinstance(event, Done):
             return _frame(
                 "message_delta",
@@ -274,6 +246,47 @@ class AnthropicEncoder:
                 "error", anthropic_error_body(anthropic_error_type(event.kind), event.message)
             )
         return b""
+
+    def _thinking_end(self, event: ThinkingEnd) -> bytes:
+        if event.redacted and event.index in self._pending_thinking:
+            self._pending_thinking.discard(event.index)
+            block = {"type": "redacted_thinking", "data": event.signature or ""}
+            return self._block_start(event.index, block) + self._stop(event.index)
+        out = self._flush_thinking(event.index)
+        if event.signature:
+            out += self._delta(
+                event.index, {"type": "signature_delta", "signature": event.signature}
+            )
+        return out + self._stop(event.index)
+
+    def _opaque(self, event: OpaqueBlock) -> bytes:
+        raw: Any = None
+        if event.provider == "anthropic":
+            try:
+                raw = msgspec.json.decode(event.json)
+            except msgspec.DecodeError:
+                raw = None  # an upstream's broken block is left out, not a crash
+        if not isinstance(raw, dict):
+            return b""
+        return self._block_start(event.index, raw) + self._stop(event.index)
+
+    def _message_start(self) -> bytes:
+        return _frame(
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": self._id,
+                    "type": "message",
+                    "role": "assistant",
+                    "model": self._model,
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": 0, "output_tokens": 0},
+                },
+            },
+        )
 
     def keep_alive(self) -> bytes:
         """Anthropic's own keep-alive is a ``ping`` event; clients ignore it."""

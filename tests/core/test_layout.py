@@ -42,7 +42,6 @@ EXCEPTIONS: dict[str, str] = {
     "core/providers/openai_chat.py": "being split",
     "core/providers/openai_responses.py": "being split",
     "core/providers/sigv4.py:sign_request": "being split",
-    "core/serve/encode_anthropic.py:encode": "being split",
     "core/text_tools.py": "being split",
     "core/wire/sse.py:_process": "one hot loop (WHATWG's field dispatch); a split costs a call per line",
     "local/cli.py": "being split into local/cli/",

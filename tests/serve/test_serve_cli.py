@@ -162,7 +162,9 @@ def test_the_proxy_provider_needs_no_token_when_the_server_needs_none(
     assert isinstance(events[-1], Done)
 
 
-@pytest.mark.parametrize("extra", [["--workers", "2"], ["--shell", "trio"]], ids=["workers", "trio"])
+@pytest.mark.parametrize(
+    "extra", [["--workers", "2"], ["--shell", "trio"]], ids=["workers", "trio"]
+)
 def test_workers_share_one_socket_and_stop_cleanly_on_sigterm(
     tmp_path: Path, upstream: FakeProvider, extra: list[str]
 ) -> None:
@@ -207,10 +209,6 @@ def test_workers_share_one_socket_and_stop_cleanly_on_sigterm(
             proc.wait()
         if proc.stderr is not None:
             proc.stderr.close()
-
-
-def test_trio_serves_upstream_providers_only() -> None:
-    assert _serve("--shell", "trio") == 2  # the local model needs --no-local there
 
 
 def test_chat_and_serve_can_point_a_provider_at_a_custom_upstream(

@@ -18,7 +18,7 @@ import openai
 import pytest
 import trio
 
-from streamfn.asgi import App, ServerConfig
+from streamfn.asgi import App, Runtime, ServerConfig
 from streamfn.asgi.backends import ProviderBackend, environment
 from streamfn.core import (
     Done,
@@ -171,6 +171,14 @@ class Server:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+
+def runtime_for(shell: str) -> Runtime:
+    """The serving loop's primitives for a backend that relays to it (the local model)."""
+    from streamfn.io_asyncio.server import AsyncioRuntime
+    from streamfn.io_trio.server import TrioRuntime
+
+    return TrioRuntime() if shell == "trio" else AsyncioRuntime()
 
 
 def provider_backend(environ: dict[str, str] | None = None, **options: Any) -> ProviderBackend:
