@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, MutableMapping
+from collections.abc import MutableMapping
 from typing import Any, ClassVar
 
 from streamfn.core.credentials import MissingCredentials
