@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import trio
 
 from streamfn.asgi import app as _shared
+from streamfn.asgi.hosting import hypercorn_arguments
 from streamfn.asgi.runtime import Flag
 
 __all__ = ["App", "TrioRuntime", "serve"]
@@ -105,26 +106,10 @@ async def serve(
     """Serve ``app`` on the listening ``sock`` until ``stop`` is set, then shut down
     (the order of `streamfn.io_asyncio.serve.serve`: hypercorn stops accepting
     while the app's shutdown runs beside it)."""
-    import hypercorn.config
-    from hypercorn.config import Sockets
     from hypercorn.trio.run import worker_serve
-    from hypercorn.utils import wrap_app
 
     app.bind(TrioRuntime())
-    config = hypercorn.config.Config()
-    config.keep_alive_timeout = head_timeout
-    config.graceful_timeout = app.config.shutdown_grace + 3.0
-    config.accesslog = None
-    if not log_errors:
-        config.errorlog = None
-
-    async def trigger() -> None:
-        await stop.wait()
-        app.begin_shutdown()
-
-    await worker_serve(
-        wrap_app(app, config.wsgi_max_body_size, "asgi"),  # type: ignore[arg-type]
-        config,
-        sockets=Sockets(secure_sockets=[], insecure_sockets=[sock], quic_sockets=[]),
-        shutdown_trigger=trigger,
+    wrapped, config, options = hypercorn_arguments(
+        app, sock, stop, head_timeout=head_timeout, log_errors=log_errors
     )
+    await worker_serve(wrapped, config, **options)
