@@ -122,7 +122,7 @@ class Mailbox:
         self.runtime = runtime
         self.capacity = capacity
         self.items: deque[Event | None] = deque()
-        self.signal_: Marker | None = None
+        self.signalled: Marker | None = None
         self._reader: Flag | None = None
         self._writer: Flag | None = None
 
@@ -139,13 +139,13 @@ class Mailbox:
 
     def signal(self, marker: Marker) -> None:
         """End the request early (the first signal wins)."""
-        if self.signal_ is None:
-            self.signal_ = marker
+        if self.signalled is None:
+            self.signalled = marker
             self._wake_reader()
 
     async def get(self, timeout: float | None) -> Got:
         """The next event, else the signal, else `TIMEOUT` after ``timeout`` seconds."""
-        if not self.items and self.signal_ is None:
+        if not self.items and self.signalled is None:
             self._reader = flag = self.runtime.flag()
             await self.runtime.wait(flag, timeout)
             self._reader = None
@@ -153,7 +153,7 @@ class Mailbox:
             item = self.items.popleft()
             self._wake_writer()
             return item
-        return self.signal_ or TIMEOUT
+        return self.signalled or TIMEOUT
 
     def take_ready(self, batch: list[Event], limit: int) -> None:
         """Move events already here onto ``batch``, up to ``limit`` and its terminal one."""
