@@ -14,7 +14,8 @@ Clients: the official openai SDK (``stream=True``), and a raw h11 client over a
 blocking socket. Then 100 concurrent raw clients (asyncio + h11) each stream a
 2,000-event answer. Results are printed as a table with ratios.
 
-Run: ``.venv/bin/python bench/bench_server.py`` (``--events N``, ``--clients N``).
+Run: ``.venv/bin/python bench/bench_server.py`` (``--events N``, ``--clients N``,
+``--shell trio`` for all three servers on hypercorn's trio worker).
 """
 
 from __future__ import annotations
@@ -60,12 +61,17 @@ def make_events(n: int, seed: int = 0) -> list[Any]:
     return events
 
 
-def _serve(kind: str, port: int, n_events: int, clients_events: int) -> None:
+def _serve(kind: str, port: int, n_events: int, clients_events: int, shell: str) -> None:
     import hypercorn.asyncio
     import hypercorn.config
 
+    from streamfn.asgi import ServerConfig
     from streamfn.core.serve.encode_openai import OpenAIChatEncoder
-    from streamfn.io_asyncio.server import App, EventsBackend, ServerConfig
+    from streamfn.fuzz.events_backend import EventsBackend
+    from streamfn.io_asyncio.server import App
+
+    if shell == "trio":
+        from streamfn.io_trio.server import App  # type: ignore[assignment]
 
     streams = {"bench": make_events(n_events), "small": make_events(clients_events, seed=1)}
     app: Any
@@ -113,7 +119,13 @@ def _serve(kind: str, port: int, n_events: int, clients_events: int) -> None:
     config.bind = [f"127.0.0.1:{port}"]
     config.accesslog = None
     config.backlog = 2048
-    asyncio.run(hypercorn.asyncio.serve(app, config))
+    if shell == "trio":
+        import hypercorn.trio
+        import trio
+
+        trio.run(hypercorn.trio.serve, app, config)
+    else:
+        asyncio.run(hypercorn.asyncio.serve(app, config))
 
 
 def _body(model: str) -> bytes:
@@ -235,6 +247,9 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=100)
     parser.add_argument("--client-events", type=int, default=2_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--shell", choices=("asyncio", "trio"), default="asyncio", help="the servers' event loop"
+    )
     args = parser.parse_args()
 
     ctx = mp.get_context("spawn")
@@ -244,7 +259,9 @@ def main() -> None:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
         proc = ctx.Process(
-            target=_serve, args=(kind, port, args.events, args.client_events), daemon=True
+            target=_serve,
+            args=(kind, port, args.events, args.client_events, args.shell),
+            daemon=True,
         )
         proc.start()
         servers[kind] = (proc, port)
@@ -265,7 +282,7 @@ def main() -> None:
             rows.append(
                 (kind, client_name, best[0] / best[2], statistics.median(ttfbs) * 1000, best[2])
             )
-    print(f"\n{args.events:,}-event OpenAI chat stream, best of {args.repeat}")
+    print(f"\n{args.events:,}-event OpenAI chat stream on {args.shell}, best of {args.repeat}")
     print(f"{'server':<10} {'client':<11} {'events/s':>11} {'TTFB ms':>9} {'total s':>8}")
     for kind, client_name, rate, ttfb, total in rows:
         print(f"{kind:<10} {client_name:<11} {rate:>11,.0f} {ttfb:>9.2f} {total:>8.3f}")

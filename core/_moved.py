@@ -47,6 +47,8 @@ MOVED_MODULES: Final[dict[str, str]] = {
     "streamfn.local.cmd_serve": "streamfn.local.cli.serve",
     "streamfn.local.cmd_replay": "streamfn.local.cli.replay",
     "streamfn.local.serve_config": "streamfn.local.cli.serve_config",
+    "streamfn.io_asyncio.guard": "streamfn.core.serve.guard",
+    "streamfn.io_asyncio.agent_route": "streamfn.asgi.stamps",
 }
 
 #: names that left ``streamfn.core`` in 0.2 -> the module to import them from now

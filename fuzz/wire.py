@@ -33,12 +33,12 @@ from streamfn.core.events import (
     ThinkingEnd,
     ToolCallEnd,
 )
-from streamfn.core.providers.proxy import encode_proxy_event
 from streamfn.core.serve.encode_anthropic import AnthropicEncoder
 from streamfn.core.serve.encode_bedrock import BedrockEncoder
 from streamfn.core.serve.encode_gemini import GeminiEncoder
 from streamfn.core.serve.encode_ollama import OllamaEncoder
 from streamfn.core.serve.encode_openai import OpenAIChatEncoder
+from streamfn.core.serve.encode_proxy import encode_proxy_event
 from streamfn.core.serve.encode_responses import ResponsesEncoder
 
 from .streams import StreamShape, event_streams

@@ -21,7 +21,10 @@ import contextlib
 import socket
 from typing import Any, Final
 
-from .server import App
+from streamfn.asgi.app import App
+from streamfn.asgi.hosting import hypercorn_arguments
+
+from .server import AsyncioRuntime
 
 __all__ = ["CappedSocket", "serve"]
 
@@ -87,26 +90,11 @@ async def serve(
     log_errors: bool = True,
 ) -> None:
     """Serve ``app`` on the listening ``sock`` until ``stop`` is set, then shut down."""
-    import hypercorn.config
     from hypercorn.asyncio.run import worker_serve
-    from hypercorn.config import Sockets
-    from hypercorn.utils import wrap_app
 
-    config = hypercorn.config.Config()
-    config.keep_alive_timeout = head_timeout
-    config.graceful_timeout = app.config.shutdown_grace + 3.0
-    config.accesslog = None
-    if not log_errors:
-        config.errorlog = None
     capped = CappedSocket(sock, max_connections)
-
-    async def trigger() -> None:
-        await stop.wait()
-        app.begin_shutdown()
-
-    await worker_serve(
-        wrap_app(app, config.wsgi_max_body_size, "asgi"),  # type: ignore[arg-type]
-        config,
-        sockets=Sockets(secure_sockets=[], insecure_sockets=[capped], quic_sockets=[]),
-        shutdown_trigger=trigger,
+    app.bind(AsyncioRuntime())
+    wrapped, config, options = hypercorn_arguments(
+        app, capped, stop, head_timeout=head_timeout, log_errors=log_errors
     )
+    await worker_serve(wrapped, config, **options)

@@ -176,6 +176,4 @@ async def complete(
 ) -> AssistantMessage:
     """The whole assistant turn as one message; an `Error` raises `CompletionError`
     (``raise_on_error=False`` returns the message with ``error_message`` set)."""
-    return await default_client().complete(
-        model, context, options, raise_on_error=raise_on_error
-    )
+    return await default_client().complete(model, context, options, raise_on_error=raise_on_error)

@@ -1,6 +1,6 @@
 """A loopback `streamfn serve`: the demo event streams, the app on a real hypercorn
-in a thread, and raw-socket helpers; shared by the serve tests and the tests of
-other rooms that need a server to talk to."""
+in a thread (on the shell `SHELL[0]` names: the serve tests run on both), and
+raw-socket helpers; shared by the serve tests and other rooms' tests."""
 
 from __future__ import annotations
 
@@ -9,9 +9,13 @@ import contextlib
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
+import trio
+
+from streamfn.asgi import App, Runtime, ServerConfig
+from streamfn.asgi.backends import ProviderBackend, environment
 from streamfn.core import (
     Done,
     Error,
@@ -29,8 +33,7 @@ from streamfn.core import (
     ToolCallStart,
     Usage,
 )
-from streamfn.io_asyncio.serve import serve
-from streamfn.io_asyncio.server import App, EventsBackend, ServerConfig
+from streamfn.fuzz.events_backend import EventsBackend
 
 KEY = "test-server-key"
 
@@ -83,22 +86,35 @@ STREAMS = {
 }
 
 
-class Server:
-    """The app on a real hypercorn in a thread, through `streamfn.io_asyncio.serve`."""
+#: the shell the next `Server` runs on (the ``shell`` fixture of conftest.py sets it)
+SHELL = ["asyncio"]
 
-    def __init__(self, app: App, **serve_options: Any) -> None:
+
+class Server:
+    """The app on a real hypercorn in a thread, on asyncio (`streamfn.io_asyncio.serve`)
+    or trio (`streamfn.io_trio.server`): the shell of `SHELL` unless ``shell`` is given."""
+
+    def __init__(self, app: App, shell: str | None = None, **serve_options: Any) -> None:
         self.app = app
+        self.shell = shell or SHELL[0]
         self.serve_options = serve_options
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(128)
         self.port = self.sock.getsockname()[1]
         self.loop = asyncio.new_event_loop()
-        self._stop: asyncio.Event | None = None
+        self._stop: Any = None
+        self._token: trio.lowlevel.TrioToken | None = None
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._ready = threading.Event()
 
     def _run(self) -> None:
+        if self.shell == "trio":
+            self.loop.close()
+            trio.run(self._main_trio)
+            return
+        from streamfn.io_asyncio.serve import serve
+
         asyncio.set_event_loop(self.loop)
 
         async def main() -> None:
@@ -109,6 +125,15 @@ class Server:
         self.loop.run_until_complete(main())
         self.loop.close()
 
+    async def _main_trio(self) -> None:
+        from streamfn.io_trio.server import serve
+
+        self._stop = trio.Event()
+        self._token = trio.lowlevel.current_trio_token()
+        self._ready.set()
+        options = {k: v for k, v in self.serve_options.items() if k != "max_connections"}
+        await serve(self.app, self.sock, self._stop, log_errors=False, **options)
+
     def __enter__(self) -> Server:
         self._thread.start()
         self._ready.wait(5)
@@ -118,9 +143,19 @@ class Server:
     def stop(self) -> None:
         """Start a graceful shutdown (as SIGTERM does) without waiting for it."""
         assert self._stop is not None
-        if not self.loop.is_closed():
+        if self._token is not None:
+            with contextlib.suppress(trio.RunFinishedError):
+                trio.from_thread.run_sync(self._stop.set, trio_token=self._token)
+        elif not self.loop.is_closed():
             with contextlib.suppress(RuntimeError):  # it closed meanwhile: stopped already
                 self.loop.call_soon_threadsafe(self._stop.set)
+
+    def call(self, fn: Callable[[], Awaitable[None]], timeout: float = 5) -> None:
+        """Run ``fn`` on the server's loop and wait for it."""
+        if self._token is not None:
+            trio.from_thread.run(fn, trio_token=self._token)
+        else:
+            asyncio.run_coroutine_threadsafe(fn(), self.loop).result(timeout)
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
@@ -129,6 +164,24 @@ class Server:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+
+def runtime_for(shell: str) -> Runtime:
+    """The serving loop's primitives for a backend that relays to it (the local model)."""
+    from streamfn.io_asyncio.server import AsyncioRuntime
+    from streamfn.io_trio.server import TrioRuntime
+
+    return TrioRuntime() if shell == "trio" else AsyncioRuntime()
+
+
+def provider_backend(environ: dict[str, str] | None = None, **options: Any) -> ProviderBackend:
+    """A `ProviderBackend` whose upstream client runs on the shell of `SHELL`."""
+    from streamfn.io_asyncio import Client as AsyncioClient
+    from streamfn.io_trio import Client as TrioClient
+
+    env = environment(environ)
+    client = (TrioClient if SHELL[0] == "trio" else AsyncioClient)(environ=env)
+    return ProviderBackend(client, env, **options)
 
 
 def wait_port(port: int) -> None:

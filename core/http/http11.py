@@ -37,6 +37,7 @@ import msgspec
 from ..call import Call, open_call
 from ..classify import parse_retry_after
 from ..credentials import with_credentials
+from ..errors import StreamfnError
 from ..events import Error, ErrorKind, Event, Start
 from ..fallback import FallbackModel, check_chain, fall_back
 from ..messages import AssistantMessage, Context
@@ -513,7 +514,7 @@ class Exchange:
         return self.fail(Error.network(message, status=self.status))
 
 
-class TunnelError(Exception):
+class TunnelError(StreamfnError):
     """The HTTPS proxy refused or broke the CONNECT; the message names the proxy, not its credentials."""
 
 

@@ -336,4 +336,3 @@ def thinking_allowed(
         )
         return False
     return True
-

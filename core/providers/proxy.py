@@ -8,7 +8,7 @@ and are the server's business, never the client's. The proxy token travels
 as ``Authorization: Bearer`` (none when the server needs none).
 
 Response: SSE whose ``event:`` is our event type and whose ``data:`` is the
-event's JSON (`encode_proxy_event` writes exactly that). The events are not
+event's JSON (`streamfn.core.serve.encode_proxy` writes exactly that). The events are not
 trusted just because they are ours: each is checked against the event
 grammar (the accumulator's, so there is one definition of the rules) and
 then re-emitted through the `Emitter`, so a proxy that sends garbage ends in
@@ -19,7 +19,6 @@ usage, cost and kind (the proxy priced the call; our proxy model has no prices).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
 from typing import Any, Final
 
 import msgspec
@@ -28,7 +27,6 @@ from .._protocol import Grammar
 from ..events import (
     EVENT_TYPES,
     Done,
-    Event,
     OpaqueBlock,
     Start,
     TextDelta,
@@ -41,12 +39,12 @@ from ..events import (
     ToolCallEnd,
     ToolCallStart,
     decode_event_json,
-    encode_event_json,
     event_type,
 )
 from ..messages import Context
 from ..models import Model
 from ..options import Options, client_fields
+from ..serve.encode_proxy import encode_proxy_event, encode_proxy_events
 from ..wire.sse import ServerSentEvent
 from ._base import HTTPRequest, SSECall, api_root, bearer, json_request, request_headers
 
@@ -61,28 +59,6 @@ __all__ = [
 log = logging.getLogger("streamfn")
 
 _JSON: Final = msgspec.json.Encoder()
-
-# ---------------------------------------------------------------------------
-# Encoder (the server side)
-# ---------------------------------------------------------------------------
-
-
-def encode_proxy_event(event: Event) -> bytes:
-    """One event as the proxy's SSE frame: ``event: <type>`` and ``data: <json>``.
-
-    Framed directly rather than through `encode_sse`: msgspec's JSON never
-    contains a raw line break, so it is always exactly one ``data:`` line, and
-    the server sends this per event.
-    """
-    return (
-        b"event: " + event_type(event).encode() + b"\ndata: " + encode_event_json(event) + b"\n\n"
-    )
-
-
-def encode_proxy_events(events: Iterable[Event]) -> bytes:
-    """A whole stream as the proxy would send it."""
-    return b"".join(encode_proxy_event(e) for e in events)
-
 
 # ---------------------------------------------------------------------------
 # Request

@@ -279,22 +279,7 @@ class AnthropicEncoder:
 
     def _message_event(self, event: Event) -> bytes:
         if isinstance(event, Start):
-            return _frame(
-                "message_start",
-                {
-                    "type": "message_start",
-                    "message": {
-                        "id": self._id,
-                        "type": "message",
-                        "role": "assistant",
-                        "model": self._model,
-                        "content": [],
-                        "stop_reason": None,
-                        "stop_sequence": None,
-                        "usage": {"input_tokens": 0, "output_tokens": 0},
-                    },
-                },
-            )
+            return self._message_start()
         if isinstance(event, Done):
             return _frame(
                 "message_delta",
@@ -312,6 +297,24 @@ class AnthropicEncoder:
                 "error", anthropic_error_body(anthropic_error_type(event.kind), event.message)
             )
         return b""
+
+    def _message_start(self) -> bytes:
+        return _frame(
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": self._id,
+                    "type": "message",
+                    "role": "assistant",
+                    "model": self._model,
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": 0, "output_tokens": 0},
+                },
+            },
+        )
 
     def keep_alive(self) -> bytes:
         """Anthropic's own keep-alive is a ``ping`` event; clients ignore it."""

@@ -29,6 +29,7 @@ from typing import Any, Final, Literal, TypeVar
 import msgspec
 
 from ..accumulate import parse_arguments
+from ..errors import UsageError
 from ..messages import (
     AssistantContent,
     AssistantMessage,
@@ -64,7 +65,7 @@ __all__ = [
 MAX_DEPTH: Final = 64
 
 
-class BadRequest(ValueError):
+class BadRequest(UsageError):
     """The client's request is malformed; the message says which field and why."""
 
 

@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Final
 
+from streamfn.core.errors import StreamfnError
+
 __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_OK",
@@ -28,7 +30,7 @@ EXIT_USAGE: Final = 2
 EXIT_INTERRUPTED: Final = 130
 
 
-class CommandError(Exception):
+class CommandError(StreamfnError):
     """A failure to report as one line; ``code`` is the exit status."""
 
     def __init__(self, message: str, code: int = EXIT_RUNTIME) -> None:

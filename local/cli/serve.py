@@ -2,8 +2,10 @@
 
 OpenAI clients use ``/v1/chat/completions``, Anthropic clients
 ``/v1/messages``, streamfn's own proxy provider ``/v1/stream``. The server
-is the ASGI app in `streamfn.io_asyncio.server`, run by hypercorn
-(`streamfn.io_asyncio.serve`); ``--workers N`` runs N such processes on one
+is the ASGI app `streamfn.asgi.App`, run by hypercorn on asyncio
+(`streamfn.io_asyncio.serve`) or trio (``--shell trio``, `streamfn.io_trio.server`);
+this module is the composition root: it picks the shell, its upstream client
+and the local model's backend, and hands them to the app. ``--workers N`` runs N such processes on one
 listening socket (the server keeps no state between requests).
 """
 
@@ -90,6 +92,13 @@ def _add_capacity(parser: argparse.ArgumentParser) -> None:
     """How much the server takes on at once before it refuses (429, 503, 413)."""
     add = parser.add_argument
     add("--workers", type=int, default=1, metavar="N", help="server processes (default 1)")
+    add(
+        "--shell",
+        choices=("asyncio", "trio"),
+        default="asyncio",
+        help="the event loop serving requests (default asyncio; trio has no "
+        "--max-connections cap yet)",
+    )
     add(
         "--max-concurrency",
         type=int,
@@ -196,7 +205,7 @@ def _server_tools(args: argparse.Namespace) -> tuple[str, ...]:
 
 def _check(args: argparse.Namespace) -> dict[str, str]:
     """Usage errors, before anything is loaded or bound; returns the --base-url map."""
-    from streamfn.io_asyncio.guard import is_loopback
+    from streamfn.core.serve.guard import is_loopback
 
     _server_tools(args)
     if args.no_local and args.no_providers:
@@ -250,7 +259,7 @@ def _listen(host: str, port: int) -> socket.socket:
 
 
 def _backend(args: argparse.Namespace, base_urls: dict[str, str]) -> Any:
-    from streamfn.io_asyncio.backends import LocalBackend, ProviderBackend, RouterBackend
+    from streamfn.asgi.backends import ProviderBackend, RouterBackend, environment
 
     from .serve_config import ConfigError, load_gateway_config
 
@@ -264,19 +273,41 @@ def _backend(args: argparse.Namespace, base_urls: dict[str, str]) -> Any:
             except ConfigError as exc:
                 raise CommandError(str(exc), EXIT_USAGE) from exc
             served, registry = gateway.models, gateway.registry
-        providers = ProviderBackend(served=served, registry=registry, base_urls=base_urls)
+        environ = environment(None)
+        if args.shell == "trio":
+            from streamfn.io_trio import Client
+        else:
+            from streamfn.io_asyncio import Client  # type: ignore[assignment]
+        providers = ProviderBackend(
+            Client(environ=environ), environ, served=served, registry=registry, base_urls=base_urls
+        )
     local = None
     if not args.no_local:
         try:
-            local = LocalBackend(model_dir(args), progress=progress_printer())
+            from ..serve_backend import LocalBackend
+
+            local = LocalBackend(
+                model_dir(args), runtime=_runtime(args), progress=progress_printer()
+            )
         except Exception as exc:
             raise CommandError(f"cannot load the local model: {exc} (or use --no-local)") from exc
     return RouterBackend(local, providers)
 
 
+def _runtime(args: argparse.Namespace) -> Any:
+    """The serving loop's primitives, for the backends that relay to it."""
+    if args.shell == "trio":
+        from streamfn.io_trio.server import TrioRuntime
+
+        return TrioRuntime()
+    from streamfn.io_asyncio.server import AsyncioRuntime
+
+    return AsyncioRuntime()
+
+
 def _app(args: argparse.Namespace, backend: Any) -> Any:
-    from streamfn.io_asyncio.guard import LOOPBACK_HOSTS, is_loopback
-    from streamfn.io_asyncio.server import App, ServerConfig
+    from streamfn.asgi import App, ServerConfig
+    from streamfn.core.serve.guard import LOOPBACK_HOSTS, is_loopback
 
     if is_loopback(args.host):
         allowed: tuple[str, ...] | None = (*LOOPBACK_HOSTS, *args.allowed_host)
@@ -304,10 +335,21 @@ def _app(args: argparse.Namespace, backend: Any) -> Any:
 
 def _serve_here(args: argparse.Namespace, sock: socket.socket, base_urls: dict[str, str]) -> int:
     """One server process on ``sock`` until SIGINT/SIGTERM."""
-    from streamfn.io_asyncio.serve import serve
-
     backend = _backend(args, base_urls)
     app = _app(args, backend)
+    try:
+        if args.shell == "trio":
+            _serve_trio(args, app, sock)
+        else:
+            _serve_asyncio(args, app, sock)
+    finally:
+        if backend.local is not None:
+            backend.local.close()
+    return EXIT_OK
+
+
+def _serve_asyncio(args: argparse.Namespace, app: Any, sock: socket.socket) -> None:
+    from streamfn.io_asyncio.serve import serve
 
     async def main() -> None:
         stop = asyncio.Event()
@@ -322,12 +364,28 @@ def _serve_here(args: argparse.Namespace, sock: socket.socket, base_urls: dict[s
             head_timeout=args.head_timeout,
         )
 
-    try:
-        asyncio.run(main())
-    finally:
-        if backend.local is not None:
-            backend.local.close()
-    return EXIT_OK
+    asyncio.run(main())
+
+
+def _serve_trio(args: argparse.Namespace, app: Any, sock: socket.socket) -> None:
+    import trio
+
+    from streamfn.io_trio.server import serve
+
+    async def main() -> None:
+        stop = trio.Event()
+
+        async def on_signal() -> None:
+            with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for _ in signals:
+                    stop.set()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(on_signal)
+            await serve(app, sock, stop, head_timeout=args.head_timeout)
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
 
 
 def _worker(args: argparse.Namespace, sock: socket.socket, base_urls: dict[str, str]) -> None:
@@ -378,7 +436,8 @@ def _run(args: argparse.Namespace) -> int:
     print(
         f"streamfn serve: http://{shown}:{port} (local model: {'no' if args.no_local else 'yes'}, "
         f"providers: {'no' if args.no_providers else 'yes'}, "
-        f"auth: {'on' if _api_key(args) else 'off'}, workers: {args.workers})",
+        f"auth: {'on' if _api_key(args) else 'off'}, workers: {args.workers}, "
+        f"shell: {args.shell})",
         file=sys.stderr,
         flush=True,
     )

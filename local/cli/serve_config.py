@@ -120,7 +120,7 @@ def _defaults(entry: _Entry, where: str) -> Options:
 
 def load_gateway_config(path: Path) -> GatewayConfig:
     """Read and check ``path``; raises `ConfigError` naming the entry and field."""
-    from streamfn.io_asyncio.backends import ServedModel
+    from streamfn.asgi.backends import ServedModel
 
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))

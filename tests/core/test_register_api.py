@@ -21,6 +21,7 @@ from fake_provider import FakeProvider
 from loopback_server import KEY, Server
 from shell_runner import FAST, collect, run
 
+from streamfn.asgi.backends import RouterBackend
 from streamfn.core import (
     Context,
     Model,
@@ -34,7 +35,7 @@ from streamfn.core import (
     replay,
 )
 from streamfn.core.call import api_names, load_entry_point_apis
-from streamfn.io_asyncio.backends import ProviderBackend, RouterBackend
+from streamfn.io_asyncio.backends import ProviderBackend
 from streamfn.io_asyncio.server import App, ServerConfig
 from streamfn.local import cli
 

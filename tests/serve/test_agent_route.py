@@ -19,6 +19,9 @@ from streamfn.core.messages import TextContent, Tool, ToolCall
 from streamfn.core.serve.agent_events import AGENT_ORDER
 from streamfn.io_asyncio import Client
 
+# every test here runs on both shells (tests/serve/conftest.py)
+pytestmark = pytest.mark.usefixtures("shell")
+
 PATH = "/v1/agent/stream"
 
 

@@ -9,6 +9,7 @@ import pytest
 from corpus_support import CORPUS
 from loopback_server import KEY, Server
 
+from streamfn.asgi import App, ServerConfig
 from streamfn.core import (
     Done,
     Error,
@@ -24,7 +25,10 @@ from streamfn.core import (
 )
 from streamfn.core.messages import TextContent
 from streamfn.core.serve.grounding import append_sources
-from streamfn.io_asyncio.server import App, EventsBackend, ServerConfig
+from streamfn.fuzz.events_backend import EventsBackend
+
+# every test here runs on both shells (tests/serve/conftest.py)
+pytestmark = pytest.mark.usefixtures("shell")
 
 SEARCHED: list[Event] = [
     Start(model="searcher"),

@@ -25,8 +25,9 @@ from loopback_server import STREAMS, Server
 
 import streamfn.io_asyncio as sf_asyncio
 from streamfn.core import Context, Done, Model, Options
+from streamfn.fuzz.events_backend import EventsBackend
 from streamfn.io_asyncio.backends import ProviderBackend
-from streamfn.io_asyncio.server import App, EventsBackend, ServerConfig
+from streamfn.io_asyncio.server import App, ServerConfig
 from streamfn.local import cli
 from streamfn.local.cli.serve_config import ConfigError, load_gateway_config
 
@@ -161,14 +162,18 @@ def test_the_proxy_provider_needs_no_token_when_the_server_needs_none(
     assert isinstance(events[-1], Done)
 
 
+@pytest.mark.parametrize(
+    "extra", [["--workers", "2"], ["--shell", "trio"]], ids=["workers", "trio"]
+)
 def test_workers_share_one_socket_and_stop_cleanly_on_sigterm(
-    tmp_path: Path, upstream: FakeProvider
+    tmp_path: Path, upstream: FakeProvider, extra: list[str]
 ) -> None:
+    """``--workers 2`` on asyncio, and one process on trio: both answer and stop on SIGTERM."""
     code = "import sys; from streamfn.local.cli import main; sys.exit(main())"
     args = ["serve", "--no-local", "--config", str(_config(tmp_path, upstream))]
     env = {**os.environ, "TEAM_KEY": "sk-team"}
     proc = subprocess.Popen(
-        [sys.executable, "-c", code, *args, "--port", "0", "--workers", "2"],
+        [sys.executable, "-c", code, *args, "--port", "0", *extra],
         stderr=subprocess.PIPE,
         text=True,
         env=env,
@@ -192,7 +197,10 @@ def test_workers_share_one_socket_and_stop_cleanly_on_sigterm(
         children = subprocess.run(
             ["pgrep", "-P", str(proc.pid)], capture_output=True, text=True, check=False
         ).stdout.split()
-        assert len(children) >= 2  # two workers (and multiprocessing's resource tracker)
+        if "--workers" in extra:  # two workers (and multiprocessing's resource tracker)
+            assert len(children) >= 2
+        else:
+            assert f"shell: {extra[-1]}" in line
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0
     finally:

@@ -9,27 +9,34 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import openai
 import pytest
 import trio
-from loopback_server import KEY, Server, raw_post, read_all
+from loopback_server import KEY, Server, raw_post, read_all, runtime_for
 from tiny_model import build_tiny_model
 
 import streamfn.io_asyncio as sf_asyncio
 import streamfn.io_trio as sf_trio
+from streamfn.asgi import App, ServerConfig
+from streamfn.asgi.backends import RouterBackend
 from streamfn.core import Context, Done, Error, ErrorKind, Event, Model, Options, TextDelta
 from streamfn.core.accumulate import check_protocol
-from streamfn.io_asyncio.backends import LocalBackend, RouterBackend
-from streamfn.io_asyncio.server import App, ServerConfig
+from streamfn.local.serve_backend import LocalBackend
 
 PROMPT = "Say something."
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    model_dir = build_tiny_model(tmp_path_factory.mktemp("tiny"))
-    backend = LocalBackend(model_dir)
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_model(tmp_path_factory.mktemp("tiny"))
+
+
+@pytest.fixture(scope="module")
+def server(model_dir: Path, shell: str) -> Iterator[Server]:
+    """The local model served on each shell (tests/serve/conftest.py)."""
+    backend = LocalBackend(model_dir, runtime=runtime_for(shell))
     try:
         with Server(App(RouterBackend(backend, None), ServerConfig(api_key=KEY))) as srv:
             yield srv

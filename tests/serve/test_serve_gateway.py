@@ -14,12 +14,15 @@ import anthropic
 import openai
 import pytest
 from fake_provider import FakeProvider
-from loopback_server import KEY, Server
+from loopback_server import KEY, Server, provider_backend
 
+from streamfn.asgi import App, ServerConfig
+from streamfn.asgi.backends import RouterBackend
 from streamfn.core import Model
 from streamfn.core.models import openai_compatible
-from streamfn.io_asyncio.backends import ProviderBackend, RouterBackend
-from streamfn.io_asyncio.server import App, ServerConfig
+
+# every test here runs on both shells (tests/serve/conftest.py)
+pytestmark = pytest.mark.usefixtures("shell")
 
 USER = [{"role": "user", "content": "Say hello"}]
 
@@ -41,7 +44,7 @@ def gateway(upstream: FakeProvider) -> Iterator[Server]:
             base_url=upstream.base_url("ok", "anthropic", "gw-anthropic"),
         ),
     ]
-    backend = ProviderBackend(environ={"ANTHROPIC_API_KEY": "upstream-key"}, models=models)
+    backend = provider_backend(environ={"ANTHROPIC_API_KEY": "upstream-key"}, models=models)
     with Server(App(RouterBackend(None, backend), ServerConfig(api_key=KEY))) as server:
         yield server
 

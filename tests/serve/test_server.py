@@ -3,10 +3,10 @@ anthropic SDKs, raw sockets and curl, against a real hypercorn on loopback."""
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 
@@ -23,9 +23,12 @@ from loopback_server import (
     serving,
 )
 
+# every test here runs on both shells (tests/serve/conftest.py)
+pytestmark = pytest.mark.usefixtures("shell")
+
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[Server]:
+def server(shell: str) -> Iterator[Server]:
     with serving() as (srv, _):
         yield srv
 
@@ -259,10 +262,11 @@ def test_graceful_shutdown_ends_open_streams_cleanly_and_refuses_new_ones() -> N
         sock = raw_post(server.port, "/v1/chat/completions", STREAM_BODY)
         sock.settimeout(5)
         assert sock.recv(4096).startswith(b"HTTP/1.1 200")
-        done = asyncio.run_coroutine_threadsafe(server.app.shutdown(), server.loop)
+        finished = threading.Thread(target=server.call, args=(server.app.shutdown,))
+        finished.start()
         with sock:
             data = read_all(sock)
-        done.result(5)
+        finished.join(5)
         # the open stream got an in-stream error in OpenAI's shape, then a proper end
         assert b'"error":' in data and b"server is shutting down" in data
         assert data.endswith(b"0\r\n\r\n")  # the chunked body was terminated

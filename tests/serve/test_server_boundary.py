@@ -21,13 +21,17 @@ import anthropic
 import openai
 import pytest
 from fake_provider import FakeProvider
-from loopback_server import KEY, USER, Server, raw_post, read_all, serving
+from loopback_server import KEY, USER, Server, provider_backend, raw_post, read_all, serving
 
+from streamfn.asgi import App, ServerConfig
+from streamfn.asgi.backends import RouterBackend
 from streamfn.core import Model
 from streamfn.core.events import Done, Error, Start, TextDelta, TextEnd, TextStart
 from streamfn.core.models import openai_compatible
-from streamfn.io_asyncio.backends import ProviderBackend, RouterBackend
-from streamfn.io_asyncio.server import App, EventsBackend, ServerConfig
+from streamfn.fuzz.events_backend import EventsBackend
+
+# every test here runs on both shells (tests/serve/conftest.py)
+pytestmark = pytest.mark.usefixtures("shell")
 
 PLANTED = "sk-planted-server-key"
 
@@ -53,7 +57,7 @@ def gateway(upstream: FakeProvider) -> Iterator[Server]:
         base_url=upstream.base_url("ok", "openai-chat", "legit"),
         max_output=1000,
     )
-    backend = ProviderBackend(environ={"OPENAI_API_KEY": PLANTED}, models=[model], registry=False)
+    backend = provider_backend(environ={"OPENAI_API_KEY": PLANTED}, models=[model], registry=False)
     with Server(App(RouterBackend(None, backend), ServerConfig(api_key=KEY))) as server:
         yield server
 
@@ -350,7 +354,9 @@ def test_a_slow_request_head_is_cut_after_the_head_timeout() -> None:
         assert time.monotonic() - started < 2.0
 
 
-def test_open_connections_are_capped() -> None:
+def test_open_connections_are_capped(shell: str) -> None:
+    if shell == "trio":
+        pytest.skip("the connection cap is the asyncio server's (io_asyncio/serve.py)")
     # hypercorn closes a connection the client left at most head_timeout later
     with serving(max_connections=2, head_timeout=1.0) as (server, _):
         idle = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(2)]
@@ -534,7 +540,7 @@ def test_a_client_disconnect_closes_the_upstream_connection_within_250_ms() -> N
         )
         thread.start()
         slow = openai_compatible("slow", f"http://127.0.0.1:{listener.getsockname()[1]}/v1")
-        backend = ProviderBackend(environ={}, models=[slow], registry=False)
+        backend = provider_backend(environ={}, models=[slow], registry=False)
         body = json.loads(OPENAI_BODY) | {"model": slow.key}
         with Server(App(RouterBackend(None, backend), ServerConfig(api_key=KEY))) as server:
             for n, stream in enumerate((False, True), start=1):
@@ -572,7 +578,7 @@ def test_a_client_disconnect_closes_the_upstream_connection_within_250_ms() -> N
     ],
 )
 def test_host_names_a_loopback_server_answers_to(value: bytes, allowed: bool) -> None:
-    from streamfn.io_asyncio.guard import LOOPBACK_HOSTS, host_allowed
+    from streamfn.core.serve.guard import LOOPBACK_HOSTS, host_allowed
 
     assert host_allowed([(b"host", value)], LOOPBACK_HOSTS) is allowed
     assert host_allowed([(b"host", value)], None)  # a network bind without --allowed-host
@@ -638,7 +644,7 @@ def test_a_backend_failure_after_output_sends_no_second_start_and_no_internals()
     ],
 )
 def test_only_loopback_literals_bind_without_a_key(host: str, loopback: bool) -> None:
-    from streamfn.io_asyncio.guard import is_loopback
+    from streamfn.core.serve.guard import is_loopback
 
     assert is_loopback(host) is loopback
 

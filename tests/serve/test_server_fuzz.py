@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from loopback_server import STREAMS
 
 from streamfn.core import Context, Options
-from streamfn.io_asyncio.server import App, EventsBackend, ServerConfig
+from streamfn.fuzz.events_backend import EventsBackend
+from streamfn.io_asyncio.server import App, ServerConfig
 
 ROUTES = ("/v1/chat/completions", "/v1/messages", "/v1/stream")
 VALID: dict[str, dict[str, Any]] = {

@@ -51,6 +51,8 @@ PROVIDER_OF = {
 }
 #: every wire format the shells drive
 WIRES = list(WIRE_FORMATS)
+
+
 def _have(api: str) -> bool:
     return importlib.util.find_spec(f"streamfn.core.providers.{api.replace('-', '_')}") is not None
 

@@ -8,7 +8,7 @@ page's own hostname resolve to 127.0.0.1. So JSON routes take only
 preflight this server does not grant), a loopback server answers only to a
 loopback ``Host`` (or one the operator allowed), and a request carrying a
 browser ``Origin`` the operator did not list is refused. Plain functions on
-ASGI header lists, so every rule is tested on its own.
+ASGI header lists, so every rule is tested on its own (and both shells share them).
 """
 
 from __future__ import annotations

@@ -1,0 +1,458 @@
+"""`streamfn serve`: any model streamfn reaches, served in the dialect the client speaks.
+
+A plain ASGI application (no web framework) written once for both shells:
+hypercorn runs it on asyncio (`streamfn.io_asyncio.serve`) or trio
+(`streamfn.io_trio.server`), and the loop's primitives come in as a
+`Runtime`. Every decision is the sans-I/O codec's (`streamfn.core.serve`:
+routes, guard, auth, parsing, encoders, statuses); this module only moves
+bytes and runs tasks. Routes:
+
+- ``POST /v1/chat/completions``: OpenAI Chat Completions, streaming or not.
+- ``POST /v1/messages``: Anthropic Messages, streaming or not.
+- ``POST /v1/stream``: the native proxy format (our events as SSE).
+- ``POST /v1/agent/stream``: the same request, answered in the agent-server
+  SSE contract (`streamfn.core.serve.agent_events`).
+- ``GET /v1/models`` (OpenAI or, with an ``anthropic-version`` header,
+  Anthropic shape) and ``GET /health``.
+
+The trust boundary: the server holds the provider keys, its clients are not
+trusted. A client chooses what to generate, never where a request goes or
+how often it is sent (`streamfn.core.serve.inbound` rejects such fields by
+name); `streamfn.core.serve.guard` keeps web pages out (Host, Origin,
+Content-Type). Every bad request is a 4xx in the client's own error shape.
+
+Every request runs the backend in a producer task; the response loop sends
+what it produces, a keep-alive while the model is silent, and stops the
+producer at once when the client disconnects (streaming or not), so an
+abandoned request never keeps a local generation or an upstream connection
+alive. Errors that come before any output (within ``head_wait``) become HTTP
+errors in the client's own error shape; after that a streaming response has
+sent its headers and an SSE comment, and errors are sent in-stream the way
+each client expects. Shutdown lets streams finish for a grace period and
+then ends each with a terminal error in its dialect.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import MutableMapping
+from typing import Any, ClassVar
+
+from streamfn.core.capabilities import UnsupportedInput
+from streamfn.core.credentials import MissingCredentials
+from streamfn.core.events import Done, Error, Event, Start
+from streamfn.core.schema import StructuredOutputUnsupported
+from streamfn.core.serve.guard import cors_headers, header, preflight_headers
+from streamfn.core.serve.inbound import ClientRequest
+from streamfn.core.serve.responses import MAX_BATCH, OPENED, Stamps, encoder_for, final_body
+from streamfn.core.serve.routes import (
+    AGENT_PATH,
+    PARSE_INLINE_BYTES,
+    BodyBudget,
+    Route,
+    admit,
+    body_too_slow,
+    check_model,
+    disconnected_early,
+    models_body,
+    parse_request,
+    route,
+)
+from streamfn.core.serve.status import (
+    HTTPError,
+    dialect_for,
+    early_error,
+    error_response,
+    for_the_client,
+    shutting_down,
+    shutting_down_refusal,
+)
+
+from .contract import Backend, ServerConfig, UnknownModelError
+from .messages import Receive, Send, adding_headers, send_json, start_sse, watch_disconnect
+from .runtime import (
+    ABORTED,
+    DISCONNECTED,
+    TIMEOUT,
+    Flag,
+    Mailbox,
+    Marker,
+    Runtime,
+    Slots,
+    ended_early,
+)
+from .stamps import SystemStamps
+
+__all__ = ["App"]
+
+log = logging.getLogger("streamfn")
+
+Scope = MutableMapping[str, Any]
+
+
+class App:
+    """The ASGI application. One instance serves many concurrent requests.
+
+    ``runtime`` is the event loop's (`streamfn.io_asyncio.server.AsyncioRuntime`,
+    `streamfn.io_trio.server.TrioRuntime`); each shell's ``serve`` binds its own
+    when none was given. A shell's subclass names its own as ``default_runtime``.
+    """
+
+    default_runtime: ClassVar[type[Runtime] | None] = None
+
+    def __init__(
+        self,
+        backend: Backend,
+        config: ServerConfig | None = None,
+        *,
+        runtime: Runtime | None = None,
+        stamps: Stamps | None = None,
+    ) -> None:
+        self.backend = backend
+        self.config = config or ServerConfig()
+        self.stamps: Stamps = stamps or SystemStamps()
+        #: backend streams running now
+        self.active = 0
+        #: requests admitted: reading their body, waiting for a slot, or running
+        self.admitted = 0
+        #: request bodies held in memory (see ServerConfig.max_buffered_bytes)
+        self.budget = BodyBudget(self.config.max_body_bytes, self.config.max_buffered_bytes)
+        self._closing = False
+        self._aborted = False
+        self._mailboxes: set[Mailbox] = set()
+        self._idle_waiters: list[Flag] = []
+        self._shutdown_done: Flag | None = None
+        self._runtime: Runtime | None = None
+        self._slots: Slots | None = None
+        if runtime is None and self.default_runtime is not None:
+            runtime = self.default_runtime()
+        if runtime is not None:
+            self.bind(runtime)
+
+    def bind(self, runtime: Runtime) -> None:
+        """Serve on ``runtime``'s loop (a shell's ``serve`` calls this); once only."""
+        if self._runtime is not None:
+            if self._runtime.name != runtime.name:
+                raise RuntimeError(
+                    f"this App runs on {self._runtime.name}; make another to serve on "
+                    f"{runtime.name}"
+                )
+            return
+        self._runtime = runtime
+        self._slots = Slots(runtime, self.config.max_concurrency)
+
+    @property
+    def runtime(self) -> Runtime:
+        if self._runtime is None:
+            raise RuntimeError(
+                "this App has no event loop runtime: serve it with streamfn.io_asyncio.serve "
+                "or streamfn.io_trio.server.serve, or pass runtime="
+            )
+        return self._runtime
+
+    @property
+    def buffered(self) -> int:
+        """Bytes of request bodies held right now."""
+        return self.budget.buffered
+
+    # -- ASGI entry -------------------------------------------------------------
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        path = scope.get("path", "")
+        headers = scope.get("headers", [])
+        cors = cors_headers(header(headers, b"origin"), self.config.cors_origins)
+        if cors:
+            send = adding_headers(send, cors)
+        try:
+            await self._route(scope, receive, send, path, bool(cors))
+        except HTTPError as exc:
+            status, error_headers, body = error_response(dialect_for(path), exc)
+            await send({"type": "http.response.start", "status": status, "headers": error_headers})
+            await send({"type": "http.response.body", "body": body})
+
+    async def _route(
+        self, scope: Scope, receive: Receive, send: Send, path: str, cors: bool
+    ) -> None:
+        headers = scope.get("headers", [])
+        config = self.config
+        chosen = route(
+            scope.get("method", "GET"),
+            path,
+            headers,
+            allowed_hosts=config.allowed_hosts,
+            cors=cors,
+            api_key=config.api_key,
+        )
+        if chosen is Route.PREFLIGHT:
+            preflight = preflight_headers(headers, config.cors_origins)
+            await send({"type": "http.response.start", "status": 204, "headers": preflight})
+            await send({"type": "http.response.body", "body": b""})
+        elif chosen is Route.HEALTH:
+            status = {"status": "ok", "active_streams": self.active, "admitted": self.admitted}
+            await send_json(send, 200, status)
+        elif chosen is Route.MODELS:
+            await send_json(send, 200, models_body(self.backend.list_models(), headers))
+        else:
+            await self._completion(receive, send, path)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.shutdown()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    # -- shutdown ---------------------------------------------------------------------
+    def begin_shutdown(self) -> None:
+        """Start `shutdown` without waiting for it (from a signal or a server's trigger)."""
+        if self._shutdown_done is None:
+            self._shutdown_done = self.runtime.flag()
+            self.runtime.spawn_system(self._shut_down)
+
+    async def shutdown(self) -> None:
+        """Refuse new and queued requests (503), let running ones finish for the grace
+        period, then end each with a terminal error in its dialect. Idempotent; the
+        shutdown goes on if the caller is cancelled."""
+        self.begin_shutdown()
+        assert self._shutdown_done is not None
+        await self._shutdown_done.wait()
+
+    async def _shut_down(self) -> None:
+        try:
+            self._closing = True
+            if self._slots is not None:
+                self._slots.close()
+            await self._until_idle(self.config.shutdown_grace)
+            self._aborted = True
+            for mailbox in list(self._mailboxes):
+                mailbox.signal(ABORTED)
+            await self._until_idle(2.0)
+            # Idle upstream connections belong to this event loop: close them with it.
+            aclose = getattr(self.backend, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        except Exception:
+            log.exception("server shutdown failed")
+        finally:
+            assert self._shutdown_done is not None
+            self._shutdown_done.set()
+
+    async def _until_idle(self, timeout: float) -> None:
+        if self.admitted:
+            flag = self.runtime.flag()
+            self._idle_waiters.append(flag)
+            await self.runtime.wait(flag, timeout)
+
+    # -- completions ------------------------------------------------------------------
+    async def _completion(self, receive: Receive, send: Send, path: str) -> None:
+        config = self.config
+        admit(
+            closing=self._closing,
+            admitted=self.admitted,
+            capacity=config.max_concurrency + config.max_queue,
+        )
+        self.admitted += 1
+        started = time.perf_counter()
+        request: ClientRequest | None = None
+        held = [0]  # this request's share of the budget, until its body is parsed
+        try:
+            try:
+                body = await self._read_body(receive, held)
+                request = await self._parse(path, body)
+                del body
+            finally:
+                self.budget.release(held[0])
+            check_model(path, request, self._max_output(request.model))
+            await self._run(receive, send, path, request)
+        finally:
+            self.admitted -= 1
+            if self.admitted == 0:
+                waiters, self._idle_waiters = self._idle_waiters, []
+                for flag in waiters:
+                    flag.set()
+            if request is not None:
+                log.info(
+                    "served %s model=%s stream=%s in %.3f s",
+                    path,
+                    request.model,
+                    request.stream,
+                    time.perf_counter() - started,
+                )
+
+    async def _read_body(self, receive: Receive, held: list[int]) -> bytes:
+        """The whole body, counted in ``held[0]`` and the budget as it arrives."""
+        timeout = self.config.body_timeout
+        try:
+            return await self.runtime.within(timeout, lambda: self._receive(receive, held))
+        except TimeoutError:
+            raise body_too_slow(timeout) from None
+
+    async def _receive(self, receive: Receive, held: list[int]) -> bytes:
+        chunks: list[bytes] = []
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise disconnected_early()
+            chunk = message.get("body", b"")
+            self.budget.hold(held[0], len(chunk))
+            held[0] += len(chunk)
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+    async def _parse(self, path: str, body: bytes) -> ClientRequest:
+        allowed = frozenset(self.config.allow_server_tools)
+        if len(body) > PARSE_INLINE_BYTES:  # megabytes of prompt: not on the loop
+            return await self.runtime.to_thread(parse_request, path, body, allowed)
+        return parse_request(path, body, allowed)
+
+    def _max_output(self, model: str) -> int | None:
+        try:
+            return self.backend.max_output(model)
+        except UnknownModelError as exc:
+            raise HTTPError(404, "not_found", str(exc)) from None
+
+    async def _run(self, receive: Receive, send: Send, path: str, request: ClientRequest) -> None:
+        mailbox = Mailbox(self.runtime)
+        if self._aborted:
+            mailbox.signal(ABORTED)
+        self._mailboxes.add(mailbox)
+        try:
+            async with self.runtime.task_group() as tasks:
+                tasks.start_soon(self._produce, request, mailbox)
+                tasks.start_soon(watch_disconnect, receive, mailbox)
+                if request.stream:
+                    await self._stream(send, mailbox, path, request)
+                else:
+                    await self._whole(send, mailbox, path, request)
+        finally:
+            self._mailboxes.discard(mailbox)
+
+    async def _produce(self, request: ClientRequest, mailbox: Mailbox) -> None:
+        started = False  # a Start went out: a failure after it must not send another
+
+        async def fail(error: Error) -> None:
+            if not started:
+                await mailbox.put(Start())
+            await mailbox.put(error)
+
+        slots = self._slots
+        assert slots is not None
+        try:
+            if not await slots.acquire():
+                await fail(shutting_down())
+                return
+            self.active += 1
+            try:
+                model = request.model
+                async with self.backend.stream(model, request.context, request.options) as ev:
+                    async for event in ev:
+                        started = started or isinstance(event, Start)
+                        await mailbox.put(for_the_client(event, model))
+            finally:
+                self.active -= 1
+                slots.release()
+        except UnknownModelError as exc:
+            await fail(Error.invalid_request(str(exc), status=404))
+        except UnsupportedInput as exc:  # a kind of input or server tool the model lacks
+            await fail(Error.invalid_request(str(exc), status=400))
+        except MissingCredentials as exc:
+            log.error("no upstream key for model %s: %s", request.model, exc)
+            await fail(Error.auth("the server has no upstream key for this model"))
+        except StructuredOutputUnsupported as exc:  # the client's schema, this model
+            await fail(Error.invalid_request(str(exc)))
+        except Exception:  # a backend failure is the client's Error, not a 500 page
+            # the details are the operator's (the log), not the untrusted client's
+            log.exception("backend failed for model %s", request.model)
+            await fail(Error.network("the server failed to produce this answer"))
+        finally:
+            mailbox.put_nowait(None)
+
+    async def _whole(self, send: Send, mailbox: Mailbox, path: str, request: ClientRequest) -> None:
+        """A non-streaming response: the fold of the events, or an HTTP error."""
+        events: list[Event] = []
+        while True:
+            got = await mailbox.get(None)
+            if got is DISCONNECTED:
+                log.info("client disconnected; generation cancelled")
+                return
+            if got is ABORTED:
+                raise shutting_down_refusal()
+            event = ended_early() if got is None else got
+            assert not isinstance(event, Marker)
+            events.append(event)
+            if (
+                isinstance(event, Error)
+                and path != AGENT_PATH  # the agent contract reports errors in-stream
+                and all(isinstance(e, Start) for e in events[:-1])
+            ):
+                raise early_error(path, event)
+            if isinstance(event, (Done, Error)):
+                append = self.config.append_sources
+                body = final_body(path, request, events, self.stamps, append=append)
+                await send_json(send, 200, body)
+                return
+
+    async def _stream(
+        self, send: Send, mailbox: Mailbox, path: str, request: ClientRequest
+    ) -> None:
+        config = self.config
+        encode, keep_alive = encoder_for(path, request, self.stamps, append=config.append_sources)
+        clock = self.runtime.clock
+        head_deadline = clock() + config.head_wait
+        started = False  # response headers sent
+        held: list[Event] = []  # Start events held until we know it is not an early error
+        while True:
+            wait = config.keepalive_interval if started else max(0.0, head_deadline - clock())
+            got = await mailbox.get(wait)
+            if got is DISCONNECTED:
+                log.info("client disconnected; generation cancelled")
+                return
+            if got is TIMEOUT:
+                # the model is slow to start: tell the client and its proxies we are here
+                chunk = keep_alive() if started else OPENED
+                if not started:
+                    await start_sse(send)
+                    started = True
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                continue
+            batch = _batch(got, mailbox, started)
+            if not started:
+                output = next((e for e in batch if not isinstance(e, Start)), None)
+                if output is None:
+                    held += batch
+                    continue
+                if isinstance(output, Error) and path != AGENT_PATH:
+                    raise early_error(path, output)
+                await start_sse(send)
+                started = True
+            events = held + batch if held else batch
+            held = []
+            final = isinstance(events[-1], (Done, Error))
+            body = b"".join([encode(event) for event in events])
+            await send({"type": "http.response.body", "body": body, "more_body": not final})
+            if final:
+                return
+
+
+def _batch(got: Event | Marker | None, mailbox: Mailbox, started: bool) -> list[Event]:
+    """What goes out in one write: ``got`` and what the producer already has ready
+    (no added latency, far fewer sends when the model outpaces the socket)."""
+    if got is ABORTED:
+        if not started:
+            raise shutting_down_refusal()
+        return [shutting_down()]
+    if got is None:
+        return [ended_early()]
+    assert not isinstance(got, Marker)
+    batch = [got]
+    mailbox.take_ready(batch, MAX_BATCH)
+    return batch

@@ -1,0 +1,178 @@
+"""Where `streamfn serve` gets its events: upstream providers, the local model, or both.
+
+Backends only open streams; the server owns framing, limits and
+cancellation. Model names are the registry's ``provider:id`` keys, plus
+``local`` (and the local model's own name) for the CTranslate2 model, plus
+the names a gateway configuration gives its upstream models (`ServedModel`).
+Where a request goes and with which key is decided here, from the server's
+configuration; the client's options carry only generation knobs. Nothing
+here picks an event loop: the shell's client and the local model's backend
+are given by the composition root (``streamfn serve``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Iterable, Mapping
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+import msgspec
+
+from streamfn.core.credentials import MissingCredentials
+from streamfn.core.events import Event
+from streamfn.core.http.http11 import ClientBase
+from streamfn.core.messages import Context
+from streamfn.core.models import Model, UnknownModel, get_model, list_models
+from streamfn.core.options import Options, client_fields
+
+from .contract import Backend, UnknownModelError
+
+__all__ = ["LOCAL_NAMES", "ProviderBackend", "RouterBackend", "ServedModel", "environment"]
+
+
+class ServedModel(msgspec.Struct, kw_only=True):
+    """A model a gateway serves under its own name: the upstream, its key, its defaults.
+
+    ``model`` says where the upstream is (provider, wire api, base URL,
+    headers); ``api_key_env`` names the environment variable holding its key
+    (None: the provider's usual variable, or no key); ``defaults`` are
+    generation knobs a client's own values override.
+    """
+
+    name: str
+    model: Model
+    api_key_env: str | None = None
+    defaults: Options = msgspec.field(default_factory=Options)
+
+
+#: the names the local model answers to
+LOCAL_NAMES = ("local", "local:smollm2-135m-instruct", "smollm2-135m-instruct")
+
+
+def environment(environ: Mapping[str, str] | None) -> dict[str, str]:
+    """A copy of ``environ`` (default: this process's), read once at startup."""
+    return dict(os.environ if environ is None else environ)
+
+
+class ProviderBackend:
+    """Any registered model, reached over HTTPS with keys from the environment, through
+    ``client`` (the shell's: its streams run on the loop that serves the app)."""
+
+    def __init__(
+        self,
+        client: ClientBase[Any] | None = None,
+        environ: Mapping[str, str] | None = None,
+        *,
+        models: Iterable[Model] = (),
+        served: Iterable[ServedModel] = (),
+        registry: bool = True,
+        base_urls: Mapping[str, str] | None = None,
+    ) -> None:
+        """``models`` are served by ``provider:id`` ahead of the registry's (a
+        gateway's own vLLM box, a renamed deployment ...); ``served`` under
+        their own names; ``registry`` False serves only those two.
+        ``base_urls`` sends every model of a provider to another upstream."""
+        self.environ = environment(environ)
+        if client is None:
+            raise TypeError(
+                "ProviderBackend needs the shell's client: streamfn.io_asyncio.Client() or "
+                "streamfn.io_trio.Client() (streamfn.io_asyncio.backends.ProviderBackend "
+                "makes an asyncio one)"
+            )
+        self.client = client
+        self.models = {m.key: m for m in models}
+        self.served = {s.name: s for s in served}
+        self.registry = registry
+        self.base_urls = dict(base_urls or {})
+
+    async def aclose(self) -> None:
+        """Close idle upstream connections (the server calls this at shutdown)."""
+        await self.client.aclose()
+
+    def list_models(self) -> list[str]:
+        names = list(self.served) + list(self.models)
+        if self.registry:
+            names += [m.key for m in list_models() if m.key not in self.models]
+        return names
+
+    def _resolve(self, name: str) -> tuple[Model, ServedModel | None]:
+        served = self.served.get(name)
+        if served is not None:
+            return served.model, served
+        model = self.models.get(name)
+        if model is None and self.registry:
+            try:
+                model = get_model(name)
+            except UnknownModel as exc:
+                raise UnknownModelError(str(exc)) from None
+        if model is None:
+            raise UnknownModelError(
+                f"unknown model {name!r}; this server serves: {', '.join(self.list_models())}"
+            )
+        if model.api == "local":
+            raise UnknownModelError(f"{name!r} is a local model; this server does not serve it")
+        base_url = self.base_urls.get(model.provider)
+        if base_url is not None:
+            model = msgspec.structs.replace(model, base_url=base_url)
+        return model, None
+
+    def max_output(self, model: str) -> int | None:
+        return self._resolve(model)[0].max_output
+
+    def stream(
+        self, model: str, context: Context, options: Options
+    ) -> AbstractAsyncContextManager[AsyncIterator[Event]]:
+        resolved, served = self._resolve(model)
+        if served is not None:
+            options = msgspec.structs.replace(served.defaults, **client_fields(options))
+            if served.api_key_env:
+                key = self.environ.get(served.api_key_env)
+                if not key:
+                    raise MissingCredentials(
+                        f"{served.name} needs its key in ${served.api_key_env}"
+                    )
+                options = msgspec.structs.replace(options, api_key=key)
+        return self.client.stream(resolved, context, options)
+
+
+class RouterBackend:
+    """Local names to the local model, everything else to the providers."""
+
+    def __init__(self, local: Backend | None, providers: ProviderBackend | None) -> None:
+        """``local``: the local model's backend (`streamfn.local.serve_backend`), or None."""
+        if local is None and providers is None:
+            raise ValueError("a server needs a local model, upstream providers, or both")
+        self.local = local
+        self.providers = providers
+
+    async def aclose(self) -> None:
+        if self.providers is not None:
+            await self.providers.aclose()
+
+    def list_models(self) -> list[str]:
+        names: list[str] = []
+        if self.local is not None:
+            names += self.local.list_models()
+        if self.providers is not None:
+            names += self.providers.list_models()
+        return names
+
+    def _route(self, model: str) -> Backend:
+        if model in LOCAL_NAMES:
+            if self.local is None:
+                raise UnknownModelError("this server was started without the local model")
+            return self.local
+        if self.providers is None:
+            raise UnknownModelError(
+                f"unknown model {model!r}: this server serves only the local model ('local')"
+            )
+        return self.providers
+
+    def max_output(self, model: str) -> int | None:
+        return self._route(model).max_output(model)
+
+    def stream(
+        self, model: str, context: Context, options: Options
+    ) -> AbstractAsyncContextManager[AsyncIterator[Event]]:
+        return self._route(model).stream(model, context, options)

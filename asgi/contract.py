@@ -1,0 +1,88 @@
+"""What the server is given: a `Backend` that opens event streams, and its `ServerConfig`."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
+from typing import Protocol
+
+import msgspec
+
+from streamfn.core.errors import UnknownModel
+from streamfn.core.events import Event
+from streamfn.core.messages import Context
+from streamfn.core.options import Options
+from streamfn.core.serve.guard import LOOPBACK_HOSTS
+
+__all__ = ["Backend", "ServerConfig", "UnknownModelError"]
+
+
+class UnknownModelError(UnknownModel):
+    """The backend serves no model by that name; becomes a 404 naming the choices."""
+
+
+class Backend(Protocol):
+    """Where events come from: the local model, upstream providers, or a recording.
+
+    ``stream`` returns an async context manager yielding an async iterator, which
+    runs on whichever event loop serves the app (a backend written with only
+    ``async``/``await`` serves both shells). A backend with an ``aclose``
+    coroutine has it awaited at shutdown.
+    """
+
+    def list_models(self) -> list[str]: ...
+
+    def max_output(self, model: str) -> int | None:
+        """The most tokens ``model`` may generate per request (None: no stated limit).
+
+        Raises `UnknownModelError` for a model it does not serve, so a bad name
+        is a 404 before any response starts.
+        """
+        ...
+
+    def stream(
+        self, model: str, context: Context, options: Options
+    ) -> AbstractAsyncContextManager[AsyncIterator[Event]]: ...
+
+
+class ServerConfig(msgspec.Struct, kw_only=True):
+    """Limits and policies; ``api_key`` None means no authentication (loopback use).
+
+    ``max_concurrency`` backend streams run at once (upstream calls are I/O
+    and cheap to hold open, so the default is high); up to ``max_queue`` more
+    requests wait for a slot, counting those still sending their body, and
+    beyond that a request is a 429. A streaming request waits ``head_wait``
+    seconds for the model's first event so early errors are HTTP statuses;
+    then it gets its headers and an SSE comment, and keep-alives every
+    ``keepalive_interval`` seconds. ``allowed_hosts`` None accepts any
+    ``Host`` (a server bound to a public address); ``cors_origins`` empty
+    sends no CORS headers and refuses requests carrying an ``Origin``.
+    ``max_buffered_bytes`` bounds the request bodies held in memory at once
+    (read or being parsed), whatever their number: past it a request is a 503
+    with ``Retry-After``, so many slow or large bodies cannot exhaust memory.
+    """
+
+    api_key: str | None = None
+    max_body_bytes: int = 8 << 20
+    max_buffered_bytes: int = 256 << 20
+    max_concurrency: int = 1024
+    max_queue: int = 1024
+    keepalive_interval: float = 15.0
+    head_wait: float = 1.0
+    body_timeout: float = 30.0
+    shutdown_grace: float = 10.0
+    allowed_hosts: tuple[str, ...] | None = LOOPBACK_HOSTS
+    cors_origins: tuple[str, ...] = ()
+    #: append web-search sources as a last text block for dialects with no field for them
+    append_sources: bool = False
+    #: server-tool types (``web_search``, ``code_execution``) clients may enable; they run
+    #: and are billed with the server's credentials, so none by default (a 400 naming it)
+    allow_server_tools: tuple[str, ...] = ()
+
+    def __repr__(self) -> str:
+        key = "***" if self.api_key else None
+        return (
+            f"ServerConfig(api_key={key}, max_body_bytes={self.max_body_bytes}, "
+            f"max_concurrency={self.max_concurrency}, max_queue={self.max_queue}, "
+            f"allowed_hosts={self.allowed_hosts}, cors_origins={self.cors_origins})"
+        )

@@ -1,0 +1,225 @@
+"""What the server needs from an event loop, and the two structures it builds from it.
+
+The `App` is written once against ASGI and this small `Runtime`: events,
+a wait with a timeout, a cancel-at-exit task group, a deadline, a worker
+thread, a clock, a task that outlives a request (shutdown), and a way in
+from another thread (the local model's loop). Each shell
+implements it in a few lines (`streamfn.io_asyncio.server`,
+`streamfn.io_trio.server`); hypercorn runs the same app on either loop.
+
+On that contract live the per-request `Mailbox` (backend events in, with
+backpressure, plus the disconnect and shutdown signals) and the `Slots`
+that bound how many backend streams run at once.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Final, Protocol, TypeVar
+
+from streamfn.core.events import Done, Error, Event
+
+__all__ = [
+    "ABORTED",
+    "DISCONNECTED",
+    "TIMEOUT",
+    "Flag",
+    "Mailbox",
+    "Marker",
+    "Runtime",
+    "Slots",
+    "TaskGroup",
+    "ended_early",
+]
+
+T = TypeVar("T")
+
+
+class Flag(Protocol):
+    """A one-shot event (``asyncio.Event`` and ``trio.Event`` both are one)."""
+
+    def set(self) -> None: ...
+
+    def is_set(self) -> bool: ...
+
+    async def wait(self) -> Any: ...
+
+
+class TaskGroup(Protocol):
+    """Tasks of one request: all cancelled and awaited when the group's block ends."""
+
+    def start_soon(self, fn: Callable[..., Awaitable[None]], *args: Any) -> None: ...
+
+
+class Runtime(Protocol):
+    """The event-loop primitives a shell hands to the `App`."""
+
+    name: str
+
+    def flag(self) -> Flag: ...
+
+    async def wait(self, flag: Flag, timeout: float | None) -> bool:
+        """Wait for ``flag`` at most ``timeout`` seconds (None: no limit); whether it is set."""
+        ...
+
+    def task_group(self) -> AbstractAsyncContextManager[TaskGroup]:
+        """A group whose tasks are cancelled and awaited when its block exits; an
+        exception from the block passes through as itself (not in a group)."""
+        ...
+
+    async def within(self, seconds: float, fn: Callable[[], Awaitable[T]]) -> T:
+        """``await fn()``, or `TimeoutError` after ``seconds``."""
+        ...
+
+    async def to_thread(self, fn: Callable[..., T], *args: Any) -> T: ...
+
+    def clock(self) -> float:
+        """The loop's monotonic clock, in seconds."""
+        ...
+
+    def spawn_system(self, fn: Callable[[], Awaitable[None]]) -> None:
+        """Run ``fn`` beside the server, outliving the request that started it."""
+        ...
+
+    def from_thread(self) -> Callable[[Callable[[], None]], None]:
+        """What another thread calls to run a callback on this loop soon (it never
+        blocks; it raises `RuntimeError` once the loop has closed)."""
+        ...
+
+    async def wait_shielded(self, flag: Flag) -> None:
+        """Wait for ``flag`` even if cancelled meanwhile, then let the cancellation through."""
+        ...
+
+
+class Marker:
+    """Why `Mailbox.get` has no event: timeout, client gone or server shutting down."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<{self.name}>"
+
+
+TIMEOUT: Final = Marker("timeout")
+DISCONNECTED: Final = Marker("disconnected")
+ABORTED: Final = Marker("aborted")
+
+#: an event, the producer's end (None), or why there is none
+Got = Event | Marker | None
+
+
+class Mailbox:
+    """One request's backend events, at most ``capacity`` waiting (the producer waits
+    for room), and the signals that end it early.
+
+    Events come first: a signal is seen once the events already here are taken.
+    """
+
+    def __init__(self, runtime: Runtime, capacity: int = 256) -> None:
+        self.runtime = runtime
+        self.capacity = capacity
+        self.items: deque[Event | None] = deque()
+        self.signalled: Marker | None = None
+        self._reader: Flag | None = None
+        self._writer: Flag | None = None
+
+    def put_nowait(self, item: Event | None) -> None:
+        """Add ``item`` whatever the capacity (the producer's last word)."""
+        self.items.append(item)
+        self._wake_reader()
+
+    async def put(self, item: Event | None) -> None:
+        while len(self.items) >= self.capacity:
+            self._writer = flag = self.runtime.flag()
+            await flag.wait()
+        self.put_nowait(item)
+
+    def signal(self, marker: Marker) -> None:
+        """End the request early (the first signal wins)."""
+        if self.signalled is None:
+            self.signalled = marker
+            self._wake_reader()
+
+    async def get(self, timeout: float | None) -> Got:
+        """The next event, else the signal, else `TIMEOUT` after ``timeout`` seconds."""
+        if not self.items and self.signalled is None:
+            self._reader = flag = self.runtime.flag()
+            await self.runtime.wait(flag, timeout)
+            self._reader = None
+        if self.items:
+            item = self.items.popleft()
+            self._wake_writer()
+            return item
+        return self.signalled or TIMEOUT
+
+    def take_ready(self, batch: list[Event], limit: int) -> None:
+        """Move events already here onto ``batch``, up to ``limit`` and its terminal one."""
+        items = self.items
+        while items and len(batch) < limit and not isinstance(batch[-1], (Done, Error)):
+            ready = items.popleft()
+            batch.append(ready if ready is not None else ended_early())
+        self._wake_writer()
+
+    def _wake_reader(self) -> None:
+        if self._reader is not None:
+            self._reader.set()
+            self._reader = None
+
+    def _wake_writer(self) -> None:
+        if self._writer is not None and len(self.items) < self.capacity:
+            self._writer.set()
+            self._writer = None
+
+
+def ended_early() -> Error:
+    """What a stream that stopped without `Done` or `Error` ends with."""
+    return Error.network("backend ended without a terminal event")
+
+
+class Slots:
+    """At most ``limit`` backend streams at once; others wait in order, and all waiting
+    ones give up (False) when the server starts shutting down."""
+
+    def __init__(self, runtime: Runtime, limit: int) -> None:
+        self.runtime = runtime
+        self.free = limit
+        self.closed = False
+        self._waiters: deque[tuple[Flag, list[bool]]] = deque()
+
+    async def acquire(self) -> bool:
+        if self.closed:
+            return False
+        if self.free > 0 and not self._waiters:
+            self.free -= 1
+            return True
+        entry = (self.runtime.flag(), [False])
+        self._waiters.append(entry)
+        try:
+            await entry[0].wait()
+        except BaseException:  # cancelled while waiting: give back a slot won meanwhile
+            if entry[1][0]:
+                self.release()
+            elif entry in self._waiters:
+                self._waiters.remove(entry)
+            raise
+        if entry[1][0] and self.closed:
+            self.release()
+            return False
+        return entry[1][0]
+
+    def release(self) -> None:
+        if self._waiters:
+            flag, granted = self._waiters.popleft()
+            granted[0] = True
+            flag.set()
+        else:
+            self.free += 1
+
+    def close(self) -> None:
+        """Refuse new and waiting requests (they return False)."""
+        self.closed = True
+        while self._waiters:
+            self._waiters.popleft()[0].set()

@@ -1,0 +1,127 @@
+"""Which encoder answers a request, and the whole body of a non-streaming one.
+
+The route picks the dialect: OpenAI chunks, Anthropic events, the agent
+contract or our own events (the native proxy wire). Ids, timestamps and the
+agent contract's clock come from the shell as `Stamps`, so this stays pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final, Protocol
+
+from ..accumulate import accumulate
+from ..events import Event
+from ..wire.sse import encode_sse
+from .agent_events import AgentEventsEncoder
+from .encode_anthropic import AnthropicEncoder, anthropic_message_body
+from .encode_openai import OpenAIChatEncoder, openai_completion_body
+from .encode_proxy import encode_proxy_event
+from .grounding import append_sources, appending_sources
+from .inbound import ClientRequest
+from .routes import AGENT_PATH, CHAT_PATH, MESSAGES_PATH, SOURCELESS
+
+__all__ = [
+    "KEEP_ALIVE",
+    "MAX_BATCH",
+    "OPENED",
+    "Encoder",
+    "Stamps",
+    "agent_encoder",
+    "encoder_for",
+    "final_body",
+]
+
+#: the native stream's keep-alive: an SSE comment every client ignores
+KEEP_ALIVE: Final = encode_sse(comment="keep-alive")
+#: the first bytes of a stream whose model has not spoken yet: every SSE client ignores it
+OPENED: Final = encode_sse(comment="streamfn: waiting for the model")
+#: most events coalesced into one write
+MAX_BATCH: Final = 256
+
+#: (encode one event, a keep-alive frame)
+Encoder = tuple[Callable[[Event], bytes], Callable[[], bytes]]
+
+
+class Stamps(Protocol):
+    """Fresh ids and times, from the shell (this clock, this randomness)."""
+
+    def hex_id(self) -> str:
+        """24 random hex digits (a response or message id's tail)."""
+        ...
+
+    def ulid(self) -> str:
+        """A new ULID (the agent contract's session and message ids)."""
+        ...
+
+    def unix_time(self) -> int:
+        """Seconds since the epoch (OpenAI's ``created``)."""
+        ...
+
+    def clock(self) -> float:
+        """A monotonic clock in seconds (the agent contract's ``execution_time_ms``)."""
+        ...
+
+
+def agent_encoder(request: ClientRequest, stamps: Stamps) -> Encoder:
+    """The frame encoder and keep-alive for one agent stream.
+
+    Text is held until after the tool calls only when the request declares
+    tools (see the documented event orders in `streamfn.core.serve.agent_events`).
+    """
+    encoder = AgentEventsEncoder(
+        session_id=stamps.ulid(),
+        message_id=stamps.ulid(),
+        clock=stamps.clock,
+        hold_text=bool(request.context.tools),
+    )
+    return encoder.encode, encoder.keep_alive
+
+
+def _native_keep_alive() -> bytes:
+    return KEEP_ALIVE
+
+
+def encoder_for(
+    path: str, request: ClientRequest, stamps: Stamps, *, append: bool = False
+) -> Encoder:
+    """The stream encoder for ``path``; ``append``: web-search sources as a last text
+    block where the dialect has no field for them."""
+    encoder: Encoder
+    if path == CHAT_PATH:
+        oa = OpenAIChatEncoder(
+            response_id=f"chatcmpl-{stamps.hex_id()}",
+            model=request.model,
+            created=stamps.unix_time(),
+            include_usage=request.include_usage,
+        )
+        encoder = oa.encode, oa.keep_alive
+    elif path == MESSAGES_PATH:
+        an = AnthropicEncoder(message_id=f"msg_{stamps.hex_id()}", model=request.model)
+        encoder = an.encode, an.keep_alive
+    elif path == AGENT_PATH:
+        encoder = agent_encoder(request, stamps)
+    else:
+        encoder = encode_proxy_event, _native_keep_alive
+    if append and path in SOURCELESS:
+        return appending_sources(encoder[0]), encoder[1]
+    return encoder
+
+
+def final_body(
+    path: str, request: ClientRequest, events: list[Event], stamps: Stamps, *, append: bool = False
+) -> dict[str, Any]:
+    """A non-streaming response, built by folding the same events a stream carries."""
+    if append and path in SOURCELESS:
+        events = append_sources(events)
+    message = accumulate(events)
+    if path == MESSAGES_PATH:
+        return anthropic_message_body(
+            message, message_id=f"msg_{stamps.hex_id()}", model=request.model
+        )
+    return openai_completion_body(
+        message,
+        response_id=f"chatcmpl-{stamps.hex_id()}",
+        model=request.model,
+        created=stamps.unix_time(),
+    )
