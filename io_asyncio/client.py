@@ -1,6 +1,6 @@
 """The asyncio shell: sockets, TLS, clocks and sleeps around the sans-I/O core.
 
-The same program as the trio shell: `streamfn.core.http.drive.drive` decides
+The same program as the trio shell: `streamfn.core.http.driver.drive` decides
 every step (connect, send, receive with a deadline, retry, release) and this
 module performs them with asyncio streams. Behaviour is identical by
 construction, and the same test suite runs against both shells.

@@ -3,14 +3,14 @@ steps a shell answers, and the client half every shell shares.
 
 - `exchange`: one request/response on a socket (`Exchange`), h11 underneath;
 - `tunnel`: the CONNECT that opens an HTTPS_PROXY tunnel (`ConnectTunnel`);
-- `steps` and `drive`: a stream's life as I/O steps a shell performs;
+- `steps` and `driver`: a stream's life as I/O steps a shell performs;
 - `pool` and `client_base`: the keep-alive pool and the async clients' loop;
 - `target`, `proxy_env`, `content_coding`: URLs, proxies, Content-Encoding.
 """
 
 from ..credentials import with_credentials as with_credentials  # the old http11 re-exported it
 from .client_base import Ambient, ClientBase, ClientCore
-from .drive import TAIL_GRACE, drive, wire_headers
+from .driver import TAIL_GRACE, drive, wire_headers
 from .exchange import MAX_TAIL_BYTES, Exchange
 from .pool import Pool, PooledConnection
 from .steps import (

@@ -27,7 +27,7 @@ from ..options import Options
 from ..responses_upgrade import upgrade_to_responses
 from ..text_tools import with_text_tool_calls
 from ..tracing import traced
-from .drive import Steps, drive
+from .driver import Steps, drive
 from .exchange import Exchange
 from .pool import ConnT, Pool, PooledConnection
 from .steps import (

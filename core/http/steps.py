@@ -2,7 +2,7 @@
 
 A stream is a small program of I/O steps: connect, send, receive with a
 deadline, sleep before a retry, hand events to the caller, put the socket
-back or close it. `streamfn.core.http.drive.drive` is that program as a plain
+back or close it. `streamfn.core.http.driver.drive` is that program as a plain
 generator: it yields one step at a time and the shell answers with the step's
 result, typed below. All the decisions (which timer, when to retry, which
 `Error`, when a socket may be reused) are made in the core once; each shell

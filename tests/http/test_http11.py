@@ -17,7 +17,7 @@ from streamfn.core import Context, Error, ErrorKind, Model, Options, replay
 from streamfn.core.call import open_call
 from streamfn.core.credentials import with_credentials
 from streamfn.core.http.content_coding import PIECE_BYTES, decoder_for
-from streamfn.core.http.drive import wire_headers
+from streamfn.core.http.driver import wire_headers
 from streamfn.core.http.exchange import Exchange
 from streamfn.core.http.proxy_env import Proxy, no_proxy_matches, proxy_for
 from streamfn.core.http.target import MAX_HEADER_BYTES, parse_target
