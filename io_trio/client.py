@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import random
-import select
 import ssl
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
@@ -32,6 +31,7 @@ from streamfn.core.http.tunnel import ConnectTunnel, TunnelError
 from streamfn.core.messages import AssistantMessage, Context
 from streamfn.core.models import Model
 from streamfn.core.options import Options
+from streamfn.io_sync.sockets import socket_readable
 
 __all__ = ["Client", "complete", "default_client", "stream"]
 
@@ -137,18 +137,6 @@ def _stream_readable(stream: trio.abc.Stream) -> bool:
     if isinstance(stream, trio.SocketStream):
         return socket_readable(stream.socket.fileno())
     return False
-
-
-def socket_readable(fd: int) -> bool:
-    """A zero-timeout readiness check: True when data or an EOF waits on ``fd``."""
-    if fd < 0:
-        return True  # already closed
-    if hasattr(select, "poll"):
-        poller = select.poll()
-        poller.register(fd, select.POLLIN | select.POLLPRI)
-        return bool(poller.poll(0))
-    readable, _, _ = select.select([fd], [], [], 0)  # pragma: no cover - Windows
-    return bool(readable)
 
 
 _default: Client | None = None

@@ -1,4 +1,4 @@
-"""What the async shells' clients share: configuration, the pool, and the loop that
+"""What every shell's client shares: configuration, the pool, and the loop that
 performs `drive`'s steps.
 
 A shell subclasses `ClientBase` with its I/O primitives only (open, send,
@@ -27,7 +27,7 @@ from ..options import Options
 from ..responses_upgrade import upgrade_to_responses
 from ..text_tools import with_text_tool_calls
 from ..tracing import traced
-from .driver import Steps, drive
+from .driver import drive
 from .exchange import Exchange
 from .pool import ConnT, Pool, PooledConnection
 from .steps import (
@@ -61,15 +61,20 @@ class Ambient(NamedTuple):
     ssl_context: Callable[[], ssl.SSLContext]
 
 
-class ClientCore(Generic[ConnT]):
-    """Configuration and the keep-alive pool, with no I/O: the half of a client that
-    async and blocking shells share.
+class ClientBase(Generic[ConnT], abc.ABC):
+    """Configuration, a keep-alive pool, and the loop that performs `drive`'s steps.
 
     ``ssl_context`` overrides the shell's default (verification on, system
     CAs); ``environ`` is where API keys and HTTPS_PROXY/NO_PROXY are read
     (default: the process environment); at most ``max_idle_per_host`` idle
     connections are kept per host. ``wall_clock`` gives the UTC time for
-    signing and Retry-After dates, ``rand`` the retry jitter.
+    signing and Retry-After dates, ``rand`` the retry jitter. Use ``async
+    with Client() as client`` (or `aclose`) so idle sockets are closed with it.
+
+    A shell subclasses this with its I/O primitives only (open, send,
+    receive with a deadline, sleep, close, its clock); every shell runs this
+    same loop (the blocking one runs it without an event loop, see
+    `streamfn.io_sync`).
     """
 
     #: set by each shell: where its clients' defaults come from
@@ -108,29 +113,6 @@ class ClientCore(Generic[ConnT]):
     @property
     def idle_connections(self) -> int:
         return len(self._pool)
-
-    def _steps(
-        self, model: Model, context: Context, options: Options, clock: Callable[[], float]
-    ) -> Steps:
-        """`drive`'s steps for one call to one model, with this client's surroundings."""
-        return drive(
-            model,
-            context,
-            options,
-            environ=self.environ,
-            clock=clock,
-            rand=self._rand,
-            log=self.log,
-            wall_clock=self._wall_clock,
-        )
-
-
-class ClientBase(ClientCore[ConnT], abc.ABC):
-    """An async client: `ClientCore` plus the loop that performs `drive`'s steps.
-
-    Use ``async with Client() as client`` (or `aclose`) so idle sockets are
-    closed with it. Both async shells run this same loop.
-    """
 
     async def __aenter__(self) -> Self:
         return self
@@ -249,7 +231,16 @@ class ClientBase(ClientCore[ConnT], abc.ABC):
         self, model: Model, context: Context, options: Options
     ) -> AsyncGenerator[Event, None]:
         """Perform the steps of `drive`; the connection in hand is closed on any exit."""
-        steps = self._steps(model, context, options, self._clock())
+        steps = drive(
+            model,
+            context,
+            options,
+            environ=self.environ,
+            clock=self._clock(),
+            rand=self._rand,
+            log=self.log,
+            wall_clock=self._wall_clock,
+        )
         conn: ConnT | None = None
         answer: Answer = None
         try:

@@ -1,7 +1,8 @@
-"""Both shells against a loopback fake provider: faults, TLS, proxy, keep-alive, cancellation.
+"""Every shell against a loopback fake provider: faults, TLS, proxy, keep-alive, cancellation.
 
-One suite, parametrized over the trio and the asyncio shell, so the two
-behave the same by test as well as by construction. The oracle for every
+One suite, parametrized over the trio, the asyncio and the blocking shell, so
+they behave the same by test as well as by construction (the blocking one is
+driven through `_SyncAsAsync`, the suite's async API over its blocking calls). The oracle for every
 body that arrives whole is the pure core: `replay` of the same bytes must
 give exactly the events the shell yields.
 """
@@ -12,9 +13,11 @@ import asyncio
 import base64
 import importlib.util
 import logging
+import signal
 import ssl
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -36,9 +39,10 @@ from streamfn.core import (
     replay,
 )
 from streamfn.io_asyncio import Client as AsyncioClient
+from streamfn.io_sync import Client as SyncClient
 from streamfn.io_trio import Client as TrioClient
 
-SHELLS = ["trio", "asyncio"]
+SHELLS = ["trio", "asyncio", "sync"]
 PROVIDERS = ["openai-chat", "anthropic"]
 PROVIDER_OF = {
     "openai-chat": "openai",
@@ -66,16 +70,79 @@ def _have(api: str) -> bool:
     return importlib.util.find_spec(f"streamfn.core.providers.{api.replace('-', '_')}") is not None
 
 
+class _Overtime(BaseException):
+    """The blocking shell's hard time limit (a BaseException: no shell code catches it)."""
+
+
+async def _each(events: Iterator[Event]) -> AsyncIterator[Event]:
+    for event in events:
+        yield event
+
+
+class _SyncAsAsync:
+    """A blocking `SyncClient` behind the suite's async API: every call blocks and
+    returns, nothing ever suspends, so `_blocking` runs a test's coroutine to its end."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.client = SyncClient(**kwargs)
+
+    async def __aenter__(self) -> _SyncAsAsync:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.client.close()
+
+    @property
+    def idle_connections(self) -> int:
+        return self.client.idle_connections
+
+    @asynccontextmanager
+    async def stream(self, *args: Any) -> AsyncIterator[AsyncIterator[Event]]:
+        with self.client.stream(*args) as events:
+            yield _each(events)
+
+    async def complete(self, *args: Any, **kwargs: Any) -> Any:
+        return self.client.complete(*args, **kwargs)
+
+    async def _sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+
+def _blocking(coro: Coroutine[Any, Any, Any], limit: float) -> Any:
+    """Run a coroutine that never suspends, interrupted (`_Overtime`) after ``limit`` s."""
+
+    def overtime(signum: int, frame: object) -> None:
+        raise _Overtime(f"over the {limit} s limit")
+
+    previous = signal.signal(signal.SIGALRM, overtime)
+    signal.setitimer(signal.ITIMER_REAL, limit)
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        return done.value
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    coro.close()
+    raise AssertionError("the blocking shell suspended")
+
+
+def client_class(shell: str) -> Any:
+    return {"trio": TrioClient, "asyncio": AsyncioClient, "sync": _SyncAsAsync}[shell]
+
+
 def run(shell: str, fn: Callable[..., Awaitable[Any]], *args: Any, limit: float = 10.0) -> Any:
     """Run ``fn(client, *args)`` under ``shell`` with a fresh client and a hard time limit."""
-    client_cls = TrioClient if shell == "trio" else AsyncioClient
+    client_cls = client_class(shell)
 
     async def main() -> Any:
         async with client_cls(environ={}) as client:
             return await fn(client, *args)
 
     started = time.monotonic()
-    if shell == "trio":
+    if shell == "sync":
+        result = _blocking(main(), limit)
+    elif shell == "trio":
 
         async def bounded() -> Any:
             with trio.fail_after(limit):
@@ -305,8 +372,7 @@ def test_key_from_the_environment_is_sent(shell: str, server: FakeProvider) -> N
     model = model_for(server, "ok", "openai-chat", "envkey-" + shell)
 
     async def with_env(_: Any) -> list[Event]:
-        cls = TrioClient if shell == "trio" else AsyncioClient
-        async with cls(environ={"OPENAI_API_KEY": "sk-from-env"}) as client:
+        async with client_class(shell)(environ={"OPENAI_API_KEY": "sk-from-env"}) as client:
             return await collect(client, model, Options(idle_timeout=2))
 
     assert isinstance(run(shell, with_env)[-1], Done)
@@ -394,6 +460,49 @@ def test_asyncio_task_cancellation_propagates_and_closes(server: FakeProvider) -
     assert seen and not isinstance(seen[-1], Error)
 
 
+def test_keyboard_interrupt_in_a_blocking_read_closes_the_socket_at_once(
+    server: FakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C while the blocking shell waits for bytes: the interrupt reaches the
+    caller, and the socket is already closed when it does (not pooled, not left
+    to the garbage collector)."""
+    import streamfn.io_sync.client as sync_client
+
+    opened: list[Any] = []
+    connect = sync_client.connect
+
+    def recording_connect(*args: Any) -> Any:
+        opened.append(connect(*args))
+        return opened[-1]
+
+    monkeypatch.setattr(sync_client, "connect", recording_connect)
+    model = model_for(server, "stall-mid", "openai-chat", "interrupt-sync")
+    seen: list[Event] = []
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        with SyncClient(environ={}) as client:
+            started = time.monotonic()
+            signal.setitimer(signal.ITIMER_REAL, 0.2)
+            with (
+                pytest.raises(KeyboardInterrupt),
+                client.stream(model, Context.of("hi"), Options(api_key=KEY)) as events,
+            ):
+                for event in events:
+                    seen.append(event)
+            assert time.monotonic() - started < 1.0  # the server stalls for 3 s
+            [sock] = opened
+            assert sock.fileno() == -1  # closed before the interrupt reached us
+            assert client.idle_connections == 0
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert seen and not isinstance(seen[-1], Error)
+
+
 # -- TLS and the HTTPS proxy ------------------------------------------------------------
 
 
@@ -413,12 +522,14 @@ def tls() -> Any:
 
 
 def _tls_run(shell: str, fn: Callable[..., Awaitable[Any]], **client_kwargs: Any) -> Any:
-    cls = TrioClient if shell == "trio" else AsyncioClient
+    cls = client_class(shell)
 
     async def main() -> Any:
         async with cls(**client_kwargs) as client:
             return await fn(client)
 
+    if shell == "sync":
+        return _blocking(main(), 10.0)
     return trio.run(main) if shell == "trio" else asyncio.run(main())
 
 
