@@ -13,17 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import random
-import ssl
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
-from datetime import UTC, datetime
-from functools import partial
 from typing import Final
 
 from streamfn.core.events import Error, Event
-from streamfn.core.http.client_base import Ambient, ClientBase
+from streamfn.core.http.client_base import ClientBase
 from streamfn.core.http.pool import PooledConnection, PoolKey
 from streamfn.core.http.proxy_env import Proxy
 from streamfn.core.http.steps import EXPIRED, Connect, Expired, ReceiveAnswer, SendAnswer
@@ -32,6 +27,7 @@ from streamfn.core.http.tunnel import ConnectTunnel, TunnelError
 from streamfn.core.messages import AssistantMessage, Context
 from streamfn.core.models import Model
 from streamfn.core.options import Options
+from streamfn.io_sync.process import PROCESS
 
 __all__ = ["Client", "complete", "default_client", "stream"]
 
@@ -62,13 +58,7 @@ class Client(ClientBase[_Connection]):
     """An asyncio client: configuration, a keep-alive pool and the step loop come
     from `ClientBase`; this class only does asyncio's I/O."""
 
-    #: what this shell takes from the process (the core reads none of it)
-    ambient = Ambient(
-        environ=os.environ,
-        rand=random.random,
-        wall_clock=partial(datetime.now, UTC),
-        ssl_context=ssl.create_default_context,
-    )
+    ambient = PROCESS  # the environment, randomness, wall clock and TLS defaults
 
     async def aclose(self) -> None:
         await super().aclose()

@@ -13,21 +13,15 @@ KeyboardInterrupt inside a blocking read) closes its socket at once.
 
 from __future__ import annotations
 
-import logging
-import os
-import random
 import socket
-import ssl
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from datetime import UTC, datetime
-from functools import partial
-from typing import Self, TypeVar, cast
+from typing import Self, TypeVar, Unpack, cast
 
 from streamfn.core.events import Error, Event
-from streamfn.core.http.client_base import Ambient, ClientBase
+from streamfn.core.http.client_base import ClientBase, ClientSettings
 from streamfn.core.http.pool import PooledConnection, PoolKey
 from streamfn.core.http.steps import EXPIRED, Connect, Expired, ReceiveAnswer, SendAnswer
 from streamfn.core.http.target import connect_error
@@ -36,6 +30,7 @@ from streamfn.core.messages import AssistantMessage, Context
 from streamfn.core.models import Model
 from streamfn.core.options import Options
 
+from .process import PROCESS
 from .sockets import READ_SIZE, connect, readable, time_left
 
 __all__ = ["Client", "complete", "default_client", "stream"]
@@ -77,13 +72,7 @@ class _Connection(PooledConnection):
 class _BlockingLoop(ClientBase[_Connection]):
     """`ClientBase` with I/O that blocks until the step's deadline (never suspends)."""
 
-    #: what this shell takes from the process (the core reads none of it)
-    ambient = Ambient(
-        environ=os.environ,
-        rand=random.random,
-        wall_clock=partial(datetime.now, UTC),
-        ssl_context=ssl.create_default_context,
-    )
+    ambient = PROCESS  # the environment, randomness, wall clock and TLS defaults
 
     def _clock(self) -> Callable[[], float]:
         return time.monotonic
@@ -139,29 +128,12 @@ class Client:
     """A blocking client with the async shells' configuration, pool and limits.
 
     ``with Client() as client:`` closes its idle connections at the end (or call
-    `close`). The keyword arguments are `ClientBase`'s: ``ssl_context``,
-    ``environ``, ``max_idle_per_host``, ``logger``, ``rand``, ``wall_clock``.
-    One client serves one thread at a time.
+    `close`). The keyword arguments are every shell's (`ClientSettings`). One
+    client serves one thread at a time.
     """
 
-    def __init__(
-        self,
-        *,
-        ssl_context: ssl.SSLContext | None = None,
-        environ: Mapping[str, str] | None = None,
-        max_idle_per_host: int = 8,
-        logger: logging.Logger | None = None,
-        rand: Callable[[], float] | None = None,
-        wall_clock: Callable[[], datetime] | None = None,
-    ) -> None:
-        self._loop = _BlockingLoop(
-            ssl_context=ssl_context,
-            environ=environ,
-            max_idle_per_host=max_idle_per_host,
-            logger=logger,
-            rand=rand,
-            wall_clock=wall_clock,
-        )
+    def __init__(self, **settings: Unpack[ClientSettings]) -> None:
+        self._loop = _BlockingLoop(**settings)
 
     def __enter__(self) -> Self:
         return self

@@ -10,19 +10,14 @@ module only connects, sends, receives with a deadline, sleeps, and closes.
 
 from __future__ import annotations
 
-import os
-import random
-import ssl
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
-from datetime import UTC, datetime
-from functools import partial
 from typing import Final
 
 import trio
 
 from streamfn.core.events import Error, Event
-from streamfn.core.http.client_base import Ambient, ClientBase
+from streamfn.core.http.client_base import ClientBase
 from streamfn.core.http.pool import PooledConnection, PoolKey
 from streamfn.core.http.proxy_env import Proxy
 from streamfn.core.http.steps import EXPIRED, Connect, Expired, ReceiveAnswer, SendAnswer
@@ -31,6 +26,7 @@ from streamfn.core.http.tunnel import ConnectTunnel, TunnelError
 from streamfn.core.messages import AssistantMessage, Context
 from streamfn.core.models import Model
 from streamfn.core.options import Options
+from streamfn.io_sync.process import PROCESS
 from streamfn.io_sync.sockets import socket_readable
 
 __all__ = ["Client", "complete", "default_client", "stream"]
@@ -52,13 +48,7 @@ class Client(ClientBase[_Connection]):
     """A trio client: configuration, a keep-alive pool and the step loop come from
     `ClientBase`; this class only does trio's I/O."""
 
-    #: what this shell takes from the process (the core reads none of it)
-    ambient = Ambient(
-        environ=os.environ,
-        rand=random.random,
-        wall_clock=partial(datetime.now, UTC),
-        ssl_context=ssl.create_default_context,
-    )
+    ambient = PROCESS  # the environment, randomness, wall clock and TLS defaults
 
     def _clock(self) -> Callable[[], float]:
         return trio.current_time

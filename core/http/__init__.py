@@ -9,7 +9,7 @@ steps a shell answers, and the client half every shell shares.
 """
 
 from ..credentials import with_credentials as with_credentials  # the old http11 re-exported it
-from .client_base import Ambient, ClientBase
+from .client_base import Ambient, ClientBase, ClientSettings
 from .driver import TAIL_GRACE, drive, wire_headers
 from .exchange import MAX_TAIL_BYTES, Exchange
 from .pool import Pool, PooledConnection
@@ -45,6 +45,7 @@ __all__ = [
     "Ambient",
     "Answer",
     "ClientBase",
+    "ClientSettings",
     "Connect",
     "ConnectTunnel",
     "Emit",

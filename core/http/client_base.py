@@ -16,7 +16,7 @@ import ssl
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
-from typing import ClassVar, Generic, NamedTuple, Self
+from typing import ClassVar, Generic, NamedTuple, Self, TypedDict, Unpack
 
 from ..credentials import with_credentials
 from ..events import Error, Event
@@ -44,7 +44,7 @@ from .steps import (
     Sleep,
 )
 
-__all__ = ["Ambient", "ClientBase"]
+__all__ = ["Ambient", "ClientBase", "ClientSettings"]
 
 
 class Ambient(NamedTuple):
@@ -61,15 +61,26 @@ class Ambient(NamedTuple):
     ssl_context: Callable[[], ssl.SSLContext]
 
 
-class ClientBase(Generic[ConnT], abc.ABC):
-    """Configuration, a keep-alive pool, and the loop that performs `drive`'s steps.
+class ClientSettings(TypedDict, total=False):
+    """The keyword arguments of every shell's ``Client`` (all optional)."""
 
-    ``ssl_context`` overrides the shell's default (verification on, system
-    CAs); ``environ`` is where API keys and HTTPS_PROXY/NO_PROXY are read
-    (default: the process environment); at most ``max_idle_per_host`` idle
-    connections are kept per host. ``wall_clock`` gives the UTC time for
-    signing and Retry-After dates, ``rand`` the retry jitter. Use ``async
-    with Client() as client`` (or `aclose`) so idle sockets are closed with it.
+    #: TLS settings; default: the shell's (verification on, system CAs)
+    ssl_context: ssl.SSLContext | None
+    #: where API keys and HTTPS_PROXY/NO_PROXY are read; default: the process environment
+    environ: Mapping[str, str] | None
+    #: idle keep-alive connections kept per host (default 8)
+    max_idle_per_host: int
+    logger: logging.Logger | None
+    #: the retry jitter, in [0, 1)
+    rand: Callable[[], float] | None
+    #: the UTC time, for request signing and Retry-After dates
+    wall_clock: Callable[[], datetime] | None
+
+
+class ClientBase(Generic[ConnT], abc.ABC):
+    """Configuration (`ClientSettings`), a keep-alive pool, and the loop that performs
+    `drive`'s steps. Use ``async with Client() as client`` (or `aclose`) so idle
+    sockets are closed with it.
 
     A shell subclasses this with its I/O primitives only (open, send,
     receive with a deadline, sleep, close, its clock); every shell runs this
@@ -80,23 +91,15 @@ class ClientBase(Generic[ConnT], abc.ABC):
     #: set by each shell: where its clients' defaults come from
     ambient: ClassVar[Ambient]
 
-    def __init__(
-        self,
-        *,
-        ssl_context: ssl.SSLContext | None = None,
-        environ: Mapping[str, str] | None = None,
-        max_idle_per_host: int = 8,
-        logger: logging.Logger | None = None,
-        rand: Callable[[], float] | None = None,
-        wall_clock: Callable[[], datetime] | None = None,
-    ) -> None:
+    def __init__(self, **settings: Unpack[ClientSettings]) -> None:
         ambient = self.ambient
-        self._ssl_context = ssl_context
+        self._ssl_context = settings.get("ssl_context")
+        environ = settings.get("environ")
         self.environ: Mapping[str, str] = ambient.environ if environ is None else environ
-        self.log = logger or logging.getLogger("streamfn")
-        self._rand = rand or ambient.rand
-        self._wall_clock = wall_clock or ambient.wall_clock
-        self._pool: Pool[ConnT] = Pool(max_idle_per_host)
+        self.log = settings.get("logger") or logging.getLogger("streamfn")
+        self._rand = settings.get("rand") or ambient.rand
+        self._wall_clock = settings.get("wall_clock") or ambient.wall_clock
+        self._pool: Pool[ConnT] = Pool(settings.get("max_idle_per_host", 8))
         #: models found to need the Responses API (see `upgrade_to_responses`)
         self.responses_upgraded: set[tuple[str, str, str]] = set()
 

@@ -17,7 +17,13 @@ import pytest
 
 from streamfn.core.options import Options
 
-PACKAGES = ["streamfn.core", "streamfn.io_trio", "streamfn.io_asyncio", "streamfn.local"]
+PACKAGES = [
+    "streamfn.core",
+    "streamfn.io_trio",
+    "streamfn.io_asyncio",
+    "streamfn.io_sync",
+    "streamfn.local",
+]
 
 
 def _modules() -> list[str]:
