@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 import pytest
 from fake_provider import FakeProvider
-from test_shells import FAST, collect, run
+from test_shells import FAST, SHELLS, collect, run
 
 from streamfn.core import (
     Done,
@@ -82,7 +82,7 @@ def paths(server: FakeProvider, token: str) -> list[str]:
     return [r.path.rsplit("/", 1)[-1] for r in server.requests if f"/{token}/" in r.path]
 
 
-@pytest.mark.parametrize("shell", ["trio", "asyncio"])
+@pytest.mark.parametrize("shell", SHELLS)
 def test_the_shell_retries_once_on_responses_and_remembers_the_model(
     server: FakeProvider, shell: str
 ) -> None:
@@ -118,7 +118,7 @@ def test_any_other_400_reaches_the_caller_after_one_request(server: FakeProvider
     assert paths(server, "no-upgrade") == ["completions"]
 
 
-@pytest.mark.parametrize("shell", ["trio", "asyncio"])
+@pytest.mark.parametrize("shell", SHELLS)
 def test_a_third_party_server_saying_the_words_switches_nothing(
     server: FakeProvider, shell: str
 ) -> None:

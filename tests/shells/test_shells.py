@@ -96,6 +96,10 @@ class _SyncAsAsync:
     def idle_connections(self) -> int:
         return self.client.idle_connections
 
+    @property
+    def responses_upgraded(self) -> set[tuple[str, str, str]]:
+        return self.client.responses_upgraded
+
     @asynccontextmanager
     async def stream(self, *args: Any) -> AsyncIterator[AsyncIterator[Event]]:
         with self.client.stream(*args) as events:
