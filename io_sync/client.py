@@ -18,7 +18,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import Self, TypeVar, Unpack, cast
+from typing import Self, TypeVar, Unpack
 
 from streamfn.core.events import Error, Event
 from streamfn.core.http.client_base import ClientBase, ClientSettings
@@ -37,6 +37,8 @@ __all__ = ["Client", "complete", "default_client", "stream"]
 
 T = TypeVar("T")
 
+SUSPENDED = "the blocking shell's loop tried to suspend; it must never await an event loop"
+
 
 def _run(awaitable: Awaitable[T]) -> T:
     """The result of a coroutine that never suspends (all its I/O blocks instead)."""
@@ -44,19 +46,27 @@ def _run(awaitable: Awaitable[T]) -> T:
     try:
         steps.send(None)
     except StopIteration as done:
-        return cast(T, done.value)
+        result: T = done.value
+        return result
     steps.close()
-    raise RuntimeError("the blocking shell's loop tried to suspend; it must never await a loop")
+    raise RuntimeError(SUSPENDED)
 
 
 def _iterate(events: AsyncIterator[Event]) -> Iterator[Event]:
-    """The events of a stream whose every step blocks instead of suspending."""
+    """The events of a stream whose every step blocks instead of suspending
+    (`_run` inlined: this runs once per event)."""
+    following = events.__anext__
     while True:
+        step = following().__await__()
         try:
-            event = _run(events.__anext__())
+            step.send(None)
+        except StopIteration as done:
+            yield done.value
+            continue
         except StopAsyncIteration:
             return
-        yield event
+        step.close()
+        raise RuntimeError(SUSPENDED)
 
 
 class _Connection(PooledConnection):
