@@ -21,7 +21,7 @@ import msgspec
 
 from streamfn.core.credentials import MissingCredentials
 from streamfn.core.events import Event
-from streamfn.core.http.http11 import ClientBase
+from streamfn.core.http.client_base import ClientBase
 from streamfn.core.messages import Context
 from streamfn.core.models import Model, UnknownModel, get_model, list_models
 from streamfn.core.options import Options, client_fields

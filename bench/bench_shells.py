@@ -29,6 +29,7 @@ from streams import openai_chat_stream  # noqa: E402
 
 from streamfn.core import Context, Done, Model, Options  # noqa: E402
 from streamfn.io_asyncio import Client as AsyncioClient  # noqa: E402
+from streamfn.io_sync import Client as SyncClient  # noqa: E402
 from streamfn.io_trio import Client as TrioClient  # noqa: E402
 
 KEY = "sk-bench"
@@ -69,6 +70,20 @@ def run_asyncio(url: str) -> tuple[int, float]:
             return await _ours(client, url, time.perf_counter)
 
     return asyncio.run(main())
+
+
+def run_sync(url: str) -> tuple[int, float]:
+    with SyncClient(environ={}) as client:
+        start = time.perf_counter()
+        first, n = 0.0, 0
+        with client.stream(model(url), Context.of("hi"), OPTS) as events:
+            for event in events:
+                if n == 0:
+                    first = time.perf_counter() - start
+                n += 1
+                last = event
+    assert isinstance(last, Done), last
+    return n, first
 
 
 def run_openai_sdk(url: str) -> tuple[int, float]:
@@ -169,10 +184,11 @@ def main() -> None:
         results = {
             "streamfn trio": measure("streamfn trio", run_trio, url, args.repeat),
             "streamfn asyncio": measure("streamfn asyncio", run_asyncio, url, args.repeat),
+            "streamfn sync": measure("streamfn sync", run_sync, url, args.repeat),
             "openai SDK": measure("openai SDK stream=True", run_openai_sdk, url, args.repeat),
             "httpx + httpx-sse": measure("httpx + httpx-sse", run_httpx_sse, url, args.repeat),
         }
-        for ours in ("streamfn trio", "streamfn asyncio"):
+        for ours in ("streamfn trio", "streamfn asyncio", "streamfn sync"):
             for peer in ("openai SDK", "httpx + httpx-sse"):
                 ratio = results[ours]["rate"] / results[peer]["rate"]
                 print(f"{ours} / {peer}: {ratio:.1f}x events/s")

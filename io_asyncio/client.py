@@ -1,6 +1,6 @@
 """The asyncio shell: sockets, TLS, clocks and sleeps around the sans-I/O core.
 
-The same program as the trio shell: `streamfn.core.http.http11.drive` decides
+The same program as the trio shell: `streamfn.core.http.driver.drive` decides
 every step (connect, send, receive with a deadline, retry, release) and this
 module performs them with asyncio streams. Behaviour is identical by
 construction, and the same test suite runs against both shells.
@@ -18,21 +18,16 @@ from contextlib import AbstractAsyncContextManager
 from typing import Final
 
 from streamfn.core.events import Error, Event
-from streamfn.core.http.http11 import (
-    EXPIRED,
-    ClientBase,
-    Connect,
-    ConnectTunnel,
-    PooledConnection,
-    PoolKey,
-    Target,
-    TunnelError,
-    connect_error,
-)
+from streamfn.core.http.client_base import ClientBase
+from streamfn.core.http.pool import PooledConnection, PoolKey
 from streamfn.core.http.proxy_env import Proxy
+from streamfn.core.http.steps import EXPIRED, Connect, Expired, ReceiveAnswer, SendAnswer
+from streamfn.core.http.target import Target, connect_error
+from streamfn.core.http.tunnel import ConnectTunnel, TunnelError
 from streamfn.core.messages import AssistantMessage, Context
 from streamfn.core.models import Model
 from streamfn.core.options import Options
+from streamfn.io_sync.process import PROCESS
 
 __all__ = ["Client", "complete", "default_client", "stream"]
 
@@ -62,6 +57,8 @@ class _Connection(PooledConnection):
 class Client(ClientBase[_Connection]):
     """An asyncio client: configuration, a keep-alive pool and the step loop come
     from `ClientBase`; this class only does asyncio's I/O."""
+
+    ambient = PROCESS  # the environment, randomness, wall clock and TLS defaults
 
     async def aclose(self) -> None:
         await super().aclose()
@@ -97,7 +94,7 @@ class Client(ClientBase[_Connection]):
             return True
         return True
 
-    async def _open(self, step: Connect) -> _Connection | Error | object:
+    async def _open(self, step: Connect) -> _Connection | Error | Expired:
         try:
             async with asyncio.timeout_at(step.deadline):
                 try:
@@ -136,7 +133,7 @@ class Client(ClientBase[_Connection]):
         while not tunnel.receive_bytes(await conn.reader.read(READ_SIZE)):
             pass
 
-    async def _send(self, conn: _Connection, data: bytes, deadline: float) -> object:
+    async def _send(self, conn: _Connection, data: bytes, deadline: float) -> SendAnswer:
         try:
             async with asyncio.timeout_at(deadline):
                 try:
@@ -148,7 +145,7 @@ class Client(ClientBase[_Connection]):
         except TimeoutError:
             return EXPIRED
 
-    async def _receive(self, conn: _Connection, deadline: float) -> object:
+    async def _receive(self, conn: _Connection, deadline: float) -> ReceiveAnswer:
         try:
             async with asyncio.timeout_at(deadline):
                 try:

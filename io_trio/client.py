@@ -1,7 +1,7 @@
 """The trio shell: sockets, TLS, clocks and sleeps around the sans-I/O core.
 
 Everything that is not I/O lives in the core and is shared with the asyncio
-shell: HTTP/1.1 framing and parsing (`streamfn.core.http.http11.Exchange`), which
+shell: HTTP/1.1 framing and parsing (`streamfn.core.http.exchange.Exchange`), which
 timer applies and what it says when it fires, the retry policy and the rule
 that nothing is retried once the caller has seen output
 (`streamfn.core.retry`), proxy selection (`streamfn.core.http.proxy_env`). This
@@ -10,7 +10,6 @@ module only connects, sends, receives with a deadline, sleeps, and closes.
 
 from __future__ import annotations
 
-import select
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Final
@@ -18,21 +17,17 @@ from typing import Final
 import trio
 
 from streamfn.core.events import Error, Event
-from streamfn.core.http.http11 import (
-    EXPIRED,
-    ClientBase,
-    Connect,
-    ConnectTunnel,
-    PooledConnection,
-    PoolKey,
-    Target,
-    TunnelError,
-    connect_error,
-)
+from streamfn.core.http.client_base import ClientBase
+from streamfn.core.http.pool import PooledConnection, PoolKey
 from streamfn.core.http.proxy_env import Proxy
+from streamfn.core.http.steps import EXPIRED, Connect, Expired, ReceiveAnswer, SendAnswer
+from streamfn.core.http.target import Target, connect_error
+from streamfn.core.http.tunnel import ConnectTunnel, TunnelError
 from streamfn.core.messages import AssistantMessage, Context
 from streamfn.core.models import Model
 from streamfn.core.options import Options
+from streamfn.io_sync.process import PROCESS
+from streamfn.io_sync.sockets import socket_readable
 
 __all__ = ["Client", "complete", "default_client", "stream"]
 
@@ -53,6 +48,8 @@ class Client(ClientBase[_Connection]):
     """A trio client: configuration, a keep-alive pool and the step loop come from
     `ClientBase`; this class only does trio's I/O."""
 
+    ambient = PROCESS  # the environment, randomness, wall clock and TLS defaults
+
     def _clock(self) -> Callable[[], float]:
         return trio.current_time
 
@@ -62,7 +59,7 @@ class Client(ClientBase[_Connection]):
     async def _close(self, conn: _Connection) -> None:
         await trio.aclose_forcefully(conn.stream)
 
-    async def _open(self, step: Connect) -> _Connection | Error | object:
+    async def _open(self, step: Connect) -> _Connection | Error | Expired:
         failure: Error | None = None
         with trio.move_on_at(step.deadline):
             try:
@@ -100,7 +97,7 @@ class Client(ClientBase[_Connection]):
     async def _readable(self, conn: _Connection) -> bool:
         return _stream_readable(conn.stream)
 
-    async def _send(self, conn: _Connection, data: bytes, deadline: float) -> object:
+    async def _send(self, conn: _Connection, data: bytes, deadline: float) -> SendAnswer:
         with trio.move_on_at(deadline):
             try:
                 await conn.stream.send_all(data)
@@ -109,7 +106,7 @@ class Client(ClientBase[_Connection]):
             return None
         return EXPIRED
 
-    async def _receive(self, conn: _Connection, deadline: float) -> object:
+    async def _receive(self, conn: _Connection, deadline: float) -> ReceiveAnswer:
         with trio.move_on_at(deadline):
             try:
                 return await conn.stream.receive_some(READ_SIZE)
@@ -130,18 +127,6 @@ def _stream_readable(stream: trio.abc.Stream) -> bool:
     if isinstance(stream, trio.SocketStream):
         return socket_readable(stream.socket.fileno())
     return False
-
-
-def socket_readable(fd: int) -> bool:
-    """A zero-timeout readiness check: True when data or an EOF waits on ``fd``."""
-    if fd < 0:
-        return True  # already closed
-    if hasattr(select, "poll"):
-        poller = select.poll()
-        poller.register(fd, select.POLLIN | select.POLLPRI)
-        return bool(poller.poll(0))
-    readable, _, _ = select.select([fd], [], [], 0)  # pragma: no cover - Windows
-    return bool(readable)
 
 
 _default: Client | None = None

@@ -25,6 +25,7 @@ from streamfn.core import (
     replay,
 )
 from streamfn.io_asyncio import Client as AsyncioClient
+from streamfn.io_sync import Client as SyncClient
 from streamfn.io_trio import Client as TrioClient
 
 #: no shared key: each model's key comes from its own variable
@@ -55,8 +56,15 @@ def model(server: FakeProvider, fault: str, token: str, provider: str = "openai"
 
 
 def run(shell: str, chain: Model, environ: dict[str, str] | None = None) -> list[Any]:
+    environ_ = ENVIRON if environ is None else environ
+    if shell == "sync":
+        with (
+            SyncClient(environ=environ_) as client,
+            client.stream(chain, Context.of("hi"), OPTIONS) as events,
+        ):
+            return list(events)
+
     async def main(client_cls: Any) -> list[Any]:
-        environ_ = ENVIRON if environ is None else environ
         async with (
             client_cls(environ=environ_) as client,
             client.stream(chain, Context.of("hi"), OPTIONS) as events,
@@ -68,7 +76,7 @@ def run(shell: str, chain: Model, environ: dict[str, str] | None = None) -> list
     return asyncio.run(main(AsyncioClient))
 
 
-SHELLS = ["trio", "asyncio"]
+SHELLS = ["trio", "asyncio", "sync"]
 
 
 @pytest.mark.parametrize("shell", SHELLS)

@@ -22,6 +22,7 @@ PACKAGES = [
     "streamfn.io_trio",
     "streamfn.io_asyncio",
     "streamfn.asgi",
+    "streamfn.io_sync",
     "streamfn.local",
 ]
 

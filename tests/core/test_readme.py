@@ -230,6 +230,7 @@ def _wait_healthy(port: int, server: subprocess.Popen[bytes]) -> None:
 EXPECTED = {
     "import trio": ["Bonjour le monde", "Hello"],  # Anthropic then OpenAI, both fakes
     "import http.client": ["Hello, world"],
+    "from streamfn.io_sync import": ["Hello, world"],
     "from streamfn.local import LocalModel": ["Done("],
     "from openai import OpenAI": [],
     "curl -N": ["data: [DONE]"],

@@ -13,7 +13,7 @@ from chunking import split_at
 from fake_provider import FakeProvider
 from hypothesis import given
 from hypothesis import strategies as st
-from shell_runner import FAST, collect, run
+from shell_runner import FAST, SHELLS, collect, run
 from test_tagged import coalesced
 
 from streamfn.core import (
@@ -283,7 +283,7 @@ def upstream() -> Iterator[FakeProvider]:
         yield fake
 
 
-@pytest.mark.parametrize("shell", ["trio", "asyncio"])
+@pytest.mark.parametrize("shell", SHELLS)
 def test_the_shells_apply_it_only_when_the_request_or_the_model_asks(
     upstream: FakeProvider, shell: str
 ) -> None:

@@ -20,6 +20,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from streamfn.core import Context, Model, Options, Start, fallback, replay, tracing
 from streamfn.io_asyncio import Client
+from streamfn.io_sync import Client as SyncClient
 
 SECRET = "sk-planted-secret-0123456789"
 EXPORTER = InMemorySpanExporter()
@@ -96,6 +97,25 @@ def test_a_stream_is_one_client_span_with_the_genai_attributes(server: FakeProvi
     } <= set(points)
     types = {p.attributes.get("gen_ai.token.type") for p in points["gen_ai.client.token.usage"]}
     assert types == {"input", "output"}
+
+
+def test_the_blocking_shell_records_the_same_span(server: FakeProvider) -> None:
+    url = server.base_url("ok", "openai-chat", "otel-sync")
+    model = Model(id="gpt-x", provider="openai", api="openai-chat", base_url=url)
+    options = Options(api_key=SECRET, max_tokens=50)
+    run(model, options)
+    (async_span,) = spans()
+    EXPORTER.clear()
+    with (
+        SyncClient(environ={}) as client,
+        client.stream(model, Context.of("hi"), options) as events,
+    ):
+        seen = list(events)
+    assert seen[-1] == replay("openai-chat", server.body_for("openai-chat"))[-1]
+    (sync_span,) = spans()
+    assert sync_span.name == async_span.name and sync_span.kind == async_span.kind
+    assert dict(sync_span.attributes or {}) == dict(async_span.attributes or {})
+    assert sync_span.end_time is not None
 
 
 def test_an_error_is_its_kind_and_no_secret_reaches_any_attribute(server: FakeProvider) -> None:

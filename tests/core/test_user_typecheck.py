@@ -45,8 +45,14 @@ import trio
 
 from streamfn.core import Context, Options, TextDelta, ToolResultMessage, model
 from streamfn.io_asyncio import complete
+from streamfn.io_sync import Client
 from streamfn.io_trio import stream
 from streamfn.local import LocalModel
+
+
+def blocking() -> str:
+    with Client() as client, client.stream(model("ollama:x"), Context.of("Hi")) as events:
+        return "".join(e.delta for e in events if isinstance(e, TextDelta))
 
 
 async def main() -> str:

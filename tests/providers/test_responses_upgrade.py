@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 import pytest
 from fake_provider import FakeProvider
-from shell_runner import FAST, collect, run
+from shell_runner import FAST, SHELLS, collect, run
 
 from streamfn.core import Done, Error, ErrorKind, Model, replay
 from streamfn.core.classify import classify_http_error
@@ -76,7 +76,7 @@ def paths(server: FakeProvider, token: str) -> list[str]:
     return [r.path.rsplit("/", 1)[-1] for r in server.requests if f"/{token}/" in r.path]
 
 
-@pytest.mark.parametrize("shell", ["trio", "asyncio"])
+@pytest.mark.parametrize("shell", SHELLS)
 def test_the_shell_retries_once_on_responses_and_remembers_the_model(
     server: FakeProvider, shell: str
 ) -> None:
@@ -112,7 +112,7 @@ def test_any_other_400_reaches_the_caller_after_one_request(server: FakeProvider
     assert paths(server, "no-upgrade") == ["completions"]
 
 
-@pytest.mark.parametrize("shell", ["trio", "asyncio"])
+@pytest.mark.parametrize("shell", SHELLS)
 def test_a_third_party_server_saying_the_words_switches_nothing(
     server: FakeProvider, shell: str
 ) -> None:

@@ -1,7 +1,8 @@
-"""Both shells against a loopback fake provider: faults, TLS, proxy, keep-alive, cancellation.
+"""Every shell against a loopback fake provider: faults, TLS, proxy, keep-alive, cancellation.
 
-One suite, parametrized over the trio and the asyncio shell, so the two
-behave the same by test as well as by construction. The oracle for every
+One suite, parametrized over the trio, the asyncio and the blocking shell, so
+they behave the same by test as well as by construction (the blocking one is
+driven through `_SyncAsAsync`, the suite's async API over its blocking calls). The oracle for every
 body that arrives whole is the pure core: `replay` of the same bytes must
 give exactly the events the shell yields.
 """
@@ -12,6 +13,7 @@ import asyncio
 import base64
 import importlib.util
 import logging
+import signal
 import ssl
 import time
 from collections.abc import Awaitable, Callable
@@ -22,7 +24,7 @@ import trio
 from corpus_support import body as corpus_body
 from corpus_support import corpus_entries, require_corpus
 from fake_provider import WIRE_FORMATS, WRONG_WORDS, ConnectProxy, FakeProvider
-from shell_runner import FAST, KEY, collect, run
+from shell_runner import FAST, KEY, SHELLS, blocking, client_class, collect, run
 
 from streamfn.core import (
     Context,
@@ -37,9 +39,9 @@ from streamfn.core import (
     replay,
 )
 from streamfn.io_asyncio import Client as AsyncioClient
+from streamfn.io_sync import Client as SyncClient
 from streamfn.io_trio import Client as TrioClient
 
-SHELLS = ["trio", "asyncio"]
 PROVIDERS = ["openai-chat", "anthropic"]
 PROVIDER_OF = {
     "openai-chat": "openai",
@@ -264,8 +266,7 @@ def test_key_from_the_environment_is_sent(shell: str, server: FakeProvider) -> N
     model = model_for(server, "ok", "openai-chat", "envkey-" + shell)
 
     async def with_env(_: Any) -> list[Event]:
-        cls = TrioClient if shell == "trio" else AsyncioClient
-        async with cls(environ={"OPENAI_API_KEY": "sk-from-env"}) as client:
+        async with client_class(shell)(environ={"OPENAI_API_KEY": "sk-from-env"}) as client:
             return await collect(client, model, Options(idle_timeout=2))
 
     assert isinstance(run(shell, with_env)[-1], Done)
@@ -353,6 +354,49 @@ def test_asyncio_task_cancellation_propagates_and_closes(server: FakeProvider) -
     assert seen and not isinstance(seen[-1], Error)
 
 
+def test_keyboard_interrupt_in_a_blocking_read_closes_the_socket_at_once(
+    server: FakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C while the blocking shell waits for bytes: the interrupt reaches the
+    caller, and the socket is already closed when it does (not pooled, not left
+    to the garbage collector)."""
+    import streamfn.io_sync.client as sync_client
+
+    opened: list[Any] = []
+    connect = sync_client.connect
+
+    def recording_connect(*args: Any) -> Any:
+        opened.append(connect(*args))
+        return opened[-1]
+
+    monkeypatch.setattr(sync_client, "connect", recording_connect)
+    model = model_for(server, "stall-mid", "openai-chat", "interrupt-sync")
+    seen: list[Event] = []
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        with SyncClient(environ={}) as client:
+            started = time.monotonic()
+            signal.setitimer(signal.ITIMER_REAL, 0.2)
+            with (
+                pytest.raises(KeyboardInterrupt),
+                client.stream(model, Context.of("hi"), Options(api_key=KEY)) as events,
+            ):
+                for event in events:
+                    seen.append(event)
+            assert time.monotonic() - started < 1.0  # the server stalls for 3 s
+            [sock] = opened
+            assert sock.fileno() == -1  # closed before the interrupt reached us
+            assert client.idle_connections == 0
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert seen and not isinstance(seen[-1], Error)
+
+
 # -- TLS and the HTTPS proxy ------------------------------------------------------------
 
 
@@ -372,12 +416,14 @@ def tls() -> Any:
 
 
 def _tls_run(shell: str, fn: Callable[..., Awaitable[Any]], **client_kwargs: Any) -> Any:
-    cls = TrioClient if shell == "trio" else AsyncioClient
+    cls = client_class(shell)
 
     async def main() -> Any:
         async with cls(**client_kwargs) as client:
             return await fn(client)
 
+    if shell == "sync":
+        return blocking(main(), 10.0)
     return trio.run(main) if shell == "trio" else asyncio.run(main())
 
 
