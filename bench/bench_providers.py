@@ -12,7 +12,8 @@ are printed as ratios to the floor:
 
 - ``floor``: msgspec on the pre-split ``data:`` payloads into minimal structs;
 - ``split``: a per-chunk ``split(b"\\n")`` streaming reference (`bench.fair`);
-- ``events``: `open_call` + ``receive_data`` per chunk, the full provider path;
+- ``events``: `open_call` + ``receive_data`` per chunk, the full provider path
+  (the list of typed events; reading the answer out of it is not timed);
 - ``+fold``: the same events folded by `Accumulator` into the final message.
 """
 
@@ -33,6 +34,7 @@ from bench.fair import Answer, answer_of_events, answer_of_message, floor, paylo
 from bench.streams import STREAM_SHAPES, chunks_fixed, chunks_random
 from streamfn.core import Context, Model, Options, open_call
 from streamfn.core.events import Event
+from streamfn.core.messages import AssistantMessage
 
 MODELS = {
     "openai": Model(id="gpt-4o-mini", provider="openai", api="openai-chat", base_url="http://b"),
@@ -42,21 +44,31 @@ HEADERS = [("content-type", "text/event-stream")]
 CONTENDERS = ("floor", "split", "events", "+fold")
 
 
-def run_events(provider: str, chunks: Sequence[bytes]) -> Answer:
+def run_events(provider: str, chunks: Sequence[bytes]) -> list[Event]:
     call = open_call(MODELS[provider], Context(), Options(api_key="bench"))
     events: list[Event] = call.receive_response(200, HEADERS)
     for chunk in chunks:
         events += call.receive_data(chunk)
     events += call.receive_eof()
-    return answer_of_events(events)
+    return events
 
 
-def run_fold(provider: str, chunks: Sequence[bytes]) -> Answer:
+def run_fold(provider: str, chunks: Sequence[bytes]) -> AssistantMessage:
     call = open_call(MODELS[provider], Context(), Options(api_key="bench"))
-    return answer_of_message(fold_call(call, HEADERS, chunks))
+    return fold_call(call, HEADERS, chunks)
 
 
-def contenders(provider: str, body: bytes, chunks: list[bytes]) -> dict[str, Callable[[], Answer]]:
+def answer(product: object) -> Answer:
+    """What a contender produced, reduced to the answer (outside the timed part)."""
+    if isinstance(product, AssistantMessage):
+        return answer_of_message(product)
+    if isinstance(product, list):
+        return answer_of_events(product)
+    assert isinstance(product, tuple)
+    return product
+
+
+def contenders(provider: str, body: bytes, chunks: list[bytes]) -> dict[str, Callable[[], object]]:
     pre_split = payloads(body)
     return {
         "floor": partial(floor, pre_split, provider),
@@ -87,7 +99,7 @@ def main() -> None:
                 ("16 KiB", chunks_fixed(body, 16 << 10)),
             ):
                 fns = contenders(provider, body, chunks)
-                answers = {name: fn() for name, fn in fns.items()}
+                answers = {name: answer(fn()) for name, fn in fns.items()}
                 if len(set(answers.values())) != 1:
                     bad = [n for n, a in answers.items() if a != answers["floor"]]
                     raise SystemExit(f"{provider}/{shape}/{label}: {bad} disagree with the floor")

@@ -74,7 +74,7 @@ from ..messages import (
 )
 from ..models import Model
 from ..options import Options, ThinkingLevel
-from ..sse import ServerSentEvent
+from ..sse import ServerSentEvent, decode_data
 from .base import HTTPRequest, SSECall, json_request, request_headers
 from .convert import opaque_object, prepare_messages, thinking_allowed
 
@@ -386,8 +386,35 @@ class AnthropicCall(SSECall):
         self._stop_reason: str | None = None
 
     # -- SSE events -----------------------------------------------------------
+    raw_data = True
+
+    def on_data(self, data: bytes, event_type: bytes) -> bool:
+        # The fast path (SSEDecoder.feed_to): the event type is in the data too.
+        try:
+            wire = _decode_event(data)
+        except Exception:  # invalid UTF-8 decodes as the spec says, or fails the same
+            wire = decode_data(_decode_event, data)
+        kind = wire.type
+        if kind == "content_block_delta":
+            # Hot path: one more text delta for an open text block, nothing else.
+            delta = wire.delta
+            if (
+                delta is not None
+                and delta.type == "text_delta"
+                and type(delta.text) is str
+                and self._kinds.get(wire.index) == _TEXT
+            ):
+                self.emit.text(wire.index, delta.text)
+            else:
+                self._delta(wire)
+        else:
+            self._on_wire(wire)
+        return self.emit.finished
+
     def on_event(self, event: ServerSentEvent) -> None:
-        wire = _decode_event(event.data)  # a body cut inside this event: SSECall._eof
+        self.on_data(event.data.encode(), b"")  # a body cut inside this event: SSECall._eof
+
+    def _on_wire(self, wire: _Event) -> None:
         kind = wire.type
         if kind == "content_block_delta":
             self._delta(wire)

@@ -247,17 +247,14 @@ class Emitter:
         self._open[key] = _Block(kind, index)
         return index
 
-    def _count(self, delta: str) -> bool:
-        self._content_bytes += len(delta)
-        if self._max_content is not None and self._content_bytes > self._max_content:
-            self.error(
-                Error.limit(
-                    f"response content exceeded max_content_bytes={self._max_content}; "
-                    "raise Options.max_content_bytes or ask for less"
-                )
+    def _over_limit(self) -> None:
+        """The content so far (counted inline by each delta) passed the cap."""
+        self.error(
+            Error.limit(
+                f"response content exceeded max_content_bytes={self._max_content}; "
+                "raise Options.max_content_bytes or ask for less"
             )
-            return False
-        return True
+        )
 
     # text() and thinking() are the hot path: one dict lookup per delta. A
     # finished emitter has no open blocks (done/error clear them), so a block
@@ -271,8 +268,12 @@ class Emitter:
             if opened is None:
                 return
             index = opened
-        if delta and self._count(delta):
-            self.events.append(TextDelta(index, delta))
+        if delta:
+            self._content_bytes += len(delta)
+            if self._max_content is None or self._content_bytes <= self._max_content:
+                self.events.append(TextDelta(index, delta))
+            else:
+                self._over_limit()
 
     def thinking(self, key: Hashable, delta: str) -> None:
         block = self._open.get(key)
@@ -283,8 +284,12 @@ class Emitter:
             if opened is None:
                 return
             index = opened
-        if delta and self._count(delta):
-            self.events.append(ThinkingDelta(index, delta))
+        if delta:
+            self._content_bytes += len(delta)
+            if self._max_content is None or self._content_bytes <= self._max_content:
+                self.events.append(ThinkingDelta(index, delta))
+            else:
+                self._over_limit()
 
     def _start_stream(
         self, key: Hashable, kind: str, start: type[TextStart] | type[ThinkingStart]
@@ -310,8 +315,11 @@ class Emitter:
         block = self._open.get(key)
         if block is None or block.kind != "tool":
             raise ValueError(f"tool-call arguments for a call that never started ({key!r})")
-        if self._count(delta):
+        self._content_bytes += len(delta)
+        if self._max_content is None or self._content_bytes <= self._max_content:
             self.events.append(ToolCallDelta(block.index, delta))
+        else:
+            self._over_limit()
 
     def end(self, key: Hashable, *, signature: str | None = None, redacted: bool = False) -> None:
         """Close a block if it is open (closing twice is harmless)."""
@@ -570,7 +578,23 @@ class SSECall(ProviderCall):
     def on_end(self) -> None:
         """The body ended; providers with an implicit terminal marker finish here."""
 
+    #: True in providers that override `on_data`: their bytes take the fast path
+    raw_data: ClassVar[bool] = False
+
+    def on_data(self, data: bytes, event_type: bytes) -> bool:
+        """Handle one event's raw data (`SSEDecoder.feed_to`); True once finished.
+
+        The fast path for providers that parse the data themselves (no
+        `ServerSentEvent`, no text copy); set ``raw_data`` with it. It must act
+        exactly as `on_event` on the same event: the chunking tests feed both
+        (the end of a body always goes through `on_event`).
+        """
+        raise NotImplementedError
+
     def _feed(self, data: bytes) -> None:
+        if self.raw_data:
+            self.decoder.feed_to(data, self.on_data)
+            return
         for event in self.decoder.feed(data):
             if isinstance(event, ServerSentEvent):
                 self.on_event(event)
