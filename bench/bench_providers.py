@@ -38,7 +38,9 @@ from streamfn.core.messages import AssistantMessage
 
 MODELS = {
     "openai": Model(id="gpt-4o-mini", provider="openai", api="openai-chat", base_url="http://b"),
-    "anthropic": Model(id="claude-sonnet-4-5", provider="anthropic", api="anthropic", base_url="http://b"),
+    "anthropic": Model(
+        id="claude-sonnet-4-5", provider="anthropic", api="anthropic", base_url="http://b"
+    ),
 }
 HEADERS = [("content-type", "text/event-stream")]
 CONTENDERS = ("floor", "split", "events", "+fold")

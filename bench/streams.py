@@ -10,6 +10,7 @@ decodes exactly the same bytes. Stdlib only, so any test can import them.
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 from collections.abc import Iterator
@@ -190,7 +191,7 @@ def _argument_pieces(rng: random.Random, n: int) -> list[str]:
     text = "{" + ",".join(fields) + "}"
     cuts = sorted(rng.sample(range(1, len(text)), n - 1)) if n > 1 else []
     bounds = [0, *cuts, len(text)]
-    return [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    return [text[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 def _split_counts(n: int, shares: tuple[float, ...]) -> list[int]:
@@ -289,7 +290,9 @@ def anthropic_rich_stream(n_events: int = 20000, seed: int = 0) -> bytes:
     }
     parts = [frame("message_start", start)]
     parts.append(block(0, {"type": "thinking", "thinking": "", "signature": ""}))
-    parts.extend(delta(0, {"type": "thinking_delta", "thinking": t}) for t in _phrases(rng, n_think))
+    parts.extend(
+        delta(0, {"type": "thinking_delta", "thinking": t}) for t in _phrases(rng, n_think)
+    )
     signature = "".join(rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/") for _ in range(344))
     parts.append(delta(0, {"type": "signature_delta", "signature": signature}))
     parts.append(stop(0))

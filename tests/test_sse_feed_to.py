@@ -13,8 +13,8 @@ from typing import Any
 
 import msgspec
 import pytest
-from hypothesis import given
 from chunking import bytewise
+from hypothesis import given
 from test_sse import chunked, outcome
 
 from streamfn.core.sse import ServerSentEvent, SSEDecoder, SSEError, decode_data
