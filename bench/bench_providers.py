@@ -14,7 +14,10 @@ are printed as ratios to the floor:
 - ``split``: a per-chunk ``split(b"\\n")`` streaming reference (`bench.fair`);
 - ``events``: `open_call` + ``receive_data`` per chunk, the full provider path
   (the list of typed events; reading the answer out of it is not timed);
-- ``+fold``: the same events folded by `Accumulator` into the final message.
+- ``+fold``: the same events folded by `Accumulator` into the final message;
+- ``unframed``: the provider's fast path (``on_data``) on pre-split events, a
+  diagnostic: what ``events`` would cost if line splitting were free (the bound
+  for a C-level splitter).
 """
 
 from __future__ import annotations
@@ -30,7 +33,15 @@ import msgspec
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.bench_decode import best_times, fold_call
-from bench.fair import Answer, answer_of_events, answer_of_message, floor, payloads, split
+from bench.fair import (
+    Answer,
+    answer_of_events,
+    answer_of_message,
+    floor,
+    framed,
+    payloads,
+    split,
+)
 from bench.streams import STREAM_SHAPES, chunks_fixed, chunks_random
 from streamfn.core import Context, Model, Options, open_call
 from streamfn.core.events import Event
@@ -43,7 +54,7 @@ MODELS = {
     ),
 }
 HEADERS = [("content-type", "text/event-stream")]
-CONTENDERS = ("floor", "split", "events", "+fold")
+CONTENDERS = ("floor", "split", "events", "+fold", "unframed")
 
 
 def run_events(provider: str, chunks: Sequence[bytes]) -> list[Event]:
@@ -53,6 +64,17 @@ def run_events(provider: str, chunks: Sequence[bytes]) -> list[Event]:
         events += call.receive_data(chunk)
     events += call.receive_eof()
     return events
+
+
+def run_unframed(provider: str, events_data: Sequence[tuple[bytes, bytes]]) -> list[Event]:
+    """The provider path with the framing done beforehand: what it would cost
+    behind a line splitter that took no time (a bound for a C-level splitter)."""
+    call = open_call(MODELS[provider], Context(), Options(api_key="bench"))
+    events: list[Event] = call.receive_response(200, HEADERS)
+    sink = call.on_data  # type: ignore[attr-defined]
+    for data, event_type in events_data:
+        sink(data, event_type)
+    return events + call.receive_eof()
 
 
 def run_fold(provider: str, chunks: Sequence[bytes]) -> AssistantMessage:
@@ -77,6 +99,7 @@ def contenders(provider: str, body: bytes, chunks: list[bytes]) -> dict[str, Cal
         "split": partial(split, chunks, provider),
         "events": partial(run_events, provider, chunks),
         "+fold": partial(run_fold, provider, chunks),
+        "unframed": partial(run_unframed, provider, framed(body)),
     }
 
 

@@ -25,7 +25,7 @@ import msgspec
 from streamfn.core.events import Event, TextDelta, ThinkingDelta, ToolCallDelta, ToolCallStart
 from streamfn.core.messages import AssistantMessage, TextContent, ThinkingContent, ToolCall
 
-__all__ = ["Answer", "answer_of_events", "answer_of_message", "floor", "payloads", "split"]
+__all__ = ["Answer", "answer_of_events", "answer_of_message", "floor", "framed", "payloads", "split"]
 
 #: (text, thinking, arguments of each tool call in order)
 Answer = tuple[str, str, tuple[str, ...]]
@@ -136,6 +136,19 @@ _SINKS = {"openai": _openai_sink, "anthropic": _anthropic_sink}
 def payloads(body: bytes) -> list[bytes]:
     """The ``data:`` payloads of a body with single-line events (done before timing)."""
     return [line[6:] for line in body.split(b"\n") if line.startswith(b"data: ")]
+
+
+def framed(body: bytes) -> list[tuple[bytes, bytes]]:
+    """``(data, event type)`` of every event of a body with single-line data."""
+    out = []
+    for block in body.split(b"\n\n"):
+        event_type = b""
+        for line in block.split(b"\n"):
+            if line.startswith(b"event: "):
+                event_type = line[7:]
+            elif line.startswith(b"data: "):
+                out.append((line[6:], event_type))
+    return out
 
 
 def floor(pre_split: Sequence[bytes], provider: str) -> Answer:
