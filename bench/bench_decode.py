@@ -44,7 +44,7 @@ from bench.streams import (
 from streamfn.core.accumulate import Accumulator
 from streamfn.core.call import Call
 from streamfn.core.messages import AssistantMessage
-from streamfn.core.sse import ServerSentEvent, SSEDecoder
+from streamfn.core.wire.sse import ServerSentEvent, SSEDecoder
 
 # -- the chunk shapes, decoded the way a provider adapter would ------------------
 

@@ -81,14 +81,29 @@ def upstream_body() -> tuple[bytes, str]:
     return body, "".join(text)
 
 
-def _serve_upstream(port: int) -> None:
+def _serve_upstream(port: int, bodies: dict[bytes, bytes] | None = None) -> None:
+    """A fake OpenAI server: every request gets its body at once, in chunked framing.
+
+    ``bodies`` maps a byte string of the request (a model name) to the body it
+    gets; the default is the 200-delta stream for every request.
+    """
     _use_uvloop()
-    body, _ = upstream_body()
-    events = [e + b"\n\n" for e in body.split(b"\n\n") if e]
-    framed = b"".join(b"%x\r\n%s\r\n" % (len(e), e) for e in events) + b"0\r\n\r\n"
+    if bodies is None:
+        bodies = {b"": upstream_body()[0]}
     head = (
         b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
     )
+    answers = {}
+    for key, body in bodies.items():
+        events = [e + b"\n\n" for e in body.split(b"\n\n") if e]
+        framed = b"".join(b"%x\r\n%s\r\n" % (len(e), e) for e in events) + b"0\r\n\r\n"
+        answers[key] = head + framed
+
+    def answer(request: bytes) -> bytes:
+        for key, response in answers.items():
+            if key in request:
+                return response
+        raise KeyError("no body for this request")
 
     class Upstream(asyncio.Protocol):
         def connection_made(self, transport: Any) -> None:
@@ -105,8 +120,8 @@ def _serve_upstream(port: int) -> None:
                 size = int(match.group(1)) if match else 0
                 if len(self.buffer) < end + 4 + size:
                     return
-                self.buffer = self.buffer[end + 4 + size :]
-                self.transport.write(head + framed)
+                request, self.buffer = self.buffer[: end + 4 + size], self.buffer[end + 4 + size :]
+                self.transport.write(answer(request))
 
     async def main() -> None:
         loop = asyncio.get_running_loop()

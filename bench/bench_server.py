@@ -64,7 +64,7 @@ def _serve(kind: str, port: int, n_events: int, clients_events: int) -> None:
     import hypercorn.asyncio
     import hypercorn.config
 
-    from streamfn.core.encode_openai import OpenAIChatEncoder
+    from streamfn.core.serve.encode_openai import OpenAIChatEncoder
     from streamfn.io_asyncio.server import App, EventsBackend, ServerConfig
 
     streams = {"bench": make_events(n_events), "small": make_events(clients_events, seed=1)}

@@ -4,6 +4,7 @@ Everything here is deterministic: given the same bytes it returns the same
 events, and it never opens a socket, reads a clock or starts a thread.
 """
 
+from ._moved import install as _install_moved
 from .accumulate import Accumulator, ProtocolViolation, accumulate, check_protocol
 from .call import Call, api_names, open_call, register_api, replay
 from .classify import classify_http_error, classify_message, parse_retry_after
@@ -34,12 +35,6 @@ from .events import (
     encode_event_json,
     event_type,
 )
-from .eventstream import (
-    EventStreamDecoder,
-    EventStreamError,
-    EventStreamMessage,
-    encode_message,
-)
 from .fallback import FallbackModel, fallback
 from .messages import (
     AssistantContent,
@@ -67,14 +62,22 @@ from .models import (
     provider_names,
     register_model,
 )
-from .ndjson import NDJSONDecoder, NDJSONError
 from .options import Options, ThinkingLevel, ThinkingName
 from .partial_json import PartialJSONError, PartialJSONParser
-from .providers.base import HTTPRequest
-from .sigv4 import sign_request
-from .sse import ServerSentEvent, SSEComment, SSEDecoder, SSEError, encode_sse
+from .providers._base import HTTPRequest
+from .providers.sigv4 import sign_request
 from .tagged import TaggedDecoder
 from .text_tools import Markup, TextToolCalls, text_tool_calls
+from .wire.eventstream import (
+    EventStreamDecoder,
+    EventStreamError,
+    EventStreamMessage,
+    encode_message,
+)
+from .wire.ndjson import NDJSONDecoder, NDJSONError
+from .wire.sse import ServerSentEvent, SSEComment, SSEDecoder, SSEError, encode_sse
+
+_install_moved()
 
 __all__ = [
     "Accumulator",

@@ -20,7 +20,7 @@ from .events import Event
 from .messages import Context
 from .models import API_NAMES, Model
 from .options import Options
-from .providers.base import HTTPRequest
+from .providers._base import HTTPRequest
 
 __all__ = [
     "API_MODULES",
@@ -74,7 +74,7 @@ def register_api(
 
     ``module`` is anything with ``open_call(model, context, options) -> Call``
     (a module, an object, or a dotted module path imported on first use). The
-    simplest provider subclasses `streamfn.core.providers.base.SSECall` or
+    simplest provider subclasses `streamfn.core.providers.SSECall` or
     ``NDJSONCall`` and writes one ``on_event``/``on_line`` method; the README
     shows one. Built-in names are refused (``replace=True`` overrides an earlier
     registration, not a built-in), so a plug-in cannot silently take over

@@ -19,6 +19,7 @@ from typing import Any, Final
 import msgspec
 
 from .events import Error, ErrorKind
+from .redact import redact_url
 
 __all__ = [
     "classify_http_error",
@@ -208,7 +209,6 @@ def redirect_error(
     usual cause is an ``http://`` base URL behind a CDN that redirects to
     https, a configuration fix: `ErrorKind.INVALID_REQUEST`, never retried.
     """
-    from .providers.base import redact_url  # the providers import this module
 
     location = _header(headers, "location")
     where = f" to {redact_url(location.strip())}" if location else " without a Location"

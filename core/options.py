@@ -85,7 +85,7 @@ class Options(msgspec.Struct, kw_only=True):
     if TYPE_CHECKING:
         # What type checkers see: the fields above, except that ``thinking`` also
         # takes the plain strings (stored as `ThinkingLevel` by __post_init__).
-        # tests/test_public_surface.py keeps this in step with the fields.
+        # tests/core/test_public_surface.py keeps this in step with the fields.
         def __init__(
             self,
             *,

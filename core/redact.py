@@ -1,4 +1,4 @@
-"""One ``repr`` for the structs that may carry a secret (`Options`, `Model`).
+"""One ``repr`` for the structs that may carry a secret (`Options`, `Model`), and URLs shown without keys.
 
 A key pasted into ``Options.headers``, ``Options.extra_body`` or
 ``Model.headers`` must not reach a log line or a traceback through
@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["redacted_repr"]
+__all__ = ["redact_url", "redacted_repr"]
 
 
 def redacted_repr(
@@ -32,3 +32,15 @@ def redacted_repr(
             value = dict.fromkeys(value, "***")
         parts.append(f"{field.name}={value!r}")
     return f"{type(obj).__name__}({', '.join(parts)})"
+
+
+def redact_url(url: str) -> str:
+    """Hide ``key=`` query parameters (Gemini accepts the key in the URL)."""
+    if "key=" not in url:
+        return url
+    head, _, query = url.partition("?")
+    parts = [
+        (p.split("=", 1)[0] + "=***") if p.lower().startswith("key=") else p
+        for p in query.split("&")
+    ]
+    return head + "?" + "&".join(parts)

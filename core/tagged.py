@@ -41,7 +41,7 @@ from typing import Any, Final
 import msgspec
 
 from .events import Cost, Error, Event, Start, StopReason, Usage
-from .providers.base import Emitter
+from .providers._base import Emitter
 
 __all__ = ["TaggedDecoder"]
 

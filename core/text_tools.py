@@ -69,7 +69,7 @@ from .events import (
 from .messages import Context, Tool
 from .models import Model
 from .options import Options
-from .providers.base import Emitter
+from .providers._base import Emitter
 from .tagged import (
     _HEAD,
     _MAX_HEAD,

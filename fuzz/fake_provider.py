@@ -34,8 +34,8 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any, Self
 
-from streamfn.core.eventstream import encode_message
-from streamfn.core.sse import encode_sse
+from streamfn.core.wire.eventstream import encode_message
+from streamfn.core.wire.sse import encode_sse
 
 __all__ = [
     "ANTHROPIC_BODY",

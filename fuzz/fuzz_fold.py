@@ -1,7 +1,7 @@
 """Long-running fuzz of the fold and the partial-JSON parser.
 
-Runs the property tests of tests/test_accumulate.py and
-tests/test_partial_json.py with many more examples, plus targets with wider
+Runs the property tests of tests/core/test_accumulate.py and
+tests/core/test_partial_json.py with many more examples, plus targets with wider
 input than the test suite affords (any Unicode text as JSON, long event
 sequences). What must hold:
 
@@ -32,6 +32,7 @@ from hypothesis import strategies as st
 from streamfn.fuzz import _harness
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "core"))
 
 import test_accumulate as fold
 import test_partial_json as pj

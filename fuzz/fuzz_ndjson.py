@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "wire"))
 
 if "--atheris" in sys.argv:  # instrument only the decoder, before anything imports it
     import atheris  # type: ignore[import-untyped,import-not-found,unused-ignore]
@@ -26,7 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_ndjson import outcome
 
-from streamfn.core.ndjson import NDJSONDecoder, NDJSONError
+from streamfn.core.wire.ndjson import NDJSONDecoder, NDJSONError
 from streamfn.fuzz import _harness
 
 _PIECES = st.sampled_from([b'{"a":1}', b"\n", b"\r\n", b"\r", b" ", b"\t", b"xyz", b"\xff", b"[]"])

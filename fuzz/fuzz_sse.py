@@ -1,6 +1,6 @@
 """Long-running fuzz target for the SSE decoder (see fuzz/README.md).
 
-Two engines, the same checks as tests/test_sse.py's properties but with a
+Two engines, the same checks as tests/wire/test_sse.py's properties but with a
 budget of hours instead of seconds:
 
 - hypothesis (default): ``FUZZ_EXAMPLES`` examples per property (default
@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "wire"))
 
 if "--atheris" in sys.argv:  # instrument only the decoder, before anything imports it
     import atheris  # type: ignore[import-untyped,import-not-found,unused-ignore]
@@ -31,7 +32,7 @@ from hypothesis import strategies as st
 from test_sse import bytewise, chunked, outcome, spec_oracle
 from test_sse_feed_to import feed_outcome, sink_outcome
 
-from streamfn.core.sse import ServerSentEvent, SSEComment, SSEDecoder, SSEError
+from streamfn.core.wire.sse import ServerSentEvent, SSEComment, SSEDecoder, SSEError
 from streamfn.fuzz import _harness
 
 CAPS: dict[str, Any] = {"max_line_bytes": 24, "max_event_bytes": 40, "emit_comments": True}

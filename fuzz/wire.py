@@ -23,12 +23,6 @@ from typing import Any, Final, Protocol
 import msgspec
 from hypothesis import strategies as st
 
-from streamfn.core.encode_anthropic import AnthropicEncoder
-from streamfn.core.encode_bedrock import BedrockEncoder
-from streamfn.core.encode_gemini import GeminiEncoder
-from streamfn.core.encode_ollama import OllamaEncoder
-from streamfn.core.encode_openai import OpenAIChatEncoder
-from streamfn.core.encode_responses import ResponsesEncoder
 from streamfn.core.events import (
     Done,
     Error,
@@ -40,6 +34,12 @@ from streamfn.core.events import (
     ToolCallEnd,
 )
 from streamfn.core.providers.proxy import encode_proxy_event
+from streamfn.core.serve.encode_anthropic import AnthropicEncoder
+from streamfn.core.serve.encode_bedrock import BedrockEncoder
+from streamfn.core.serve.encode_gemini import GeminiEncoder
+from streamfn.core.serve.encode_ollama import OllamaEncoder
+from streamfn.core.serve.encode_openai import OpenAIChatEncoder
+from streamfn.core.serve.encode_responses import ResponsesEncoder
 
 from .streams import StreamShape, event_streams
 

@@ -2,7 +2,7 @@
 
 The body is the native request (``model``, ``context``, ``options``, parsed by
 the same function as ``/v1/stream``); the answer is the contract of
-`streamfn.core.agent_events`. This module only supplies what the pure encoder
+`streamfn.core.serve.agent_events`. This module only supplies what the pure encoder
 must be given: fresh ULIDs (this clock, this randomness) and the clock for
 ``execution_time_ms``. Errors, even one before any output, go in-stream as the
 contract's ``error`` event (``stream_start, error``) with the HTTP-equivalent
@@ -18,9 +18,9 @@ import time
 from collections.abc import Callable
 from typing import Final
 
-from streamfn.core.agent_events import AgentEventsEncoder, new_ulid
 from streamfn.core.events import Event
-from streamfn.core.inbound import ClientRequest
+from streamfn.core.serve.agent_events import AgentEventsEncoder, new_ulid
+from streamfn.core.serve.inbound import ClientRequest
 
 __all__ = ["AGENT_PATH", "agent_encoder", "fresh_ulid"]
 
@@ -35,7 +35,7 @@ def agent_encoder(request: ClientRequest) -> tuple[Callable[[Event], bytes], Cal
     """The frame encoder and keep-alive for one agent stream.
 
     Text is held until after the tool calls only when the request declares
-    tools (see the documented event orders in `streamfn.core.agent_events`).
+    tools (see the documented event orders in `streamfn.core.serve.agent_events`).
     """
     encoder = AgentEventsEncoder(
         session_id=fresh_ulid(),

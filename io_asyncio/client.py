@@ -1,6 +1,6 @@
 """The asyncio shell: sockets, TLS, clocks and sleeps around the sans-I/O core.
 
-The same program as the trio shell: `streamfn.core.http11.drive` decides
+The same program as the trio shell: `streamfn.core.http.http11.drive` decides
 every step (connect, send, receive with a deadline, retry, release) and this
 module performs them with asyncio streams. Behaviour is identical by
 construction, and the same test suite runs against both shells.
@@ -18,7 +18,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Final
 
 from streamfn.core.events import Error, Event
-from streamfn.core.http11 import (
+from streamfn.core.http.http11 import (
     EXPIRED,
     ClientBase,
     Connect,
@@ -29,10 +29,10 @@ from streamfn.core.http11 import (
     TunnelError,
     connect_error,
 )
+from streamfn.core.http.proxy_env import Proxy
 from streamfn.core.messages import AssistantMessage, Context
 from streamfn.core.models import Model
 from streamfn.core.options import Options
-from streamfn.core.proxy_env import Proxy
 
 __all__ = ["Client", "complete", "default_client", "stream"]
 

@@ -13,7 +13,7 @@ built on h11 like our shells. Routes:
 
 The trust boundary: the server holds the provider keys, its clients are not
 trusted. A client chooses what to generate, never where a request goes or
-how often it is sent (`streamfn.core.inbound` rejects such fields by name);
+how often it is sent (`streamfn.core.serve.inbound` rejects such fields by name);
 `streamfn.io_asyncio.guard` keeps web pages out (Host, Origin, Content-Type).
 Every bad request is a 4xx in the client's own error shape.
 
@@ -45,17 +45,6 @@ import msgspec
 
 from streamfn.core.accumulate import accumulate
 from streamfn.core.credentials import MissingCredentials
-from streamfn.core.encode_anthropic import (
-    AnthropicEncoder,
-    anthropic_error_body,
-    anthropic_error_type,
-    anthropic_message_body,
-)
-from streamfn.core.encode_openai import (
-    OpenAIChatEncoder,
-    openai_completion_body,
-    openai_error_type,
-)
 from streamfn.core.events import (
     Done,
     Error,
@@ -63,18 +52,29 @@ from streamfn.core.events import (
     Event,
     Start,
 )
-from streamfn.core.grounding import append_sources, appending_sources
-from streamfn.core.inbound import (
+from streamfn.core.messages import Context
+from streamfn.core.options import Options
+from streamfn.core.providers.proxy import encode_proxy_event
+from streamfn.core.serve.encode_anthropic import (
+    AnthropicEncoder,
+    anthropic_error_body,
+    anthropic_error_type,
+    anthropic_message_body,
+)
+from streamfn.core.serve.encode_openai import (
+    OpenAIChatEncoder,
+    openai_completion_body,
+    openai_error_type,
+)
+from streamfn.core.serve.grounding import append_sources, appending_sources
+from streamfn.core.serve.inbound import (
     BadRequest,
     ClientRequest,
     parse_anthropic_request,
     parse_native_request,
     parse_openai_request,
 )
-from streamfn.core.messages import Context
-from streamfn.core.options import Options
-from streamfn.core.providers.proxy import encode_proxy_event
-from streamfn.core.sse import encode_sse
+from streamfn.core.wire.sse import encode_sse
 
 from .agent_route import AGENT_PATH, agent_encoder
 from .guard import (
@@ -126,7 +126,7 @@ _PARSERS: Final[dict[str, Callable[[bytes], ClientRequest]]] = {
     "/v1/stream": parse_native_request,
     AGENT_PATH: parse_native_request,
 }
-#: client dialects with no field for web-search sources (see `streamfn.core.grounding`)
+#: client dialects with no field for web-search sources (see `streamfn.core.serve.grounding`)
 _SOURCELESS: Final = ("/v1/chat/completions", AGENT_PATH)
 
 

@@ -1,10 +1,10 @@
 """The trio shell: sockets, TLS, clocks and sleeps around the sans-I/O core.
 
 Everything that is not I/O lives in the core and is shared with the asyncio
-shell: HTTP/1.1 framing and parsing (`streamfn.core.http11.Exchange`), which
+shell: HTTP/1.1 framing and parsing (`streamfn.core.http.http11.Exchange`), which
 timer applies and what it says when it fires, the retry policy and the rule
 that nothing is retried once the caller has seen output
-(`streamfn.core.retry`), proxy selection (`streamfn.core.proxy_env`). This
+(`streamfn.core.retry`), proxy selection (`streamfn.core.http.proxy_env`). This
 module only connects, sends, receives with a deadline, sleeps, and closes.
 """
 
@@ -18,7 +18,7 @@ from typing import Final
 import trio
 
 from streamfn.core.events import Error, Event
-from streamfn.core.http11 import (
+from streamfn.core.http.http11 import (
     EXPIRED,
     ClientBase,
     Connect,
@@ -29,10 +29,10 @@ from streamfn.core.http11 import (
     TunnelError,
     connect_error,
 )
+from streamfn.core.http.proxy_env import Proxy
 from streamfn.core.messages import AssistantMessage, Context
 from streamfn.core.models import Model
 from streamfn.core.options import Options
-from streamfn.core.proxy_env import Proxy
 
 __all__ = ["Client", "complete", "default_client", "stream"]
 

@@ -24,7 +24,7 @@ environment variable holding its key, extra headers and defaults::
 
 Keys themselves never go in the file, only the names of the variables that
 hold them. Everything here is the operator's; clients of the server choose
-only generation knobs (see `streamfn.core.inbound`).
+only generation knobs (see `streamfn.core.serve.inbound`).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 
 from streamfn.core import Context, Error, Model, Options, StopReason, Usage
-from streamfn.core.providers.base import NDJSONCall, bearer, json_request, request_headers
+from streamfn.core.providers import NDJSONCall, bearer, json_request, request_headers
 
 
 class LinesCall(NDJSONCall):

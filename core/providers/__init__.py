@@ -1,1 +1,32 @@
-"""Provider wire formats: request builders and response state machines, all pure."""
+"""Provider wire formats: request builders and response state machines, all pure.
+
+The names below are the extension API: what a new wire format subclasses and
+calls (see the README's "Your own provider"). Each built-in format lives in a
+module of its own and registers itself through `streamfn.core.call`.
+"""
+
+from ._base import (
+    SECRET_HEADERS,
+    Emitter,
+    HTTPRequest,
+    NDJSONCall,
+    ProviderCall,
+    SSECall,
+    bearer,
+    json_request,
+    redact_headers,
+    request_headers,
+)
+
+__all__ = [
+    "SECRET_HEADERS",
+    "Emitter",
+    "HTTPRequest",
+    "NDJSONCall",
+    "ProviderCall",
+    "SSECall",
+    "bearer",
+    "json_request",
+    "redact_headers",
+    "request_headers",
+]

@@ -5,7 +5,7 @@ bearer token) sent to ``POST {base_url}/v1/agent/stream``, which is where
 `streamfn serve` speaks the contract; a ``Model.extra["path"]`` names another
 route (``/agent/support/chat/stream``).
 
-Response: the events `streamfn.core.agent_events` documents. ``message_delta``
+Response: the events `streamfn.core.serve.agent_events` documents. ``message_delta``
 is answer text, tool calls are tool-call blocks keyed by ``tool_call_id``,
 ``stream_end`` is `Done` (usage from ``tokens_used``, the stop reason from the
 ``stop_reason`` extension when present, else ``tool_use`` after tool calls),
@@ -20,14 +20,14 @@ from typing import Final
 
 import msgspec
 
-from ..agent_events import ERROR_TYPE_BASE
 from ..classify import classify_stream_error
 from ..events import Error, ErrorKind, StopReason
 from ..messages import Context
 from ..models import Model
 from ..options import Options
-from ..sse import ServerSentEvent
-from .base import HTTPRequest, SSECall
+from ..serve.agent_events import ERROR_TYPE_BASE
+from ..wire.sse import ServerSentEvent
+from ._base import HTTPRequest, SSECall
 from .openai_chat import _Usage, convert_usage
 from .proxy import build_request as build_native_request
 

@@ -74,8 +74,8 @@ from ..messages import (
 )
 from ..models import Model
 from ..options import Options, ThinkingLevel
-from ..sse import ServerSentEvent, decode_data
-from .base import HTTPRequest, SSECall, json_request, request_headers
+from ..wire.sse import ServerSentEvent, decode_data
+from ._base import HTTPRequest, SSECall, json_request, request_headers
 from .convert import opaque_object, prepare_messages, thinking_allowed
 
 __all__ = ["AnthropicCall", "build_request", "open_call"]

@@ -39,7 +39,6 @@ import msgspec
 from ..capabilities import fit_max_tokens, fit_sampling, fit_thinking_tokens
 from ..classify import classify_stream_error
 from ..events import Error, StopReason, Usage
-from ..eventstream import EventStreamDecoder, EventStreamMessage
 from ..messages import (
     AssistantMessage,
     Context,
@@ -55,9 +54,10 @@ from ..messages import (
 )
 from ..models import Model
 from ..options import Options, ThinkingLevel
-from ..sigv4 import encode_path_segment, sign_request
-from .base import HTTPRequest, ProviderCall, bearer, json_request, request_headers
+from ..wire.eventstream import EventStreamDecoder, EventStreamMessage
+from ._base import HTTPRequest, ProviderCall, bearer, json_request, request_headers
 from .convert import opaque_object, prepare_messages, thinking_allowed
+from .sigv4 import encode_path_segment, sign_request
 
 __all__ = [
     "AWSCredentials",

@@ -80,10 +80,10 @@ from ..messages import (
     UserMessage,
 )
 from ..models import Model
-from ..ndjson import NDJSONError
 from ..options import Options, ThinkingLevel
-from ..sse import ServerSentEvent
-from .base import HTTPRequest, SSECall, bearer, json_request, request_headers
+from ..wire.ndjson import NDJSONError
+from ..wire.sse import ServerSentEvent
+from ._base import HTTPRequest, SSECall, bearer, json_request, request_headers
 from .convert import joined_text, opaque_object, prepare_messages
 
 __all__ = [

@@ -33,7 +33,7 @@ from ..messages import (
 )
 from ..models import Model
 from ..options import Options, ThinkingLevel
-from .base import HTTPRequest, NDJSONCall, api_root, bearer, json_request, request_headers
+from ._base import HTTPRequest, NDJSONCall, api_root, bearer, json_request, request_headers
 from .convert import joined_text, prepare_messages
 
 __all__ = ["DEFAULT_BASE_URL", "OllamaCall", "build_request", "open_call"]

@@ -64,8 +64,8 @@ from ..messages import (
 )
 from ..models import Model
 from ..options import Options, ThinkingLevel
-from ..sse import ServerSentEvent, decode_data
-from .base import HTTPRequest, SSECall, api_root, bearer, json_request, request_headers
+from ..wire.sse import ServerSentEvent, decode_data
+from ._base import HTTPRequest, SSECall, api_root, bearer, json_request, request_headers
 from .convert import data_url, joined_text, prepare_messages, tool_arguments
 
 __all__ = ["OpenAIChatCall", "Quirks", "build_request", "open_call", "quirks_for"]

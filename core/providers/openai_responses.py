@@ -53,8 +53,8 @@ from ..messages import (
 )
 from ..models import Model
 from ..options import Options, ThinkingLevel
-from ..sse import ServerSentEvent
-from .base import HTTPRequest, SSECall, api_root, json_request
+from ..wire.sse import ServerSentEvent
+from ._base import HTTPRequest, SSECall, api_root, json_request
 from .convert import data_url, joined_text, opaque_object, prepare_messages, tool_arguments
 from .openai_chat import error_text, openai_headers, quirks_for, thinking_on
 

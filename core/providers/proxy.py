@@ -47,8 +47,8 @@ from ..events import (
 from ..messages import Context
 from ..models import Model
 from ..options import Options, client_fields
-from ..sse import ServerSentEvent
-from .base import HTTPRequest, SSECall, api_root, bearer, json_request, request_headers
+from ..wire.sse import ServerSentEvent
+from ._base import HTTPRequest, SSECall, api_root, bearer, json_request, request_headers
 
 __all__ = [
     "ProxyCall",

@@ -1,0 +1,1 @@
+"""The server role as a sans-I/O codec: client requests in, dialect-encoded events out."""

@@ -1,0 +1,226 @@
+"""Events -> OpenAI Chat Completions stream chunks (the inverse of the openai-chat decoder).
+
+Used by `streamfn serve` so any OpenAI client can stream from any model
+streamfn reaches. Pure: the caller supplies the id and creation time.
+
+What the format cannot carry, and so is dropped: thinking signatures and
+redaction, text/tool-call signatures, opaque server-tool blocks, cache-write
+token counts. Thinking travels as ``reasoning_content`` deltas (the DeepSeek
+/ vLLM convention the openai-chat decoder reads back).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+import msgspec
+
+from ..events import (
+    Done,
+    Error,
+    ErrorKind,
+    Event,
+    Start,
+    StopReason,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
+    ToolCallStart,
+    Usage,
+)
+from ..messages import AssistantMessage
+from ..wire.sse import encode_sse
+
+__all__ = [
+    "FINISH_REASONS",
+    "OpenAIChatEncoder",
+    "openai_completion_body",
+    "openai_error_type",
+    "openai_usage",
+]
+
+#: our stop reasons -> OpenAI ``finish_reason`` (streamed and whole responses alike)
+FINISH_REASONS: Final = {
+    StopReason.STOP: "stop",
+    StopReason.LENGTH: "length",
+    StopReason.TOOL_USE: "tool_calls",
+    StopReason.ERROR: "stop",
+    StopReason.ABORTED: "stop",
+}
+
+#: our error kinds -> OpenAI error ``type`` values clients know
+_ERROR_TYPES: Final = {
+    ErrorKind.THROTTLED: "rate_limit_exceeded",
+    ErrorKind.CONTEXT_OVERFLOW: "context_length_exceeded",
+    ErrorKind.AUTH: "invalid_api_key",
+    ErrorKind.NETWORK: "server_error",
+    ErrorKind.INVALID_REQUEST: "invalid_request_error",
+    ErrorKind.CONTENT_FILTER: "content_filter",
+    ErrorKind.PROTOCOL: "server_error",
+    ErrorKind.LIMIT: "server_error",
+}
+
+_encoder: Final = msgspec.json.Encoder()
+
+#: an SSE comment: ignored by clients, resets idle timers on the way
+_KEEP_ALIVE: Final = encode_sse(comment="keep-alive")
+#: stands in for a delta while a frame is split around it
+_HOLE: Final = "\x00"
+
+
+def _around(frame: Callable[[str], bytes]) -> tuple[bytes, bytes]:
+    """The bytes of ``frame`` before and after its one string slot.
+
+    A string encodes to the same JSON wherever it sits, so a delta frame is
+    ``before + encode(delta) + after`` byte for byte; the slot is the last
+    string in the frame (only fixed punctuation follows it), hence rpartition.
+    """
+    before, hole, after = frame(_HOLE).rpartition(_encoder.encode(_HOLE))
+    assert hole, "the frame has no slot for a string"
+    return before, after
+
+
+def openai_usage(usage: Usage) -> dict[str, Any]:
+    """Our usage convention back into OpenAI's (cached tokens inside prompt_tokens)."""
+    prompt = usage.input + usage.cache_read + usage.cache_write
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": usage.output,
+        "total_tokens": prompt + usage.output,
+        "prompt_tokens_details": {"cached_tokens": usage.cache_read},
+        "completion_tokens_details": {"reasoning_tokens": usage.reasoning},
+    }
+
+
+def openai_error_type(kind: ErrorKind | None) -> str:
+    return _ERROR_TYPES.get(kind, "server_error") if kind else "server_error"
+
+
+def openai_completion_body(
+    message: AssistantMessage, *, response_id: str, model: str, created: int
+) -> dict[str, Any]:
+    """A whole (non-streaming) chat completion; the message is the fold of a stream."""
+    tool_calls = [
+        {
+            "id": c.id,
+            "type": "function",
+            "function": {"name": c.name, "arguments": c.arguments_json or "{}"},
+        }
+        for c in message.tool_calls
+    ]
+    msg: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+    if message.thinking:
+        msg["reasoning_content"] = message.thinking
+    if tool_calls:
+        msg["tool_calls"] = tool_calls
+    return {
+        "id": response_id,
+        "object": "chat.completion",
+        "created": created,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": msg,
+                "finish_reason": FINISH_REASONS[message.stop_reason],
+                "logprobs": None,
+            }
+        ],
+        "usage": openai_usage(message.usage),
+    }
+
+
+class OpenAIChatEncoder:
+    """Stateful: tool calls are numbered per message, as OpenAI's ``index`` is."""
+
+    def __init__(
+        self, *, response_id: str, model: str, created: int, include_usage: bool = False
+    ) -> None:
+        self._id = response_id
+        self._model = model
+        self._created = created
+        self._include_usage = include_usage
+        self._tool_slots: dict[int, int] = {}
+        # Deltas are most of a stream: their envelopes are encoded once, not per delta.
+        self._content_pre, self._content_post = _around(
+            lambda v: self._frame(self._chunk({"content": v}))
+        )
+        self._reasoning_pre, self._reasoning_post = _around(
+            lambda v: self._frame(self._chunk({"reasoning_content": v}))
+        )
+        self._arguments: dict[int, tuple[bytes, bytes]] = {}  # by content index
+
+    def _chunk(
+        self, delta: dict[str, Any], finish: str | None = None, **extra: Any
+    ) -> dict[str, Any]:
+        return {
+            "id": self._id,
+            "object": "chat.completion.chunk",
+            "created": self._created,
+            "model": self._model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            **extra,
+        }
+
+    def _frame(self, obj: dict[str, Any]) -> bytes:
+        return b"data: " + _encoder.encode(obj) + b"\n\n"
+
+    def encode(self, event: Event) -> bytes:
+        """Bytes to write for one event (empty when the format has nothing to say)."""
+        if isinstance(event, TextDelta):
+            return self._content_pre + _encoder.encode(event.delta) + self._content_post
+        if isinstance(event, ThinkingDelta):
+            return self._reasoning_pre + _encoder.encode(event.delta) + self._reasoning_post
+        if isinstance(event, ToolCallDelta):
+            around = self._arguments.get(event.index)
+            if around is None:
+                return b""
+            return around[0] + _encoder.encode(event.delta) + around[1]
+        if isinstance(event, ToolCallStart):
+            slot = self._tool_slots.setdefault(event.index, len(self._tool_slots))
+            if event.index not in self._arguments:
+                self._arguments[event.index] = _around(
+                    lambda v: self._frame(
+                        self._chunk({"tool_calls": [{"index": slot, "function": {"arguments": v}}]})
+                    )
+                )
+            call = {
+                "index": slot,
+                "id": event.id,
+                "type": "function",
+                "function": {"name": event.name, "arguments": ""},
+            }
+            return self._frame(self._chunk({"tool_calls": [call]}))
+        if isinstance(event, Start):
+            return self._frame(self._chunk({"role": "assistant", "content": ""}))
+        if isinstance(event, Done):
+            out = self._frame(self._chunk({}, FINISH_REASONS[event.stop_reason]))
+            if self._include_usage:
+                out += self._frame(
+                    {
+                        "id": self._id,
+                        "object": "chat.completion.chunk",
+                        "created": self._created,
+                        "model": self._model,
+                        "choices": [],
+                        "usage": openai_usage(event.usage),
+                    }
+                )
+            return out + b"data: [DONE]\n\n"
+        if isinstance(event, Error):
+            body = {
+                "error": {
+                    "message": event.message,
+                    "type": openai_error_type(event.kind),
+                    "code": event.kind.value if event.kind else None,
+                }
+            }
+            # [DONE] after the error: the stream's end is explicit, so no client
+            # mistakes it for a dropped connection
+            return self._frame(body) + b"data: [DONE]\n\n"
+        return b""
+
+    def keep_alive(self) -> bytes:
+        """An SSE comment: ignored by clients, resets idle timers on the way."""
+        return _KEEP_ALIVE

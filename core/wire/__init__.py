@@ -1,0 +1,1 @@
+"""Wire decoders: bytes in, frames out, one ``feed()``/``end()`` shape; no I/O."""

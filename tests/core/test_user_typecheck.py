@@ -1,0 +1,154 @@
+"""A user's ``mypy --strict`` sees streamfn's types after the README's install.
+
+Both layouts a user gets: the editable install the README gives
+(``--config-settings editable_mode=strict``: setuptools' default editable mode
+maps the package folders with an import hook that mypy cannot follow, so a
+user's ``mypy`` reported "Cannot find implementation or library stub for
+module named streamfn.core") and a normal install of the built wheel.
+
+To stay fast and offline, each install goes into a bare virtual environment
+that borrows this environment's dependencies through a ``.pth`` file, and is
+built from a copy of the sources without build isolation: what is checked is
+the installed layout, which build isolation does not change.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tomllib
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mypy")
+
+ROOT = Path(__file__).resolve().parents[2]
+#: what a build needs: every folder the package-dir mapping names, and the metadata
+SOURCES = (
+    *sorted(
+        {
+            folder.split("/")[0]
+            for folder in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"][
+                "setuptools"
+            ]["package-dir"].values()
+        }
+    ),
+    "pyproject.toml",
+    "README.md",
+)
+
+USER_PROGRAM = """\
+import trio
+
+from streamfn.core import Context, Options, TextDelta, ToolResultMessage, model
+from streamfn.io_asyncio import complete
+from streamfn.io_trio import stream
+from streamfn.local import LocalModel
+
+
+async def main() -> str:
+    chosen = model("ollama:llama3.2")
+    options = Options(thinking="high", max_tokens=100)
+    async with stream(chosen, Context.of("Hi"), options) as events:
+        async for event in events:
+            if isinstance(event, TextDelta):
+                print(event.delta, end="")
+    message = await complete(chosen, Context.of("Hi"), raise_on_error=False)
+    result = ToolResultMessage.of("call_1", {"ok": True}, tool_name="check")
+    with LocalModel.default() as local:
+        print(local.info.id, result.content)
+    return message.text
+
+
+trio.run(main)
+"""
+
+#: a user's mistakes that the types must catch (so a passing check is not a vacuous one)
+MISTAKES = """\
+from streamfn.core import Options, get_model
+
+Options(thinking="extreme")
+get_model(42)
+"""
+
+
+def _bare_venv(path: Path) -> Path:
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True)
+    python = path / "bin" / "python"
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    # this environment's packages (msgspec, trio, mypy ...), never its streamfn install hook
+    (Path(purelib) / "borrowed.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return python
+
+
+def _install(python: Path, source: Path, *extra: str) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            *extra,
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def _mypy(python: Path, cache: Path, *programs: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(python), "-m", "mypy", "--strict", "--cache-dir", str(cache), *map(str, programs)],
+        capture_output=True,
+        text=True,
+        cwd=programs[0].parent,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("layout", ["editable", "wheel"])
+def test_mypy_strict_on_a_user_program(
+    tmp_path_factory: pytest.TempPathFactory, layout: str
+) -> None:
+    work = tmp_path_factory.mktemp(layout)
+    source = work / "streamfn-src"
+    source.mkdir()
+    for name in SOURCES:
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, source / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(src, source / name)
+    python = _bare_venv(work / "venv")
+    if layout == "editable":
+        _install(python, source, "--config-settings", "editable_mode=strict", "-e")
+    else:
+        _install(python, source)
+    user = work / "user"
+    user.mkdir()
+    (user / "app.py").write_text(USER_PROGRAM)
+    (user / "mistakes.py").write_text(MISTAKES)
+    cache = tmp_path_factory.getbasetemp() / "mypy-cache"  # shared: the second run is quicker
+    checked = _mypy(python, cache, user / "app.py", user / "mistakes.py")
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    errors = [line for line in checked.stdout.splitlines() if ": error:" in line]
+    assert all(line.startswith("mistakes.py:") for line in errors), checked.stdout
+    assert any('Argument "thinking" to "Options"' in line for line in errors)
+    assert any('Argument 1 to "get_model"' in line for line in errors)
+    assert len(errors) == 2, checked.stdout
