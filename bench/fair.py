@@ -25,7 +25,15 @@ import msgspec
 from streamfn.core.events import Event, TextDelta, ThinkingDelta, ToolCallDelta, ToolCallStart
 from streamfn.core.messages import AssistantMessage, TextContent, ThinkingContent, ToolCall
 
-__all__ = ["Answer", "answer_of_events", "answer_of_message", "floor", "framed", "payloads", "split"]
+__all__ = [
+    "Answer",
+    "answer_of_events",
+    "answer_of_message",
+    "floor",
+    "framed",
+    "payloads",
+    "split",
+]
 
 #: (text, thinking, arguments of each tool call in order)
 Answer = tuple[str, str, tuple[str, ...]]
