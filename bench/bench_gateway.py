@@ -47,6 +47,8 @@ from pathlib import Path
 from typing import Any
 
 N_DELTAS = 200
+#: LiteLLM's proxy refuses to start without a strong master key
+LITELLM_KEY = "sk-" + os.urandom(24).hex()
 _CONTENT = re.compile(rb'"content":"[^"]')
 
 
@@ -136,15 +138,20 @@ def _serve_upstream(port: int, bodies: dict[bytes, bytes] | None = None) -> None
 
 
 async def _one_client(
-    port: int, payload: bytes, deadline: float, count: int, out: list[tuple[float, int, str]]
+    port: int,
+    payload: bytes,
+    token: str,
+    deadline: float,
+    count: int,
+    out: list[tuple[float, int, str]],
 ) -> None:
     """One keep-alive connection, requests back to back; a small HTTP/1.1 reader
     (content-length or chunked) so the load generator costs little per delta."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     request = (
         b"POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1:%d\r\n"
-        b"content-type: application/json\r\nauthorization: Bearer bench\r\n"
-        b"content-length: %d\r\n\r\n%s" % (port, len(payload), payload)
+        b"content-type: application/json\r\nauthorization: Bearer %s\r\n"
+        b"content-length: %d\r\n\r\n%s" % (port, token.encode(), len(payload), payload)
     )
     done = 0
     pending = b""
@@ -236,7 +243,9 @@ def _text(body: bytes) -> str:
     return "".join(parts)
 
 
-def load(port: int, model: str, clients: int, seconds: float, count: int) -> dict[str, Any]:
+def load(
+    port: int, model: str, clients: int, seconds: float, count: int, token: str = "bench"
+) -> dict[str, Any]:
     """``clients`` keep-alive clients for ``seconds`` (or ``count`` requests each)."""
     _use_uvloop()
     payload = json.dumps(
@@ -248,7 +257,7 @@ def load(port: int, model: str, clients: int, seconds: float, count: int) -> dic
         t0 = time.perf_counter()
         deadline = t0 + seconds
         await asyncio.gather(
-            *(_one_client(port, payload, deadline, count, results) for _ in range(clients))
+            *(_one_client(port, payload, token, deadline, count, results) for _ in range(clients))
         )
         return time.perf_counter() - t0
 
@@ -321,6 +330,7 @@ def start_litellm(exe: str, upstream: int, port: int, workdir: Path) -> subproce
     )
     env = dict(
         os.environ,
+        LITELLM_MASTER_KEY=LITELLM_KEY,
         LITELLM_LOCAL_MODEL_COST_MAP="True",
         LITELLM_LOG="ERROR",
         LITELLM_TELEMETRY="False",
@@ -352,24 +362,25 @@ def main() -> None:
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-gateway-"))
     procs: dict[str, subprocess.Popen[bytes]] = {}
-    targets: dict[str, tuple[int, str, int | None]] = {
-        "direct": (upstream_port, "gpt-4o-mini", upstream.pid)
+    #: name: (port, model, pid of the process tree to charge, bearer token)
+    targets: dict[str, tuple[int, str, int | None, str]] = {
+        "direct": (upstream_port, "gpt-4o-mini", upstream.pid, "bench")
     }
     try:
         port = _free_port()
         procs["streamfn"] = start_streamfn(upstream_port, port)
         _wait_ready(port, procs["streamfn"])
-        targets["streamfn"] = (port, "openai:gpt-4o-mini", procs["streamfn"].pid)
+        targets["streamfn"] = (port, "openai:gpt-4o-mini", procs["streamfn"].pid, "bench")
         if args.litellm:
             port = _free_port()
             procs["litellm"] = start_litellm(args.litellm, upstream_port, port, workdir)
             _wait_ready(port, procs["litellm"])
-            targets["litellm"] = (port, "bench", procs["litellm"].pid)
+            targets["litellm"] = (port, "bench", procs["litellm"].pid, LITELLM_KEY)
         else:
             print("litellm not found (--litellm PATH): measuring streamfn and direct only")
         with ProcessPoolExecutor(1, mp_context=ctx) as pool:
-            for name, (port, model, _) in targets.items():  # warm up, and check answers
-                got = pool.submit(load, port, model, 2, 30.0, 3).result()
+            for name, (port, model, _, token) in targets.items():  # warm up, check answers
+                got = pool.submit(load, port, model, 2, 30.0, 3, token).result()
                 if set(got["texts"]) != {expected_text} or set(got["deltas"]) != {N_DELTAS}:
                     raise SystemExit(f"{name} did not stream the upstream's answer")
             rows = run_rounds(pool, targets, args, expected_text)
@@ -390,16 +401,16 @@ def main() -> None:
 
 def run_rounds(
     pool: ProcessPoolExecutor,
-    targets: dict[str, tuple[int, str, int | None]],
+    targets: dict[str, tuple[int, str, int | None, str]],
     args: argparse.Namespace,
     expected_text: str,
 ) -> dict[str, list[dict[str, float]]]:
     rows: dict[str, list[dict[str, float]]] = {name: [] for name in targets}
     for _ in range(args.rounds):
-        for name, (port, model, pid) in targets.items():
-            c1 = pool.submit(load, port, model, 1, 60.0, args.c1_requests).result()
+        for name, (port, model, pid, token) in targets.items():
+            c1 = pool.submit(load, port, model, 1, 60.0, args.c1_requests, token).result()
             before = _tree_cpu(pid) if pid else 0.0
-            c50 = pool.submit(load, port, model, args.clients, args.seconds, 10**9).result()
+            c50 = pool.submit(load, port, model, args.clients, args.seconds, 10**9, token).result()
             cpu = (_tree_cpu(pid) if pid else 0.0) - before
             if set(c1["texts"] + c50["texts"]) != {expected_text}:
                 raise SystemExit(f"{name}: a response's text differs from the upstream's")
