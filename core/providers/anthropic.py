@@ -398,13 +398,15 @@ class AnthropicCall(SSECall):
         if kind == "content_block_delta":
             # Hot path: one more text delta for an open text block, nothing else.
             delta = wire.delta
+            index = wire.index
             if (
                 delta is not None
                 and delta.type == "text_delta"
                 and type(delta.text) is str
-                and self._kinds.get(wire.index) == _TEXT
+                and index is not None
+                and self._kinds.get(index) == _TEXT
             ):
-                self.emit.text(wire.index, delta.text)
+                self.emit.text(index, delta.text)
             else:
                 self._delta(wire)
         else:

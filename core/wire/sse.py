@@ -190,7 +190,9 @@ class SSEDecoder:
             if self._error is None:
                 self._fail(f"SSE line longer than {exc.limit} bytes", limit=True)
             if not result:
-                raise self._error from None
+                error = self._error
+                assert error is not None
+                raise error from None
             return
         if self._sink_lines(lines, sink) is False and self._error is not None:
             raise self._error
@@ -346,12 +348,11 @@ class SSEDecoder:
         for line in lines:
             if not line:
                 if first is not None:
-                    if size != len(first):
-                        first = self._join_data(first)
+                    data = first if size == len(first) else bytes(self._join_data(first))
                     if self._retry is not None:
                         self._retry = None
                     delivered = True
-                    if sink(first, event_type):
+                    if sink(data, event_type):
                         self._first, self._size, self._event_type = None, 0, b""
                         return None
                     first = None
