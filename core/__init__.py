@@ -6,6 +6,7 @@ events, and it never opens a socket, reads a clock or starts a thread.
 
 from ._moved import install as _install_moved
 from .accumulate import Accumulator, ProtocolViolation, accumulate, check_protocol
+from .cache_points import CachePoint
 from .call import Call, api_names, open_call, register_api, replay
 from .classify import classify_http_error, classify_message, parse_retry_after
 from .completion import CompletionError
@@ -66,6 +67,7 @@ from .options import Options, ThinkingLevel, ThinkingName
 from .partial_json import PartialJSONError, PartialJSONParser
 from .providers._base import HTTPRequest
 from .providers.sigv4 import sign_request
+from .structured import OutputValidationError, StructuredOutputUnsupported, parse_output
 from .tagged import TaggedDecoder
 from .text_tools import Markup, TextToolCalls, text_tool_calls
 from .wire.eventstream import (
@@ -83,6 +85,7 @@ __all__ = [
     "Accumulator",
     "AssistantContent",
     "AssistantMessage",
+    "CachePoint",
     "Call",
     "CompletionError",
     "Context",
@@ -106,6 +109,7 @@ __all__ = [
     "OpaqueBlock",
     "OpaqueContent",
     "Options",
+    "OutputValidationError",
     "PartialJSONError",
     "PartialJSONParser",
     "ProtocolViolation",
@@ -115,6 +119,7 @@ __all__ = [
     "ServerSentEvent",
     "Start",
     "StopReason",
+    "StructuredOutputUnsupported",
     "TaggedDecoder",
     "TextContent",
     "TextDelta",
@@ -156,6 +161,7 @@ __all__ = [
     "model",
     "open_call",
     "openai_compatible",
+    "parse_output",
     "parse_retry_after",
     "provider_names",
     "register_api",

@@ -69,6 +69,13 @@ class Capabilities(msgspec.Struct, frozen=True, kw_only=True):
       thinking block), ``thought_signature`` (Gemini 3: the first function call
       of a turn is signed), ``reasoning_field`` (DeepSeek thinking: the message
       has ``reasoning_content``), or None.
+    - ``structured_output``: how ``Options.response_schema`` is sent: ``native``
+      (the wire's JSON-schema mode), ``openapi`` (Gemini's OpenAPI-subset
+      ``responseSchema``), ``tool`` (a forced tool whose input is the answer;
+      see `structured`), or ``none`` (refused with a clear error).
+    - ``cache_breakpoints``: how many explicit prompt-cache breakpoints a request
+      may carry (Anthropic and Bedrock: 4); 0 where the model has no prompt cache
+      to mark (see `cache_points`).
     """
 
     sampling: tuple[str, ...] = SAMPLING_KNOBS
@@ -82,6 +89,8 @@ class Capabilities(msgspec.Struct, frozen=True, kw_only=True):
     max_output: int | None = None
     forced_tool_with_thinking: bool = True
     replay_tool_calls: str | None = None
+    structured_output: str = "native"
+    cache_breakpoints: int = 4
 
 
 class CapabilityRule(msgspec.Struct, frozen=True, kw_only=True):

@@ -238,6 +238,9 @@ _CLAUDE: Final = Capabilities(
     thinking_budget=(1024, 0),
     forced_tool_with_thinking=False,
     replay_tool_calls="thinking_block",
+    # Structured outputs (output_config.format) are Claude 4.5+; older Claude answers
+    # through a forced tool. https://docs.claude.com/en/docs/build-with-claude/structured-outputs
+    structured_output="tool",
 )
 #: Converse has no seed; top_k goes through additionalModelRequestFields (Claude only).
 #: https://docs.aws.amazon.com/bedrock/latest/userguide/conversation-inference-call.html
@@ -254,7 +257,7 @@ CAPABILITY_RULES: list[CapabilityRule] = [
     # Claude 4.5: "temperature and top_p cannot both be specified for this model".
     # https://docs.anthropic.com/en/docs/about-claude/models/migrating-to-claude-4
     CapabilityRule(apis=_CLAUDE_APIS, family=r"claude-(opus|sonnet|haiku)-4[-.]5", capabilities=replace(
-        _CLAUDE, temperature_with_top_p=False, max_output=64_000)),
+        _CLAUDE, temperature_with_top_p=False, max_output=64_000, structured_output="native")),
     # Output limits: https://docs.anthropic.com/en/docs/about-claude/models/overview
     CapabilityRule(apis=_CLAUDE_APIS, family=r"claude-opus-4", capabilities=replace(
         _CLAUDE, max_output=32_000)),
@@ -263,9 +266,16 @@ CAPABILITY_RULES: list[CapabilityRule] = [
     CapabilityRule(apis=_CLAUDE_APIS, family=r"claude-3", capabilities=replace(
         _CLAUDE, thinking=False, max_output=8_192)),
     CapabilityRule(apis=_CLAUDE_APIS, family=r"claude", capabilities=_CLAUDE),
-    # -- other Bedrock models: Converse's own knobs, no thinking ---------------------
+    # -- other Bedrock models: Converse's own knobs, no thinking. Structured output rides on
+    # a forced tool, which Converse takes from Claude and Nova only ("SpecificToolChoice:
+    # only supported by Anthropic Claude 3 and Amazon Nova models", botocore's model); so
+    # is prompt caching (cachePoint).
+    # https://docs.aws.amazon.com/bedrock/latest/userguide/prompt-caching.html
+    CapabilityRule(apis=("bedrock",), family=r"amazon\.nova", capabilities=Capabilities(
+        sampling=_CONVERSE_SAMPLING, thinking=False, structured_output="tool")),
     CapabilityRule(apis=("bedrock",), family=r"", capabilities=Capabilities(
-        sampling=_CONVERSE_SAMPLING, thinking=False)),
+        sampling=_CONVERSE_SAMPLING, thinking=False, structured_output="none",
+        cache_breakpoints=0)),
     # -- OpenAI ------------------------------------------------------------------------
     # gpt-5.1 replaces "minimal" with "none"; o-series take low/medium/high.
     # https://platform.openai.com/docs/api-reference/chat/create#chat-create-reasoning_effort
@@ -298,9 +308,13 @@ CAPABILITY_RULES: list[CapabilityRule] = [
                    capabilities=Capabilities(efforts=("low", "medium", "high"))),
     # -- DeepSeek thinking mode: tool-call turns must carry reasoning_content back.
     # https://api-docs.deepseek.com/guides/thinking_mode#tool-calls
+    # DeepSeek has JSON mode (json_object) but no JSON-schema output: a schema is refused.
+    # https://api-docs.deepseek.com/guides/json_mode
     CapabilityRule(apis=("openai-chat",), family=r"reasoner", providers=("deepseek",),
                    capabilities=Capabilities(replay_tool_calls="reasoning_field",
-                                             thinking_off=False)),
+                                             thinking_off=False, structured_output="none")),
+    CapabilityRule(apis=("openai-chat",), family=r"", providers=("deepseek",),
+                   capabilities=Capabilities(structured_output="none")),
     # -- Gemini ------------------------------------------------------------------------
     # Gemini 3 takes thinkingLevel low/high, cannot switch thinking off, and needs the
     # first function call of each step signed.
@@ -314,7 +328,9 @@ CAPABILITY_RULES: list[CapabilityRule] = [
         thinking_budget=(512, 24_576))),
     CapabilityRule(apis=("gemini",), family=r"gemini-2\.5-flash", capabilities=Capabilities(
         thinking_budget=(1, 24_576))),
+    # responseJsonSchema is Gemini 2.5+; older models take the OpenAPI-subset responseSchema.
+    # https://ai.google.dev/gemini-api/docs/structured-output
     CapabilityRule(apis=("gemini",), family=r"gemini-(1|2\.0)", capabilities=Capabilities(
-        thinking=False)),
+        thinking=False, structured_output="openapi")),
 ]
 # fmt: on

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from .accumulate import accumulate
 from .events import Error, ErrorKind, Event
 from .messages import AssistantMessage
+from .options import Options
 
 __all__ = ["CompletionError", "finish_completion"]
 
@@ -32,9 +33,21 @@ class CompletionError(Exception):
         return self.error.kind
 
 
-def finish_completion(events: Sequence[Event], *, raise_on_error: bool) -> AssistantMessage:
-    """Fold ``events``; raise `CompletionError` when they end in an `Error` and the caller wants."""
+def finish_completion(
+    events: Sequence[Event], *, raise_on_error: bool, options: Options | None = None
+) -> AssistantMessage:
+    """Fold ``events``; raise `CompletionError` when they end in an `Error` and the caller
+    wants. With ``options.response_schema`` the answer is parsed into ``message.parsed``
+    (`OutputValidationError` when it does not validate and the caller wants errors)."""
     message = accumulate(events)
     if raise_on_error and events and isinstance(events[-1], Error):
         raise CompletionError(events[-1], message)
+    if options is not None and options.response_schema is not None:
+        from .structured import OutputValidationError, attach_parsed
+
+        try:
+            attach_parsed(message, options)
+        except OutputValidationError:
+            if raise_on_error:
+                raise
     return message

@@ -92,7 +92,7 @@ class UserMessage(msgspec.Struct, tag="user", kw_only=True):
     timestamp: int = 0
 
 
-class AssistantMessage(msgspec.Struct, tag="assistant", kw_only=True):
+class AssistantMessage(msgspec.Struct, tag="assistant", kw_only=True, dict=True):
     """The model's turn: content blocks in order, why it stopped, what it cost.
 
     ``error_message``/``error_kind`` are set when the stream ended with an
@@ -115,6 +115,13 @@ class AssistantMessage(msgspec.Struct, tag="assistant", kw_only=True):
     def text(self) -> str:
         """All text blocks joined: the answer, for callers that want just that."""
         return "".join(b.text for b in self.content if isinstance(b, TextContent))
+
+    @property
+    def parsed(self) -> Any:
+        """The structured answer when the call asked for ``Options.response_schema``
+        (set by ``complete()``: an instance of the type given, or the decoded JSON);
+        None otherwise. Not a field: it is never encoded nor replayed."""
+        return self.__dict__.get("parsed")
 
     @property
     def thinking(self) -> str:

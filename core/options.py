@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 import msgspec
 
+from .cache_points import CachePoint, CacheSetting
 from .redact import redacted_repr
 
 __all__ = ["CLIENT_FIELDS", "Options", "ThinkingLevel", "ThinkingName", "client_fields"]
@@ -58,6 +59,16 @@ class Options(msgspec.Struct, kw_only=True):
     #: tool calls written in text to turn into tool-call blocks: markup names from
     #: `streamfn.core.text_tools.MARKUPS` ("mcp", "hermes", "llama"); None: off
     text_tool_calls: list[str] | None = None
+    #: structured output: a JSON Schema dict, or a type described as one (a msgspec
+    #: Struct, dataclass, TypedDict or pydantic model); `complete()` sets
+    #: ``message.parsed``. See `streamfn.core.structured`.
+    response_schema: Any = None
+    #: prompt caching: "off", "auto" (system, tools and the last turn) or explicit
+    #: `CachePoint` breakpoints; None leaves the provider's default. See `cache_points`.
+    cache: CacheSetting | None = None
+    #: OpenAI ``prompt_cache_key``; under cache="auto" one is derived from the
+    #: system prompt and tools when unset
+    cache_key: str | None = None
     # credentials and routing
     api_key: str | None = None
     base_url: str | None = None
@@ -81,6 +92,11 @@ class Options(msgspec.Struct, kw_only=True):
     def __post_init__(self) -> None:
         if self.thinking is not None and not isinstance(self.thinking, ThinkingLevel):
             self.thinking = ThinkingLevel(self.thinking)  # "high" -> ThinkingLevel.HIGH
+        cache: Any = self.cache
+        if isinstance(cache, str) and cache not in ("off", "auto"):
+            raise ValueError(f'cache={cache!r}: use "off", "auto" or a list of CachePoint')
+        if isinstance(cache, list) and not all(isinstance(p, CachePoint) for p in cache):
+            raise ValueError("cache: a list holds CachePoint(at, ttl) breakpoints only")
 
     if TYPE_CHECKING:
         # What type checkers see: the fields above, except that ``thinking`` also
@@ -100,6 +116,9 @@ class Options(msgspec.Struct, kw_only=True):
             thinking_budget: int | None = None,
             n: int | None = None,
             text_tool_calls: list[str] | None = None,
+            response_schema: dict[str, Any] | type[Any] | None = None,
+            cache: Literal["off", "auto"] | list[CachePoint] | None = None,
+            cache_key: str | None = None,
             api_key: str | None = None,
             base_url: str | None = None,
             headers: dict[str, str] | None = None,
@@ -138,6 +157,12 @@ CLIENT_FIELDS: Final = (
     "tool_choice",
     "thinking",
     "thinking_budget",
+    # a schema shapes the answer and costs nothing extra; it is JSON data, and only
+    # local $refs are ever resolved (nothing is fetched)
+    "response_schema",
+    # "off"/"auto" only (the gateway refuses explicit breakpoints: a 1-hour TTL bills
+    # cache writes at twice the input price, the operator's money)
+    "cache",
 )
 
 
@@ -146,6 +171,13 @@ def client_fields(options: Options) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in CLIENT_FIELDS:
         value = getattr(options, name)
-        if value is not None:
-            out[name] = value
+        if value is None:
+            continue
+        if name == "response_schema":
+            from .schema import json_schema_of  # a type travels as its JSON Schema
+
+            value = json_schema_of(value)
+        elif name == "cache" and not isinstance(value, str):
+            continue  # explicit breakpoints are the server's decision, never a client's
+        out[name] = value
     return out

@@ -74,6 +74,7 @@ from streamfn.core.serve.inbound import (
     parse_native_request,
     parse_openai_request,
 )
+from streamfn.core.structured import StructuredOutputUnsupported
 from streamfn.core.wire.sse import encode_sse
 
 from .agent_route import AGENT_PATH, agent_encoder
@@ -651,6 +652,8 @@ class App:
         except MissingCredentials as exc:
             log.error("no upstream key for model %s: %s", request.model, exc)
             await fail(Error.auth("the server has no upstream key for this model"))
+        except StructuredOutputUnsupported as exc:  # the client's schema, this model
+            await fail(Error.invalid_request(str(exc)))
         except asyncio.CancelledError:
             raise
         except Exception:  # a backend failure is the client's Error, not a 500 page

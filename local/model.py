@@ -269,6 +269,11 @@ class LocalModel:
 
     def _plan(self, context: Context, options: Options | None) -> _Plan | Error:
         options = options or Options()
+        if options.response_schema is not None:
+            return Error.invalid_request(
+                "the local model has no constrained decoding for Options.response_schema; "
+                "ask for JSON in the prompt and read it with parse_output(message, schema)"
+            )
         try:
             prompt = self.render_prompt(context, options)
         except TemplateError as exc:

@@ -267,7 +267,9 @@ def _ollama() -> Callable[[Body], list[str]]:
 
 
 #: Keys whose values are the caller's own data (schemas, arguments), not the REST schema.
-_FREE_FORM = frozenset({"args", "response", "properties", "parameters", "parametersJsonSchema"})
+_FREE_FORM = frozenset(
+    {"args", "response", "properties", "parameters", "parametersJsonSchema", "responseJsonSchema"}
+)
 
 
 def _snake_keys(value: Any, path: str = "") -> Iterator[str]:
@@ -711,7 +713,97 @@ def gemini_thinking_config(model: Model, body: Body) -> str | None:
     return None
 
 
+def _anthropic_marks(body: Body) -> list[dict[str, Any]]:
+    """Every ``cache_control`` in prompt order: tools, system, then message blocks."""
+    system = body.get("system")
+    blocks = [
+        *body.get("tools", []),
+        *(system if isinstance(system, list) else []),
+        *(b for m in body.get("messages", []) for b in _blocks(m)),
+    ]
+    return [b["cache_control"] for b in blocks if "cache_control" in b]
+
+
+def _converse_marks(body: Body) -> list[dict[str, Any]]:
+    """Every ``cachePoint`` in prompt order (Claude's: tools, system, then messages)."""
+    blocks = [
+        *body.get("toolConfig", {}).get("tools", []),
+        *body.get("system", []),
+        *(b for m in body.get("messages", []) for b in m["content"]),
+    ]
+    return [b["cachePoint"] for b in blocks if "cachePoint" in b]
+
+
+def at_most_four_breakpoints(model: Model, body: Body) -> str | None:
+    marks = _anthropic_marks(body) if model.api == "anthropic" else _converse_marks(body)
+    if len(marks) > 4:
+        return f"{len(marks)} cache breakpoints; a request takes at most 4"
+    ttls = [m.get("ttl", "5m") for m in marks]
+    if "5m" in ttls and "1h" in ttls[ttls.index("5m") :]:
+        return "a 1h cache breakpoint after a 5m one (longer TTLs must come first)"
+    return None
+
+
+#: Claude models with structured outputs (output_config.format): Sonnet 4.5, Opus 4.1,
+#: Opus 4.5, Haiku 4.5 and later.
+_STRUCTURED_CLAUDE = re.compile(r"claude-(opus|sonnet|haiku)-4[-.]([5-9])|claude-opus-4[-.]1")
+
+
+def structured_outputs_model(model: Model, body: Body) -> str | None:
+    native = "output_config" in body or "outputConfig" in body
+    if native and not _STRUCTURED_CLAUDE.search(model.id):
+        return f"{model.id} has no structured outputs (output_config.format)"
+    return None
+
+
+def _schemas(node: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(node, dict):
+        yield node
+        for key, value in node.items():
+            if key in ("properties", "$defs"):
+                for sub in value.values():
+                    yield from _schemas(sub)
+            elif key in ("items", "anyOf"):
+                for sub in value if isinstance(value, list) else [value]:
+                    yield from _schemas(sub)
+
+
+def openai_strict_schema(model: Model, body: Body) -> str | None:
+    """A ``json_schema`` format: a valid name, and in strict mode every object closed
+    with all its properties required."""
+    fmt = body.get("response_format") or body.get("text", {}).get("format")
+    if not fmt or fmt.get("type") != "json_schema":
+        return None
+    spec = fmt.get("json_schema", fmt)
+    if not re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", spec["name"]):
+        return f"json_schema name {spec['name']!r} is not [a-zA-Z0-9_-]{{1,64}}"
+    if spec.get("strict"):
+        for node in _schemas(spec["schema"]):
+            if node.get("type") == "object" and (
+                node.get("additionalProperties") is not False
+                or set(node.get("properties", {})) != set(node.get("required", []))
+            ):
+                return "strict json_schema with an object that is open or has optional keys"
+    return None
+
+
 RULES: list[Rule] = [
+    # https://docs.claude.com/en/docs/build-with-claude/prompt-caching ("up to 4 cache
+    # breakpoints"; "longer TTL ... must appear before shorter TTLs");
+    # https://docs.aws.amazon.com/bedrock/latest/userguide/prompt-caching.html
+    Rule(
+        "cache breakpoints",
+        lambda m: m.api in ("anthropic", "bedrock"),
+        at_most_four_breakpoints,
+    ),
+    # https://docs.claude.com/en/docs/build-with-claude/structured-outputs
+    Rule("structured outputs model", _claude(), structured_outputs_model),
+    # https://platform.openai.com/docs/guides/structured-outputs#supported-schemas
+    Rule(
+        "OpenAI json_schema",
+        lambda m: m.api in ("openai-chat", "openai-responses"),
+        openai_strict_schema,
+    ),
     # https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking#preserving-thinking-blocks
     Rule(
         "final assistant turn starts with thinking", _claude(), final_assistant_starts_with_thinking

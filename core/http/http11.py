@@ -919,7 +919,7 @@ class ClientBase(Generic[ConnT], abc.ABC):
 
         async with self.stream(model, context, options) as events:
             collected = [event async for event in events]
-        return finish_completion(collected, raise_on_error=raise_on_error)
+        return finish_completion(collected, raise_on_error=raise_on_error, options=options)
 
     # -- the I/O a shell provides ------------------------------------------------
     @abc.abstractmethod

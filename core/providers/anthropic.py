@@ -50,6 +50,7 @@ from typing import Any, Final
 
 import msgspec
 
+from ..cache_points import mark_anthropic
 from ..capabilities import (
     fit_max_tokens,
     fit_sampling,
@@ -74,6 +75,12 @@ from ..messages import (
 )
 from ..models import Model
 from ..options import Options, ThinkingLevel
+from ..structured import (
+    ANSWER_TOOL,
+    answers_with_tool,
+    anthropic_output_format,
+    structured_request,
+)
 from ..wire.sse import ServerSentEvent, decode_data
 from ._base import HTTPRequest, SSECall, json_request, request_headers
 from .convert import opaque_object, prepare_messages, thinking_allowed
@@ -228,6 +235,8 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
     thinking with a forced tool choice or with a replayed tool-use turn that
     has no thinking block of its own) is dropped or clamped with a warning.
     """
+    plan = structured_request(model, context, options)
+    context, options = plan.context, plan.options  # emulated: the forced answer tool
     messages = prepare_messages(context, model)
     max_tokens = fit_max_tokens(model, options.max_tokens or output_limit(model))
     body: dict[str, Any] = {"model": model.id, "max_tokens": max_tokens, "stream": True}
@@ -258,6 +267,9 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
         )
     if (options.n or 1) > 1:
         unsupported(model, "n", "has no field in the anthropic API; one answer is asked for")
+    if plan.native is not None:
+        body["output_config"] = {"format": anthropic_output_format(plan.native)}
+    mark_anthropic(body, model, options)
     return json_request(_url(model, options), _headers(model, options), body, options)
 
 
@@ -350,6 +362,7 @@ _THINKING: Final = 2
 _REDACTED: Final = 3
 _TOOL: Final = 4
 _OPAQUE: Final = 5
+_ANSWER: Final = 6  # the forced answer tool of emulated structured output, shown as text
 
 
 class _Opaque:
@@ -384,6 +397,9 @@ class AnthropicCall(SSECall):
         self._signatures: dict[int, str] = {}
         self._opaque: dict[int, _Opaque] = {}
         self._stop_reason: str | None = None
+        #: structured output rides on a forced tool: its input is the answer, as text
+        self._answer_tool = answers_with_tool(model, options)
+        self._answered: dict[int, bool] = {}  # answer block -> any text yet
 
     # -- SSE events -----------------------------------------------------------
     raw_data = True
@@ -465,6 +481,12 @@ class AnthropicCall(SSECall):
             self._kinds[index] = _REDACTED
             self.emit.thinking(index, "")
             self._signatures[index] = head.data
+        elif block_type == "tool_use" and self._answer_tool and head.name == ANSWER_TOOL:
+            self._kinds[index] = _ANSWER
+            initial = bytes(head.input).strip()
+            text = initial.decode() if initial and initial != b"{}" else ""
+            self._answered[index] = bool(text)
+            self.emit.text(index, text)
         elif block_type == "tool_use":
             self._kinds[index] = _TOOL
             self.emit.tool_start(index, head.id, head.name)
@@ -494,6 +516,9 @@ class AnthropicCall(SSECall):
                 raise ValueError("input_json_delta without partial_json")
             if kind == _TOOL:
                 self.emit.tool_delta(index, delta.partial_json)
+            elif kind == _ANSWER:
+                self._answered[index] = self._answered[index] or bool(delta.partial_json)
+                self.emit.text(index, delta.partial_json)
             elif kind == _OPAQUE:
                 self._opaque[index].parts.append(delta.partial_json)
             else:
@@ -517,6 +542,8 @@ class AnthropicCall(SSECall):
             block = self._opaque.pop(index)
             self.emit.opaque("anthropic", block.type, block.json())
         else:
+            if kind == _ANSWER and not self._answered.get(index):
+                self.emit.text(index, "{}")  # an empty input streams no delta at all
             signature = self._signatures.pop(index, None) or None
             self.emit.end(index, signature=signature, redacted=kind == _REDACTED)
 
@@ -550,6 +577,8 @@ class AnthropicCall(SSECall):
                 if block is not None:
                     self.emit.opaque("anthropic", block.type, block.head.decode())
         reason = self._stop_reason
+        if reason == "tool_use" and self._answered:
+            reason = "end_turn"  # the forced answer tool was the answer, not a call to run
         stop = _STOP_REASONS.get(reason) if reason is not None else StopReason.STOP
         if reason is None:
             log.warning("anthropic: message_stop without a stop_reason")

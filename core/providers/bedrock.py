@@ -36,6 +36,7 @@ from typing import Any, Final
 
 import msgspec
 
+from ..cache_points import mark_bedrock
 from ..capabilities import fit_max_tokens, fit_sampling, fit_thinking_tokens
 from ..classify import classify_stream_error
 from ..events import Error, StopReason, Usage
@@ -54,6 +55,7 @@ from ..messages import (
 )
 from ..models import Model
 from ..options import Options, ThinkingLevel
+from ..structured import ANSWER_TOOL, answers_with_tool, bedrock_text_format, structured_request
 from ..wire.eventstream import EventStreamDecoder, EventStreamMessage
 from ._base import HTTPRequest, ProviderCall, bearer, json_request, request_headers
 from .convert import opaque_object, prepare_messages, thinking_allowed
@@ -278,6 +280,8 @@ def _thinking_budget(model: Model, options: Options) -> int | None:
 
 def build_request(model: Model, context: Context, options: Options) -> HTTPRequest:
     """The ConverseStream request; unsigned when the key is SigV4 (see `sign`)."""
+    plan = structured_request(model, context, options)
+    context, options = plan.context, plan.options  # emulated: the forced answer tool
     messages = prepare_messages(context, model)
     body: dict[str, Any] = {"messages": _messages(messages)}
     if context.system_prompt:
@@ -327,6 +331,9 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
         body["inferenceConfig"] = inference
     if "top_k" in fitted:  # Claude's own field, passed through by Converse
         body.setdefault("additionalModelRequestFields", {})["top_k"] = fitted["top_k"]
+    if plan.native is not None:
+        body["outputConfig"] = {"textFormat": bedrock_text_format(plan.native)}
+    mark_bedrock(body, model, options)
     return json_request(_url(model, options), _headers(model, options), body, options)
 
 
@@ -463,6 +470,9 @@ class BedrockCall(ProviderCall):
         self._signatures: dict[int, str] = {}
         self._redacted: dict[int, bool] = {}
         self._opaque: dict[int, _Opaque] = {}
+        #: structured output rides on a forced tool: its input is the answer, as text
+        self._answer_tool = answers_with_tool(model, options)
+        self._answered: dict[int, bool] = {}  # answer block -> any text yet
 
     # -- signing -------------------------------------------------------------
     @property
@@ -553,7 +563,10 @@ class BedrockCall(ProviderCall):
             return
         tool = start.toolUse
         if tool is not None:
-            if tool.type == "server_tool_use":
+            if self._answer_tool and tool.name == ANSWER_TOOL:
+                self._answered[index] = False
+                self.emit.text(index, "")
+            elif tool.type == "server_tool_use":
                 block = {"toolUseId": tool.toolUseId, "name": tool.name, "type": tool.type}
                 self._opaque[index] = _Opaque("toolUse", block)
             else:
@@ -581,6 +594,9 @@ class BedrockCall(ProviderCall):
             return
         if delta.text is not None:
             self.emit.text(index, delta.text)
+        elif delta.toolUse is not None and index in self._answered:
+            self._answered[index] = self._answered[index] or bool(delta.toolUse.input)
+            self.emit.text(index, delta.toolUse.input)
         elif delta.toolUse is not None:
             if self.emit.open_kind(index) != "tool":
                 raise ValueError(f"toolUse input for block {index} that never started")
@@ -616,6 +632,8 @@ class BedrockCall(ProviderCall):
                 self.model.provider, block_type, _JSON.encode({opaque.kind: block}).decode()
             )
             return
+        if self._answered.get(index) is False:
+            self.emit.text(index, "{}")  # an empty input streams no delta at all
         self.emit.end(
             index,
             signature=self._signatures.pop(index, None),
@@ -625,6 +643,8 @@ class BedrockCall(ProviderCall):
     def _finish(self) -> None:
         reason = self._stop
         assert reason is not None
+        if reason == "tool_use" and self._answered:
+            reason = "end_turn"  # the forced answer tool was the answer, not a call to run
         stop = _STOP_REASONS.get(reason)
         if stop is not None:
             self.finish(stop)

@@ -81,6 +81,7 @@ from ..messages import (
 )
 from ..models import Model
 from ..options import Options, ThinkingLevel
+from ..structured import structured_request, without_refs
 from ..wire.ndjson import NDJSONError
 from ..wire.sse import ServerSentEvent
 from ._base import HTTPRequest, SSECall, bearer, json_request, request_headers
@@ -364,6 +365,7 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
     a level becomes ``thinkingLevel`` on Gemini 3 and a budget on 2.5 (see
     `THINKING_BUDGETS`); thought summaries are always asked for with it.
     """
+    plan = structured_request(model, context, options)
     sign_calls = capabilities_for(model).replay_tool_calls == "thought_signature"
     body: dict[str, Any] = {"contents": _contents(prepare_messages(context, model), sign_calls)}
     if context.system_prompt:
@@ -389,6 +391,14 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
         config["maxOutputTokens"] = options.max_tokens
     if thinking is not None:
         config["thinkingConfig"] = thinking
+    if plan.native is not None:
+        # Gemini 2.5+ takes JSON Schema itself; older models the OpenAPI subset.
+        # https://ai.google.dev/gemini-api/docs/structured-output
+        config["responseMimeType"] = "application/json"
+        if plan.mode == "openapi":
+            config["responseSchema"] = gemini_schema(without_refs(plan.native.schema))
+        else:
+            config["responseJsonSchema"] = plan.native.schema
     if config:
         body["generationConfig"] = config
     return json_request(_url(model, options), _headers(model, options), body, options)

@@ -33,6 +33,7 @@ from ..messages import (
 )
 from ..models import Model
 from ..options import Options, ThinkingLevel
+from ..structured import structured_request
 from ._base import HTTPRequest, NDJSONCall, api_root, bearer, json_request, request_headers
 from .convert import joined_text, prepare_messages
 
@@ -114,6 +115,7 @@ def _messages(messages: list[Message], context: Context) -> list[dict[str, Any]]
 
 def build_request(model: Model, context: Context, options: Options) -> HTTPRequest:
     """The HTTP request for one streamed chat; pure."""
+    plan = structured_request(model, context, options)
     body: dict[str, Any] = {
         "model": model.id,
         "messages": _messages(prepare_messages(context, model), context),
@@ -149,6 +151,8 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
         body["options"] = knobs
     if options.thinking is not None:
         body["think"] = options.thinking != ThinkingLevel.OFF
+    if plan.native is not None:  # https://docs.ollama.com/capabilities/structured-outputs
+        body["format"] = plan.native.schema
     return json_request(_url(model, options), _headers(model, options), body, options)
 
 

@@ -47,6 +47,7 @@ from typing import Any, Final
 
 import msgspec
 
+from ..cache_points import prompt_cache_key
 from ..capabilities import capabilities_for, effort_for_off, fit_effort, fit_sampling
 from ..classify import classify_message, classify_stream_error
 from ..events import Error, StopReason, Usage
@@ -64,6 +65,7 @@ from ..messages import (
 )
 from ..models import Model
 from ..options import Options, ThinkingLevel
+from ..structured import openai_response_format, structured_request
 from ..wire.sse import ServerSentEvent, decode_data
 from ._base import HTTPRequest, SSECall, api_root, bearer, json_request, request_headers
 from .convert import data_url, joined_text, prepare_messages, tool_arguments
@@ -98,13 +100,16 @@ class Quirks(msgspec.Struct, frozen=True, kw_only=True):
     tool_result_name: bool = False
     azure_deployments: bool = False
     seed_field: str = "seed"
+    prompt_cache_key: bool = False
 
 
 _DEFAULT_QUIRKS: Final = Quirks()
 
 _QUIRKS: Final[dict[str, Quirks]] = {
     # max_tokens is deprecated by OpenAI and rejected by its reasoning models.
-    "openai": Quirks(max_tokens_field="max_completion_tokens", developer_role=True),
+    "openai": Quirks(
+        max_tokens_field="max_completion_tokens", developer_role=True, prompt_cache_key=True
+    ),
     "azure": Quirks(
         auth_header="api-key",
         max_tokens_field="max_completion_tokens",
@@ -292,6 +297,8 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
     """The HTTP request for one streamed chat completion; pure."""
     quirks = quirks_for(model.provider)
     url = _url(model, options)
+    plan = structured_request(model, context, options)
+    context, options = plan.context, plan.options
     body: dict[str, Any] = {}
     if "/openai/deployments/" not in url:  # an Azure deployment URL already names the model
         body["model"] = model.id
@@ -325,6 +332,10 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
     if options.n is not None:
         body["n"] = options.n
     body.update(_reasoning(model, options, quirks))
+    if plan.native is not None:
+        body["response_format"] = openai_response_format(plan.native)
+    if quirks.prompt_cache_key and (key := prompt_cache_key(context, options)):
+        body["prompt_cache_key"] = key
     return json_request(url, openai_headers(model, options, quirks), body, options)
 
 

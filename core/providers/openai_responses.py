@@ -35,6 +35,7 @@ from typing import Any, Final
 
 import msgspec
 
+from ..cache_points import prompt_cache_key
 from ..capabilities import effort_for_off, fit_effort, fit_sampling
 from ..classify import classify_stream_error
 from ..events import Error, StopReason, Usage
@@ -53,6 +54,7 @@ from ..messages import (
 )
 from ..models import Model
 from ..options import Options, ThinkingLevel
+from ..structured import responses_text_format, structured_request
 from ..wire.sse import ServerSentEvent
 from ._base import HTTPRequest, SSECall, api_root, json_request
 from .convert import data_url, joined_text, opaque_object, prepare_messages, tool_arguments
@@ -180,6 +182,8 @@ def _tool_choice(choice: str) -> str | dict[str, Any]:
 
 def build_request(model: Model, context: Context, options: Options) -> HTTPRequest:
     """The HTTP request for one streamed response; pure."""
+    plan = structured_request(model, context, options)
+    context, options = plan.context, plan.options
     body: dict[str, Any] = {
         "model": model.id,
         "input": _input(prepare_messages(context, model)),
@@ -217,7 +221,12 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
             body["reasoning"] = {"effort": effort, "summary": "auto"}
     wire = ("temperature", "top_p")
     body.update(fit_sampling(model, options, thinking=thinking_on(model, options), wire=wire))
-    headers = openai_headers(model, options, quirks_for(model.provider))
+    if plan.native is not None:
+        body["text"] = {"format": responses_text_format(plan.native)}
+    quirks = quirks_for(model.provider)
+    if quirks.prompt_cache_key and (key := prompt_cache_key(context, options)):
+        body["prompt_cache_key"] = key
+    headers = openai_headers(model, options, quirks)
     return json_request(_url(model, options), headers, body, options)
 
 

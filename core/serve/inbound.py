@@ -15,7 +15,7 @@ tries ``base_url`` or ``max_attempts`` learns at once that it cannot.
 from __future__ import annotations
 
 import math
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import msgspec
 
@@ -130,6 +130,62 @@ def _check_ranges(options: Options, where: str, names: dict[str, str]) -> None:
         raise BadRequest(f"{name('top_k')}: must be >= 0")
     if options.thinking_budget is not None and options.thinking_budget < 0:
         raise BadRequest(f"{name('thinking_budget')}: must be >= 0")
+
+
+def _response_schema(schema: Any, where: str) -> dict[str, Any]:
+    """A client's JSON Schema for structured output, checked the way the request
+    builders will use it (an object at the root, local ``$ref``s only)."""
+    from ..structured import output_schema
+
+    if not isinstance(schema, dict):
+        raise BadRequest(f"{where}: must be a JSON Schema object")
+    try:
+        output_schema(schema)
+    except (TypeError, ValueError) as exc:
+        raise BadRequest(f"{where}: {exc}") from None
+    return schema
+
+
+def _openai_response_format(value: Any) -> dict[str, Any] | None:
+    """``response_format``: text (nothing to do) or json_schema (`Options.response_schema`)."""
+    if value is None or value == {"type": "text"}:
+        return None
+    where = "request.response_format"
+    if not isinstance(value, dict) or value.get("type") != "json_schema":
+        raise BadRequest(f"{where}: only {{'type': 'json_schema', ...}} or text is supported")
+    spec = _req(value, "json_schema", dict, where)
+    return _response_schema(spec.get("schema"), f"{where}.json_schema.schema")
+
+
+def _anthropic_cache(obj: dict[str, Any]) -> Literal["auto"] | None:
+    """``"auto"`` when the client marked anything with ``cache_control``. The server
+    places the marks itself (`cache_points`, 5-minute TTL): a client's 1-hour TTL
+    would bill cache writes at twice the input price to the operator."""
+    blocks: list[Any] = []
+    for part in ("system", "tools"):
+        value = obj.get(part)
+        if isinstance(value, list):
+            blocks += value
+    for message in obj.get("messages") or ():
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list):
+            blocks += content
+    marked = "cache_control" in obj or any(
+        isinstance(b, dict) and "cache_control" in b for b in blocks
+    )
+    return "auto" if marked else None
+
+
+def _anthropic_output_config(value: Any) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    where = "request.output_config"
+    if not isinstance(value, dict) or set(value) - {"format"}:
+        raise BadRequest(f"{where}: only 'format' is supported")
+    fmt = _req(value, "format", dict, where)
+    if fmt.get("type") != "json_schema":
+        raise BadRequest(f"{where}.format.type: must be 'json_schema'")
+    return _response_schema(fmt.get("schema"), f"{where}.format.schema")
 
 
 def _stream_flag(obj: dict[str, Any], where: str) -> bool:
@@ -335,6 +391,7 @@ _OPENAI_FIELDS: Final = frozenset(
         "tools",
         "reasoning_effort",
         "n",
+        "response_format",
     }
 )
 #: fields SDKs and frameworks send that change nothing a client may not choose
@@ -359,7 +416,6 @@ _OPENAI_NEUTRAL: Final[dict[str, tuple[Any, ...]]] = {
     "logprobs": (False,),
     "top_logprobs": (0,),
     "logit_bias": ({},),
-    "response_format": ({"type": "text"},),
 }
 
 
@@ -398,6 +454,7 @@ def parse_openai_request(body: bytes) -> ClientRequest:
         seed=_int(obj, "seed", "request"),
         tool_choice=_openai_tool_choice(obj.get("tool_choice")),
         thinking=thinking,
+        response_schema=_openai_response_format(obj.get("response_format")),
     )
     _check_ranges(options, "request", {"max_tokens": max_name})
     return ClientRequest(
@@ -546,6 +603,8 @@ _ANTHROPIC_FIELDS: Final = frozenset(
         "tools",
         "tool_choice",
         "thinking",
+        "output_config",
+        "cache_control",
     }
 )
 #: accepted and not acted on (attribution, priority hints)
@@ -603,6 +662,8 @@ def parse_anthropic_request(body: bytes) -> ClientRequest:
         tool_choice=tool_choice,
         thinking=thinking,
         thinking_budget=budget,
+        response_schema=_anthropic_output_config(obj.get("output_config")),
+        cache=_anthropic_cache(obj),
     )
     _check_ranges(options, "request", {"thinking_budget": "thinking.budget_tokens"})
     return ClientRequest(
@@ -638,6 +699,12 @@ def parse_native_request(body: bytes) -> ClientRequest:
     except msgspec.ValidationError as exc:
         raise BadRequest(f"options: {exc}") from None
     _check_ranges(options, "options", {})
+    if isinstance(options.cache, list):
+        raise BadRequest(
+            'options.cache: explicit cache points are the server\'s choice; send "auto"'
+        )
+    if options.response_schema is not None:
+        _response_schema(options.response_schema, "options.response_schema")
     _refuse_opaque(request.context)
     return ClientRequest(model=request.model, context=request.context, options=options, stream=True)
 

@@ -237,6 +237,9 @@ EXPECTED = {
     "from streamfn.fuzz import FakeProvider": [],
     "import lines_wire": [],
     "said = 'Checking.": ["name='get_weather'", "arguments={'city': 'Paris'}"],
+    # the fake answers prose, so the typed error is what shows
+    "class Weather(msgspec.Struct)": ["anthropic answered 'Bonjour le monde", "is not JSON"],
+    "hour = Options(cache=[CachePoint": ['"ephemeral"', '"cachePoint"', "streamfn-"],
 }
 
 

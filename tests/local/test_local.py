@@ -216,6 +216,12 @@ def test_prompt_longer_than_the_context_is_a_context_overflow_error(tiny: LocalM
     assert isinstance(events[-1], Error) and events[-1].kind == ErrorKind.CONTEXT_OVERFLOW
 
 
+def test_a_response_schema_is_refused_not_ignored(tiny: LocalModel) -> None:
+    events = list(tiny.stream_sync(PROMPT, Options(response_schema={"type": "object"})))
+    assert isinstance(events[-1], Error) and events[-1].kind == ErrorKind.INVALID_REQUEST
+    assert "response_schema" in events[-1].message
+
+
 def test_tools_reach_a_template_that_does_not_know_them(tiny: LocalModel) -> None:
     context = Context.of("weather?")
     context.tools = [Tool(name="get_weather", description="Weather for a city")]

@@ -16,8 +16,9 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-from typing import Any
+from typing import Any, Literal
 
+import msgspec
 import pytest
 from request_oracles import PNG, build_body, violations
 from test_convert import turn
@@ -38,6 +39,9 @@ from streamfn.core import (
     UserMessage,
     get_model,
 )
+from streamfn.core.cache_points import CachePoint
+from streamfn.core.capabilities import capabilities_for
+from streamfn.core.structured import ANSWER_TOOL, StructuredOutputUnsupported
 
 TOOLS = [
     Tool(
@@ -288,3 +292,102 @@ def test_every_oracle_refuses_an_unknown_field(target: Model) -> None:
     listed = "input" if target.api == "openai-responses" else listed
     inner = [{**body[listed][0], "bogus": 1}, *body[listed][1:]]
     assert violations(target, {**body, listed: inner})
+
+
+# ---------------------------------------------------------------------------
+# Structured output and prompt caching: the same matrix, with a schema and cache marks
+# ---------------------------------------------------------------------------
+
+
+class _Day(msgspec.Struct):
+    date: str
+    high: float
+
+
+class _Forecast(msgspec.Struct):
+    """A type (converted with msgspec.json.schema: $refs, an optional field)."""
+
+    city: str
+    days: list[_Day]
+    unit: Literal["c", "f"] | None = None
+
+
+#: A dict schema that qualifies for OpenAI's strict mode.
+_STRICT = {
+    "title": "weather report",
+    "type": "object",
+    "properties": {
+        "city": {"type": "string"},
+        "tags": {"type": "array", "items": {"type": "string", "enum": ["sun", "rain"]}},
+    },
+    "required": ["city", "tags"],
+}
+
+_CACHES: list[Any] = [
+    None,
+    "auto",
+    [CachePoint("tools", ttl="1h"), CachePoint(-1)],
+    [CachePoint("tools", ttl="1h"), CachePoint(0, ttl="1h"), CachePoint(-2), CachePoint(-1)],
+]
+
+
+def _schema_sent(target: Model, body: dict[str, Any]) -> bool:
+    """Whether the body carries the schema by the target's mechanism."""
+    mode = capabilities_for(target).structured_output
+    if mode == "tool":
+        tools = body.get("tools") or body.get("toolConfig", {}).get("tools", [])
+        names = [t.get("name") or t.get("toolSpec", {}).get("name") for t in tools]
+        choice = body.get("tool_choice") or body.get("toolConfig", {}).get("toolChoice")
+        return ANSWER_TOOL in names and ANSWER_TOOL in json.dumps(choice)
+    fields = {
+        "openai-chat": lambda b: b["response_format"]["json_schema"]["schema"],
+        "openai-responses": lambda b: b["text"]["format"]["schema"],
+        "anthropic": lambda b: b["output_config"]["format"]["schema"],
+        "bedrock": lambda b: b["outputConfig"]["textFormat"]["structure"]["jsonSchema"]["schema"],
+        "gemini": lambda b: b["generationConfig"][
+            "responseSchema" if mode == "openapi" else "responseJsonSchema"
+        ],
+        "ollama": lambda b: b["format"],
+    }
+    return bool(fields[target.api](body))
+
+
+def _marks(body: dict[str, Any]) -> int:
+    text = json.dumps(body)
+    return text.count('"cache_control"') + text.count('"cachePoint"')
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=lambda m: f"{m.api}-{m.provider}-{m.id}")
+def test_structured_and_cached_bodies_are_accepted(
+    target: Model, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Every target's body with a response schema (a type and a strict dict) and each
+    cache setting passes its SDK type and the published rules (4 breakpoints, TTL order,
+    strict-mode schemas, which Claude has structured outputs); the schema travels by
+    the target's mechanism, and the marks are where the provider has a prompt cache."""
+    caplog.set_level(logging.ERROR, logger="streamfn")
+    failures: list[str] = []
+    contexts = all_contexts(target)
+    for (name, context), schema, cache, base in itertools.product(
+        list(contexts.items())[:4], [_Forecast, _STRICT], _CACHES, THINKING[::3]
+    ):
+        if len(context.messages) == 1 and cache is _CACHES[-1]:
+            continue  # marks two turns; a one-turn context has one (tests/test_cache_points.py)
+        options = Options(response_schema=schema, cache=cache, thinking=base.thinking)
+        if capabilities_for(target).structured_output == "none":
+            with pytest.raises(StructuredOutputUnsupported, match=target.key):
+                build_body(target, context, options)
+            continue
+        body = build_body(target, context, options)
+        problems = violations(target, body)
+        if not _schema_sent(target, body):
+            problems.append("the schema is not in the body")
+        cacheable = target.api in ("anthropic", "bedrock") and (
+            capabilities_for(target).cache_breakpoints > 0
+        )
+        if (_marks(body) > 0) != (cacheable and cache is not None):
+            problems.append(f"{_marks(body)} cache marks")
+        if target.provider == "openai" and ("prompt_cache_key" in body) != (cache is not None):
+            problems.append("prompt_cache_key")
+        failures += [f"{name} | {schema} {cache}: {p}" for p in problems]
+    assert not failures, "\n".join(failures[:15])
