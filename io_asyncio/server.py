@@ -51,6 +51,9 @@ from streamfn.core.events import (
     ErrorKind,
     Event,
     Start,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
 )
 from streamfn.core.messages import Context
 from streamfn.core.options import Options
@@ -641,9 +644,19 @@ class App:
                 async with self.backend.stream(
                     request.model, request.context, request.options
                 ) as ev:
+                    first_output = True
                     async for event in ev:
                         started = started or isinstance(event, Start)
                         await queue.put(_for_the_client(event, request.model))
+                        if first_output and isinstance(event, _FIRST_TOKEN):
+                            # A put into a free queue does not yield, and one upstream
+                            # read can hold the whole answer: let the first token out
+                            # now rather than after the rest of that read is decoded.
+                            first_output = False
+                            for _ in range(8):  # the consumer wakes a few loop turns later
+                                if queue.empty():
+                                    break
+                                await asyncio.sleep(0)
             finally:
                 self.active -= 1
                 self._slots.release()
@@ -802,6 +815,10 @@ def _adding_headers(send: Send, extra: list[tuple[bytes, bytes]]) -> Send:
         await send(message)
 
     return wrapped
+
+
+#: what counts as the first token (the moment a client's clock stops)
+_FIRST_TOKEN: Final = (TextDelta, ThinkingDelta, ToolCallDelta, Done, Error)
 
 
 class _Marker:
