@@ -37,11 +37,19 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import MutableMapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 from streamfn.core.capabilities import UnsupportedInput
 from streamfn.core.credentials import MissingCredentials
-from streamfn.core.events import Done, Error, Event, Start
+from streamfn.core.events import (
+    Done,
+    Error,
+    Event,
+    Start,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
+)
 from streamfn.core.schema import StructuredOutputUnsupported
 from streamfn.core.serve.guard import cors_headers, header, preflight_headers
 from streamfn.core.serve.inbound import ClientRequest
@@ -89,6 +97,10 @@ __all__ = ["App"]
 log = logging.getLogger("streamfn")
 
 Scope = MutableMapping[str, Any]
+
+
+#: what counts as the first token (the moment a client's clock stops)
+_FIRST_TOKEN: Final = (TextDelta, ThinkingDelta, ToolCallDelta, Done, Error)
 
 
 class App:
@@ -353,10 +365,15 @@ class App:
             self.active += 1
             try:
                 model = request.model
+                first_output = True
                 async with self.backend.stream(model, request.context, request.options) as ev:
                     async for event in ev:
                         started = started or isinstance(event, Start)
-                        await mailbox.put(for_the_client(event, model))
+                        if first_output and isinstance(event, _FIRST_TOKEN):
+                            first_output = False  # let it out before decoding the rest
+                            await mailbox.put_and_hand_over(for_the_client(event, model))
+                        else:
+                            await mailbox.put(for_the_client(event, model))
             finally:
                 self.active -= 1
                 slots.release()

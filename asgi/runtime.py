@@ -137,6 +137,19 @@ class Mailbox:
             await flag.wait()
         self.put_nowait(item)
 
+    async def put_and_hand_over(self, item: Event, patience: float = 0.05) -> None:
+        """Put ``item`` and wait (at most ``patience`` s) until the reader took it.
+
+        For the first token: a put into a queue with room does not suspend, and one
+        upstream read can hold the whole answer, so without this the rest of that
+        read would be decoded and queued before the first byte left for the client.
+        """
+        self.put_nowait(item)
+        if self.items and self.signalled is None:
+            self._writer = flag = self.runtime.flag()
+            await self.runtime.wait(flag, patience)
+            self._writer = None
+
     def signal(self, marker: Marker) -> None:
         """End the request early (the first signal wins)."""
         if self.signalled is None:

@@ -1,14 +1,16 @@
-"""Anthropic Messages, bytes -> events (-> final message): streamfn against the anthropic SDK.
+"""Anthropic Messages, bytes -> events (-> final message): streamfn against the SDK and the floor.
 
 Run: ``.venv/bin/python bench/bench_anthropic.py [--events N] [--repeats N]``
 
-Every contender reads the same synthetic ``stream: true`` body (`bench.streams.anthropic_stream`,
-one text block of N deltas), fed in the same chunks, and must see the same text; times are
-the best of N interleaved repeats, reported as ratios against the minimal reference.
+Every contender reads the same synthetic ``stream: true`` bodies (`bench.streams`: one
+text block, and thinking + text + two parallel tool calls), fed in the same chunks,
+and must give the same answer (text, thinking, each call's arguments as JSON values)
+before any time is printed. All run interleaved round-robin, best of the same N,
+printed as ratios to the floor.
 
 Contenders:
-- ``reference``: ``bench_decode.run_reference``: ``find(b"\\n\\n")`` framing + msgspec into a
-  small struct; no SSE spec work, no state machine, no event objects: the floor.
+- ``floor``: msgspec on the pre-split ``data:`` payloads into minimal structs (`bench.fair`).
+- ``split``: a per-chunk ``split(b"\\n")`` streaming reference (`bench.fair`).
 - ``streamfn events``: `AnthropicCall` (``receive_response`` / ``receive_data`` per chunk /
   ``receive_eof``): SSE decoding, the provider state machine, typed events, usage and cost.
 - ``streamfn + fold``: the same events folded by `Accumulator` into the final `AssistantMessage`.
@@ -21,6 +23,7 @@ Contenders:
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -29,9 +32,10 @@ from typing import Any, cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.bench_decode import best_times, fold_call, run_reference
-from bench.streams import anthropic_stream, chunks_fixed, chunks_random
-from streamfn.core import Context, Model, Options, TextDelta
+from bench.bench_decode import best_times, fold_call
+from bench.fair import Answer, answer_of_events, answer_of_message, floor, payloads, split
+from bench.streams import anthropic_rich_stream, anthropic_stream, chunks_fixed, chunks_random
+from streamfn.core import Context, Model, Options
 from streamfn.core.providers.anthropic import open_call
 
 MODEL = Model(
@@ -45,21 +49,18 @@ MODEL = Model(
 HEADERS = [("content-type", "text/event-stream; charset=utf-8")]
 
 
-def run_streamfn_events(chunks: Sequence[bytes]) -> int:
+def run_streamfn_events(chunks: Sequence[bytes]) -> Answer:
     call = open_call(MODEL, Context(), Options(api_key="bench"))
-    chars = 0
-    call.receive_response(200, HEADERS)  # just Start
+    events = call.receive_response(200, HEADERS)
     for chunk in chunks:
-        for event in call.receive_data(chunk):
-            if type(event) is TextDelta:
-                chars += len(event.delta)
-    call.receive_eof()
-    return chars
+        events += call.receive_data(chunk)
+    events += call.receive_eof()
+    return answer_of_events(events)
 
 
-def run_streamfn_fold(chunks: Sequence[bytes]) -> int:
+def run_streamfn_fold(chunks: Sequence[bytes]) -> Answer:
     call = open_call(MODEL, Context(), Options(api_key="bench"))
-    return len(fold_call(call, HEADERS, chunks).text)
+    return answer_of_message(fold_call(call, HEADERS, chunks))
 
 
 def _sdk_stream(chunks: Sequence[bytes]) -> Any:
@@ -84,15 +85,23 @@ def _client() -> Any:
     return _CLIENT[0]
 
 
-def run_sdk_stream(chunks: Sequence[bytes]) -> int:
-    chars = 0
+def run_sdk_stream(chunks: Sequence[bytes]) -> Answer:
+    text: list[str] = []
+    thinking: list[str] = []
+    tools: dict[int, list[str]] = {}
     for event in _sdk_stream(chunks):
-        if event.type == "content_block_delta" and event.delta.type == "text_delta":
-            chars += len(event.delta.text)
-    return chars
+        if event.type == "content_block_delta":
+            delta = event.delta
+            if delta.type == "text_delta":
+                text.append(delta.text)
+            elif delta.type == "thinking_delta":
+                thinking.append(delta.thinking)
+            elif delta.type == "input_json_delta":
+                tools.setdefault(event.index, []).append(delta.partial_json)
+    return "".join(text), "".join(thinking), tuple("".join(tools[k]) for k in sorted(tools))
 
 
-def run_sdk_message_stream(chunks: Sequence[bytes]) -> int:
+def run_sdk_message_stream(chunks: Sequence[bytes]) -> Answer:
     import anthropic
     from anthropic.lib.streaming import MessageStream
 
@@ -100,20 +109,27 @@ def run_sdk_message_stream(chunks: Sequence[bytes]) -> int:
     for _ in stream:
         pass
     message = stream.get_final_message()
-    return sum(len(block.text) for block in message.content if block.type == "text")
+    text = "".join(b.text for b in message.content if b.type == "text")
+    thinking = "".join(b.thinking for b in message.content if b.type == "thinking")
+    tools = tuple(json.dumps(b.input) for b in message.content if b.type == "tool_use")
+    return text, thinking, tools
 
 
-def _reference_chars(chunks: Sequence[bytes]) -> int:
-    return run_reference(chunks, "anthropic")[1]
+def _same(answer: Answer) -> Answer:
+    """Tool arguments as JSON values (the SDK's message holds them parsed)."""
+    text, thinking, tools = answer
+    return text, thinking, tuple(json.dumps(json.loads(t), sort_keys=True) for t in tools)
 
 
-CONTENDERS: dict[str, Callable[[Sequence[bytes]], int]] = {
-    "reference": _reference_chars,
-    "streamfn events": run_streamfn_events,
-    "streamfn + fold": run_streamfn_fold,
-    "sdk Stream": run_sdk_stream,
-    "sdk MessageStream": run_sdk_message_stream,
-}
+def contenders(body: bytes, chunks: list[bytes]) -> dict[str, Callable[[], Answer]]:
+    return {
+        "floor": partial(floor, payloads(body), "anthropic"),
+        "split": partial(split, chunks, "anthropic"),
+        "streamfn events": partial(run_streamfn_events, chunks),
+        "streamfn + fold": partial(run_streamfn_fold, chunks),
+        "sdk Stream": partial(run_sdk_stream, chunks),
+        "sdk MessageStream": partial(run_sdk_message_stream, chunks),
+    }
 
 
 def main() -> None:
@@ -121,30 +137,33 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=20_000)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    body = anthropic_stream(args.events)
+    names = list(contenders(b"", []))
     print(
-        f"## Anthropic stream, {args.events:,} text deltas ({len(body) / 1e6:.1f} MB), "
-        f"best of {args.repeats}; time ratio vs reference (lower is better)"
+        f"## Anthropic streams, {args.events:,} deltas, best of {args.repeats} interleaved; "
+        "time ratio vs the floor (lower is better)"
     )
     print()
-    header = f"| chunks | {' | '.join(CONTENDERS)} | streamfn events MB/s |"
+    header = f"| stream | chunks | {' | '.join(names)} | streamfn events MB/s |"
     print(header)
     print("|" + "---|" * (header.count("|") - 1))
-    for label, chunks in {
-        "64 KiB": chunks_fixed(body, 64 << 10),
-        "1500 B": chunks_fixed(body, 1500),
-        "rand 1..4096": chunks_random(body, 1, 4096, seed=1),
+    for shape, make in {
+        "text": anthropic_stream,
+        "thinking+text+tools": anthropic_rich_stream,
     }.items():
-        seen = {name: run(chunks) for name, run in CONTENDERS.items()}
-        if len(set(seen.values())) != 1:
-            raise SystemExit(f"contenders disagree on the text for {label}: {seen}")
-        times = best_times(
-            {name: partial(run, chunks) for name, run in CONTENDERS.items()}, args.repeats
-        )
-        ref = times["reference"]
-        cells = " | ".join(f"{times[name] / ref:.2f}x" for name in CONTENDERS)
-        mbps = len(body) / times["streamfn events"] / 1e6
-        print(f"| {label} | {cells} | {mbps:.0f} |", flush=True)
+        body = make(args.events)
+        for label, chunks in {
+            "rand 1..4096": chunks_random(body, 1, 4096, seed=1),
+            "16 KiB": chunks_fixed(body, 16 << 10),
+        }.items():
+            fns = contenders(body, chunks)
+            seen = {name: _same(run()) for name, run in fns.items()}
+            if len(set(seen.values())) != 1:
+                bad = [n for n, a in seen.items() if a != seen["floor"]]
+                raise SystemExit(f"{shape}, {label}: {bad} disagree with the floor")
+            times = best_times(fns, args.repeats)
+            cells = " | ".join(f"{times[name] / times['floor']:.2f}x" for name in names)
+            mbps = len(body) / times["streamfn events"] / 1e6
+            print(f"| {shape} | {label} | {cells} | {mbps:.0f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,24 @@
-"""Shell throughput against the clients people would use instead, over loopback.
+"""The shells against the clients people would use instead, over loopback.
 
-A loopback server (tests/fake_provider.py, real sockets) sends a 20,000-event
-OpenAI Chat Completions stream (`bench/streams.py`). Each client reads it to
-the end; we report events/s, time to first event, and ratios to the openai
-SDK (``stream=True``) and to httpx + httpx-sse. Then 1,000 concurrent
-streams in one process through the asyncio shell, with peak RSS per stream.
+Run::
 
-    .venv/bin/python bench/bench_shells.py [--events 20000] [--concurrent 1000]
+    .venv/bin/python bench/bench_shells.py [--events 20000] [--repeat 5] [--first 20]
+
+A fake OpenAI server in its own process (`bench.bench_gateway`'s upstream:
+each response written at once, chunked, keep-alive) serves a 20,000-delta
+chat stream and a 200-delta one. Every client opens a fresh connection per
+request, reads its stream to the end and returns the answer text, which
+must be the same for all before anything is printed. Contenders run
+interleaved round-robin (``--repeat`` rounds; in each, one big stream and
+``--first`` small ones per contender):
+
+- ``streamfn trio`` / ``streamfn asyncio``: `Client.stream`, typed events;
+- ``openai SDK`` sync and async: ``chat.completions.create(stream=True)``;
+- ``httpx + httpx-sse``: ``aconnect_sse`` + ``json.loads`` per event;
+- ``aiohttp``: ``ClientSession.post`` + its line iterator + ``json.loads``.
+
+Reported: events/s on the big stream (best round), and time to first event
+(the first content delta) on the small one (median over all rounds).
 """
 
 from __future__ import annotations
@@ -14,186 +26,238 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import resource
+import multiprocessing as mp
+import statistics
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "bench")]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import trio  # noqa: E402
-from fake_provider import FakeProvider  # noqa: E402
-from streams import openai_chat_stream  # noqa: E402
-
-from streamfn.core import Context, Done, Model, Options  # noqa: E402
-from streamfn.io_asyncio import Client as AsyncioClient  # noqa: E402
-from streamfn.io_sync import Client as SyncClient  # noqa: E402
-from streamfn.io_trio import Client as TrioClient  # noqa: E402
+from bench.bench_gateway import _free_port, _serve_upstream, _wait_ready
+from bench.streams import openai_chat_stream
 
 KEY = "sk-bench"
-OPTS = Options(api_key=KEY, idle_timeout=30.0, max_attempts=1)
+#: (events, seconds to the first content delta, answer text)
+Result = tuple[int, float, str]
 
 
-def model(url: str) -> Model:
-    return Model(id="bench", provider="openai", api="openai-chat", base_url=url)
+def _body(model: str) -> dict[str, object]:
+    return {"model": model, "messages": [{"role": "user", "content": "hi"}], "stream": True}
 
 
-async def _ours(
-    client: TrioClient | AsyncioClient, url: str, clock: Callable[[], float]
-) -> tuple[int, float]:
-    start = clock()
-    first = 0.0
-    n = 0
-    async with client.stream(model(url), Context.of("hi"), OPTS) as events:
+# -- streamfn ------------------------------------------------------------------------
+
+
+async def _ours(client: object, url: str, model_id: str) -> Result:
+    from streamfn.core import Context, Done, Model, Options, TextDelta
+
+    model = Model(id=model_id, provider="openai", api="openai-chat", base_url=url)
+    options = Options(api_key=KEY, idle_timeout=30.0, max_attempts=1)
+    start = time.perf_counter()
+    first, n, parts = 0.0, 0, []
+    async with client.stream(model, Context.of("hi"), options) as events:  # type: ignore[attr-defined]
         async for event in events:
-            if n == 0:
-                first = clock() - start
             n += 1
+            if type(event) is TextDelta:
+                if not parts:
+                    first = time.perf_counter() - start
+                parts.append(event.delta)
             last = event
     assert isinstance(last, Done), last
-    return n, first
+    return n, first, "".join(parts)
 
 
-def run_trio(url: str) -> tuple[int, float]:
-    async def main() -> tuple[int, float]:
-        async with TrioClient(environ={}) as client:
-            return await _ours(client, url, time.perf_counter)
+def run_trio(url: str, model: str) -> Result:
+    import trio
+
+    from streamfn.io_trio import Client
+
+    async def main() -> Result:
+        async with Client(environ={}, max_idle_per_host=0) as client:
+            return await _ours(client, url, model)
 
     return trio.run(main)
 
 
-def run_asyncio(url: str) -> tuple[int, float]:
-    async def main() -> tuple[int, float]:
-        async with AsyncioClient(environ={}) as client:
-            return await _ours(client, url, time.perf_counter)
+def run_asyncio(url: str, model: str) -> Result:
+    from streamfn.io_asyncio import Client
+
+    async def main() -> Result:
+        async with Client(environ={}, max_idle_per_host=0) as client:
+            return await _ours(client, url, model)
 
     return asyncio.run(main())
 
 
-def run_sync(url: str) -> tuple[int, float]:
-    with SyncClient(environ={}) as client:
-        start = time.perf_counter()
-        first, n = 0.0, 0
-        with client.stream(model(url), Context.of("hi"), OPTS) as events:
-            for event in events:
-                if n == 0:
-                    first = time.perf_counter() - start
-                n += 1
-                last = event
-    assert isinstance(last, Done), last
-    return n, first
+# -- peers ---------------------------------------------------------------------------
 
 
-def run_openai_sdk(url: str) -> tuple[int, float]:
+def _chunk_text(chunk: object) -> str:
+    choices = getattr(chunk, "choices", None) or []
+    return "".join(c.delta.content or "" for c in choices if c.delta is not None)
+
+
+def run_openai_sync(url: str, model: str) -> Result:
     import openai
 
-    async def main() -> tuple[int, float]:
-        client = openai.AsyncOpenAI(base_url=url, api_key=KEY, max_retries=0)
+    with openai.OpenAI(base_url=url, api_key=KEY, max_retries=0) as client:
         start = time.perf_counter()
-        first, n = 0.0, 0
-        stream = await client.chat.completions.create(
-            model="bench", messages=[{"role": "user", "content": "hi"}], stream=True
+        first, n, parts = 0.0, 0, []
+        stream = client.chat.completions.create(
+            model=model, messages=[{"role": "user", "content": "hi"}], stream=True
         )
-        async for _chunk in stream:
-            if n == 0:
-                first = time.perf_counter() - start
+        for chunk in stream:
             n += 1
-        await client.close()
-        return n, first
+            text = _chunk_text(chunk)
+            if text:
+                if not parts:
+                    first = time.perf_counter() - start
+                parts.append(text)
+    return n, first, "".join(parts)
+
+
+def run_openai_async(url: str, model: str) -> Result:
+    import openai
+
+    async def main() -> Result:
+        async with openai.AsyncOpenAI(base_url=url, api_key=KEY, max_retries=0) as client:
+            start = time.perf_counter()
+            first, n, parts = 0.0, 0, []
+            stream = await client.chat.completions.create(
+                model=model, messages=[{"role": "user", "content": "hi"}], stream=True
+            )
+            async for chunk in stream:
+                n += 1
+                text = _chunk_text(chunk)
+                if text:
+                    if not parts:
+                        first = time.perf_counter() - start
+                    parts.append(text)
+        return n, first, "".join(parts)
 
     return asyncio.run(main())
 
 
-def run_httpx_sse(url: str) -> tuple[int, float]:
+def _dict_text(chunk: dict[str, object]) -> str:
+    choices = chunk.get("choices") or []
+    assert isinstance(choices, list)
+    return "".join((c.get("delta") or {}).get("content") or "" for c in choices)
+
+
+def run_httpx_sse(url: str, model: str) -> Result:
     import httpx
     from httpx_sse import aconnect_sse
 
-    async def main() -> tuple[int, float]:
-        body = {"model": "bench", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+    async def main() -> Result:
         async with httpx.AsyncClient(timeout=30) as client:
             start = time.perf_counter()
-            first, n = 0.0, 0
-            async with aconnect_sse(client, "POST", url + "/chat/completions", json=body) as source:
+            first, n, parts = 0.0, 0, []
+            async with aconnect_sse(
+                client, "POST", url + "/chat/completions", json=_body(model)
+            ) as source:
                 async for sse in source.aiter_sse():
-                    if sse.data != "[DONE]":
-                        json.loads(sse.data)  # a user must parse each chunk too
-                    if n == 0:
-                        first = time.perf_counter() - start
                     n += 1
-        return n, first
+                    if sse.data == "[DONE]":
+                        continue
+                    text = _dict_text(json.loads(sse.data))
+                    if text:
+                        if not parts:
+                            first = time.perf_counter() - start
+                        parts.append(text)
+        return n, first, "".join(parts)
 
     return asyncio.run(main())
 
 
-def measure(
-    name: str, fn: Callable[[str], tuple[int, float]], url: str, repeat: int
-) -> dict[str, float]:
-    best = None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        n, first = fn(url)
-        elapsed = time.perf_counter() - t0
-        if best is None or elapsed < best["seconds"]:
-            best = {"events": n, "seconds": elapsed, "rate": n / elapsed, "ttfe_ms": first * 1000}
-    assert best is not None
-    print(
-        f"{name:<22} {best['events']:>7.0f} events  {best['rate']:>10,.0f} events/s  first event {best['ttfe_ms']:6.2f} ms"
-    )
-    return best
+def run_aiohttp(url: str, model: str) -> Result:
+    import aiohttp
+
+    async def main() -> Result:
+        async with aiohttp.ClientSession() as session:
+            start = time.perf_counter()
+            first, n, parts = 0.0, 0, []
+            async with session.post(url + "/chat/completions", json=_body(model)) as response:
+                async for line in response.content:
+                    if not line.startswith(b"data: "):
+                        continue
+                    n += 1
+                    data = line[6:].rstrip(b"\r\n")
+                    if data == b"[DONE]":
+                        continue
+                    text = _dict_text(json.loads(data))
+                    if text:
+                        if not parts:
+                            first = time.perf_counter() - start
+                        parts.append(text)
+        return n, first, "".join(parts)
+
+    return asyncio.run(main())
 
 
-def concurrent(server: FakeProvider, count: int) -> None:
-    url = server.base_url("ok-length", "small")
-
-    async def main() -> tuple[float, int]:
-        async with AsyncioClient(environ={}, max_idle_per_host=0) as client:
-            before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-            t0 = time.perf_counter()
-
-            async def one() -> int:
-                n = 0
-                async with client.stream(model(url), Context.of("hi"), OPTS) as events:
-                    async for _ in events:
-                        n += 1
-                return n
-
-            counts = await asyncio.gather(*(one() for _ in range(count)))
-            elapsed = time.perf_counter() - t0
-            after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-            return elapsed, sum(counts), (after - before)
-
-    elapsed, events, grown_kib = asyncio.run(main())  # type: ignore[misc]
-    print(
-        f"{count} concurrent streams (asyncio shell): {events:,} events in {elapsed:.2f} s, "
-        f"peak RSS growth {grown_kib / 1024:.1f} MiB = {grown_kib / count:.1f} KiB per stream"
-    )
+CONTENDERS: dict[str, Callable[[str, str], Result]] = {
+    "streamfn trio": run_trio,
+    "streamfn asyncio": run_asyncio,
+    "openai SDK sync": run_openai_sync,
+    "openai SDK async": run_openai_async,
+    "httpx + httpx-sse": run_httpx_sse,
+    "aiohttp": run_aiohttp,
+}
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--events", type=int, default=20_000)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--concurrent", type=int, default=1_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--first", type=int, default=20, help="small streams per round")
     args = parser.parse_args()
-    with FakeProvider() as server:
-        server.register_body("bench", openai_chat_stream(args.events))
-        server.register_body("small", openai_chat_stream(200, seed=1))
-        url = server.base_url("ok-length", "bench")
-        results = {
-            "streamfn trio": measure("streamfn trio", run_trio, url, args.repeat),
-            "streamfn asyncio": measure("streamfn asyncio", run_asyncio, url, args.repeat),
-            "streamfn sync": measure("streamfn sync", run_sync, url, args.repeat),
-            "openai SDK": measure("openai SDK stream=True", run_openai_sdk, url, args.repeat),
-            "httpx + httpx-sse": measure("httpx + httpx-sse", run_httpx_sse, url, args.repeat),
-        }
-        for ours in ("streamfn trio", "streamfn asyncio", "streamfn sync"):
-            for peer in ("openai SDK", "httpx + httpx-sse"):
-                ratio = results[ours]["rate"] / results[peer]["rate"]
-                print(f"{ours} / {peer}: {ratio:.1f}x events/s")
-        if args.concurrent:
-            concurrent(server, args.concurrent)
+
+    big, small = openai_chat_stream(args.events, seed=3), openai_chat_stream(200, seed=4)
+    port = _free_port()
+    server = mp.get_context("spawn").Process(
+        target=_serve_upstream,
+        args=(port, {b'"big"': big, b'"small"': small}),
+        daemon=True,
+    )
+    server.start()
+    try:
+        _wait_ready(port, None)
+        url = f"http://127.0.0.1:{port}/v1"
+        texts = {name: fn(url, "big")[2] for name, fn in CONTENDERS.items()}
+        if len(set(texts.values())) != 1:
+            raise SystemExit(f"clients disagree on the answer: {sorted(set(texts))[:2]}")
+        rate = dict.fromkeys(CONTENDERS, 0.0)
+        firsts: dict[str, list[float]] = {name: [] for name in CONTENDERS}
+        for _ in range(args.repeat):
+            for name, fn in CONTENDERS.items():
+                t0 = time.perf_counter()
+                n, _, _ = fn(url, "big")
+                rate[name] = max(rate[name], n / (time.perf_counter() - t0))
+                for _ in range(args.first):
+                    firsts[name].append(fn(url, "small")[1])
+            print(".", end="", flush=True)
+        print()
+    finally:
+        server.terminate()
+        server.join()
+
+    import os
+
+    print(
+        f"{args.events:,}-delta stream for events/s (best of {args.repeat}), 200-delta "
+        f"streams for the first event (median of {args.repeat * args.first}), "
+        f"interleaved; load average {os.getloadavg()[0]:.1f}"
+    )
+    print()
+    print("| client | events/s | first event | events/s vs openai SDK async | vs aiohttp |")
+    print("|---|---|---|---|---|")
+    for name in CONTENDERS:
+        first = statistics.median(firsts[name]) * 1e3
+        print(
+            f"| {name} | {rate[name]:,.0f} | {first:.2f} ms | "
+            f"{rate[name] / rate['openai SDK async']:.1f}x | {rate[name] / rate['aiohttp']:.2f}x |"
+        )
 
 
 if __name__ == "__main__":

@@ -9,9 +9,10 @@ terminal event.
 
 Two machines read these tables, like h11's ``_state.py`` serves both peers:
 
-- `Emitter` *writes* streams: providers hand it keyed block updates and it
-  produces only the transitions the tables allow (it opens and closes blocks
-  with the classes `EVENT_FOR` names; the per-delta paths name theirs inline);
+- `streamfn.core.emitter.Emitter` *writes* streams: providers hand it keyed
+  block updates and it produces only the transitions the tables allow (it
+  opens and closes blocks with the classes `EVENT_FOR` names; the per-delta
+  paths name theirs inline);
 - `Grammar` *checks* streams: the fold (`Accumulator`), `check_protocol` and
   the proxy client hold every event against the tables and raise
   `ProtocolViolation` at the first one that breaks them.
@@ -19,21 +20,16 @@ Two machines read these tables, like h11's ``_state.py`` serves both peers:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable
-from typing import Final, cast
+from collections.abc import Iterable
+from typing import Final
 
-import msgspec
-
-from .citations import Citation
 from .errors import ProtocolViolation
 from .events import (
-    Cost,
     Done,
     Error,
     Event,
     OpaqueBlock,
     Start,
-    StopReason,
     TextDelta,
     TextEnd,
     TextStart,
@@ -43,7 +39,6 @@ from .events import (
     ToolCallDelta,
     ToolCallEnd,
     ToolCallStart,
-    Usage,
     event_type,
 )
 
@@ -57,7 +52,6 @@ __all__ = [
     "TEXT",
     "THINKING",
     "TOOL",
-    "Emitter",
     "Grammar",
     "ProtocolViolation",
     "check_protocol",
@@ -275,220 +269,3 @@ def check_protocol(events: Iterable[Event]) -> None:
 
 
 # -- writing ---------------------------------------------------------------------
-
-
-#: what the emitter sends to open a text or thinking block, and to close a text
-#: or tool-call block (a thinking end also carries ``redacted``), from the table
-_OPENS: Final = {
-    kind: cast("Callable[[int], Event]", EVENT_FOR[kind, START]) for kind in (TEXT, THINKING)
-}
-_CLOSES: Final = {
-    kind: cast("Callable[[int, str | None], Event]", EVENT_FOR[kind, END]) for kind in (TEXT, TOOL)
-}
-
-
-class _Block(msgspec.Struct, gc=False):
-    kind: str  # TEXT | THINKING | TOOL
-    index: int
-
-
-class Emitter:
-    """Turns a provider's keyed block updates into a valid event sequence.
-
-    Providers name their blocks however the wire does (Anthropic's ``index``,
-    OpenAI's tool-call ``index``, a constant for "the text") and the emitter
-    assigns content indices in order of first appearance, opens and closes
-    blocks, and counts content bytes against the cap. It never emits anything
-    after a terminal event.
-    """
-
-    def __init__(
-        self,
-        *,
-        max_content_bytes: int | None = None,
-        before_first: Callable[[], Event] | None = None,
-    ) -> None:
-        self.events: list[Event] = []
-        self.finished = False
-        #: makes the event that must precede all others (`Start`), at the moment
-        #: the first one is emitted: that moment is a fixed point in the byte
-        #: stream, so what Start carries does not depend on the chunking.
-        self._before_first = before_first
-        self._open: dict[Hashable, _Block] = {}
-        #: citations gathered for open text blocks, sent with their `TextEnd`
-        self._citations: dict[Hashable, list[Citation]] = {}
-        #: signatures for the next thinking block each key closes (see `sign`)
-        self._signatures: dict[Hashable, str] = {}
-        self._next_index = 0
-        self._content_bytes = 0
-        self._max_content = max_content_bytes
-
-    def _push(self, event: Event) -> None:
-        if self._before_first is not None:
-            self.events.append(self._before_first())
-            self._before_first = None
-        self.events.append(event)
-
-    def start_before_first(self, make: Callable[[], Event]) -> None:
-        """Emit ``make()`` right before the next event (once)."""
-        self._before_first = make
-
-    def drain(self) -> list[Event]:
-        out, self.events = self.events, []
-        return out
-
-    # -- blocks ---------------------------------------------------------
-    def is_open(self, key: Hashable) -> bool:
-        return key in self._open
-
-    def open_kind(self, key: Hashable) -> str | None:
-        block = self._open.get(key)
-        return block.kind if block else None
-
-    @property
-    def open_keys(self) -> list[Hashable]:
-        return list(self._open)
-
-    def _open_block(self, key: Hashable, kind: str) -> int:
-        existing = self._open.get(key)
-        if existing is not None:
-            if existing.kind == kind:
-                return existing.index
-            self.end(key)
-        index = self._next_index
-        self._next_index += 1
-        self._open[key] = _Block(kind, index)
-        return index
-
-    def _count(self, delta: str) -> bool:
-        self._content_bytes += len(delta)
-        if self._max_content is not None and self._content_bytes > self._max_content:
-            self.error(
-                Error.limit(
-                    f"response content exceeded max_content_bytes={self._max_content}; "
-                    "raise Options.max_content_bytes or ask for less"
-                )
-            )
-            return False
-        return True
-
-    # text() and thinking() are the hot path: one dict lookup per delta. A
-    # finished emitter has no open blocks (done/error clear them), so a block
-    # found open means the stream is live.
-    def text(self, key: Hashable, delta: str) -> None:
-        block = self._open.get(key)
-        if block is not None and block.kind == TEXT:
-            index = block.index
-        else:
-            opened = self._start_stream(key, TEXT)
-            if opened is None:
-                return
-            index = opened
-        if delta and self._count(delta):
-            self.events.append(TextDelta(index, delta))
-
-    def thinking(self, key: Hashable, delta: str) -> None:
-        block = self._open.get(key)
-        if block is not None and block.kind == THINKING:
-            index = block.index
-        else:
-            opened = self._start_stream(key, THINKING)
-            if opened is None:
-                return
-            index = opened
-        if delta and self._count(delta):
-            self.events.append(ThinkingDelta(index, delta))
-
-    def _start_stream(self, key: Hashable, kind: str) -> int | None:
-        """Open a text or thinking block (closing whatever ``key`` had open)."""
-        if self.finished:
-            return None
-        index = self._open_block(key, kind)
-        self._push(_OPENS[kind](index))
-        return index
-
-    def tool_start(self, key: Hashable, id: str, name: str) -> None:
-        if self.finished:
-            return
-        if key in self._open:
-            self.end(key)
-        index = self._open_block(key, TOOL)
-        self._push(ToolCallStart(index, id, name))
-
-    def tool_delta(self, key: Hashable, delta: str) -> None:
-        if self.finished or not delta:
-            return
-        block = self._open.get(key)
-        if block is None or block.kind != TOOL:
-            raise ValueError(f"tool-call arguments for a call that never started ({key!r})")
-        if self._count(delta):
-            self.events.append(ToolCallDelta(block.index, delta))
-
-    def sign(self, key: Hashable, signature: str) -> None:
-        """The signature for the next thinking block that ends under ``key``.
-
-        For wires that send a reasoning signature apart from the block's end
-        (OpenRouter's ``reasoning_details``): the block then closes with it
-        however it closes, explicitly or because text starts under ``key``.
-        """
-        self._signatures[key] = signature
-
-    def cite(
-        self, key: Hashable, citations: Iterable[Citation | None], *, replace: bool = False
-    ) -> None:
-        """Add citations (None entries are skipped) to the open text block ``key``; they
-        go out on its `TextEnd`. ``replace``: these are the whole list so far (a
-        provider that repeats its cumulative metadata). No open text block: dropped."""
-        block = self._open.get(key)
-        if self.finished or block is None or block.kind != TEXT:
-            return
-        kept = [c for c in citations if c is not None]
-        if replace:
-            self._citations[key] = kept
-        elif kept:
-            self._citations.setdefault(key, []).extend(kept)
-
-    def end(self, key: Hashable, *, signature: str | None = None, redacted: bool = False) -> None:
-        """Close a block if it is open (closing twice is harmless)."""
-        if self.finished:
-            return
-        block = self._open.pop(key, None)
-        if block is None:
-            return
-        if block.kind == THINKING:
-            if self._signatures:
-                pending = self._signatures.pop(key, None)
-                signature = pending if signature is None else signature
-            self.events.append(ThinkingEnd(block.index, signature, redacted))
-        elif block.kind == TEXT:
-            cited = self._citations.pop(key, None)
-            self.events.append(TextEnd(block.index, signature, tuple(cited) if cited else ()))
-        else:
-            self.events.append(_CLOSES[block.kind](block.index, signature))
-
-    def opaque(self, provider: str, block_type: str, json: str) -> None:
-        if self.finished:
-            return
-        index = self._next_index
-        self._next_index += 1
-        self._push(OpaqueBlock(index, provider, block_type, json))
-
-    def close_all(self) -> None:
-        for key in list(self._open):
-            self.end(key)
-
-    # -- terminal ---------------------------------------------------------
-    def done(self, stop_reason: StopReason, usage: Usage, cost: Cost) -> None:
-        self._terminal(Done(stop_reason=stop_reason, usage=usage, cost=cost))
-
-    def error(self, error: Error) -> None:
-        self._terminal(error)
-
-    def _terminal(self, event: Done | Error) -> None:
-        if self.finished:
-            return
-        if type(event) in NEEDS_CLOSED_BLOCKS:
-            self.close_all()
-        self._push(event)
-        self.finished = STREAM_TRANSITIONS[STREAMING][type(event)] == FINISHED
-        self._open.clear()

@@ -39,7 +39,8 @@ from typing import Final
 
 import msgspec
 
-from ._protocol import TEXT, THINKING, TOOL, Emitter
+from ._protocol import TEXT, THINKING, TOOL
+from .emitter import Emitter
 from .events import Cost, Error, Event, Start, StopReason, Usage
 from .tool_text import (
     MAX_HEAD,

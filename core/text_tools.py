@@ -49,7 +49,7 @@ from typing import Final
 
 import msgspec
 
-from ._protocol import Emitter
+from .emitter import Emitter
 from .events import (
     Done,
     Error,

@@ -31,6 +31,7 @@ if "--atheris" in sys.argv:  # instrument only the decoder, before anything impo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_sse import bytewise, chunked, outcome, spec_oracle
+from test_sse_feed_to import feed_outcome, sink_outcome
 
 from streamfn.core.wire.sse import ServerSentEvent, SSEComment, SSEDecoder, SSEError
 from streamfn.fuzz import harness
@@ -45,6 +46,10 @@ def check(data: bytes, chunks: list[bytes]) -> None:
         whole = outcome([data], **caps)
         assert outcome(chunks, **caps) == whole, (data, chunks, caps)
         assert outcome(bytewise(data), **caps) == whole, (data, caps)
+        # the providers' fast path delivers the same events and error
+        expected = feed_outcome([data], **caps)
+        assert sink_outcome(chunks, **caps) == expected, (data, chunks, caps)
+        assert sink_outcome(bytewise(data), **caps) == expected, (data, caps)
     items, error = outcome([data], **BIG_CAPS)
     if error is None:
         assert items == spec_oracle(data), data

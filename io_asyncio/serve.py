@@ -74,6 +74,11 @@ class CappedSocket(socket.socket):
             raise BlockingIOError("connection cap reached")
         conn = _Counted(self.family, self.type, self.proto, fileno=fd)
         conn._listener = self
+        # asyncio sets TCP_NODELAY only on sockets whose proto says TCP, which a
+        # listener made with socket.socket(family, SOCK_STREAM) does not: without it
+        # Nagle holds each small SSE write until the client's delayed ACK (~40 ms).
+        with contextlib.suppress(OSError):
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.open_connections += 1
         if socket.getdefaulttimeout() is None and self.gettimeout():
             conn.setblocking(True)

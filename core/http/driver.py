@@ -104,7 +104,7 @@ def _answer(exchange: Exchange, result: Answer, on_expiry: Error) -> list[Event]
     if isinstance(result, BaseException):
         return exchange.connection_lost(result)
     if isinstance(result, bytes | bytearray):
-        return exchange.receive_bytes(result) if result else exchange.receive_eof()
+        return exchange.receive_bytes(result, eager=True) if result else exchange.receive_eof()
     if result is EXPIRED:
         return exchange.fail(on_expiry)
     return []
@@ -210,6 +210,8 @@ def _exchange(
     events = _answer(exchange, (yield Send(exchange.bytes_to_send(), until)), on_expiry)
     logged_status = False
     while True:
+        if not events and not exchange.finished:
+            events = exchange.pump()  # what the last read still holds first
         if not events and not exchange.finished:
             until, on_expiry = exchange.timer(run.clock())
             events = yield from _receive(exchange, until, on_expiry)

@@ -96,6 +96,8 @@ class Exchange:
         self.finished = False
         self._started = False
         self._broken = False
+        #: an eager `receive_bytes` returned before h11 had given all it holds
+        self._unpumped = False
         self._fresh_data = False
         self._phase_ref: float | None = None
         self._body_seen = False
@@ -155,8 +157,14 @@ class Exchange:
         return deadline, error
 
     # -- receiving -----------------------------------------------------------
-    def receive_bytes(self, data: bytes | bytearray) -> list[Event]:
-        """Feed bytes from the socket (never empty: EOF is `receive_eof`)."""
+    def receive_bytes(self, data: bytes | bytearray, *, eager: bool = False) -> list[Event]:
+        """Feed bytes from the socket (never empty: EOF is `receive_eof`).
+
+        ``eager``: return as soon as one piece of the body has produced events,
+        leaving the rest of ``data`` for `pump`. One read can hold hundreds of
+        events; the caller gets the first without waiting for the others to
+        be decoded (the shells' time to first event).
+        """
         if self._broken or not data:
             return []
         self.bytes_received += len(data)
@@ -166,6 +174,13 @@ class Exchange:
             self._h11.receive_data(data if isinstance(data, bytes) else bytes(data))
         except h11.RemoteProtocolError as exc:
             return self._protocol_failure(exc)
+        return self._pump(eager)
+
+    def pump(self) -> list[Event]:
+        """The events of bytes an eager `receive_bytes` left unread (none otherwise)."""
+        if not self._unpumped:
+            return []
+        self._unpumped = False
         return self._pump()
 
     def receive_eof(self) -> list[Event]:
@@ -269,7 +284,7 @@ class Exchange:
         )
 
     # -- internals -------------------------------------------------------------
-    def _pump(self) -> list[Event]:
+    def _pump(self, eager: bool = False) -> list[Event]:
         events: list[Event] = []
         while True:
             try:
@@ -286,6 +301,9 @@ class Exchange:
                     return events + self._too_big()
                 if not self.finished:
                     events += self._body(bytes(event.data))
+                    if eager and events and not self.finished:
+                        self._unpumped = True
+                        return events
             elif isinstance(event, h11.Response):
                 self.status = event.status_code
                 self.response_headers = [

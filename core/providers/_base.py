@@ -22,8 +22,8 @@ from typing import Any, ClassVar, Final, Generic, TypeVar
 
 import msgspec
 
-from .._protocol import Emitter
 from ..classify import classify_http_error
+from ..emitter import Emitter
 from ..errors import DecodeError
 from ..events import (
     Error,
@@ -340,6 +340,27 @@ class SSECall(FramedCall[ServerSentEvent | SSEComment]):
     def on_frame(self, frame: ServerSentEvent | SSEComment) -> None:
         if type(frame) is ServerSentEvent:
             self.on_event(frame)
+
+    #: True in providers that override `on_data`: their bytes take the fast path
+    raw_data: ClassVar[bool] = False
+
+    def on_data(self, data: bytes, event_type: bytes) -> bool:
+        """Handle one event's raw data (`SSEDecoder.feed_to`); True once finished.
+
+        The fast path for providers that parse the data themselves (no
+        `ServerSentEvent`, no text copy); set ``raw_data`` with it. It must act
+        exactly as `on_event` on the same event: the chunking tests feed both
+        (the end of a body always goes through `on_event`).
+        """
+        raise NotImplementedError
+
+    def _feed(self, data: bytes) -> None:
+        if self.raw_data:
+            decoder = self.decoder
+            assert isinstance(decoder, SSEDecoder)
+            decoder.feed_to(data, self.on_data)
+            return
+        super()._feed(data)
 
 
 class NDJSONCall(FramedCall[bytes]):

@@ -58,7 +58,7 @@ from ..messages import Context
 from ..models import Model
 from ..options import Options
 from ..structured import ANSWER_TOOL, answers_with_tool
-from ..wire.sse import ServerSentEvent
+from ..wire.sse import ServerSentEvent, decode_data
 from ._base import HTTPRequest, SSECall
 from .anthropic_request import build_request
 
@@ -202,8 +202,37 @@ class AnthropicCall(SSECall):
         self._answered: dict[int, bool] = {}  # answer block -> any text yet
 
     # -- SSE events -----------------------------------------------------------
+    raw_data = True
+
+    def on_data(self, data: bytes, event_type: bytes) -> bool:
+        # The fast path (SSEDecoder.feed_to): the event type is in the data too.
+        try:
+            wire = _decode_event(data)
+        except Exception:  # invalid UTF-8 decodes as the spec says, or fails the same
+            wire = decode_data(_decode_event, data)
+        kind = wire.type
+        if kind == "content_block_delta":
+            # Hot path: one more text delta for an open text block, nothing else.
+            delta = wire.delta
+            index = wire.index
+            if (
+                delta is not None
+                and delta.type == "text_delta"
+                and type(delta.text) is str
+                and index is not None
+                and self._kinds.get(index) == _TEXT
+            ):
+                self.emit.text(index, delta.text)
+            else:
+                self._delta(wire)
+        else:
+            self._on_wire(wire)
+        return self.emit.finished
+
     def on_event(self, event: ServerSentEvent) -> None:
-        wire = _decode_event(event.data)  # a body cut inside this event: SSECall._eof
+        self.on_data(event.data.encode(), b"")  # a body cut inside this event: SSECall._eof
+
+    def _on_wire(self, wire: _Event) -> None:
         kind = wire.type
         if kind == "content_block_delta":
             self._delta(wire)

@@ -53,7 +53,7 @@ from ..events import Error, StopReason
 from ..messages import Context
 from ..models import Model
 from ..options import Options
-from ..wire.sse import ServerSentEvent
+from ..wire.sse import ServerSentEvent, decode_data
 from ._base import HTTPRequest, SSECall
 from ._openai_common import Quirks, WireUsage, convert_usage, error_text, quirks_for
 from .openai_chat_request import build_request
@@ -183,29 +183,32 @@ class OpenAIChatCall(SSECall):
         self._warned_choices = False
 
     # -- SSE events -----------------------------------------------------------
-    def on_event(self, event: ServerSentEvent) -> None:
-        data = event.data
-        if event.event != "message":
-            if event.event == "error":
-                self._stream_error(data)
+    raw_data = True
+
+    def on_data(self, data: bytes, event_type: bytes) -> bool:
+        # The fast path (SSEDecoder.feed_to); on_event comes here too.
+        if event_type and event_type != b"message":
+            if event_type == b"error":
+                self._stream_error(data.decode("utf-8", "replace"))
             else:
-                log.debug("openai-chat: ignoring SSE event type %r", event.event)
-            return
-        if data == "[DONE]":
-            self._complete()
-            return
+                log.debug("openai-chat: ignoring SSE event type %r", event_type.decode("utf-8", "replace"))
+            return self.emit.finished
         if not data:
-            return
-        chunk = _decode_chunk(data)  # a body cut inside this event: see SSECall._eof
+            return False
+        if data == b"[DONE]":
+            self._complete()
+            return self.emit.finished
+        try:
+            chunk = _decode_chunk(data)
+        except Exception:  # invalid UTF-8 decodes as the spec says, or fails the same
+            chunk = decode_data(_decode_chunk, data)
         if self.response_id is None and chunk.id:
             self.response_id = chunk.id
-        extras = chunk.usage is not None or chunk.x_groq is not None or chunk.error is not None
-        if extras and self._chunk_extras(chunk):
-            return
-        choices = chunk.choices
-        if not choices:
-            return
-        for choice in choices:
+        if (
+            chunk.usage is not None or chunk.x_groq is not None or chunk.error is not None
+        ) and self._chunk_extras(chunk):
+            return True
+        for choice in chunk.choices or ():
             if choice.index:
                 self._other_choice()
                 continue
@@ -229,6 +232,12 @@ class OpenAIChatCall(SSECall):
                     self._on_delta(delta)
             if choice.finish_reason is not None:
                 self._finish_reason = choice.finish_reason
+        return self.emit.finished
+
+    def on_event(self, event: ServerSentEvent) -> None:
+        # a body cut inside this event: see SSECall._eof
+        kind = event.event
+        self.on_data(event.data.encode(), b"" if kind == "message" else kind.encode())
 
     def _chunk_extras(self, chunk: _Chunk) -> bool:
         """Usage and in-stream errors; True when the chunk ended the stream."""

@@ -12,16 +12,44 @@ browser would drop it.
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Callable
+from typing import Final, TypeVar
 
 import msgspec
 
 from ..errors import SSEError
 from .lines import LineSplitter, LineTooLong
 
-__all__ = ["SSEComment", "SSEDecoder", "SSEError", "ServerSentEvent", "encode_sse"]
+__all__ = [
+    "DataSink",
+    "SSEComment",
+    "SSEDecoder",
+    "SSEError",
+    "ServerSentEvent",
+    "decode_data",
+    "encode_sse",
+]
 
 _BOM: Final = b"\xef\xbb\xbf"
+
+#: ``sink(data, event_type) -> stop``: what `SSEDecoder.feed_to` hands each event to
+DataSink = Callable[[bytes, bytes], object]
+
+T = TypeVar("T")
+
+
+def decode_data(decode: Callable[[bytes | str], T], data: bytes) -> T:
+    """``decode`` (a msgspec decoder) on an event's raw data, as if it were the text.
+
+    The spec decodes event data as UTF-8 with U+FFFD for invalid bytes; msgspec
+    refuses invalid UTF-8 in bytes. So the bytes go first (no copy, the usual
+    case) and only data that fails is decoded the spec's way and tried again,
+    which gives exactly the result (or the error) of decoding the text.
+    """
+    try:
+        return decode(data)
+    except Exception:
+        return decode(data.decode("utf-8", "replace"))
 
 
 class ServerSentEvent(msgspec.Struct, frozen=True, gc=False):
@@ -120,6 +148,45 @@ class SSEDecoder:
 
     def feed(self, data: bytes) -> list[ServerSentEvent | SSEComment]:
         """Decode one chunk; return the events and comments it completed."""
+        data = self._settle(data)
+        return self._feed_lines(data) if data else []
+
+    def feed_to(self, data: bytes, sink: DataSink) -> None:
+        """Decode one chunk, handing each completed event's raw data to ``sink``.
+
+        The fast path for providers that parse the data themselves: no
+        `ServerSentEvent`, no UTF-8 decoding (the data stays bytes, ready for
+        msgspec, and may be invalid UTF-8: see `decode_data`), no copy of
+        one-line data. ``sink(data, event_type)`` gets the event type as sent
+        (``b""`` when the event named none) and returns True to stop reading this
+        chunk. Comments are skipped; ``id`` and ``retry`` are tracked as in
+        `feed`. Errors are sticky exactly as in `feed`: a chunk that completes
+        events and then breaks a cap hands those over and the next call raises.
+        """
+        data = self._settle(data)
+        if data:
+            self._lines_to(data, sink)
+
+    def _lines_to(self, data: bytes, sink: DataSink) -> None:
+        """`feed_to` after the BOM: raises a fault at once only when no event came before it."""
+        try:
+            lines = self._lines.feed(data)
+        except LineTooLong as exc:
+            result = self._sink_lines(exc.lines, sink)
+            if result is None:
+                return
+            if self._error is None:
+                self._fail(f"SSE line longer than {exc.limit} bytes", limit=True)
+            if not result:
+                error = self._error
+                assert error is not None
+                raise error from None
+            return
+        if self._sink_lines(lines, sink) is False and self._error is not None:
+            raise self._error
+
+    def _settle(self, data: bytes) -> bytes:
+        """Refuse after a fault or `end`; strip a BOM (which may come in pieces)."""
         if self._error is not None:
             raise self._error
         if self._closed:
@@ -128,11 +195,11 @@ class SSEDecoder:
             data = self._bom + data
             if len(data) < len(_BOM) and _BOM.startswith(data):
                 self._bom = data
-                return []
+                return b""
             self._bom = None
             if data.startswith(_BOM):
                 data = data[len(_BOM) :]
-        return self._feed_lines(data)
+        return data
 
     def end(self) -> list[ServerSentEvent | SSEComment]:
         """Flush at end of stream: a last unterminated line and a pending event.
@@ -255,6 +322,55 @@ class SSEDecoder:
         self._first = first
         self._size = size
         return out
+
+    def _sink_lines(self, lines: list[bytes], sink: DataSink) -> bool | None:
+        """`_process` for `feed_to`: the same fields, data handed over raw.
+
+        Returns whether any event reached the sink, None if the sink said stop.
+        """
+        first = self._first
+        size = self._size
+        event_type = self._event_type
+        max_event = self._max_event
+        delivered = False
+        for line in lines:
+            if not line:
+                if first is not None:
+                    data = first if size == len(first) else bytes(self._join_data(first))
+                    if self._retry is not None:
+                        self._retry = None
+                    delivered = True
+                    if sink(data, event_type):
+                        self._first, self._size, self._event_type = None, 0, b""
+                        return None
+                    first = None
+                    size = 0
+                event_type = b""
+            elif line.startswith(b"data: "):
+                if first is None:
+                    first = line[6:]
+                    size = len(first)
+                else:
+                    self._more += b"\n"
+                    self._more += line[6:]
+                    size += len(line) - 5
+                if size > max_event:
+                    self._fail(f"SSE event data larger than {max_event} bytes", limit=True)
+                    return delivered
+            elif line.startswith(b"event: "):
+                event_type = line[7:]
+            else:
+                # Everything unusual (comments, id, retry, "data:" without its
+                # space) goes through the general field parser, one line at a time.
+                self._first, self._size, self._event_type = first, size, event_type
+                self._process([line])  # a non-blank line dispatches nothing
+                if self._error is not None:
+                    return delivered
+                first, size, event_type = self._first, self._size, self._event_type
+        self._first = first
+        self._size = size
+        self._event_type = event_type
+        return delivered
 
     def _set_retry(self, value: bytes) -> None:
         if value and value.isdigit():  # bytes.isdigit: ASCII digits only, as the spec asks

@@ -11,9 +11,9 @@ from streamfn.core._protocol import (
     BLOCK_TRANSITIONS,
     EVENT_FOR,
     STREAM_TRANSITIONS,
-    Emitter,
     check_protocol,
 )
+from streamfn.core.emitter import Emitter
 from streamfn.core.events import (
     Event,
     Start,

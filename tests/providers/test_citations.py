@@ -341,7 +341,7 @@ def test_sdk_clients_of_the_gateway_see_the_citations(entry: dict[str, Any] | No
     import anthropic
     import openai
     from fake_provider import FakeProvider
-    from test_server import KEY, Server
+    from loopback_server import KEY, Server
 
     from streamfn.io_asyncio.backends import ProviderBackend, RouterBackend
     from streamfn.io_asyncio.server import App, ServerConfig

@@ -1,0 +1,475 @@
+"""`streamfn serve` as an OpenAI-compatible gateway, against LiteLLM's proxy and the limit.
+
+Run::
+
+    .venv/bin/python bench/bench_gateway.py [--rounds 3] [--seconds 5] [--litellm PATH]
+
+Every piece runs in its own process on loopback: a fake OpenAI upstream that
+streams a 200-delta chat completion per request (pre-encoded, written at once,
+keep-alive), the two gateways pointed at it, and a load generator (asyncio +
+h11, one keep-alive connection per client). Three targets take the same load,
+interleaved round-robin, ``--rounds`` times each:
+
+- ``direct``: the load generator talks to the fake upstream itself: the limit
+  (no gateway at all);
+- ``streamfn``: ``streamfn serve --no-local --base-url openai=<upstream>``;
+- ``litellm``: ``litellm --config`` with one ``openai/`` model on the upstream
+  (LiteLLM's proxy, pinned: ``litellm[proxy]==1.106.2``, in a venv of its own
+  because its pins conflict with the project's; ``--litellm`` names its
+  ``litellm`` script).
+
+Reported per target, best round of each: requests/s at 50 concurrent clients;
+the gateway's CPU-seconds per 1,000 streamed deltas at c=50 (its whole
+process tree, from /proc); time to first token (first non-empty content
+delta) p50 at c=1 and p99 at c=50, and what the gateway adds to the direct
+figure of the same round. Every response is checked: 200 deltas whose text
+equals the upstream's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing as mp
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+N_DELTAS = 200
+#: LiteLLM's proxy refuses to start without a strong master key
+LITELLM_KEY = "sk-" + os.urandom(24).hex()
+_CONTENT = re.compile(rb'"content":"[^"]')
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _use_uvloop() -> None:
+    try:
+        import uvloop  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+
+
+# -- the fake upstream ------------------------------------------------------------------
+
+
+def upstream_body() -> tuple[bytes, str]:
+    """The streamed body (one SSE event per HTTP chunk) and its answer text."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from bench.streams import openai_chat_stream
+
+    body = openai_chat_stream(N_DELTAS, seed=7)
+    text = []
+    for line in body.split(b"\n"):
+        if line.startswith(b"data: {"):
+            for choice in json.loads(line[6:])["choices"]:
+                text.append(choice["delta"].get("content") or "")
+    return body, "".join(text)
+
+
+def _serve_upstream(port: int, bodies: dict[bytes, bytes] | None = None) -> None:
+    """A fake OpenAI server: every request gets its body at once, in chunked framing.
+
+    ``bodies`` maps a byte string of the request (a model name) to the body it
+    gets; the default is the 200-delta stream for every request.
+    """
+    _use_uvloop()
+    if bodies is None:
+        bodies = {b"": upstream_body()[0]}
+    head = (
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+    )
+    answers = {}
+    for key, body in bodies.items():
+        events = [e + b"\n\n" for e in body.split(b"\n\n") if e]
+        framed = b"".join(b"%x\r\n%s\r\n" % (len(e), e) for e in events) + b"0\r\n\r\n"
+        answers[key] = head + framed
+
+    def answer(request: bytes) -> bytes:
+        for key, response in answers.items():
+            if key in request:
+                return response
+        raise KeyError("no body for this request")
+
+    class Upstream(asyncio.Protocol):
+        def connection_made(self, transport: Any) -> None:
+            self.transport = transport
+            self.buffer = b""
+
+        def data_received(self, data: bytes) -> None:
+            self.buffer += data
+            while True:
+                end = self.buffer.find(b"\r\n\r\n")
+                if end < 0:
+                    return
+                match = re.search(rb"(?i)content-length:\s*(\d+)", self.buffer[:end])
+                size = int(match.group(1)) if match else 0
+                if len(self.buffer) < end + 4 + size:
+                    return
+                request, self.buffer = self.buffer[: end + 4 + size], self.buffer[end + 4 + size :]
+                self.transport.write(answer(request))
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(Upstream, "127.0.0.1", port, backlog=1024)
+        async with server:
+            await server.serve_forever()
+
+    asyncio.run(main())
+
+
+# -- the load generator (its own process) -------------------------------------------------
+
+
+async def _one_client(
+    port: int,
+    payload: bytes,
+    token: str,
+    deadline: float,
+    count: int,
+    out: list[tuple[float, int, str]],
+) -> None:
+    """One keep-alive connection, requests back to back; a small HTTP/1.1 reader
+    (content-length or chunked) so the load generator costs little per delta."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    request = (
+        b"POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1:%d\r\n"
+        b"content-type: application/json\r\nauthorization: Bearer %s\r\n"
+        b"content-length: %d\r\n\r\n%s" % (port, token.encode(), len(payload), payload)
+    )
+    done = 0
+    pending = b""
+    try:
+        while done < count and time.perf_counter() < deadline:
+            t0 = time.perf_counter()
+            writer.write(request)
+            buffer = pending
+            while (end := buffer.find(b"\r\n\r\n")) < 0:
+                buffer += await _read(reader)
+            head, body = buffer[:end].decode("latin-1"), buffer[end + 4 :]
+            status = int(head.split(" ", 2)[1])
+            length = re.search(r"(?i)\ncontent-length:\s*(\d+)", head)
+            chunked = re.search(r"(?i)\ntransfer-encoding:\s*chunked", head) is not None
+            first = 0.0
+            pieces = [body]
+            seen = len(body)
+            if _CONTENT.search(body):
+                first = time.perf_counter() - t0
+            while True:
+                if chunked:
+                    tail = b"".join(pieces[-2:])[-7:]
+                    if tail.endswith(b"0\r\n\r\n") and _chunked_done(pieces):
+                        break
+                elif length is not None:
+                    if seen >= int(length.group(1)):
+                        break
+                else:
+                    raise RuntimeError(f"a response without length or chunking: {head!r}")
+                data = await _read(reader)
+                if not first and _CONTENT.search(pieces[-1][-32:] + data):
+                    first = time.perf_counter() - t0
+                pieces.append(data)
+                seen += len(data)
+            raw = b"".join(pieces)
+            if chunked:
+                body, pending = _dechunk(raw)
+            else:
+                size = int(length.group(1)) if length else len(raw)
+                body, pending = raw[:size], raw[size:]
+            if status != 200:
+                raise RuntimeError(f"HTTP {status}: {body[:300]!r}")
+            out.append((first, len(_CONTENT.findall(body)), _text(body) if not done else ""))
+            done += 1
+    finally:
+        writer.close()
+
+
+async def _read(reader: asyncio.StreamReader) -> bytes:
+    data = await reader.read(1 << 16)
+    if not data:
+        raise RuntimeError("the server closed the connection mid-response")
+    return data
+
+
+def _dechunk(raw: bytes) -> tuple[bytes, bytes]:
+    """A chunked body and the bytes after it; raises ValueError while incomplete."""
+    out = []
+    pos = 0
+    while True:
+        eol = raw.index(b"\r\n", pos)
+        size = int(raw[pos:eol].split(b";")[0], 16)
+        start = eol + 2
+        if size == 0:
+            end = (
+                raw.index(b"\r\n\r\n", eol) + 4 if raw[start : start + 2] != b"\r\n" else start + 2
+            )
+            return b"".join(out), raw[end:]
+        if len(raw) < start + size + 2:
+            raise ValueError("incomplete")
+        out.append(raw[start : start + size])
+        pos = start + size + 2
+
+
+def _chunked_done(pieces: list[bytes]) -> bool:
+    try:
+        _dechunk(b"".join(pieces))
+    except ValueError:
+        return False
+    return True
+
+
+def _text(body: bytes) -> str:
+    parts = []
+    for line in body.split(b"\n"):
+        if line.startswith(b"data: {"):
+            for choice in json.loads(line[6:]).get("choices") or ():
+                parts.append((choice.get("delta") or {}).get("content") or "")
+    return "".join(parts)
+
+
+def load(
+    port: int, model: str, clients: int, seconds: float, count: int, token: str = "bench"
+) -> dict[str, Any]:
+    """``clients`` keep-alive clients for ``seconds`` (or ``count`` requests each)."""
+    _use_uvloop()
+    payload = json.dumps(
+        {"model": model, "stream": True, "messages": [{"role": "user", "content": "Hi"}]}
+    ).encode()
+    results: list[tuple[float, int, str]] = []
+
+    async def main() -> float:
+        t0 = time.perf_counter()
+        deadline = t0 + seconds
+        await asyncio.gather(
+            *(_one_client(port, payload, token, deadline, count, results) for _ in range(clients))
+        )
+        return time.perf_counter() - t0
+
+    wall = asyncio.run(main())
+    return {
+        "wall": wall,
+        "ttft": [r[0] for r in results],
+        "deltas": [r[1] for r in results],
+        "texts": [r[2] for r in results if r[2]],
+    }
+
+
+# -- gateways ------------------------------------------------------------------------------
+
+
+def _tree_cpu(pid: int) -> float:
+    """CPU seconds (user + system) of ``pid`` and every live descendant."""
+    tick = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    stats: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry))
+        stats[int(entry)] = (int(fields[11]) + int(fields[12])) / tick
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        total += stats.get(p, 0.0)
+        todo += children.get(p, [])
+    return total
+
+
+def _wait_ready(port: int, proc: subprocess.Popen[bytes] | None, seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise SystemExit(f"a gateway exited with {proc.returncode} before it was ready")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise SystemExit(f"nothing listens on {port} after {seconds} s")
+
+
+def start_streamfn(upstream: int, port: int) -> subprocess.Popen[bytes]:
+    env = dict(os.environ, OPENAI_API_KEY="bench-upstream-key")
+    exe = str(Path(sys.executable).with_name("streamfn"))
+    args = [exe, "serve", "--no-local", "--port", str(port)]
+    args += ["--base-url", f"openai=http://127.0.0.1:{upstream}/v1"]
+    return subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def start_litellm(exe: str, upstream: int, port: int, workdir: Path) -> subprocess.Popen[bytes]:
+    config = workdir / "litellm.yaml"
+    config.write_text(
+        "model_list:\n"
+        "  - model_name: bench\n"
+        "    litellm_params:\n"
+        "      model: openai/gpt-4o-mini\n"
+        f"      api_base: http://127.0.0.1:{upstream}/v1\n"
+        "      api_key: bench-upstream-key\n"
+        "litellm_settings:\n"
+        "  telemetry: false\n"
+    )
+    env = dict(
+        os.environ,
+        LITELLM_MASTER_KEY=LITELLM_KEY,
+        LITELLM_LOCAL_MODEL_COST_MAP="True",
+        LITELLM_LOG="ERROR",
+        LITELLM_TELEMETRY="False",
+    )
+    args = [exe, "--config", str(config), "--host", "127.0.0.1", "--port", str(port)]
+    return subprocess.Popen(
+        args, env=env, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+
+
+# -- driver ---------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=5.0, help="length of each c=50 phase")
+    parser.add_argument("--c1-requests", type=int, default=40)
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--litellm", default=shutil.which("litellm") or "", help="litellm script")
+    args = parser.parse_args()
+
+    ctx = mp.get_context("spawn")
+    upstream_port = _free_port()
+    upstream = ctx.Process(target=_serve_upstream, args=(upstream_port,), daemon=True)
+    upstream.start()
+    _wait_ready(upstream_port, None)
+    _, expected_text = upstream_body()
+
+    workdir = Path(tempfile.mkdtemp(prefix="bench-gateway-"))
+    procs: dict[str, subprocess.Popen[bytes]] = {}
+    #: name: (port, model, pid of the process tree to charge, bearer token)
+    targets: dict[str, tuple[int, str, int | None, str]] = {
+        "direct": (upstream_port, "gpt-4o-mini", upstream.pid, "bench")
+    }
+    try:
+        port = _free_port()
+        procs["streamfn"] = start_streamfn(upstream_port, port)
+        _wait_ready(port, procs["streamfn"])
+        targets["streamfn"] = (port, "openai:gpt-4o-mini", procs["streamfn"].pid, "bench")
+        if args.litellm:
+            port = _free_port()
+            procs["litellm"] = start_litellm(args.litellm, upstream_port, port, workdir)
+            _wait_ready(port, procs["litellm"])
+            targets["litellm"] = (port, "bench", procs["litellm"].pid, LITELLM_KEY)
+        else:
+            print("litellm not found (--litellm PATH): measuring streamfn and direct only")
+        with ProcessPoolExecutor(1, mp_context=ctx) as pool:
+            for name, (port, model, _, token) in targets.items():  # warm up, check answers
+                got = pool.submit(load, port, model, 2, 30.0, 3, token).result()
+                if set(got["texts"]) != {expected_text} or set(got["deltas"]) != {N_DELTAS}:
+                    raise SystemExit(f"{name} did not stream the upstream's answer")
+            rows = run_rounds(pool, targets, args, expected_text)
+    finally:
+        for proc in procs.values():
+            proc.send_signal(signal.SIGINT)
+        for proc in procs.values():
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        upstream.terminate()
+        upstream.join()
+        shutil.rmtree(workdir, ignore_errors=True)
+    report(rows, args)
+
+
+def run_rounds(
+    pool: ProcessPoolExecutor,
+    targets: dict[str, tuple[int, str, int | None, str]],
+    args: argparse.Namespace,
+    expected_text: str,
+) -> dict[str, list[dict[str, float]]]:
+    rows: dict[str, list[dict[str, float]]] = {name: [] for name in targets}
+    for _ in range(args.rounds):
+        for name, (port, model, pid, token) in targets.items():
+            c1 = pool.submit(load, port, model, 1, 60.0, args.c1_requests, token).result()
+            before = _tree_cpu(pid) if pid else 0.0
+            c50 = pool.submit(load, port, model, args.clients, args.seconds, 10**9, token).result()
+            cpu = (_tree_cpu(pid) if pid else 0.0) - before
+            if set(c1["texts"] + c50["texts"]) != {expected_text}:
+                raise SystemExit(f"{name}: a response's text differs from the upstream's")
+            if set(c50["deltas"]) != {N_DELTAS}:
+                raise SystemExit(f"{name}: a response lost deltas")
+            deltas = sum(c50["deltas"])
+            rows[name].append(
+                {
+                    "rps": len(c50["ttft"]) / c50["wall"],
+                    "cpu_per_1k": cpu / deltas * 1000,
+                    "p50_c1": statistics.median(c1["ttft"]) * 1e3,
+                    "p99_c50": statistics.quantiles(c50["ttft"], n=100)[98] * 1e3
+                    if len(c50["ttft"]) >= 2
+                    else c50["ttft"][0] * 1e3,
+                }
+            )
+        print(".", end="", flush=True)
+    print()
+    return rows
+
+
+def report(rows: dict[str, list[dict[str, float]]], args: argparse.Namespace) -> None:
+    load_avg = os.getloadavg()[0]
+    print(
+        f"{N_DELTAS}-delta streams, c=50 for {args.seconds:.0f} s and {args.c1_requests} "
+        f"sequential requests per round, best of {args.rounds} interleaved rounds; "
+        f"load average {load_avg:.1f}; python {sys.version.split()[0]}"
+    )
+    print()
+    print(
+        "| target | req/s c=50 | CPU-s per 1k deltas | us CPU per delta | "
+        "TTFT p50 c=1 (added) | TTFT p99 c=50 (added) |"
+    )
+    print("|---|---|---|---|---|---|")
+    direct = rows["direct"]
+    for name, runs in rows.items():
+        rps = max(r["rps"] for r in runs)
+        cpu = min(r["cpu_per_1k"] for r in runs)
+        added_p50 = min(r["p50_c1"] - d["p50_c1"] for r, d in zip(runs, direct, strict=True))
+        added_p99 = min(r["p99_c50"] - d["p99_c50"] for r, d in zip(runs, direct, strict=True))
+        p50 = min(r["p50_c1"] for r in runs)
+        p99 = min(r["p99_c50"] for r in runs)
+        extra = "" if name == "direct" else f" (+{added_p50:.2f})"
+        extra99 = "" if name == "direct" else f" (+{added_p99:.1f})"
+        print(
+            f"| {name} | {rps:,.0f} | {cpu:.4f} | {cpu * 1000:.1f} | "
+            f"{p50:.2f} ms{extra} | {p99:.1f} ms{extra99} |"
+        )
+    if "litellm" in rows:
+        ours = max(r["rps"] for r in rows["streamfn"])
+        theirs = max(r["rps"] for r in rows["litellm"])
+        cpu_ours = min(r["cpu_per_1k"] for r in rows["streamfn"])
+        cpu_theirs = min(r["cpu_per_1k"] for r in rows["litellm"])
+        print()
+        print(
+            f"streamfn / litellm: {ours / theirs:.0f}x the requests/s, "
+            f"{cpu_theirs / cpu_ours:.0f}x less CPU per delta"
+        )
+
+
+if __name__ == "__main__":
+    main()
