@@ -14,7 +14,6 @@ Names that used to be here still resolve for one release, with a
 from ._moved import install as _install_moved
 from ._moved import moved_attribute as _moved_attribute
 from .accumulate import accumulate, check_protocol
-from .cache_points import CachePoint
 from .call import open_call, register_api, replay
 from .errors import (
     CompletionError,
@@ -61,7 +60,7 @@ from .messages import (
     UserMessage,
 )
 from .models import Model, get_model, list_models, model, register_model
-from .options import AWSCredentials, Options, ThinkingLevel
+from .options import AWSCredentials, CachePoint, Options, ThinkingLevel
 from .structured import OutputValidationError, parse_output
 
 _install_moved()

@@ -29,11 +29,12 @@ prices each at the model's own rate.
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
 from .capabilities import capabilities_for, unsupported
+from .options import CachePoint, CacheSetting, CacheTTL
 
 if TYPE_CHECKING:
     from .messages import Context
@@ -50,20 +51,6 @@ __all__ = [
     "mark_bedrock",
     "prompt_cache_key",
 ]
-
-CacheTTL: TypeAlias = Literal["5m", "1h"]
-
-
-class CachePoint(msgspec.Struct, frozen=True):
-    """Cache the prompt up to and including ``at``: ``"tools"``, ``"system"``, or a
-    turn as sent (an index into the provider's messages, negative from the end; the
-    tool results answering one assistant turn are one turn). ``ttl`` "5m" or "1h"."""
-
-    at: Literal["system", "tools"] | int
-    ttl: CacheTTL = "5m"
-
-
-CacheSetting: TypeAlias = Literal["off", "auto"] | list[CachePoint]
 
 #: What ``cache="auto"`` marks (those present in the request).
 AUTO_POINTS: Final = (CachePoint("tools"), CachePoint("system"), CachePoint(-1))

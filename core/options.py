@@ -14,18 +14,37 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 import msgspec
 
-from .cache_points import CachePoint, CacheSetting
 from .errors import UsageError
 from .redact import redacted_repr
 
 __all__ = [
     "CLIENT_FIELDS",
     "AWSCredentials",
+    "CachePoint",
+    "CacheSetting",
+    "CacheTTL",
     "Options",
     "ThinkingLevel",
     "ThinkingName",
     "client_fields",
 ]
+
+
+# -- prompt-cache breakpoints (placed per provider by `streamfn.core.cache_points`)
+
+CacheTTL: TypeAlias = Literal["5m", "1h"]
+
+
+class CachePoint(msgspec.Struct, frozen=True):
+    """Cache the prompt up to and including ``at``: ``"tools"``, ``"system"``, or a
+    turn as sent (an index into the provider's messages, negative from the end; the
+    tool results answering one assistant turn are one turn). ``ttl`` "5m" or "1h"."""
+
+    at: Literal["system", "tools"] | int
+    ttl: CacheTTL = "5m"
+
+
+CacheSetting: TypeAlias = Literal["off", "auto"] | list[CachePoint]
 
 
 class ThinkingLevel(enum.StrEnum):
