@@ -322,9 +322,10 @@ class App:
 
     async def _parse(self, path: str, body: bytes) -> ClientRequest:
         allowed = frozenset(self.config.allow_server_tools)
+        urls = self.config.allow_input_urls
         if len(body) > PARSE_INLINE_BYTES:  # megabytes of prompt: not on the loop
-            return await self.runtime.to_thread(parse_request, path, body, allowed)
-        return parse_request(path, body, allowed)
+            return await self.runtime.to_thread(parse_request, path, body, allowed, urls)
+        return parse_request(path, body, allowed, urls)
 
     def _max_output(self, model: str) -> int | None:
         try:

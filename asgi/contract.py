@@ -78,6 +78,9 @@ class ServerConfig(msgspec.Struct, kw_only=True):
     #: server-tool types (``web_search``, ``code_execution``) clients may enable; they run
     #: and are billed with the server's credentials, so none by default (a 400 naming it)
     allow_server_tools: tuple[str, ...] = ()
+    #: pass client image and document URLs to upstreams (which fetch them); off, since
+    #: an upstream on the operator's network would fetch intranet addresses for clients
+    allow_input_urls: bool = False
 
     def __repr__(self) -> str:
         key = "***" if self.api_key else None

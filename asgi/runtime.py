@@ -145,9 +145,13 @@ class Mailbox:
         read would be decoded and queued before the first byte left for the client.
         """
         self.put_nowait(item)
-        if self.items and self.signalled is None:
+        deadline = self.runtime.clock() + patience
+        while self.items and self.signalled is None:  # until ``item`` itself was taken
+            left = deadline - self.runtime.clock()
+            if left <= 0:
+                break
             self._writer = flag = self.runtime.flag()
-            await self.runtime.wait(flag, patience)
+            await self.runtime.wait(flag, left)
             self._writer = None
 
     def signal(self, marker: Marker) -> None:

@@ -97,6 +97,13 @@ class _Recursive(Exception):
     pass
 
 
+#: the most schema nodes (objects, lists, values) inlining may build, and the deepest
+#: chain of $refs it follows: far above any schema a provider accepts (OpenAI: 5,000
+#: properties, 10 levels of nesting), far below what would pin a CPU
+MAX_SCHEMA_NODES: Final = 20_000
+MAX_SCHEMA_DEPTH: Final = 64
+
+
 def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
     """Local ``$ref``s (``#/$defs/X``, ``#/definitions/X``) replaced by copies of their
     definitions; a recursive schema keeps its ``$defs`` with only the root resolved.
@@ -112,7 +119,18 @@ def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
                 return defs[ref[len(prefix) :]]
         raise ValueError(f"response_schema: $ref {ref!r} is not a local definition")
 
+    budget = [MAX_SCHEMA_NODES]
+
     def walk(node: Any, stack: tuple[str, ...]) -> Any:
+        # Inlining copies each definition where it is used: a few kilobytes of $defs
+        # that each use the next twice expand exponentially. Count what is built and
+        # stop at a size no provider takes (and before Python's recursion limit).
+        budget[0] -= 1
+        if budget[0] < 0 or len(stack) > MAX_SCHEMA_DEPTH:
+            raise ValueError(
+                f"response_schema: more than {MAX_SCHEMA_NODES} nodes or {MAX_SCHEMA_DEPTH} "
+                "nested $refs once local $refs are inlined; simplify the schema"
+            )
         if isinstance(node, list):
             return [walk(item, stack) for item in node]
         if not isinstance(node, dict):

@@ -89,7 +89,7 @@ def _merged(base: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
         key = next(iter(out))
         out[key].update(config)
         return out
-    out.update(config)
+    out.update({k: v for k, v in config.items() if k not in base})  # never the type or name
     return out
 
 

@@ -8,6 +8,7 @@ steps a shell answers, and the client half every shell shares.
 - `target`, `proxy_env`, `content_coding`: URLs, proxies, Content-Encoding.
 """
 
+from ..credentials import with_credentials  # the old streamfn.core.http11 exported it
 from .client_base import Ambient, ClientBase, ClientSettings
 from .driver import TAIL_GRACE, drive, wire_headers
 from .exchange import MAX_TAIL_BYTES, Exchange
@@ -65,4 +66,5 @@ __all__ = [
     "drive",
     "parse_target",
     "wire_headers",
+    "with_credentials",
 ]

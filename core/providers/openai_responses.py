@@ -166,7 +166,6 @@ class _Tool:
 
 
 #: item types that are ours to interpret; everything else is carried opaque
-_CLIENT_ITEMS: Final = frozenset({"message", "reasoning", "function_call"})
 
 
 class OpenAIResponsesCall(SSECall):

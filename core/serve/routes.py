@@ -14,6 +14,7 @@ import hmac
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
+from .client_inputs import check_client_inputs
 from .guard import header, host_allowed, is_json
 from .inbound import (
     BadRequest,
@@ -206,12 +207,17 @@ def body_too_slow(timeout: float) -> HTTPError:
 
 
 def parse_request(
-    path: str, body: bytes, allow_server_tools: frozenset[str] = frozenset()
+    path: str,
+    body: bytes,
+    allow_server_tools: frozenset[str] = frozenset(),
+    allow_input_urls: bool = False,
 ) -> ClientRequest:
     """The body in ``path``'s dialect, or a 400 naming what is wrong with it. A server
-    tool (run and billed on the server's key) passes only if its type is allowed."""
+    tool (run and billed on the server's key) passes only if its type is allowed, with
+    the config keys `check_client_inputs` lists; image and document URLs only if allowed."""
     try:
-        return _PARSERS[path](body, allow_server_tools=allow_server_tools)
+        request = _PARSERS[path](body, allow_server_tools=allow_server_tools)
+        return check_client_inputs(request, allow_input_urls=allow_input_urls)
     except BadRequest as exc:
         raise HTTPError(400, "invalid_request", str(exc)) from None
 

@@ -187,6 +187,13 @@ def _add_web(parser: argparse.ArgumentParser) -> None:
         help="let clients enable these provider-run tools, comma-separated (web_search, "
         "code_execution); they are billed to the server's keys (default: none, a 400)",
     )
+    parser.add_argument(
+        "--allow-input-urls",
+        action="store_true",
+        help="pass clients' image and document URLs to the upstream, which fetches them "
+        "(default: a 400; never loopback, private or link-local addresses, nor a "
+        "provider's file host): an upstream on your network would fetch intranet URLs",
+    )
 
 
 def _server_tools(args: argparse.Namespace) -> tuple[str, ...]:
@@ -329,6 +336,7 @@ def _app(args: argparse.Namespace, backend: Any) -> Any:
             cors_origins=tuple(args.cors_origin),
             append_sources=args.append_sources,
             allow_server_tools=_server_tools(args),
+            allow_input_urls=args.allow_input_urls,
         ),
     )
 

@@ -89,18 +89,17 @@ def module_imports(rel: str, tree: ast.Module) -> Iterator[tuple[str, str]]:
     for inner in ast.walk(tree):
         if id(inner) in typing_only:
             continue
-        if True:
-            if isinstance(inner, ast.ImportFrom):
-                if inner.level:
-                    base = package.split(".")[: len(package.split(".")) - inner.level + 1]
-                    target = ".".join(base + ([inner.module] if inner.module else []))
-                else:
-                    target = inner.module or ""
-                for alias in inner.names:
-                    yield target, alias.name
-            elif isinstance(inner, ast.Import):
-                for alias in inner.names:
-                    yield alias.name, ""
+        if isinstance(inner, ast.ImportFrom):
+            if inner.level:
+                base = package.split(".")[: len(package.split(".")) - inner.level + 1]
+                target = ".".join(base + ([inner.module] if inner.module else []))
+            else:
+                target = inner.module or ""
+            for alias in inner.names:
+                yield target, alias.name
+        elif isinstance(inner, ast.Import):
+            for alias in inner.names:
+                yield alias.name, ""
 
 
 def test_no_private_name_is_imported_across_modules() -> None:

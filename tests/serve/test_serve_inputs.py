@@ -54,7 +54,7 @@ def _gateway(upstream: FakeProvider, token: str, **config: Any) -> Server:
 
 @pytest.fixture(scope="module")
 def gateway(upstream: FakeProvider) -> Iterator[Server]:
-    with _gateway(upstream, "gw-in") as server:
+    with _gateway(upstream, "gw-in", allow_input_urls=True) as server:
         yield server
 
 
