@@ -44,6 +44,7 @@ from .inbound_anthropic import parse_anthropic_request
 from .inbound_openai import parse_openai_request
 from .request_fields import (
     MAX_DEPTH,
+    MAX_URL_CHARS,
     BadRequest,
     ClientRequest,
     check_fields,
@@ -56,6 +57,7 @@ from .request_fields import (
 
 __all__ = [
     "MAX_DEPTH",
+    "MAX_URL_CHARS",
     "BadRequest",
     "ClientRequest",
     "decode_body",
