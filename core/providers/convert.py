@@ -236,25 +236,9 @@ def prepare_messages(context: Context, target: Model) -> list[Message]:
     out: list[Message] = []
     pending: dict[str, ToolCall] = {}  # calls of the last assistant turn awaiting results
     skipped: set[str] = set()  # ids of tool calls in skipped (errored/aborted) turns
-
-    def flush_missing() -> None:
-        for call in pending.values():
-            log.warning(
-                "tool call %s (%s) has no result; sending an error result", call.id, call.name
-            )
-            out.append(
-                ToolResultMessage(
-                    tool_call_id=call.id,
-                    tool_name=call.name,
-                    content=[TextContent(text=MISSING_RESULT_TEXT)],
-                    is_error=True,
-                )
-            )
-        pending.clear()
-
     for message in context.messages:
         if isinstance(message, AssistantMessage):
-            flush_missing()
+            _flush_missing(pending, out)
             if message.stop_reason in (StopReason.ERROR, StopReason.ABORTED):
                 skipped.update(b.id for b in message.content if isinstance(b, ToolCall))
                 continue
@@ -269,26 +253,50 @@ def prepare_messages(context: Context, target: Model) -> list[Message]:
                     "dropping the result of tool call %s from a skipped turn", message.tool_call_id
                 )
                 continue
-            new_id = ids.get(message.tool_call_id) or _id_rule(target)(message.tool_call_id)
-            pending.pop(new_id, None)
-            out.append(
-                ToolResultMessage(
-                    tool_call_id=new_id,
-                    tool_name=message.tool_name,
-                    content=_without_images(message.content, target),
-                    is_error=message.is_error,
-                    timestamp=message.timestamp,
-                )
-            )
+            result = _convert_result(message, target, ids)
+            pending.pop(result.tool_call_id, None)
+            out.append(result)
         else:
-            flush_missing()
-            if isinstance(message.content, list):
-                content = _without_images(message.content, target)
-                if content is not message.content:
-                    message = UserMessage(content=content, timestamp=message.timestamp)
-            out.append(message)
-    flush_missing()
+            _flush_missing(pending, out)
+            out.append(_convert_user(message, target))
+    _flush_missing(pending, out)
     return out
+
+
+def _flush_missing(pending: dict[str, ToolCall], out: list[Message]) -> None:
+    """An error result for each call of the last assistant turn that got none."""
+    for call in pending.values():
+        log.warning("tool call %s (%s) has no result; sending an error result", call.id, call.name)
+        out.append(
+            ToolResultMessage(
+                tool_call_id=call.id,
+                tool_name=call.name,
+                content=[TextContent(text=MISSING_RESULT_TEXT)],
+                is_error=True,
+            )
+        )
+    pending.clear()
+
+
+def _convert_result(
+    message: ToolResultMessage, target: Model, ids: dict[str, str]
+) -> ToolResultMessage:
+    """A tool result under its call's rewritten id, without images the target cannot take."""
+    return ToolResultMessage(
+        tool_call_id=ids.get(message.tool_call_id) or _id_rule(target)(message.tool_call_id),
+        tool_name=message.tool_name,
+        content=_without_images(message.content, target),
+        is_error=message.is_error,
+        timestamp=message.timestamp,
+    )
+
+
+def _convert_user(message: UserMessage, target: Model) -> UserMessage:
+    if isinstance(message.content, list):
+        content = _without_images(message.content, target)
+        if content is not message.content:
+            return UserMessage(content=content, timestamp=message.timestamp)
+    return message
 
 
 def forced_tool_choice(context: Context, options: Options) -> bool:

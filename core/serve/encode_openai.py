@@ -191,7 +191,10 @@ class OpenAIChatEncoder:
         return b"data: " + _encoder.encode(obj) + b"\n\n"
 
     def encode(self, event: Event) -> bytes:
-        """Bytes to write for one event (empty when the format has nothing to say)."""
+        """Bytes to write for one event (empty when the format has nothing to say).
+
+        The per-delta events are framed inline (the hot path); the rare ones
+        (a block's start or end, the stream's end) have their own methods."""
         if isinstance(event, TextDelta):
             self._chars += len(event.delta)
             return self._content_pre + _encoder.encode(event.delta) + self._content_post
@@ -199,13 +202,7 @@ class OpenAIChatEncoder:
             self._text_base[event.index] = self._chars
             return b""
         if isinstance(event, TextEnd):
-            base = self._text_base.pop(event.index, 0)
-            annotations = [
-                a
-                for c in event.citations
-                if (a := to_openai_annotation(c, nested=True, offset=base)) is not None
-            ]
-            return self._frame(self._chunk({"annotations": annotations})) if annotations else b""
+            return self._text_end(event)
         if isinstance(event, ThinkingDelta):
             return self._reasoning_pre + _encoder.encode(event.delta) + self._reasoning_post
         if isinstance(event, ToolCallDelta):
@@ -214,48 +211,67 @@ class OpenAIChatEncoder:
                 return b""
             return around[0] + _encoder.encode(event.delta) + around[1]
         if isinstance(event, ToolCallStart):
-            slot = self._tool_slots.setdefault(event.index, len(self._tool_slots))
-            if event.index not in self._arguments:
-                self._arguments[event.index] = _around(
-                    lambda v: self._frame(
-                        self._chunk({"tool_calls": [{"index": slot, "function": {"arguments": v}}]})
-                    )
-                )
-            call = {
-                "index": slot,
-                "id": event.id,
-                "type": "function",
-                "function": {"name": event.name, "arguments": ""},
-            }
-            return self._frame(self._chunk({"tool_calls": [call]}))
+            return self._tool_call_start(event)
         if isinstance(event, Start):
             return self._frame(self._chunk({"role": "assistant", "content": ""}))
         if isinstance(event, Done):
-            out = self._frame(self._chunk({}, FINISH_REASONS[event.stop_reason]))
-            if self._include_usage:
-                out += self._frame(
-                    {
-                        "id": self._id,
-                        "object": "chat.completion.chunk",
-                        "created": self._created,
-                        "model": self._model,
-                        "choices": [],
-                        "usage": openai_usage(event.usage),
-                    }
-                )
-            return out + b"data: [DONE]\n\n"
+            return self._done(event)
         if isinstance(event, Error):
-            body = {
-                "error": {
-                    "message": event.message,
-                    "type": openai_error_type(event.kind),
-                    "code": event.kind.value if event.kind else None,
-                }
-            }
-            # [DONE] after the error: the stream's end is explicit, so no client
-            # mistakes it for a dropped connection
-            return self._frame(body) + b"data: [DONE]\n\n"
+            return self._error(event)
         return b""
+
+    def _text_end(self, event: TextEnd) -> bytes:
+        """The block's citations as annotations, their offsets counted over the whole message."""
+        base = self._text_base.pop(event.index, 0)
+        annotations = [
+            a
+            for c in event.citations
+            if (a := to_openai_annotation(c, nested=True, offset=base)) is not None
+        ]
+        return self._frame(self._chunk({"annotations": annotations})) if annotations else b""
+
+    def _tool_call_start(self, event: ToolCallStart) -> bytes:
+        slot = self._tool_slots.setdefault(event.index, len(self._tool_slots))
+        if event.index not in self._arguments:
+            self._arguments[event.index] = _around(
+                lambda v: self._frame(
+                    self._chunk({"tool_calls": [{"index": slot, "function": {"arguments": v}}]})
+                )
+            )
+        call = {
+            "index": slot,
+            "id": event.id,
+            "type": "function",
+            "function": {"name": event.name, "arguments": ""},
+        }
+        return self._frame(self._chunk({"tool_calls": [call]}))
+
+    def _done(self, event: Done) -> bytes:
+        out = self._frame(self._chunk({}, FINISH_REASONS[event.stop_reason]))
+        if self._include_usage:
+            out += self._frame(
+                {
+                    "id": self._id,
+                    "object": "chat.completion.chunk",
+                    "created": self._created,
+                    "model": self._model,
+                    "choices": [],
+                    "usage": openai_usage(event.usage),
+                }
+            )
+        return out + b"data: [DONE]\n\n"
+
+    def _error(self, event: Error) -> bytes:
+        body = {
+            "error": {
+                "message": event.message,
+                "type": openai_error_type(event.kind),
+                "code": event.kind.value if event.kind else None,
+            }
+        }
+        # [DONE] after the error: the stream's end is explicit, so no client
+        # mistakes it for a dropped connection
+        return self._frame(body) + b"data: [DONE]\n\n"
 
     def keep_alive(self) -> bytes:
         """An SSE comment: ignored by clients, resets idle timers on the way."""

@@ -33,10 +33,6 @@ MAX_FUNCTION_LINES = 60
 EXCEPTIONS: dict[str, str] = {
     # path or path:function -> reason
     "core/partial_json.py:_consume": "one hot loop; moving the key/colon and string-end branches out measured 7% more CPU on key-heavy arguments",
-    "core/serve/inbound.py": "being split",
-    "core/serve/inbound.py:_anthropic_message": "being split",
-    "core/providers/convert.py:prepare_messages": "being split",
-    "core/serve/encode_openai.py:encode": "being split",
     "core/wire/sse.py:_process": "one hot loop (WHATWG's field dispatch); a split costs a call per line",
 }
 #: private names still imported across modules (module:name -> reason)

@@ -1,0 +1,250 @@
+"""What every client dialect's request parser shares: the body, the field checks, the types.
+
+`BadRequest` and `ClientRequest` live here so the dialect parsers
+(`inbound_openai`, `inbound_anthropic`) and `inbound` (the native format and
+the public entry points) share them without importing each other. Every check
+raises `BadRequest` naming the field the client sent, so the server answers a
+400 in the client's own error shape.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Final, TypeVar
+
+import msgspec
+
+from ..errors import UsageError
+from ..messages import Context, DocumentContent, ImageContent, ServerTool
+from ..options import Options
+
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_URL_CHARS",
+    "BadRequest",
+    "ClientRequest",
+    "check_fields",
+    "check_ranges",
+    "client_url",
+    "data_url",
+    "decode_body",
+    "integer",
+    "media_part",
+    "number",
+    "optional",
+    "refuse_server_tools",
+    "require",
+    "response_schema",
+    "stop_list",
+    "stream_flag",
+    "typed_context",
+]
+
+#: the deepest nesting of objects and arrays a request body may have; the
+#: deepest thing clients legitimately send is a tool's JSON Schema
+MAX_DEPTH: Final = 64
+
+
+class BadRequest(UsageError):
+    """The client's request is malformed; the message says which field and why."""
+
+
+class ClientRequest(msgspec.Struct, kw_only=True):
+    model: str
+    context: Context
+    options: Options
+    stream: bool = False
+    include_usage: bool = False
+
+
+def decode_body(body: bytes) -> dict[str, Any]:
+    """The body as a JSON object, or `BadRequest` saying why it is not one."""
+    try:
+        obj = msgspec.json.decode(body)
+    except UnicodeDecodeError:
+        raise BadRequest("request body is not valid UTF-8") from None
+    except msgspec.DecodeError as exc:
+        raise BadRequest(f"request body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise BadRequest(f"request body nests deeper than {MAX_DEPTH} levels") from None
+    if not isinstance(obj, dict):
+        raise BadRequest("request body must be a JSON object")
+    _check_depth(obj)
+    return obj
+
+
+def _check_depth(obj: Any) -> None:
+    stack: list[tuple[Any, int]] = [(obj, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise BadRequest(f"request body nests deeper than {MAX_DEPTH} levels")
+        children = value.values() if isinstance(value, dict) else value
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+
+
+def check_fields(
+    obj: dict[str, Any],
+    honoured: frozenset[str],
+    ignored: frozenset[str],
+    where: str,
+    neutral: dict[str, tuple[Any, ...]] | None = None,
+) -> None:
+    """A field a dialect does not list is a 400 naming it (never silently dropped).
+
+    ``neutral`` lists fields this server does not implement that clients send
+    at their do-nothing value (``frequency_penalty: 0``): those pass.
+    """
+    for key, value in obj.items():
+        if key in honoured or key in ignored:
+            continue
+        if neutral and key in neutral and (value is None or value in neutral[key]):
+            continue
+        raise BadRequest(
+            f"{where}.{key}: not accepted by this server. A client chooses what to "
+            f"generate ({', '.join(sorted(honoured))}); where a request goes, its "
+            "credentials, retries and timeouts are the server's configuration"
+        )
+
+
+def check_ranges(options: Options, where: str, names: dict[str, str]) -> None:
+    """Out-of-range generation knobs are 400s, under the name the client used."""
+
+    def name(field: str) -> str:
+        return f"{where}.{names.get(field, field)}"
+
+    if options.max_tokens is not None and options.max_tokens < 1:
+        raise BadRequest(f"{name('max_tokens')}: must be at least 1, got {options.max_tokens}")
+    if options.temperature is not None and not 0 <= options.temperature < math.inf:
+        raise BadRequest(f"{name('temperature')}: must be a number >= 0")
+    if options.top_p is not None and not 0 <= options.top_p <= 1:
+        raise BadRequest(f"{name('top_p')}: must be between 0 and 1")
+    if options.top_k is not None and options.top_k < 0:
+        raise BadRequest(f"{name('top_k')}: must be >= 0")
+    if options.thinking_budget is not None and options.thinking_budget < 0:
+        raise BadRequest(f"{name('thinking_budget')}: must be >= 0")
+
+
+def response_schema(schema: Any, where: str) -> dict[str, Any]:
+    """A client's JSON Schema for structured output, checked the way the request
+    builders will use it (an object at the root, local ``$ref``s only)."""
+    from ..structured import output_schema
+
+    if not isinstance(schema, dict):
+        raise BadRequest(f"{where}: must be a JSON Schema object")
+    try:
+        output_schema(schema)
+    except (TypeError, ValueError) as exc:
+        raise BadRequest(f"{where}: {exc}") from None
+    return schema
+
+
+def stream_flag(obj: dict[str, Any], where: str) -> bool:
+    value = obj.get("stream")
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise BadRequest(
+            f"{where}.stream: must be true or false, got {msgspec.json.encode(value).decode()}"
+        )
+    return value
+
+
+def typed_context(context: Context) -> Context:
+    """The context checked against its declared types (a backstop for loose client JSON)."""
+    try:
+        return msgspec.convert(msgspec.to_builtins(context), Context)
+    except (msgspec.ValidationError, TypeError) as exc:
+        raise BadRequest(f"request: a field has the wrong type: {exc}") from None
+
+
+def require(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    if key not in obj:
+        raise BadRequest(f"{where}: missing required field {key!r}")
+    value = obj[key]
+    if not isinstance(value, kind):
+        raise BadRequest(f"{where}.{key}: wrong type {type(value).__name__}")
+    return value
+
+
+def optional(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    value = obj.get(key)
+    if value is not None and not isinstance(value, kind):
+        raise BadRequest(f"{where}.{key}: wrong type {type(value).__name__}")
+    return value
+
+
+def number(obj: dict[str, Any], key: str, where: str) -> float | None:
+    value = optional(obj, key, (int, float), where)
+    if isinstance(value, bool):
+        raise BadRequest(f"{where}.{key}: wrong type bool")
+    return None if value is None else float(value)
+
+
+def integer(obj: dict[str, Any], key: str, where: str) -> int | None:
+    value = optional(obj, key, int, where)
+    if isinstance(value, bool):
+        raise BadRequest(f"{where}.{key}: wrong type bool")
+    return value  # type: ignore[no-any-return]
+
+
+_Part = TypeVar("_Part", ImageContent, DocumentContent)
+
+#: the longest URL a client may pass on to a provider
+MAX_URL_CHARS: Final = 8192
+
+
+def client_url(url: str, where: str) -> str:
+    """An ``http(s)`` URL the upstream provider will fetch (never this server)."""
+    if not url.startswith(("https://", "http://")) or len(url) > MAX_URL_CHARS:
+        raise BadRequest(
+            f"{where}: only base64 data or an http(s) URL (up to {MAX_URL_CHARS} characters, "
+            "fetched by the upstream provider) is accepted"
+        )
+    return url
+
+
+def data_url(url: str, where: str, default_mime: str) -> tuple[str, str]:
+    """(mime type, base64 data) of a ``data:`` URL."""
+    if not url.startswith("data:") or ";base64," not in url:
+        raise BadRequest(f"{where}: expected a base64 data: URL")
+    head, data = url[5:].split(";base64,", 1)
+    return head or default_mime, data
+
+
+def media_part(cls: type[_Part], where: str, **fields: Any) -> _Part:
+    """An image or document part, its own checks (one source, a MIME type) as 400s."""
+    try:
+        return cls(**fields)
+    except ValueError as exc:
+        raise BadRequest(f"{where}: {exc}") from None
+
+
+def _data_url_image(url: str, where: str) -> ImageContent:
+    if not url.startswith("data:"):
+        return media_part(ImageContent, where, url=client_url(url, where))
+    mime, data = data_url(url, where, "image/png")
+    return media_part(ImageContent, where, data=data, mime_type=mime)
+
+
+def stop_list(value: Any, where: str) -> list[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
+    raise BadRequest(f"{where}: must be a string or a list of strings")
+
+
+def refuse_server_tools(request: ClientRequest, allowed: frozenset[str]) -> ClientRequest:
+    """``request`` unchanged, or `BadRequest` naming the first server tool the operator
+    did not allow: it would run (and be billed) with the server's credentials."""
+    for number, tool in enumerate(request.context.tools):
+        if isinstance(tool, ServerTool) and tool.type not in allowed:
+            raise BadRequest(
+                f"tools[{number}]: server tool {tool.type!r} is not enabled on this server "
+                "(it runs with the server's credentials and is billed to them); its operator "
+                f"can allow it with --allow-server-tools {tool.type}"
+            )
+    return request
