@@ -36,7 +36,7 @@ from ..messages import (
     ToolResultMessage,
     UserMessage,
 )
-from .inbound import BadRequest, ClientRequest
+from .request_fields import BadRequest, ClientRequest
 
 __all__ = [
     "FILE_HOSTS",
