@@ -39,8 +39,8 @@ Decisions a caller can rely on (each one is a choice the wire leaves open):
   ``message_start`` gives the first counts; ``message_delta`` counts are
   cumulative and override field by field. Anthropic does not report thinking
   tokens apart, so ``reasoning`` stays 0.
-- Citations (``citations_delta``) are not carried: the event protocol has no
-  place for them yet; they are logged at debug level.
+- Citations (``citations_delta``) are gathered per text block and sent with
+  its ``TextEnd`` (``citations``), as every provider's are.
 """
 
 from __future__ import annotations

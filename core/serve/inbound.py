@@ -12,12 +12,15 @@ dialect's list is a 400 naming it, not silently dropped, so a client that
 tries ``base_url`` or ``max_attempts`` learns at once that it cannot.
 
 Images and documents may come as base64 or as ``http(s)`` URLs. The server
-never fetches a URL: it passes it to the upstream provider, whose servers
-fetch it (so no request from this host's network, no SSRF here); other
-schemes (``gs://``, ``file://``) and provider file ids are 400s, since they
-would be read with the server's credentials. Server tools (web search, code
+never fetches a URL itself; the upstream would, and an upstream on the
+operator's network would fetch intranet addresses for the client, so URLs
+are off unless the operator allows them, and then never loopback, private,
+link-local or provider-file hosts (`client_inputs`). Other schemes
+(``gs://``, ``file://``) and provider file ids are 400s, since they would be
+read with the server's credentials. Server tools (web search, code
 execution) are billed to the server's key: a request carrying one is a 400
-naming it unless the operator allowed that type (``allow_server_tools``).
+naming it unless the operator allowed that type (``allow_server_tools``),
+and its config may hold only the keys `client_inputs` lists.
 
 This module parses streamfn's native format and is the public entry point;
 each dialect has its own module (`inbound_openai`, `inbound_anthropic`) and
