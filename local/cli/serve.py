@@ -232,6 +232,13 @@ def _check(args: argparse.Namespace) -> dict[str, str]:
             "token, or pass --insecure-no-auth if that is really what you want",
             EXIT_USAGE,
         )
+    if "*" in args.cors_origin and _api_key(args):
+        raise CommandError(
+            "--cors-origin '*' with an API key lets any web page a user of the key visits "
+            "call this server with it; list the origins that may (--cors-origin "
+            "https://app.example)",
+            EXIT_USAGE,
+        )
     if args.config is not None and args.no_providers:
         raise CommandError("--config names upstream models; drop --no-providers", EXIT_USAGE)
     base_urls = {}

@@ -63,6 +63,12 @@ def test_a_memory_budget_below_one_body_is_a_usage_error(
     assert "--max-buffered-bytes must be at least --max-body-bytes" in capsys.readouterr().err
 
 
+def test_any_origin_with_a_key_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    # any page a key holder visits could call the server with the key
+    assert _serve("--no-local", "--api-key", "k", "--cors-origin", "*") == 2
+    assert "--cors-origin '*' with an API key" in capsys.readouterr().err
+
+
 def test_a_malformed_base_url_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert _serve("--no-local", "--base-url", "openai") == 2
     assert "PROVIDER=URL" in capsys.readouterr().err
