@@ -12,7 +12,7 @@ must be the same for all before anything is printed. Contenders run
 interleaved round-robin (``--repeat`` rounds; in each, one big stream and
 ``--first`` small ones per contender):
 
-- ``streamfn trio`` / ``streamfn asyncio``: `Client.stream`, typed events;
+- ``streamfn trio`` / ``streamfn asyncio`` / ``streamfn sync``: `Client.stream`, typed events;
 - ``openai SDK`` sync and async: ``chat.completions.create(stream=True)``;
 - ``httpx + httpx-sse``: ``aconnect_sse`` + ``json.loads`` per event;
 - ``aiohttp``: ``ClientSession.post`` + its line iterator + ``json.loads``.
@@ -89,6 +89,28 @@ def run_asyncio(url: str, model: str) -> Result:
             return await _ours(client, url, model)
 
     return asyncio.run(main())
+
+
+def run_sync(url: str, model_id: str) -> Result:
+    """The blocking shell (`streamfn.io_sync`): no event loop at all."""
+    from streamfn.core import Context, Done, Model, Options, TextDelta
+    from streamfn.io_sync import Client
+
+    model = Model(id=model_id, provider="openai", api="openai-chat", base_url=url)
+    options = Options(api_key=KEY, idle_timeout=30.0, max_attempts=1)
+    start = time.perf_counter()
+    first, n, parts = 0.0, 0, []
+    client = Client(environ={}, max_idle_per_host=0)
+    with client, client.stream(model, Context.of("hi"), options) as events:
+        for event in events:
+            n += 1
+            if type(event) is TextDelta:
+                if not parts:
+                    first = time.perf_counter() - start
+                parts.append(event.delta)
+            last = event
+    assert isinstance(last, Done), last
+    return n, first, "".join(parts)
 
 
 # -- peers ---------------------------------------------------------------------------
@@ -199,6 +221,7 @@ def run_aiohttp(url: str, model: str) -> Result:
 CONTENDERS: dict[str, Callable[[str, str], Result]] = {
     "streamfn trio": run_trio,
     "streamfn asyncio": run_asyncio,
+    "streamfn sync": run_sync,
     "openai SDK sync": run_openai_sync,
     "openai SDK async": run_openai_async,
     "httpx + httpx-sse": run_httpx_sse,
