@@ -26,7 +26,7 @@ import binascii
 import re
 from typing import TYPE_CHECKING, Any, Final
 
-from .capabilities import UnsupportedInput
+from .capabilities import UnsupportedInput, capabilities_for
 from .messages import (
     Context,
     DocumentContent,
@@ -37,6 +37,7 @@ from .messages import (
     UserContent,
     UserMessage,
 )
+from .server_tools import check_server_tools
 
 if TYPE_CHECKING:
     from .models import Model
@@ -78,8 +79,6 @@ def input_kind(part: ImageContent | DocumentContent) -> str:
 
 def inputs_for(model: Model) -> tuple[str, ...]:
     """The input kinds ``model`` takes: its capabilities' ``inputs``, else its format's."""
-    from .capabilities import capabilities_for
-
     declared = capabilities_for(model).inputs
     if declared is not None:
         return declared
@@ -134,8 +133,6 @@ def check_inputs(context: Context, model: Model) -> None:
                         f"results ({where}); send the document in a user message instead"
                     )
                 _check_document_type(part, model, where)
-    from .server_tools import check_server_tools
-
     check_server_tools([t for t in context.tools if isinstance(t, ServerTool)], model)
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from .capabilities import UnsupportedInput
+from .capabilities import UnsupportedInput, capabilities_for
 from .messages import Context, ServerTool
 
 if TYPE_CHECKING:
@@ -60,8 +60,6 @@ _CHAT_SEARCH_PROVIDERS: Final = frozenset({"openai", "azure", "openrouter"})
 
 def server_tools_for(model: Model) -> tuple[str, ...]:
     """The server-tool types ``model`` takes: its capabilities', else its format's."""
-    from .capabilities import capabilities_for
-
     declared = capabilities_for(model).server_tools
     if declared is not None:
         return declared

@@ -17,6 +17,7 @@ import msgspec
 from ..errors import UsageError
 from ..messages import Context, DocumentContent, ImageContent, ServerTool
 from ..options import Options
+from ..structured import output_schema
 
 __all__ = [
     "MAX_DEPTH",
@@ -128,8 +129,6 @@ def check_ranges(options: Options, where: str, names: dict[str, str]) -> None:
 def response_schema(schema: Any, where: str) -> dict[str, Any]:
     """A client's JSON Schema for structured output, checked the way the request
     builders will use it (an object at the root, local ``$ref``s only)."""
-    from ..structured import output_schema
-
     if not isinstance(schema, dict):
         raise BadRequest(f"{where}: must be a JSON Schema object")
     try:
