@@ -154,6 +154,48 @@ class Emitter:
             else:
                 self._over_limit()
 
+    def texts(self, key: Hashable, deltas: list[str]) -> None:
+        """`text` for each of ``deltas`` in order, in one call (a provider's run)."""
+        self._run(key, deltas, TEXT, TextDelta, self.text)
+
+    def thinkings(self, key: Hashable, deltas: list[str]) -> None:
+        """`thinking` for each of ``deltas`` in order, in one call (a provider's run)."""
+        self._run(key, deltas, THINKING, ThinkingDelta, self.thinking)
+
+    def tool_deltas(self, key: Hashable, deltas: list[str]) -> None:
+        """`tool_delta` for each of ``deltas`` in order, in one call (a provider's run)."""
+        self._run(key, deltas, TOOL, ToolCallDelta, self.tool_delta)
+
+    def _run(
+        self,
+        key: Hashable,
+        deltas: list[str],
+        kind: str,
+        make: Callable[[int, str], Event],
+        one: Callable[[Hashable, str], None],
+    ) -> None:
+        """A run into ``key``'s open block of ``kind`` in one step; anything else
+        (a block to open, a closed one, the cap inside the run) one by one."""
+        block = self._open.get(key)
+        if (
+            len(deltas) == 1
+            or block is None
+            or block.kind != kind
+            or not self._extend(block.index, make, deltas)
+        ):
+            for delta in deltas:
+                one(key, delta)
+
+    def _extend(self, index: int, make: Callable[[int, str], Event], deltas: list[str]) -> bool:
+        """Append a run of deltas to the open block ``index`` if they fit under the
+        cap; False (nothing done) when the cap falls inside the run."""
+        total = self._content_bytes + sum(map(len, deltas))
+        if self._max_content is not None and total > self._max_content:
+            return False
+        self._content_bytes = total
+        self.events += [make(index, delta) for delta in deltas if delta]
+        return True
+
     def thinking(self, key: Hashable, delta: str) -> None:
         block = self._open.get(key)
         if block is not None and block.kind == THINKING:

@@ -203,6 +203,7 @@ class AnthropicCall(SSECall):
 
     # -- SSE events -----------------------------------------------------------
     raw_data = True
+    runs_any_type = True  # the type is in the data too
 
     def on_data(self, data: bytes, event_type: bytes) -> bool:
         # The fast path (SSEDecoder.feed_to): the event type is in the data too.
@@ -210,6 +211,10 @@ class AnthropicCall(SSECall):
             wire = _decode_event(data)
         except Exception:  # invalid UTF-8 decodes as the spec says, or fails the same
             wire = decode_data(_decode_event, data)
+        self._on_decoded(wire)
+        return self.emit.finished
+
+    def _on_decoded(self, wire: _Event) -> None:
         kind = wire.type
         if kind == "content_block_delta":
             # Hot path: one more text delta for an open text block, nothing else.
@@ -227,7 +232,66 @@ class AnthropicCall(SSECall):
                 self._delta(wire)
         else:
             self._on_wire(wire)
+
+    def on_run(self, datas: list[bytes]) -> bool:
+        # The hot loop (SSEDecoder.feed_to runs): a text, thinking or tool-argument
+        # delta for an open block of that kind joins `pending` while the block
+        # stays the same, handed to the emitter in one call; any other event
+        # flushes it and goes the general way.
+        if len(datas) == 1:  # the usual chunk of a live stream: no run to gather
+            return self.on_data(datas[0], b"")
+        kinds = self._kinds
+        pending: list[str] = []
+        run_index = -1
+        run_kind: str | None = None
+        for data in datas:
+            try:
+                wire: _Event | None = _decode_event(data)
+            except Exception:  # invalid UTF-8 or a fault: on_data decides
+                wire = None
+            if wire is not None and wire.type == "content_block_delta":
+                delta = wire.delta
+                index = wire.index
+                if delta is not None and index is not None:
+                    kind = kinds.get(index)
+                    dtype = delta.type
+                    if dtype == "text_delta":
+                        piece = delta.text if kind == _TEXT else None
+                    elif dtype == "thinking_delta":
+                        piece = delta.thinking if kind == _THINKING else None
+                    elif dtype == "input_json_delta":
+                        piece = delta.partial_json if kind == _TOOL else None
+                    else:
+                        piece = None
+                    if type(piece) is str:
+                        if pending and (index != run_index or kind != run_kind):
+                            self._flush_run(run_kind, run_index, pending)
+                            pending = []
+                        run_index = index
+                        run_kind = kind
+                        pending.append(piece)
+                        continue
+            if pending:
+                self._flush_run(run_kind, run_index, pending)
+                pending = []
+            if wire is None:
+                if self.on_data(data, b""):
+                    return True
+            else:
+                self._on_decoded(wire)
+                if self.emit.finished:
+                    return True
+        if pending:
+            self._flush_run(run_kind, run_index, pending)
         return self.emit.finished
+
+    def _flush_run(self, kind: str | None, index: int, pending: list[str]) -> None:
+        if kind == _TEXT:
+            self.emit.texts(index, pending)
+        elif kind == _THINKING:
+            self.emit.thinkings(index, pending)
+        else:
+            self.emit.tool_deltas(index, pending)
 
     def on_event(self, event: ServerSentEvent) -> None:
         self.on_data(event.data.encode(), b"")  # a body cut inside this event: SSECall._eof

@@ -49,6 +49,7 @@ import msgspec
 
 from ..citations import openai_citation
 from ..classify import classify_message, classify_stream_error
+from ..emitter import Emitter
 from ..events import Error, StopReason
 from ..messages import Context
 from ..models import Model
@@ -118,12 +119,17 @@ class _ErrorBody(msgspec.Struct, gc=False):
     status_code: int | None = None
 
 
-class _Chunk(msgspec.Struct, gc=False):
-    id: str | None = None
+class _HotChunk(msgspec.Struct, gc=False):
+    """A chunk without its id: what the hot loop decodes once the id is known."""
+
     choices: list[_Choice] | None = None
     usage: WireUsage | None = None
     x_groq: _XGroq | None = None
     error: _ErrorBody | str | None = None
+
+
+class _Chunk(_HotChunk, gc=False):
+    id: str | None = None
 
 
 class _ErrorEnvelope(msgspec.Struct, gc=False):
@@ -131,6 +137,7 @@ class _ErrorEnvelope(msgspec.Struct, gc=False):
 
 
 _decode_chunk: Final = msgspec.json.Decoder(_Chunk).decode
+_decode_hot: Final = msgspec.json.Decoder(_HotChunk).decode
 _decode_error: Final = msgspec.json.Decoder(_ErrorEnvelope).decode
 
 
@@ -151,6 +158,13 @@ _STOP_REASONS: Final = {
 #: block closed under it is never continued (the next one gets a new index), and
 #: the emitter closes one kind when the other starts under it
 _SEGMENT: Final = "segment"
+
+
+def _flush_run(emit: Emitter, text: bool, pending: list[str]) -> None:
+    if text:
+        emit.texts(_SEGMENT, pending)
+    else:
+        emit.thinkings(_SEGMENT, pending)
 
 
 class _ToolSlot:
@@ -191,7 +205,9 @@ class OpenAIChatCall(SSECall):
             if event_type == b"error":
                 self._stream_error(data.decode("utf-8", "replace"))
             else:
-                log.debug("openai-chat: ignoring SSE event type %r", event_type.decode("utf-8", "replace"))
+                log.debug(
+                    "openai-chat: ignoring SSE event type %r", event_type.decode("utf-8", "replace")
+                )
             return self.emit.finished
         if not data:
             return False
@@ -202,7 +218,71 @@ class OpenAIChatCall(SSECall):
             chunk = _decode_chunk(data)
         except Exception:  # invalid UTF-8 decodes as the spec says, or fails the same
             chunk = decode_data(_decode_chunk, data)
-        if self.response_id is None and chunk.id:
+        return self._on_chunk(chunk)
+
+    def on_run(self, datas: list[bytes]) -> bool:
+        # The hot loop (SSEDecoder.feed_to runs): a chunk that is one more text or
+        # reasoning delta and nothing else joins `pending`, handed to the emitter
+        # in one call; any other chunk flushes it and goes the general way. Once
+        # the response id is known the chunk's id is not even decoded.
+        if len(datas) == 1:  # the usual chunk of a live stream: no run to gather
+            return self.on_data(datas[0], b"")
+        emit = self.emit
+        pending: list[str] = []
+        pending_text = True
+        hot = self.response_id is not None  # until then every chunk goes the general way
+        for data in datas:
+            try:
+                chunk: _HotChunk | None = (_decode_hot if hot else _decode_chunk)(data)
+            except Exception:  # [DONE], invalid UTF-8, a fault: on_data decides
+                chunk = None
+            if hot and chunk is not None and chunk.usage is None and chunk.x_groq is None:
+                choices = chunk.choices
+                if chunk.error is None and choices is not None and len(choices) == 1:
+                    choice = choices[0]
+                    delta = choice.delta
+                    if (
+                        delta is not None
+                        and choice.index == 0
+                        and choice.finish_reason is None
+                        and delta.tool_calls is None
+                        and delta.refusal is None
+                        and delta.annotations is None
+                        and not delta.reasoning_details
+                    ):
+                        content = delta.content
+                        if content:  # text alone, or the general way
+                            text = True
+                            piece = (
+                                content
+                                if type(content) is str
+                                and delta.reasoning_content is None
+                                and delta.reasoning is None
+                                else None
+                            )
+                        else:
+                            text = False
+                            piece = delta.reasoning_content or delta.reasoning
+                        if piece:
+                            if text is not pending_text and pending:
+                                _flush_run(emit, pending_text, pending)
+                                pending = []
+                            pending_text = text
+                            pending.append(piece)
+                            continue
+            if pending:
+                _flush_run(emit, pending_text, pending)
+                pending = []
+            if self._on_chunk(chunk) if chunk is not None else self.on_data(data, b""):
+                return True
+            hot = self.response_id is not None
+        if pending:
+            _flush_run(emit, pending_text, pending)
+        return emit.finished
+
+    def _on_chunk(self, chunk: _HotChunk) -> bool:
+        """`on_data` after decoding; True once the stream is finished."""
+        if self.response_id is None and isinstance(chunk, _Chunk) and chunk.id:
             self.response_id = chunk.id
         if (
             chunk.usage is not None or chunk.x_groq is not None or chunk.error is not None
@@ -214,10 +294,8 @@ class OpenAIChatCall(SSECall):
                 continue
             delta = choice.delta
             if delta is not None:
-                # Hot path: one more text delta, nothing else (the emitter opens the
-                # text block, closing a thinking one, when it is not open yet).
                 content = delta.content
-                if (
+                if (  # one more text delta and nothing else: straight to the emitter
                     content
                     and type(content) is str
                     and delta.tool_calls is None
@@ -239,7 +317,7 @@ class OpenAIChatCall(SSECall):
         kind = event.event
         self.on_data(event.data.encode(), b"" if kind == "message" else kind.encode())
 
-    def _chunk_extras(self, chunk: _Chunk) -> bool:
+    def _chunk_extras(self, chunk: _HotChunk) -> bool:
         """Usage and in-stream errors; True when the chunk ended the stream."""
         usage = chunk.usage
         if usage is None and chunk.x_groq is not None:

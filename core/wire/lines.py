@@ -111,6 +111,11 @@ class LineSplitter:
         self._after_cr = False
 
     @property
+    def idle(self) -> bool:
+        """Nothing held: the next byte starts a line."""
+        return not self._pending and not self._after_cr
+
+    @property
     def buffered(self) -> int:
         """Bytes of the partial line held (never more than the cap)."""
         return len(self._pending)

@@ -15,15 +15,23 @@ import msgspec
 import pytest
 from chunking import bytewise
 from hypothesis import given
-from test_sse import chunked, outcome
+from hypothesis import strategies as st
+from test_sse import chunked, outcome, sse_like
 
 from streamfn.core.wire.sse import ServerSentEvent, SSEDecoder, SSEError, decode_data
 
 Delivered = tuple[str, str]
 
 
-def sink_outcome(chunks: list[bytes], **options: Any) -> tuple[list[Delivered], str | None]:
-    """What `feed_to` delivers (then `end`, as a provider call does), as (data, type) text."""
+def sink_outcome(
+    chunks: list[bytes], runs: str | None = None, **options: Any
+) -> tuple[list[Delivered], str | None]:
+    """What `feed_to` delivers (then `end`, as a provider call does), as (data, type) text.
+
+    ``runs``: None (no run sink), ``"plain"`` or ``"any"`` (``any_type``). A run
+    sink gets events as if typeless, so with ``"any"`` every type reads as
+    ``message`` (`erase_types`).
+    """
     options.pop("emit_comments", None)
     decoder = SSEDecoder(**options)
     out: list[Delivered] = []
@@ -34,15 +42,27 @@ def sink_outcome(chunks: list[bytes], **options: Any) -> tuple[list[Delivered], 
         out.append((data.decode("utf-8", "replace"), kind))
         return False
 
+    def run(datas: list[bytes]) -> bool:
+        assert datas and all(type(d) is bytes for d in datas)
+        out.extend((d.decode("utf-8", "replace"), "message") for d in datas)
+        return False
+
     try:
         for chunk in chunks:
-            decoder.feed_to(chunk, sink)
+            if runs is None:
+                decoder.feed_to(chunk, sink)
+            else:
+                decoder.feed_to(chunk, sink, run, any_type=runs == "any")
         for event in decoder.end():
             if isinstance(event, ServerSentEvent):
                 out.append((event.data, event.event))
     except SSEError as exc:
-        return out, exc.reason
-    return out, None
+        return (erase_types(out) if runs == "any" else out), exc.reason
+    return (erase_types(out) if runs == "any" else out), None
+
+
+def erase_types(delivered: list[Delivered]) -> list[Delivered]:
+    return [(data, "message") for data, _ in delivered]
 
 
 def feed_outcome(chunks: list[bytes], **options: Any) -> tuple[list[Delivered], str | None]:
@@ -63,6 +83,103 @@ def test_feed_to_delivers_what_feed_returns_under_any_chunking(
         assert sink_outcome([data], **caps) == expected
         assert sink_outcome(chunks, **caps) == expected
         assert sink_outcome(bytewise(data), **caps) == expected
+
+
+# Streams the region path reads: mostly the two plain shapes providers send,
+# with now and then something that sends a region down the line parser.
+_PLAIN = st.sampled_from([b'{"a":1}', b"x", b"", b"[DONE]", "é🙂".encode(), b"\xff"])
+_ODD = st.sampled_from(
+    [
+        b": keep-alive\n",
+        b"id: 7\n",
+        b"retry: 30\n",
+        b"data:tight\n\n",
+        b"data: a\ndata: b\n\n",
+        b"event: m\ndata: a\ndata: b\n\n",
+        b"id: 1\ndata: a\n\n",
+        b"data: crlf\r\n\r\n",
+        b"\n",
+        b"event: x\n",
+        b"data: " + b"L" * 30 + b"\n\n",
+    ]
+)
+
+
+@st.composite
+def _event(draw: st.DrawFn) -> bytes:
+    kind = draw(st.sampled_from(["plain", "typed", "odd"]))
+    if kind == "odd":
+        return draw(_ODD)
+    data = b"data: " + draw(_PLAIN) + b"\n\n"
+    return (
+        b"event: " + draw(st.sampled_from([b"delta", b"error"])) + b"\n" + data
+        if kind == "typed"
+        else data
+    )
+
+
+region_streams = st.lists(_event(), max_size=12).map(b"".join)
+
+
+@pytest.mark.parametrize("runs", ["plain", "any"])
+@given(case=chunked(region_streams | sse_like))
+def test_runs_deliver_what_feed_returns_under_any_chunking(
+    runs: str, case: tuple[bytes, list[bytes]]
+) -> None:
+    data, chunks = case
+    for caps in (_CAPS, {}):
+        delivered, error = feed_outcome([data], **caps)
+        expected = (erase_types(delivered) if runs == "any" else delivered), error
+        assert sink_outcome([data], runs, **caps) == expected
+        assert sink_outcome(chunks, runs, **caps) == expected
+        assert sink_outcome(bytewise(data), runs, **caps) == expected
+
+
+@pytest.mark.parametrize(
+    "stream",
+    [
+        b"event: a\ndata: 1\n\nid: 1\ndata: 2\n\n",  # a later event without its type line
+        b"event: a\ndata: 1\nid: 5\nevent: b\ndata: 2\n\n",  # one event of five lines
+        b"event: a\ndata: 1\n\nevent: b\nretry: 5\n\n",  # a type line, then no data
+        b"event: a\ndata: 1\ndata: 2\n\nevent: b\ndata: 3\n\n",  # two data lines
+        b"data: 1\n\ndata: 2\r\n\n",  # a CR inside a region
+        b"data: 1\r\n\r\ndata: 2\n\n",
+        b"data: 1\n\ndata:2\n\ndata: 3\n\n",  # data without its space
+        b"data: 1\n\n\ndata: 2\n\n",  # a second blank line
+        b"\xef\xbb\xbfdata: 1\n\ndata: 2\n\n",  # a BOM first
+    ],
+)
+@pytest.mark.parametrize("runs", ["plain", "any"])
+def test_streams_near_the_plain_shapes_read_as_the_line_parser_reads_them(
+    stream: bytes, runs: str
+) -> None:
+    delivered, error = feed_outcome([stream])
+    expected = (erase_types(delivered) if runs == "any" else delivered), error
+    for cut in range(len(stream) + 1):
+        assert sink_outcome([stream[:cut], stream[cut:]], runs) == expected
+    assert sink_outcome(bytewise(stream), runs) == expected
+
+
+def test_a_plain_region_goes_to_runs_in_one_call_and_the_rest_to_the_sink() -> None:
+    calls: list[object] = []
+    decoder = SSEDecoder()
+    decoder.feed_to(
+        b"data: 1\n\ndata: 2\n\nevent: e\ndata: 3\n\ndata: 4",
+        lambda d, t: calls.append((d, t)),
+        calls.append,
+    )
+    assert calls == [(b"1", b""), (b"2", b""), (b"3", b"e")]  # a typed event: the line parser
+    decoder.feed_to(b"\n\ndata: 5\n\ndata: 6\n\n", lambda d, t: calls.append((d, t)), calls.append)
+    assert calls[3:] == [[b"4", b"5", b"6"]]
+    assert decoder.buffered == 0
+
+
+def test_bytes_held_for_a_region_count_as_buffered_and_end_flushes_them() -> None:
+    decoder = SSEDecoder()
+    decoder.feed_to(b"event: e\ndata: last", lambda d, t: None, lambda ds: None, any_type=True)
+    assert decoder.buffered == len(b"event: e\ndata: last")
+    [event] = decoder.end()
+    assert isinstance(event, ServerSentEvent) and (event.data, event.event) == ("last", "e")
 
 
 def test_one_line_data_reaches_the_sink_as_bytes_with_the_raw_event_type() -> None:
