@@ -272,14 +272,11 @@ def fold_call(
     """Feed an opened call the whole response, folding every event as it arrives: the
     ``streamfn+fold`` contender of the provider benchmarks (they time the opening too)."""
     acc = Accumulator()
-    add = acc.add
-    for event in call.receive_response(200, headers):
-        add(event)
+    fold = acc.extend
+    fold(call.receive_response(200, headers))
     for chunk in chunks:
-        for event in call.receive_data(chunk):
-            add(event)
-    for event in call.receive_eof():
-        add(event)
+        fold(call.receive_data(chunk))
+    fold(call.receive_eof())
     return acc.message
 
 

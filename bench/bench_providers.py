@@ -4,7 +4,8 @@ Run: ``.venv/bin/python bench/bench_providers.py [--events 20000] [--repeats 9]`
 
 For OpenAI Chat and Anthropic Messages, on a text-only stream and on rich ones
 (thinking, text, parallel tool calls; `bench.streams.STREAM_SHAPES`), each fed
-in seeded random 1..4096-byte chunks and in 16 KiB chunks, every contender
+in seeded random 1..4096-byte chunks, in 16 KiB chunks and one event per
+chunk (a live stream: a read per token), every contender
 decodes the same bytes and must give the same `bench.fair.Answer` (text,
 thinking, each call's arguments) before any time is printed. All contenders
 run interleaved round-robin, best of the same N, in this one process; times
@@ -15,9 +16,9 @@ are printed as ratios to the floor:
 - ``events``: `open_call` + ``receive_data`` per chunk, the full provider path
   (the list of typed events; reading the answer out of it is not timed);
 - ``+fold``: the same events folded by `Accumulator` into the final message;
-- ``unframed``: the provider's fast path (``on_data``) on pre-split events, a
-  diagnostic: what ``events`` would cost if line splitting were free (the bound
-  for a C-level splitter).
+- ``unframed``: the provider's hot loop (``on_run``) on all the pre-split
+  payloads at once, a diagnostic: what ``events`` would cost if finding the
+  events in the bytes were free (the bound for a C-level splitter).
 """
 
 from __future__ import annotations
@@ -38,11 +39,10 @@ from bench.fair import (
     answer_of_events,
     answer_of_message,
     floor,
-    framed,
     payloads,
     split,
 )
-from bench.streams import STREAM_SHAPES, chunks_fixed, chunks_random
+from bench.streams import STREAM_SHAPES, chunks_events, chunks_fixed, chunks_random
 from streamfn.core import Context, Model, Options, open_call
 from streamfn.core.events import Event
 from streamfn.core.messages import AssistantMessage
@@ -66,15 +66,15 @@ def run_events(provider: str, chunks: Sequence[bytes]) -> list[Event]:
     return events
 
 
-def run_unframed(provider: str, events_data: Sequence[tuple[bytes, bytes]]) -> list[Event]:
-    """The provider path with the framing done beforehand: what it would cost
-    behind a line splitter that took no time (a bound for a C-level splitter)."""
+def run_unframed(provider: str, datas: Sequence[bytes]) -> list[Event]:
+    """The provider path with the framing done beforehand: every event's data
+    handed to the provider's hot loop (``on_run``) at once. What ``events``
+    would cost if finding the events in the bytes took no time (a bound for a
+    C-level splitter)."""
     call = open_call(MODELS[provider], Context(), Options(api_key="bench"))
     events: list[Event] = call.receive_response(200, HEADERS)
-    sink = call.on_data  # type: ignore[attr-defined]
-    for data, event_type in events_data:
-        sink(data, event_type)
-    return events + call.receive_eof()
+    call.on_run(list(datas))  # type: ignore[attr-defined]
+    return events + call.receive_eof()  # the events on_run emitted, then the end
 
 
 def run_fold(provider: str, chunks: Sequence[bytes]) -> AssistantMessage:
@@ -99,7 +99,7 @@ def contenders(provider: str, body: bytes, chunks: list[bytes]) -> dict[str, Cal
         "split": partial(split, chunks, provider),
         "events": partial(run_events, provider, chunks),
         "+fold": partial(run_fold, provider, chunks),
-        "unframed": partial(run_unframed, provider, framed(body)),
+        "unframed": partial(run_unframed, provider, payloads(body)),
     }
 
 
@@ -122,6 +122,7 @@ def main() -> None:
             for label, chunks in (
                 ("rand 1..4096", chunks_random(body, 1, 4096, seed=1)),
                 ("16 KiB", chunks_fixed(body, 16 << 10)),
+                ("1 event", chunks_events(body)),
             ):
                 fns = contenders(provider, body, chunks)
                 answers = {name: answer(fn()) for name, fn in fns.items()}

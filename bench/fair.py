@@ -30,7 +30,6 @@ __all__ = [
     "answer_of_events",
     "answer_of_message",
     "floor",
-    "framed",
     "payloads",
     "split",
 ]
@@ -144,19 +143,6 @@ _SINKS = {"openai": _openai_sink, "anthropic": _anthropic_sink}
 def payloads(body: bytes) -> list[bytes]:
     """The ``data:`` payloads of a body with single-line events (done before timing)."""
     return [line[6:] for line in body.split(b"\n") if line.startswith(b"data: ")]
-
-
-def framed(body: bytes) -> list[tuple[bytes, bytes]]:
-    """``(data, event type)`` of every event of a body with single-line data."""
-    out = []
-    for block in body.split(b"\n\n"):
-        event_type = b""
-        for line in block.split(b"\n"):
-            if line.startswith(b"event: "):
-                event_type = line[7:]
-            elif line.startswith(b"data: "):
-                out.append((line[6:], event_type))
-    return out
 
 
 def floor(pre_split: Sequence[bytes], provider: str) -> Answer:

@@ -20,6 +20,7 @@ __all__ = [
     "STREAM_SHAPES",
     "anthropic_rich_stream",
     "anthropic_stream",
+    "chunks_events",
     "chunks_fixed",
     "chunks_random",
     "openai_chat_rich_stream",
@@ -340,6 +341,19 @@ def chunks_fixed(body: bytes, size: int) -> list[bytes]:
     if size < 1:
         raise ValueError("chunk size must be at least 1")
     return [body[i : i + size] for i in range(0, len(body), size)]
+
+
+def chunks_events(body: bytes) -> list[bytes]:
+    """``body`` one event per chunk: what a socket gives while a model is
+    generating (a read per token), where per-read costs dominate."""
+    out: list[bytes] = []
+    pos = 0
+    while pos < len(body):
+        end = body.find(b"\n\n", pos)
+        end = len(body) if end < 0 else end + 2
+        out.append(body[pos:end])
+        pos = end
+    return out
 
 
 def chunks_random(body: bytes, lo: int = 1, hi: int = 4096, seed: int = 0) -> list[bytes]:

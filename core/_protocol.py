@@ -118,7 +118,9 @@ BLOCK_TRANSITIONS: Final[dict[str, dict[str, str]]] = {
     CLOSED: {},
 }
 
-_DELTA_KINDS: Final[dict[type, str]] = {
+#: delta event class -> the block kind it extends (`Grammar.check`'s fast path,
+#: and `Accumulator.extend`'s, which folds in the same test)
+DELTA_KINDS: Final[dict[type, str]] = {
     cls: kind for cls, (kind, step) in BLOCK_EVENTS.items() if step == DELTA
 }
 
@@ -161,7 +163,7 @@ class Grammar:
         # Most of a stream is deltas to an open block of their kind: accept those
         # without the full rules (an open block means the stream is live and
         # unbroken). Anything else, valid or not, takes the long way.
-        kind = _DELTA_KINDS.get(type(event))
+        kind = DELTA_KINDS.get(type(event))
         if kind is not None:
             index = event.index  # type: ignore[attr-defined]
             if type(index) is int and self.open.get(index) == kind:
