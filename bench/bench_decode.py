@@ -13,6 +13,9 @@ Contenders:
 - ``split``: one ``split(b"\\n")`` per chunk with the partial line carried over,
   ``data:`` lines only: the tight streaming reference, no spec work, no caps.
 - ``streamfn``: `SSEDecoder` (WHATWG-compliant, bounded) + ``msgspec.json`` into structs.
+- ``streamfn-runs``: the same decoder the way the providers drive it
+  (``feed_to`` with a run sink: plain regions of events found with a few
+  C-level calls, their data handed over as one list per chunk).
 - ``find-reference``: bytearray + ``find(b"\\n\\n")``, each block copied and split into
   lines (the reference the README used to divide by; not minimal).
 - ``openai-sdk``: ``openai._streaming.SSEDecoder.iter_bytes`` + ``json.loads`` (what the
@@ -136,6 +139,30 @@ def run_streamfn(chunks: Sequence[bytes], provider: str) -> tuple[int, int]:
     return n, chars
 
 
+def run_streamfn_runs(chunks: Sequence[bytes], provider: str) -> tuple[int, int]:
+    decoder = SSEDecoder(max_line_bytes=32 << 20, max_event_bytes=32 << 20)
+    openai = provider == "openai"
+    decode = _openai_decoder.decode if openai else _anthropic_decoder.decode
+    measure: Callable[..., int] = _openai_text_struct if openai else _anthropic_text_struct
+    counts = [0, 0]
+
+    def run(datas: list[bytes]) -> None:
+        for data in datas:
+            if data != b"[DONE]":
+                counts[1] += measure(decode(data))
+                counts[0] += 1
+
+    def sink(data: bytes, event_type: bytes) -> None:
+        run([data])
+
+    for chunk in chunks:
+        decoder.feed_to(chunk, sink, run, any_type=not openai)
+    for event in decoder.end():
+        if type(event) is ServerSentEvent:
+            run([event.data.encode()])
+    return counts[0], counts[1]
+
+
 def run_reference(chunks: Sequence[bytes], provider: str) -> tuple[int, int]:
     openai = provider == "openai"
     decode = _openai_decoder.decode if openai else _anthropic_decoder.decode
@@ -247,6 +274,7 @@ CONTENDERS: dict[str, Runner] = {
     "floor": run_floor,
     "split": run_split,
     "streamfn": run_streamfn,
+    "streamfn-runs": run_streamfn_runs,
     "find-reference": run_reference,
     "openai-sdk": run_openai_sdk,
     "httpx-sse": run_httpx_sse,
