@@ -36,6 +36,11 @@ from streamfn.core import (
 from streamfn.fuzz.events_backend import EventsBackend
 
 KEY = "test-server-key"
+#: a time nothing in a test reaches when the behaviour under test works, so that a
+#: bound of a third of it holds on any machine yet fails when the behaviour breaks
+SLOW = 30.0
+#: how long to wait for what surely comes (a hang guard, not a timing claim)
+HANG_GUARD = 30.0
 
 TEXT: list[Event] = [
     Start(model="demo-text"),
@@ -191,6 +196,14 @@ def wait_port(port: int) -> None:
             return
         time.sleep(0.02)
     raise RuntimeError("server did not start")
+
+
+def wait_until(condition: Callable[[], bool], within: float) -> None:
+    """Poll ``condition`` until it holds; an AssertionError after ``within`` s."""
+    deadline = time.monotonic() + within
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {within} s"
+        time.sleep(0.005)
 
 
 @contextlib.contextmanager

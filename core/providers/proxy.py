@@ -76,7 +76,9 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
         model, options, accept="text/event-stream", auth=bearer(options.api_key)
     )
     base = (options.base_url or model.base_url).rstrip("/")
-    # extra_body travels inside the forwarded options, not merged into this envelope
+    # options.extra_body is not sent: a streamfn server takes only CLIENT_FIELDS in
+    # "options" (extra_body would reach its upstream, so it is a 400 there), and this
+    # envelope is no provider's body to merge it into; hence Options() below
     return json_request(f"{api_root(base, '/v1')}/stream", headers, body, Options())
 
 

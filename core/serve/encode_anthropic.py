@@ -38,11 +38,12 @@ from ..events import (
     ToolCallStart,
     Usage,
 )
-from ..messages import AssistantMessage, TextContent, ThinkingContent, ToolCall
+from ..messages import AssistantMessage, OpaqueContent, TextContent, ThinkingContent, ToolCall
 
 __all__ = [
     "STOP_REASONS",
     "AnthropicEncoder",
+    "anthropic_block",
     "anthropic_error_body",
     "anthropic_error_type",
     "anthropic_message_body",
@@ -122,6 +123,10 @@ def anthropic_message_body(
                     "input": block.arguments,
                 }
             )
+        elif isinstance(block, OpaqueContent):
+            raw = anthropic_block(block.provider, block.json)
+            if raw is not None:
+                content.append(raw)
     return {
         "id": message_id,
         "type": "message",
@@ -132,6 +137,19 @@ def anthropic_message_body(
         "stop_sequence": None,
         "usage": anthropic_usage(message.usage),
     }
+
+
+def anthropic_block(provider: str, json: str) -> dict[str, Any] | None:
+    """An opaque block as the Anthropic upstream sent it (server-tool use and results,
+    which the client sends back on its next turn); None for another provider's or a
+    broken one, which the client does not get."""
+    if provider != "anthropic":
+        return None
+    try:
+        raw = msgspec.json.decode(json)
+    except msgspec.DecodeError:
+        return None
+    return raw if isinstance(raw, dict) else None
 
 
 def _frame(name: str, obj: dict[str, Any]) -> bytes:
@@ -266,13 +284,8 @@ class AnthropicEncoder:
         return out + self._stop(event.index)
 
     def _opaque(self, event: OpaqueBlock) -> bytes:
-        raw: Any = None
-        if event.provider == "anthropic":
-            try:
-                raw = msgspec.json.decode(event.json)
-            except msgspec.DecodeError:
-                raw = None  # an upstream's broken block is left out, not a crash
-        if not isinstance(raw, dict):
+        raw = anthropic_block(event.provider, event.json)
+        if raw is None:  # an upstream's broken block is left out, not a crash
             self._skipped.append(event.index)
             return b""
         return self._block_start(event.index, raw) + self._stop(event.index)

@@ -20,7 +20,9 @@ link-local or provider-file hosts (`client_inputs`). Other schemes
 read with the server's credentials. Server tools (web search, code
 execution) are billed to the server's key: a request carrying one is a 400
 naming it unless the operator allowed that type (``allow_server_tools``),
-and its config may hold only the keys `client_inputs` lists.
+and its config may hold only the keys `client_inputs` lists. Provider-native
+(opaque) blocks are a 400, but for the web-search blocks the server itself
+streamed to the client, which come back checked key by key (`replayed_search`).
 
 This module parses streamfn's native format and is the public entry point;
 each dialect has its own module (`inbound_openai`, `inbound_anthropic`) and
@@ -45,6 +47,7 @@ from ..messages import (
 from ..options import CLIENT_FIELDS, Options
 from .inbound_anthropic import parse_anthropic_request
 from .inbound_openai import parse_openai_request
+from .replayed_search import replayable, replayed_search_block
 from .request_fields import (
     MAX_DEPTH,
     MAX_URL_CHARS,
@@ -106,7 +109,7 @@ def parse_native_request(
         )
     if options.response_schema is not None:
         response_schema(options.response_schema, "options.response_schema")
-    _refuse_opaque(request.context)
+    _check_opaque(request.context, allow_server_tools)
     _refuse_foreign_urls(request.context)
     return refuse_server_tools(
         ClientRequest(model=request.model, context=request.context, options=options, stream=True),
@@ -124,17 +127,25 @@ def _refuse_foreign_urls(context: Context) -> None:
                 client_url(part.url, f"context.messages[{number}]")
 
 
-def _refuse_opaque(context: Context) -> None:
+def _check_opaque(context: Context, allowed: frozenset[str]) -> None:
     """A client may not send provider-native blocks: the server would forward them with
     its own credentials (a ``gs://`` file, another user's ``file_id``, a cache TTL the
-    operator pays for). Server-tool results replay to a provider the client holds a
-    key for, not through a gateway."""
+    operator pays for). The one exception is the Anthropic web-search blocks the server
+    streamed to the client, checked (and replaced by their checked form) exactly as on
+    the Anthropic route (`replayed_search`)."""
     for number, message in enumerate(context.messages):
-        if isinstance(message, AssistantMessage):
-            for block in message.content:
-                if isinstance(block, OpaqueContent):
-                    raise BadRequest(
-                        f"context.messages[{number}]: opaque {block.block_type!r} blocks are "
-                        "not accepted by this server (they would act with its credentials); "
-                        "leave them out of the conversation"
-                    )
+        if not isinstance(message, AssistantMessage):
+            continue
+        searches: set[str] = set()
+        for j, block in enumerate(message.content):
+            if not isinstance(block, OpaqueContent):
+                continue
+            raw = replayable(block)
+            if raw is None:
+                raise BadRequest(
+                    f"context.messages[{number}]: opaque {block.block_type!r} blocks are "
+                    "not accepted by this server (they would act with its credentials); "
+                    "leave them out of the conversation"
+                )
+            where = f"context.messages[{number}].content[{j}]"
+            message.content[j] = replayed_search_block(raw, where, searches, allowed)

@@ -24,6 +24,7 @@ from ..messages import (
     UserMessage,
 )
 from ..options import Options, ThinkingLevel
+from .replayed_search import REPLAYED_SEARCH_BLOCKS, replayed_search_block
 from .request_fields import (
     BadRequest,
     ClientRequest,
@@ -135,7 +136,7 @@ def _anthropic_result_content(content: Any, where: str) -> list[UserContent]:
     return out
 
 
-def _anthropic_message(msg: Any, i: int, out: list[Message]) -> None:
+def _anthropic_message(msg: Any, i: int, out: list[Message], allowed: frozenset[str]) -> None:
     where = f"messages[{i}]"
     if not isinstance(msg, dict):
         raise BadRequest(f"{where}: must be an object")
@@ -144,7 +145,7 @@ def _anthropic_message(msg: Any, i: int, out: list[Message]) -> None:
     if role == "user":
         _anthropic_user(blocks, where, out)
     elif role == "assistant":
-        out.append(_anthropic_assistant(blocks, where))
+        out.append(_anthropic_assistant(blocks, where, allowed))
     else:
         raise BadRequest(f"{where}.role: must be 'user' or 'assistant'")
 
@@ -180,8 +181,13 @@ def _anthropic_user(blocks: list[dict[str, Any]], where: str, out: list[Message]
         out.append(UserMessage(content=user))
 
 
-def _anthropic_assistant(blocks: list[dict[str, Any]], where: str) -> AssistantMessage:
+def _anthropic_assistant(
+    blocks: list[dict[str, Any]], where: str, allowed: frozenset[str]
+) -> AssistantMessage:
+    """``allowed``: the server-tool types the operator allows (replayed web-search
+    blocks pass only with ``web_search``: `replayed_search`)."""
     content: list[AssistantContent] = []
+    searches: set[str] = set()
     for j, block in enumerate(blocks):
         w = f"{where}.content[{j}]"
         kind = block["type"]
@@ -198,6 +204,8 @@ def _anthropic_assistant(blocks: list[dict[str, Any]], where: str) -> AssistantM
             content.append(ThinkingContent(thinking="", signature=block.get("data"), redacted=True))
         elif kind == "tool_use":
             content.append(_anthropic_tool_use(block, w))
+        elif kind in REPLAYED_SEARCH_BLOCKS:
+            content.append(replayed_search_block(block, w, searches, allowed))
         else:
             raise BadRequest(f"{w}: unsupported block type {kind!r} in an assistant message")
     return AssistantMessage(content=content)
@@ -290,7 +298,7 @@ def parse_anthropic_request(
     stream = stream_flag(obj, "request")
     out: list[Message] = []
     for i, msg in enumerate(messages):
-        _anthropic_message(msg, i, out)
+        _anthropic_message(msg, i, out, allow_server_tools)
     tools = [
         _anthropic_tool(tool, f"tools[{i}]")
         for i, tool in enumerate(optional(obj, "tools", list, "request") or [])

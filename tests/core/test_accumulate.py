@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,6 +11,7 @@ import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from scaling import assert_linear
 from test_partial_json import best_effort, chunkings, json_objects
 
 from streamfn.core.accumulate import Accumulator, ProtocolViolation, accumulate, check_protocol
@@ -253,20 +254,25 @@ def test_live_view_reports_invalid_arguments_as_soon_as_they_are_invalid() -> No
 
 def test_reading_the_live_view_after_every_delta_stays_linear() -> None:
     # A regression guard; bench/bench_fold.py has the numbers. Re-joining the
-    # text or re-parsing the arguments on every read would take minutes here.
-    arguments = {"path": "notes.md", "content": "- an item\n" * 6_000, "tags": ["x"] * 50}
-    text = json.dumps(arguments)
-    acc = Accumulator()
-    acc.extend([START, TextStart(0), ToolCallStart(1, "c", "write")])
-    started = time.perf_counter()
-    for char in text:
-        acc.add(TextDelta(0, char))
-        acc.add(ToolCallDelta(1, char))
-        acc.message  # noqa: B018 - reading is the point
-    assert time.perf_counter() - started < 5.0
-    acc.extend([TextEnd(0), ToolCallEnd(1), Done()])
-    assert acc.message.text == text
-    assert acc.message.tool_calls[0].arguments == arguments
+    # text or re-parsing the arguments on every read would make it quadratic.
+    def prepare(items: int) -> Callable[[], object]:
+        arguments = {"path": "notes.md", "content": "- an item\n" * items, "tags": ["x"] * 50}
+        text = json.dumps(arguments)
+        acc = Accumulator()
+        acc.extend([START, TextStart(0), ToolCallStart(1, "c", "write")])
+
+        def run() -> None:
+            for char in text:
+                acc.add(TextDelta(0, char))
+                acc.add(ToolCallDelta(1, char))
+                acc.message  # noqa: B018 - reading is the point
+            acc.extend([TextEnd(0), ToolCallEnd(1), Done()])
+            assert acc.message.text == text
+            assert acc.message.tool_calls[0].arguments == arguments
+
+        return run
+
+    assert_linear(prepare, 100)
 
 
 # -- the grammar ------------------------------------------------------------------

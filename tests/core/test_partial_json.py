@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
-import time
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -12,6 +12,7 @@ import pytest
 from chunking import split_at
 from hypothesis import given
 from hypothesis import strategies as st
+from scaling import assert_linear
 
 from streamfn.core.partial_json import PartialJSONError, PartialJSONParser
 
@@ -236,16 +237,21 @@ def test_close_rejects_incomplete_input(text: str) -> None:
 
 def test_one_character_feeds_with_a_read_after_each_stay_linear() -> None:
     # A regression guard, not a benchmark (bench/bench_fold.py measures): a
-    # parser that re-read the prefix per feed would take minutes here.
-    body = {"path": "src/app.py", "content": "print('hello')\n" * 4000, "flags": [1, 2, 3]}
-    text = json.dumps(body)
-    parser = PartialJSONParser()
-    started = time.perf_counter()
-    for char in text:
-        parser.feed(char)
-        parser.value()
-    assert time.perf_counter() - started < 5.0
-    assert parser.close() == body
+    # parser that re-read the prefix per feed would be quadratic.
+    def prepare(lines: int) -> Callable[[], object]:
+        body = {"path": "src/app.py", "content": "print('hello')\n" * lines, "flags": [1, 2, 3]}
+        text = json.dumps(body)
+        parser = PartialJSONParser()
+
+        def run() -> None:
+            for char in text:
+                parser.feed(char)
+                parser.value()
+            assert parser.close() == body
+
+        return run
+
+    assert_linear(prepare, 100)
 
 
 # -- properties -----------------------------------------------------------------

@@ -11,7 +11,7 @@ from typing import Any
 import h11
 import pytest
 import ulid
-from loopback_server import KEY, TOOL, Server, raw_post, read_all, serving
+from loopback_server import KEY, SLOW, TOOL, Server, raw_post, read_all, serving, wait_until
 from test_agent_events import frames
 
 from streamfn.core import Context, Done, Event, Model, Options, StopReason, accumulate
@@ -107,15 +107,14 @@ def test_keepalive_comments_while_the_model_is_silent() -> None:
 
 
 def test_client_disconnect_stops_generation() -> None:
-    with serving(delay=0.5) as (server, backend):
+    # after the head, nothing happens on its own before SLOW s: no event, no keep-alive
+    # (a write to the closed socket would reveal the disconnect without the watch)
+    with serving(delay=SLOW, head_wait=0.05, keepalive_interval=SLOW) as (server, backend):
         sock = raw_post(server.port, PATH, json.dumps(native("demo-text")).encode())
         sock.settimeout(5)
         assert sock.recv(4096).startswith(b"HTTP/1.1 200")
         sock.close()
-        deadline = time.monotonic() + 3
-        while backend.cancelled == 0 and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert backend.cancelled == 1
+        wait_until(lambda: backend.cancelled == 1, SLOW / 3)
 
 
 def test_streamfn_consumes_the_agent_contract_through_its_own_shell(server: Server) -> None:

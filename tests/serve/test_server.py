@@ -7,7 +7,6 @@ import shutil
 import socket
 import subprocess
 import threading
-import time
 from collections.abc import Iterator
 
 import anthropic
@@ -15,12 +14,14 @@ import openai
 import pytest
 from loopback_server import (
     KEY,
+    SLOW,
     STREAMS,
     USER,
     Server,
     raw_post,
     read_all,
     serving,
+    wait_until,
 )
 
 # every test here runs on both shells (tests/serve/conftest.py)
@@ -192,15 +193,14 @@ def test_keep_alive_comments_while_the_model_is_silent() -> None:
 
 
 def test_client_disconnect_cancels_generation_at_once() -> None:
-    with serving(delay=0.5) as (server, backend):
+    # after the head, nothing happens on its own before SLOW s: no event, no keep-alive
+    # (a write to the closed socket would reveal the disconnect without the watch)
+    with serving(delay=SLOW, head_wait=0.05, keepalive_interval=SLOW) as (server, backend):
         sock = raw_post(server.port, "/v1/chat/completions", STREAM_BODY)
         sock.settimeout(5)
         assert sock.recv(4096).startswith(b"HTTP/1.1 200")
         sock.close()
-        deadline = time.monotonic() + 3
-        while backend.cancelled == 0 and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert backend.cancelled == 1
+        wait_until(lambda: backend.cancelled == 1, SLOW / 3)
         assert server.app.active == 0
 
 

@@ -74,6 +74,18 @@ def server() -> Any:
         yield srv
 
 
+#: how long the stalls last that the cancellation tests interrupt: a third of it bounds
+#: a cancellation on any machine, and a cancellation that waits for the stall fails it
+STALL = 30.0
+
+
+@pytest.fixture(scope="module")
+def stalling() -> Any:
+    """A fake provider whose stalls outlast any cancellation by far (its close ends them)."""
+    with FakeProvider(stall=STALL) as srv:
+        yield srv
+
+
 @pytest.fixture(params=SHELLS)
 def shell(request: pytest.FixtureRequest) -> str:
     return str(request.param)
@@ -312,26 +324,28 @@ def test_total_timeout_bounds_a_dripping_stream(shell: str, server: FakeProvider
 # -- cancellation ---------------------------------------------------------------------
 
 
-def test_trio_cancel_scope_closes_the_socket_at_once(server: FakeProvider) -> None:
-    model = model_for(server, "stall-mid", "openai-chat", "cancel-trio")
+def test_trio_cancel_scope_closes_the_socket_at_once(stalling: FakeProvider) -> None:
+    model = model_for(stalling, "stall-mid", "openai-chat", "cancel-trio")
     seen: list[Event] = []
 
     async def main() -> float:
         async with TrioClient(environ={}) as client:
-            started = trio.current_time()
-            with trio.move_on_after(0.2):
+            with trio.CancelScope() as scope:
                 async with client.stream(model, Context.of("hi"), Options(api_key=KEY)) as ev:
                     async for event in ev:
+                        if not seen:  # cancelled while it waits for the stalled rest
+                            scope.deadline = trio.current_time() + 0.2
                         seen.append(event)
+            assert scope.cancelled_caught
             assert client.idle_connections == 0
-            return trio.current_time() - started
+            return trio.current_time() - scope.deadline
 
-    assert trio.run(main) < 1.0
+    assert trio.run(main) < STALL / 3
     assert seen and not isinstance(seen[-1], Error)  # nothing emitted after the cancel
 
 
-def test_asyncio_task_cancellation_propagates_and_closes(server: FakeProvider) -> None:
-    model = model_for(server, "stall-mid", "openai-chat", "cancel-asyncio")
+def test_asyncio_task_cancellation_propagates_and_closes(stalling: FakeProvider) -> None:
+    model = model_for(stalling, "stall-mid", "openai-chat", "cancel-asyncio")
     seen: list[Event] = []
 
     async def consume(client: AsyncioClient) -> None:
@@ -342,7 +356,9 @@ def test_asyncio_task_cancellation_propagates_and_closes(server: FakeProvider) -
     async def main() -> float:
         async with AsyncioClient(environ={}) as client:
             task = asyncio.create_task(consume(client))
-            await asyncio.sleep(0.2)
+            while not seen and not task.done():
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.2)  # cancelled while it waits for the stalled rest
             started = time.monotonic()
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
@@ -350,12 +366,12 @@ def test_asyncio_task_cancellation_propagates_and_closes(server: FakeProvider) -
             assert client.idle_connections == 0
             return time.monotonic() - started
 
-    assert asyncio.run(main()) < 0.5
+    assert asyncio.run(main()) < STALL / 3
     assert seen and not isinstance(seen[-1], Error)
 
 
 def test_keyboard_interrupt_in_a_blocking_read_closes_the_socket_at_once(
-    server: FakeProvider, monkeypatch: pytest.MonkeyPatch
+    stalling: FakeProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Ctrl-C while the blocking shell waits for bytes: the interrupt reaches the
     caller, and the socket is already closed when it does (not pooled, not left
@@ -370,7 +386,7 @@ def test_keyboard_interrupt_in_a_blocking_read_closes_the_socket_at_once(
         return opened[-1]
 
     monkeypatch.setattr(sync_client, "connect", recording_connect)
-    model = model_for(server, "stall-mid", "openai-chat", "interrupt-sync")
+    model = model_for(stalling, "stall-mid", "openai-chat", "interrupt-sync")
     seen: list[Event] = []
 
     def interrupt(signum: int, frame: object) -> None:
@@ -379,15 +395,17 @@ def test_keyboard_interrupt_in_a_blocking_read_closes_the_socket_at_once(
     previous = signal.signal(signal.SIGALRM, interrupt)
     try:
         with SyncClient(environ={}) as client:
-            started = time.monotonic()
-            signal.setitimer(signal.ITIMER_REAL, 0.2)
+            interrupted = 0.0
             with (
                 pytest.raises(KeyboardInterrupt),
                 client.stream(model, Context.of("hi"), Options(api_key=KEY)) as events,
             ):
                 for event in events:
+                    if not seen:  # interrupted while it waits for the stalled rest
+                        signal.setitimer(signal.ITIMER_REAL, 0.2)
+                        interrupted = time.monotonic() + 0.2
                     seen.append(event)
-            assert time.monotonic() - started < 1.0  # the server stalls for 3 s
+            assert time.monotonic() - interrupted < STALL / 3
             [sock] = opened
             assert sock.fileno() == -1  # closed before the interrupt reached us
             assert client.idle_connections == 0

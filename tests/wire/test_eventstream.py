@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import json
 import struct
-import time
 import uuid
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from chunking import bytewise, split_at
 from corpus_support import CORPUS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from scaling import assert_linear
 
 from streamfn.core.wire.eventstream import (
     EventStreamDecoder,
@@ -404,16 +404,21 @@ def test_memory_bounded_to_one_frame() -> None:
 
 def test_large_frame_in_small_chunks_is_linear() -> None:
     # A decoder that re-sliced or re-scanned its buffer per chunk would copy
-    # ~64 GB here and never finish; a linear one takes milliseconds.
-    frame = encode_message({":event-type": "chunk"}, b"z" * (4 << 20))
-    decoder = EventStreamDecoder()
-    started = time.perf_counter()
-    out: list[EventStreamMessage] = []
-    for start in range(0, len(frame), 256):
-        out += decoder.feed(frame[start : start + 256])
-    assert time.perf_counter() - started < 10
-    assert len(out) == 1
-    assert len(out[0].payload) == 4 << 20
+    # the frame once per chunk: quadratic in the frame's size.
+    def prepare(size: int) -> Callable[[], object]:
+        frame = encode_message({":event-type": "chunk"}, b"z" * size)
+        decoder = EventStreamDecoder()
+
+        def run() -> None:
+            out: list[EventStreamMessage] = []
+            for start in range(0, len(frame), 256):
+                out += decoder.feed(frame[start : start + 256])
+            assert len(out) == 1
+            assert len(out[0].payload) == size
+
+        return run
+
+    assert_linear(prepare, 512 << 10)
 
 
 def test_repeated_header_blocks_give_independent_dicts() -> None:
