@@ -19,6 +19,7 @@ import msgspec
 
 from ..errors import SSEError
 from .lines import LineSplitter, LineTooLong
+from .sse_encode import encode_sse
 from .sse_regions import region_datas
 
 __all__ = [
@@ -36,6 +37,10 @@ _BOM: Final = b"\xef\xbb\xbf"
 
 #: ``sink(data, event_type) -> stop``: what `SSEDecoder.feed_to` hands each event to
 DataSink = Callable[[bytes, bytes], object]
+#: the most `SSEDecoder.feed_to` holds back as a region's unfinished tail: beyond
+#: it the line parser reads the event (its buffer grows, a copied tail would not)
+_TAIL_CAP: Final = 16 << 10
+
 #: ``runs(datas) -> stop``: what `SSEDecoder.feed_to` hands a run of events to
 RunSink = Callable[[list[bytes]], object]
 
@@ -111,6 +116,7 @@ class SSEDecoder:
         "_retry",
         "_size",
         "_tail",
+        "_tail_cap",
     )
 
     def __init__(
@@ -126,6 +132,7 @@ class SSEDecoder:
         self._regions = True
         self._tail = b""
         self._region_cap = min(max_line_bytes, max_event_bytes)
+        self._tail_cap = min(self._region_cap, _TAIL_CAP)
         self._max_event = max_event_bytes
         self._emit_comments = emit_comments
         # Bytes seen while the stream is still a prefix of the BOM; None once settled.
@@ -200,8 +207,26 @@ class SSEDecoder:
         elif self._regions:
             self._regions_to(data, sink, runs, any_type)
         else:
+            self._lines_then_regions(data, sink, runs, any_type)
+
+    def _lines_then_regions(
+        self, data: bytes, sink: DataSink, runs: RunSink, any_type: bool
+    ) -> None:
+        """The line parser holds a partial line or event: it reads up to the next
+        event end, and regions take over from there if that left it idle."""
+        cut = data.find(b"\n\n") + 2
+        if cut == 1:  # no event end in this chunk
             self._lines_to(data, sink)
             self._regions = self._idle()
+        elif self._lines_to(data[:cut], sink):
+            return  # the sink said stop
+        elif not self._idle():
+            self._lines_to(data[cut:], sink)
+            self._regions = self._idle()
+        else:
+            self._regions = True
+            if cut < len(data):
+                self._regions_to(data[cut:], sink, runs, any_type)
 
     def _regions_to(self, data: bytes, sink: DataSink, runs: RunSink, any_type: bool) -> None:
         """`feed_to` by regions (`sse_regions`): the bytes after the last blank
@@ -211,10 +236,11 @@ class SSEDecoder:
         buf = tail + data if tail else data
         end = buf.rfind(b"\n\n")
         if end < 0:
-            if len(buf) <= self._region_cap and buf.find(b"\r") < 0:
+            if len(buf) <= self._tail_cap and buf.find(b"\r") < 0:
                 self._tail = buf
                 return
-            # CRLF, or no event end in sight: the line parser takes over until idle
+            # CRLF, or a long event (copying a longer tail per chunk would go
+            # quadratic): the line parser, which grows a buffer, takes over
             self._tail = b""
             self._regions = False
             self._lines_to(buf, sink)
@@ -234,23 +260,28 @@ class SSEDecoder:
         """Nothing half-read: no partial line, no pending event fields."""
         return self._lines.idle and self._first is None and not self._event_type
 
-    def _lines_to(self, data: bytes, sink: DataSink) -> None:
-        """`feed_to` after the BOM: raises a fault at once only when no event came before it."""
+    def _lines_to(self, data: bytes, sink: DataSink) -> bool:
+        """`feed_to` after the BOM, line by line; True if the sink said stop.
+
+        Raises a fault at once only when no event came before it.
+        """
         try:
             lines = self._lines.feed(data)
         except LineTooLong as exc:
             result = self._sink_lines(exc.lines, sink)
             if result is None:
-                return
+                return True
             if self._error is None:
                 self._fail(f"SSE line longer than {exc.limit} bytes", limit=True)
             if not result:
                 error = self._error
                 assert error is not None
                 raise error from None
-            return
-        if self._sink_lines(lines, sink) is False and self._error is not None:
+            return False
+        result = self._sink_lines(lines, sink)
+        if result is False and self._error is not None:
             raise self._error
+        return result is None
 
     def _settle(self, data: bytes) -> bytes:
         """Refuse after a fault or `end`; strip a BOM (which may come in pieces)."""
@@ -454,40 +485,3 @@ class SSEDecoder:
         self._more = bytearray()
         more[0:0] = first
         return more
-
-
-def encode_sse(
-    data: str | None = None,
-    *,
-    event: str | None = None,
-    id: str | None = None,
-    retry: int | None = None,
-    comment: str | None = None,
-) -> bytes:
-    """One SSE frame as bytes; multi-line data becomes several ``data:`` lines.
-
-    Values that would break framing (a newline in ``event`` or ``id``, NUL in
-    ``id``) raise ValueError rather than silently producing another stream.
-    """
-    parts: list[str] = []
-    if comment is not None:
-        for line in comment.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
-            parts.append(f": {line}\n" if line else ":\n")
-    if event is not None:
-        if "\n" in event or "\r" in event:
-            raise ValueError("SSE event type cannot contain a line break")
-        parts.append(f"event: {event}\n")
-    if id is not None:
-        if "\n" in id or "\r" in id or "\x00" in id:
-            raise ValueError("SSE id cannot contain a line break or NUL")
-        parts.append(f"id: {id}\n")
-    if retry is not None:
-        if retry < 0:
-            raise ValueError("SSE retry must be a non-negative integer")
-        parts.append(f"retry: {retry}\n")
-    if data is not None:
-        for line in data.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
-            parts.append(f"data: {line}\n")
-    if data is not None or event is not None or id is not None or retry is not None:
-        parts.append("\n")
-    return "".join(parts).encode("utf-8")

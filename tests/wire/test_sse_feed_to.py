@@ -9,6 +9,7 @@ on the same SSE-shaped inputs the decoder's own properties use.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -16,6 +17,7 @@ import pytest
 from chunking import bytewise
 from hypothesis import given
 from hypothesis import strategies as st
+from scaling import assert_linear
 from test_sse import chunked, outcome, sse_like
 
 from streamfn.core.wire.sse import ServerSentEvent, SSEDecoder, SSEError, decode_data
@@ -174,12 +176,43 @@ def test_a_plain_region_goes_to_runs_in_one_call_and_the_rest_to_the_sink() -> N
     assert decoder.buffered == 0
 
 
+def test_after_a_long_event_the_line_parser_hands_back_to_regions() -> None:
+    calls: list[object] = []
+    decoder = SSEDecoder()
+    decoder.feed_to(b"data: " + b"x" * (20 << 10), lambda d, t: calls.append(len(d)), calls.append)
+    assert calls == [] and decoder.buffered == 6 + (20 << 10)
+    decoder.feed_to(b"\n\ndata: a\n\ndata: b\n\n", lambda d, t: calls.append(len(d)), calls.append)
+    assert calls == [20 << 10, [b"a", b"b"]]
+
+
 def test_bytes_held_for_a_region_count_as_buffered_and_end_flushes_them() -> None:
     decoder = SSEDecoder()
     decoder.feed_to(b"event: e\ndata: last", lambda d, t: None, lambda ds: None, any_type=True)
     assert decoder.buffered == len(b"event: e\ndata: last")
     [event] = decoder.end()
     assert isinstance(event, ServerSentEvent) and (event.data, event.event) == ("last", "e")
+
+
+@pytest.mark.parametrize("any_type", [False, True])
+def test_a_huge_event_among_plain_ones_is_read_in_linear_time(any_type: bool) -> None:
+    # A region's unfinished tail is copied with each chunk; a huge event must
+    # go to the line parser (whose buffer grows) or the copying goes quadratic.
+    # The plain events after it must come back to regions and still arrive.
+    def prepare(size: int) -> Callable[[], object]:
+        plain = b"event: e\ndata: p\n\n" if any_type else b"data: p\n\n"
+        stream = plain * 3 + b"data: " + b"x" * size + b"\n\n" + plain * 3
+        chunks = [stream[i : i + 256] for i in range(0, len(stream), 256)]
+
+        def run() -> None:
+            delivered, error = sink_outcome(
+                chunks, "any" if any_type else "plain", max_line_bytes=8 << 20
+            )
+            assert error is None
+            assert [len(d) for d, _ in delivered] == [1, 1, 1, size, 1, 1, 1]
+
+        return run
+
+    assert_linear(prepare, 512 << 10)
 
 
 def test_one_line_data_reaches_the_sink_as_bytes_with_the_raw_event_type() -> None:
