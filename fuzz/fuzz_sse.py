@@ -31,7 +31,7 @@ if "--atheris" in sys.argv:  # instrument only the decoder, before anything impo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_sse import bytewise, chunked, outcome, spec_oracle
-from test_sse_feed_to import feed_outcome, sink_outcome
+from test_sse_feed_to import erase_types, feed_outcome, sink_outcome
 
 from streamfn.core.wire.sse import ServerSentEvent, SSEComment, SSEDecoder, SSEError
 from streamfn.fuzz import harness
@@ -46,10 +46,15 @@ def check(data: bytes, chunks: list[bytes]) -> None:
         whole = outcome([data], **caps)
         assert outcome(chunks, **caps) == whole, (data, chunks, caps)
         assert outcome(bytewise(data), **caps) == whole, (data, caps)
-        # the providers' fast path delivers the same events and error
+        # the providers' fast path delivers the same events and error, with and
+        # without run sinks (which see every event as typeless: erase_types)
         expected = feed_outcome([data], **caps)
         assert sink_outcome(chunks, **caps) == expected, (data, chunks, caps)
         assert sink_outcome(bytewise(data), **caps) == expected, (data, caps)
+        assert sink_outcome(chunks, "plain", **caps) == expected, (data, chunks, caps)
+        typeless = erase_types(expected[0]), expected[1]
+        assert sink_outcome(chunks, "any", **caps) == typeless, (data, chunks, caps)
+        assert sink_outcome(bytewise(data), "any", **caps) == typeless, (data, caps)
     items, error = outcome([data], **BIG_CAPS)
     if error is None:
         assert items == spec_oracle(data), data
@@ -60,6 +65,14 @@ def check(data: bytes, chunks: list[bytes]) -> None:
                 assert isinstance(item, ServerSentEvent | SSEComment)
             assert decoder.buffered <= 16 + 24
         decoder.end()
+    except SSEError as exc:
+        assert "longer than" in exc.reason or "larger than" in exc.reason
+    runs = SSEDecoder(max_line_bytes=16, max_event_bytes=24)  # regions hold a tail too
+    try:
+        for chunk in chunks:
+            runs.feed_to(chunk, lambda d, t: None, lambda ds: None, any_type=True)
+            assert runs.buffered <= 16 + 24
+        runs.end()
     except SSEError as exc:
         assert "longer than" in exc.reason or "larger than" in exc.reason
 

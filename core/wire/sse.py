@@ -197,7 +197,9 @@ class SSEDecoder:
         not per event, which lets a provider keep its hot loop in one frame.
         So ``runs`` must treat each data exactly as ``sink(data, b"")`` would.
         ``runs(datas)`` returns True to stop, like ``sink``; the two are called
-        in stream order. Events ``runs`` does not get go to ``sink``.
+        in stream order. Events ``runs`` does not get go to ``sink``. With
+        ``runs`` a fault may also be raised in the call that handed over the
+        events before it (always after them).
         """
         data = self._settle(data)
         if not data:
@@ -236,25 +238,31 @@ class SSEDecoder:
         buf = tail + data if tail else data
         end = buf.rfind(b"\n\n")
         if end < 0:
-            if len(buf) <= self._tail_cap and buf.find(b"\r") < 0:
-                self._tail = buf
-                return
-            # CRLF, or a long event (copying a longer tail per chunk would go
-            # quadratic): the line parser, which grows a buffer, takes over
             self._tail = b""
-            self._regions = False
-            self._lines_to(buf, sink)
-            self._regions = self._idle()
+            self._hold_or_parse(buf, sink)
             return
-        self._tail = buf[end + 2 :]
+        self._tail = b""
         region = buf[:end]
         datas = region_datas(region, any_type) if len(region) <= self._region_cap else None
         if datas is None:
-            self._lines_to(buf[: end + 2], sink)
+            stop = self._lines_to(buf[: end + 2], sink)
+        else:
+            if self._retry is not None:
+                self._retry = None
+            stop = runs(datas)
+        if not stop and end + 2 < len(buf):
+            self._hold_or_parse(buf[end + 2 :], sink)
+
+    def _hold_or_parse(self, rest: bytes, sink: DataSink) -> None:
+        """Bytes after the last event end: held as the tail while short and CR-free;
+        else (CRLF, or a long event: copying a longer tail per chunk would go
+        quadratic, and the caps bound what is held) the line parser takes over."""
+        if len(rest) <= self._tail_cap and rest.find(b"\r") < 0:
+            self._tail = rest
             return
-        if self._retry is not None:
-            self._retry = None
-        runs(datas)
+        self._regions = False
+        self._lines_to(rest, sink)
+        self._regions = self._idle()
 
     def _idle(self) -> bool:
         """Nothing half-read: no partial line, no pending event fields."""
