@@ -594,3 +594,43 @@ def test_whatever_the_shared_emitter_produces_is_a_valid_stream(
         if isinstance(event, TextDelta):
             by_block[event.index] = by_block.get(event.index, "") + event.delta
     assert accumulate(events).text == "".join(by_block[i] for i in sorted(by_block))
+
+
+def _fold(events: list[Event], batches: list[int], one_by_one: bool) -> list[object]:
+    """The live message (as builtins) after each batch, then the violation
+    (position, reason) if any: folding with `extend` per batch, or `add` per event."""
+    acc = Accumulator()
+    seen: list[object] = []
+    start = 0
+    try:
+        for size in [*batches, len(events)]:
+            batch = events[start : start + size]
+            start += size
+            if one_by_one:
+                for event in batch:
+                    acc.add(event)
+            else:
+                acc.extend(batch)
+            seen.append(msgspec.to_builtins(acc.message))
+    except ProtocolViolation as exc:
+        seen.append((exc.position, exc.reason))
+    return seen
+
+
+@st.composite
+def _broken(draw: st.DrawFn) -> list[Event]:
+    """A valid stream with one arbitrary event put somewhere: mostly a violation
+    after some deltas, where the position counted so far matters."""
+    events = draw(streams())[0]
+    at = draw(st.integers(0, len(events)))
+    return [*events[:at], draw(any_event), *events[at:]]
+
+
+@given(
+    st.one_of(streams().map(lambda s: s[0]), _broken(), st.lists(any_event, max_size=25)),
+    st.lists(st.integers(0, 6), max_size=8),
+)
+def test_extend_in_any_batches_folds_what_add_folds_one_by_one(
+    events: list[Event], batches: list[int]
+) -> None:
+    assert _fold(events, batches, one_by_one=False) == _fold(events, batches, one_by_one=True)
