@@ -249,7 +249,7 @@ class SSEDecoder:
         else:
             if self._retry is not None:
                 self._retry = None
-            stop = runs(datas)
+            stop = bool(runs(datas))
         if not stop and end + 2 < len(buf):
             self._hold_or_parse(buf[end + 2 :], sink)
 
