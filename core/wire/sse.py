@@ -201,7 +201,8 @@ class SSEDecoder:
         ``runs`` a fault may also be raised in the call that handed over the
         events before it (always after them).
         """
-        data = self._settle(data)
+        if self._bom is not None or self._error is not None or self._closed:
+            data = self._settle(data)  # a call only while it has work: once per read counts
         if not data:
             return
         if runs is None:
@@ -236,7 +237,8 @@ class SSEDecoder:
         any other to the line parser, which ends it as clean as it began."""
         tail = self._tail
         buf = tail + data if tail else data
-        end = buf.rfind(b"\n\n")
+        # a live stream's read ends where its event does: no search for that
+        end = len(buf) - 2 if buf[-1] == 10 and buf[-2:] == b"\n\n" else buf.rfind(b"\n\n")
         if end < 0:
             self._tail = b""
             self._hold_or_parse(buf, sink)
@@ -257,7 +259,7 @@ class SSEDecoder:
         """Bytes after the last event end: held as the tail while short and CR-free;
         else (CRLF, or a long event: copying a longer tail per chunk would go
         quadratic, and the caps bound what is held) the line parser takes over."""
-        if len(rest) <= self._tail_cap and rest.find(b"\r") < 0:
+        if len(rest) <= self._tail_cap and 13 not in rest:
             self._tail = rest
             return
         self._regions = False

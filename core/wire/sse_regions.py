@@ -36,13 +36,17 @@ def region_datas(region: bytes, any_type: bool) -> list[bytes] | None:
     ``any_type``: events with an ``event:`` line may be read too (the caller
     ignores event types).
     """
-    if region.find(b"\r") >= 0:
+    # `in` with an int needle is one memchr and no method call: on a live
+    # stream's one-event regions the call costs more than the scan
+    if 13 in region:  # CR
         return None
-    if region.startswith(_DATA):
+    if region[:6] == _DATA:
+        if 10 not in region:  # one event: the usual region of a live stream
+            return [region[6:]]
         datas = region[6:].split(b"\n\ndata: ")
         # a split piece holding a LF came from an event with another line
-        return None if b"".join(datas).find(b"\n") >= 0 else datas
-    if any_type and region.startswith(_EVENT):
+        return None if 10 in b"".join(datas) else datas
+    if any_type and region[:7] == _EVENT:
         return _typed_datas(region)
     return None
 
@@ -54,7 +58,7 @@ def _typed_datas(region: bytes) -> list[bytes] | None:
     hold no LF, so n lines joined after an LF hold n such starts iff each does.
     """
     head, found, data = region.partition(b"\ndata: ")
-    if found and data.find(b"\n") < 0 and head.find(b"\n") < 0:
+    if found and 10 not in data and 10 not in head:
         return [data]  # one event: the usual region of a live stream
     lines = region.split(b"\n")
     n, rest = divmod(len(lines) + 1, 3)
