@@ -29,6 +29,10 @@ __all__ = ["ChunkedBody", "is_chunked", "keeps_alive"]
 #: h11's chunk header (``chunk_header`` in its ABNF module), written out here
 _HEADER: Final = re.compile(rb"([0-9A-Fa-f]{1,20})(;.*)?[ \t]*\r\n")
 _CRLF: Final = b"\r\n"
+#: the data a first `ChunkedBody.read` hands out at most; each read may give four times
+#: the last: the first events of a big read leave before the rest is decoded, and a
+#: whole stream still takes a handful of reads
+FIRST_SHARE: Final = 2048
 #: a response whose body h11 then reads up to the end of a chunked message: the trailers
 _TRAILER_PRIMER: Final = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n0\r\n"
 
@@ -50,6 +54,7 @@ class ChunkedBody:
         "_left",
         "_max_incomplete",
         "_pos",
+        "_share",
         "_trailers",
         "_trailing",
         "closed",
@@ -70,6 +75,7 @@ class ChunkedBody:
         self._trailers: h11.Connection | None = None
         #: an error found after data that was handed out first
         self._error: h11.RemoteProtocolError | None = None
+        self._share = FIRST_SHARE
         self.done = False
         self.closed = False
         self.leftover = 0
@@ -95,15 +101,18 @@ class ChunkedBody:
     def read(self, budget: int, *, single: bool = False) -> bytes | None:
         """The data of what is complete, joined; None when more input is needed or done.
 
-        At most ``budget`` bytes unless one piece alone is bigger (then that piece,
-        so the caller's cap fires where h11's per-chunk check would).
-        ``single``: one chunk's data only (to hand the first event out early).
+        At most ``budget`` bytes and the growing share (`FIRST_SHARE`), unless one
+        piece alone is bigger (then that piece, so the caller's cap fires where
+        h11's per-chunk check would). ``single``: one chunk's data only.
         Raises `h11.RemoteProtocolError` with h11's message for a broken body.
         """
         if self._error is not None:
             raise self._error
         pieces: list[bytes] = []
         size = 0
+        if not single:
+            budget = min(budget, self._share)
+            self._share *= 4
         try:
             while not self.done:
                 piece = self._next_piece()

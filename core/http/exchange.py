@@ -114,8 +114,7 @@ class Exchange:
         )
 
     def _take_over(self) -> h11.Connection:
-        """The HTTP state for the next exchange on this socket; this one is then no
-        longer `reusable` (one owner at a time)."""
+        """The HTTP state for the next exchange on this socket (this one is then not `reusable`)."""
         if self._chunked is None:
             self._h11.start_next_cycle()
         else:  # h11 did not read this body (`ChunkedBody` did): a new cycle from scratch
@@ -188,12 +187,16 @@ class Exchange:
             return self._protocol_failure(exc)
         return self._pump(eager)
 
-    def pump(self) -> list[Event]:
-        """The events of bytes an eager `receive_bytes` left unread (none otherwise)."""
+    def pump(self, *, some: bool = False) -> list[Event]:
+        """The events of bytes an eager `receive_bytes` left unread (none otherwise).
+
+        ``some``: the next share of them only (call again until none come): a big
+        read's later events are decoded after its first ones went out.
+        """
         if not self._unpumped:
             return []
         self._unpumped = False
-        return self._pump()
+        return self._pump(some=some)
 
     def receive_eof(self) -> list[Event]:
         """The server closed its side."""
@@ -309,9 +312,9 @@ class Exchange:
         return self._h11.their_state is h11.SEND_BODY
 
     # -- internals -------------------------------------------------------------
-    def _pump(self, eager: bool = False) -> list[Event]:
+    def _pump(self, eager: bool = False, some: bool = False) -> list[Event]:
         if self._chunked is not None:
-            return self._pump_chunked(eager)
+            return self._pump_chunked(eager, some)
         events: list[Event] = []
         while True:
             try:
@@ -349,14 +352,11 @@ class Exchange:
                 return events
             # InformationalResponse (1xx): nothing to do
 
-    def _pump_chunked(self, eager: bool) -> list[Event]:
-        """A chunked body: every chunk that is here, handed to the provider at once.
-
-        ``eager``: one chunk at a time until one produced events (the first event
-        leaves without waiting for the rest of the read); the rest on `pump`.
-        With a Content-Encoding, chunk by chunk as h11 gave them (the decoded
-        pieces, and so where a size cap fires, stay as they were).
-        """
+    def _pump_chunked(self, eager: bool, some: bool = False) -> list[Event]:
+        """A chunked body: the chunks that are here, handed to the provider at once
+        (``eager``: one by one until events come; ``some``: see `pump`). With a
+        Content-Encoding one by one, as h11 gave them: a decoded size cap fires
+        where it did."""
         body = self._chunked
         assert body is not None
         events: list[Event] = []
@@ -369,7 +369,7 @@ class Exchange:
                 return events + self._protocol_failure(exc)
             if data is None:
                 break
-            if self._data(data, events, eager):
+            if self._data(data, events, eager or some):
                 return events
         if body.done and not self._body_ended:
             events += self._message_end()

@@ -292,8 +292,12 @@ def _backend(args: argparse.Namespace, base_urls: dict[str, str]) -> Any:
             from streamfn.io_trio import Client
         else:
             from streamfn.io_asyncio import Client  # type: ignore[assignment]
+        # every stream may come back to a warm upstream connection: a gateway's load
+        # is many concurrent streams to few hosts, and a new TCP (and TLS) handshake
+        # per request is added time to the first token
+        client = Client(environ=environ, max_idle_per_host=args.max_concurrency)
         providers = ProviderBackend(
-            Client(environ=environ), environ, served=served, registry=registry, base_urls=base_urls
+            client, environ, served=served, registry=registry, base_urls=base_urls
         )
     local = None
     if not args.no_local:
