@@ -114,7 +114,9 @@ class ChunkedBody:
             budget = min(budget, self._share)
             self._share *= 4
         try:
-            while not self.done:
+            if not (self._left or self._discard or self._trailing):
+                size = self._whole_chunks(pieces, budget, single)
+            while not self.done and not (pieces and (single or size >= budget)):
                 piece = self._next_piece()
                 if piece is None:
                     if self.closed and not self.done and not pieces:
@@ -136,6 +138,31 @@ class ChunkedBody:
         return pieces[0] if len(pieces) == 1 else b"".join(pieces)
 
     # -- internals -------------------------------------------------------------
+    def _whole_chunks(self, pieces: list[bytes], budget: int, single: bool) -> int:
+        """The fast path: chunks whose size line, data and CRLF are all here, onto
+        ``pieces``; their size. It stops at anything else (a partial or last chunk,
+        a fault) with the position at that chunk's size line, for `_next_piece`."""
+        buf, pos, size = self._buf, self._pos, 0
+        find, header, total = buf.find, _HEADER.fullmatch, len(buf)
+        while True:
+            eol = find(_CRLF, pos)
+            match = header(buf, pos, eol + 2) if eol >= 0 else None
+            if match is None:
+                break
+            start = eol + 2
+            end = start + int(match.group(1), 16)
+            if end == start or end + 2 > total or buf[end : end + 2] != _CRLF:
+                break
+            if pieces and size + end - start > budget:
+                break
+            pieces.append(buf[start:end])
+            size += end - start
+            pos = end + 2
+            if single or size >= budget:
+                break
+        self._pos = pos
+        return size
+
     def _cut_short(self) -> None:
         """Raise h11's error for a body the peer ended early: within a line, or between."""
         if self._trailers is not None:
