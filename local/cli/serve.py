@@ -275,6 +275,7 @@ def _listen(host: str, port: int) -> socket.socket:
 def _backend(args: argparse.Namespace, base_urls: dict[str, str]) -> Any:
     from streamfn.asgi.backends import ProviderBackend, RouterBackend, environment
 
+    from .serve_client import upstream_client
     from .serve_config import ConfigError, load_gateway_config
 
     providers = None
@@ -288,14 +289,7 @@ def _backend(args: argparse.Namespace, base_urls: dict[str, str]) -> Any:
                 raise CommandError(str(exc), EXIT_USAGE) from exc
             served, registry = gateway.models, gateway.registry
         environ = environment(None)
-        if args.shell == "trio":
-            from streamfn.io_trio import Client
-        else:
-            from streamfn.io_asyncio import Client  # type: ignore[assignment]
-        # every stream may come back to a warm upstream connection: a gateway's load
-        # is many concurrent streams to few hosts, and a new TCP (and TLS) handshake
-        # per request is added time to the first token
-        client = Client(environ=environ, max_idle_per_host=args.max_concurrency)
+        client = upstream_client(args.shell, environ, args.max_concurrency)
         providers = ProviderBackend(
             client, environ, served=served, registry=registry, base_urls=base_urls
         )
