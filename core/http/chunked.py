@@ -114,9 +114,11 @@ class ChunkedBody:
             budget = min(budget, self._share)
             self._share *= 4
         try:
-            if not (self._left or self._discard or self._trailing):
-                size = self._whole_chunks(pieces, budget, single)
-            while not self.done and not (pieces and (single or size >= budget)):
+            while not self.done:
+                if not (self._left or self._discard or self._trailing):
+                    size = self._whole_chunks(pieces, size, budget, single)
+                if pieces and (single or size >= budget):
+                    break
                 piece = self._next_piece()
                 if piece is None:
                     if self.closed and not self.done and not pieces:
@@ -138,27 +140,26 @@ class ChunkedBody:
         return pieces[0] if len(pieces) == 1 else b"".join(pieces)
 
     # -- internals -------------------------------------------------------------
-    def _whole_chunks(self, pieces: list[bytes], budget: int, single: bool) -> int:
+    def _whole_chunks(self, pieces: list[bytes], size: int, budget: int, single: bool) -> int:
         """The fast path: chunks whose size line, data and CRLF are all here, onto
-        ``pieces``; their size. It stops at anything else (a partial or last chunk,
-        a fault) with the position at that chunk's size line, for `_next_piece`."""
-        buf, pos, size = self._buf, self._pos, 0
-        find, header, total = buf.find, _HEADER.fullmatch, len(buf)
-        while True:
-            eol = find(_CRLF, pos)
-            match = header(buf, pos, eol + 2) if eol >= 0 else None
-            if match is None:
-                break
+        ``pieces`` (holding ``size`` bytes); their new size. It stops at anything
+        else (a partial or last chunk, a fault) at that chunk's size line."""
+        buf, pos = self._buf, self._pos
+        find, header, crlf_at, append = buf.find, _HEADER.fullmatch, buf.startswith, pieces.append
+        limit = 0 if single else budget  # past it, stop (one piece when single)
+        while (eol := find(b"\r\n", pos)) >= 0 and (match := header(buf, pos, eol + 2)):
             start = eol + 2
             end = start + int(match.group(1), 16)
-            if end == start or end + 2 > total or buf[end : end + 2] != _CRLF:
+            if (
+                end == start
+                or not crlf_at(b"\r\n", end)
+                or (pieces and size + end - start > budget)
+            ):
                 break
-            if pieces and size + end - start > budget:
-                break
-            pieces.append(buf[start:end])
+            append(buf[start:end])
             size += end - start
             pos = end + 2
-            if single or size >= budget:
+            if size >= limit:
                 break
         self._pos = pos
         return size
