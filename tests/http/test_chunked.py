@@ -4,12 +4,15 @@ end, the same error message and the same leftover bytes."""
 
 from __future__ import annotations
 
+import gzip
 import itertools
 
 import h11
 import pytest
+from fake_provider import OPENAI_BODY
 from hypothesis import given
 from hypothesis import strategies as st
+from test_http11 import EXPECTED, exchange
 
 from streamfn.core.http.chunked import ChunkedBody
 
@@ -169,3 +172,43 @@ def test_budget_stops_before_the_piece_that_crosses_it() -> None:
     assert reader.read(7) == b"abcdef"
     assert reader.read(2) == b"ghij"  # alone, bigger than the budget: the caller's cap fires
     assert reader.read(1) is None and reader.done
+
+
+def _chunked_wire(body: bytes, sizes: list[int], head: bytes = b"") -> bytes:
+    """``body`` in chunks of ``sizes`` (cycled), after a response head."""
+    out, pos, turn = [], 0, 0
+    while pos < len(body):
+        size = sizes[turn % len(sizes)]
+        out.append(b"%x\r\n%s\r\n" % (len(body[pos : pos + size]), body[pos : pos + size]))
+        pos, turn = pos + size, turn + 1
+    status = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n"
+    return status + head + b"\r\n" + b"".join(out) + b"0\r\n\r\n"
+
+
+@given(
+    sizes=st.lists(st.integers(1, 300), min_size=1, max_size=4),
+    cuts=st.lists(st.integers(0, 4000), max_size=10),
+    gzipped=st.booleans(),
+    eager=st.booleans(),
+)
+def test_an_exchange_reads_any_chunked_wire_as_the_replayed_events(
+    sizes: list[int], cuts: list[int], gzipped: bool, eager: bool
+) -> None:
+    """Through the `Exchange`: any chunking and any split, plain or gzipped, eager
+    reads and pumps or plain reads, give the replayed events and a reusable socket."""
+    body = gzip.compress(OPENAI_BODY) if gzipped else OPENAI_BODY
+    wire = _chunked_wire(body, sizes, b"content-encoding: gzip\r\n" if gzipped else b"")
+    ex = exchange()
+    ex.bytes_to_send()
+    events = []
+    points = sorted({0, len(wire), *(c for c in cuts if c < len(wire))})
+    for a, b in itertools.pairwise(points):
+        events += ex.receive_bytes(wire[a:b], eager=eager)
+        while more := ex.pump(some=True):
+            events += more
+    assert events == EXPECTED
+    assert ex.finished and ex.reusable and ex.body_bytes == len(body)
+    again = exchange(reuse=ex)  # the next request on the socket starts a clean cycle
+    assert again.reused and not ex.reusable
+    again.bytes_to_send()
+    assert again.receive_bytes(_chunked_wire(OPENAI_BODY, [64])) == EXPECTED and again.reusable
