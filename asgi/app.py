@@ -373,8 +373,8 @@ class App:
                         if first_output and isinstance(event, _FIRST_TOKEN):
                             first_output = False  # let it out before decoding the rest
                             await mailbox.put_and_hand_over(for_the_client(event, model))
-                        else:
-                            await mailbox.put(for_the_client(event, model))
+                        elif not mailbox.offer(item := for_the_client(event, model)):
+                            await mailbox.put(item)
             finally:
                 self.active -= 1
                 slots.release()

@@ -131,6 +131,16 @@ class Mailbox:
         self.items.append(item)
         self._wake_reader()
 
+    def offer(self, item: Event | None) -> bool:
+        """Put ``item`` if there is room (what `put` does without suspending); False if full.
+
+        The producer's per-event path: no coroutine per event while the reader keeps up.
+        """
+        if len(self.items) >= self.capacity:
+            return False
+        self.put_nowait(item)
+        return True
+
     async def put(self, item: Event | None) -> None:
         while len(self.items) >= self.capacity:
             self._writer = flag = self.runtime.flag()

@@ -211,7 +211,7 @@ def _exchange(
     logged_status = False
     while True:
         if not events and not exchange.finished:
-            events = exchange.pump()  # what the last read still holds first
+            events = exchange.pump(some=True)  # what the last read still holds first
         if not events and not exchange.finished:
             until, on_expiry = exchange.timer(run.clock())
             events = yield from _receive(exchange, until, on_expiry)

@@ -31,6 +31,7 @@ from ..classify import parse_retry_after
 from ..events import Error, ErrorKind, Event, Start
 from ..models import Model
 from ..options import Options
+from .chunked import ChunkedBody, is_chunked, keeps_alive
 from .content_coding import BodyDecoder, CodingError, decoder_for
 from .target import MAX_HEADER_BYTES, USER_AGENT, parse_target, seconds_text
 
@@ -76,15 +77,12 @@ class Exchange:
         #: wall-clock time of sending: the reference for a Retry-After HTTP-date
         #: when the response carries no Date header
         self._sent_at = sent_at
-        self._h11: h11.Connection
-        if reuse is not None and reuse.reusable:
-            # after this the previous exchange is no longer `reusable`: one owner at a time
-            reuse._h11.start_next_cycle()
-            self._h11 = reuse._h11
-            self.reused = True
-        else:
-            self._h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEADER_BYTES)
-            self.reused = False
+        self.reused = reuse is not None and reuse.reusable
+        self._h11 = (
+            reuse._take_over() if reuse is not None and self.reused else _client_connection()
+        )
+        #: the response body when it is chunked: read many chunks at a time, not by h11
+        self._chunked: ChunkedBody | None = None
         self.status: int | None = None
         self.response_headers: list[tuple[str, str]] = []
         self.body_bytes = 0
@@ -101,6 +99,7 @@ class Exchange:
         self._fresh_data = False
         self._phase_ref: float | None = None
         self._body_seen = False
+        self._body_ended = False
         self._closed_by_peer = False
         # what each timer says when it fires: fixed for the exchange, built once
         self._idle_error = Error.network(
@@ -113,6 +112,15 @@ class Exchange:
         self._total_error = Error.network(
             f"total timeout: the stream did not finish within {seconds_text(total)}"
         )
+
+    def _take_over(self) -> h11.Connection:
+        """The HTTP state for the next exchange on this socket (this one is then not `reusable`)."""
+        if self._chunked is None:
+            self._h11.start_next_cycle()
+        else:  # h11 did not read this body (`ChunkedBody` did): a new cycle from scratch
+            self._h11 = _client_connection()
+            self._chunked = None
+        return self._h11
 
     # -- sending -------------------------------------------------------------
     def bytes_to_send(self) -> bytes:
@@ -170,18 +178,25 @@ class Exchange:
         self.bytes_received += len(data)
         if self.finished:
             self._tail_bytes += len(data)
+        if self._chunked is not None:
+            self._chunked.feed(data if isinstance(data, bytes) else bytes(data))
+            return self._pump(eager)
         try:
             self._h11.receive_data(data if isinstance(data, bytes) else bytes(data))
         except h11.RemoteProtocolError as exc:
             return self._protocol_failure(exc)
         return self._pump(eager)
 
-    def pump(self) -> list[Event]:
-        """The events of bytes an eager `receive_bytes` left unread (none otherwise)."""
+    def pump(self, *, some: bool = False) -> list[Event]:
+        """The events of bytes an eager `receive_bytes` left unread (none otherwise).
+
+        ``some``: the next share of them only (call again until none come): a big
+        read's later events are decoded after its first ones went out.
+        """
         if not self._unpumped:
             return []
         self._unpumped = False
-        return self._pump()
+        return self._pump(some=some)
 
     def receive_eof(self) -> list[Event]:
         """The server closed its side."""
@@ -193,7 +208,10 @@ class Exchange:
             return self.fail(
                 Error.network(f"connection closed by {self.target.host} before a response arrived")
             )
-        self._h11.receive_data(b"")
+        if self._chunked is not None:
+            self._chunked.close()
+        else:
+            self._h11.receive_data(b"")
         events = self._pump()
         if not self.finished:
             # h11 saw a clean close of a read-until-close body, or nothing at all
@@ -235,7 +253,7 @@ class Exchange:
             and not self._broken
             and self._tail_bytes <= MAX_TAIL_BYTES
             and self._h11.our_state is h11.DONE
-            and self._h11.their_state is h11.SEND_BODY
+            and self._body_unread()
             and self._reusable_framing()
         )
 
@@ -275,16 +293,28 @@ class Exchange:
         leaves h11 in MUST_CLOSE, not DONE. Bytes that arrive while the socket
         sits in the pool are caught by the checkout check (`ClientBase`).
         """
-        return (
-            self.finished
-            and not self._broken
-            and self._h11.our_state is h11.DONE
-            and self._h11.their_state is h11.DONE
-            and self._h11.trailing_data == (b"", False)
-        )
+        if not self.finished or self._broken or self._h11.our_state is not h11.DONE:
+            return False
+        if self._chunked is not None:
+            body = self._chunked
+            return (
+                body.done
+                and not body.leftover
+                and not body.closed
+                and keeps_alive(self._h11.their_http_version, self.response_headers)
+            )
+        return self._h11.their_state is h11.DONE and self._h11.trailing_data == (b"", False)
+
+    def _body_unread(self) -> bool:
+        """Is the response body still arriving?"""
+        if self._chunked is not None:
+            return not self._chunked.done
+        return self._h11.their_state is h11.SEND_BODY
 
     # -- internals -------------------------------------------------------------
-    def _pump(self, eager: bool = False) -> list[Event]:
+    def _pump(self, eager: bool = False, some: bool = False) -> list[Event]:
+        if self._chunked is not None:
+            return self._pump_chunked(eager, some)
         events: list[Event] = []
         while True:
             try:
@@ -293,17 +323,9 @@ class Exchange:
                 return events + self._protocol_failure(exc)
             if event is h11.NEED_DATA or event is h11.PAUSED:
                 return events
-            if isinstance(event, h11.Data):  # the per-chunk case first
-                self._body_seen = True
-                self._fresh_data = True
-                self.body_bytes += len(event.data)
-                if self.body_bytes > self._options.max_response_bytes:
-                    return events + self._too_big()
-                if not self.finished:
-                    events += self._body(bytes(event.data))
-                    if eager and events and not self.finished:
-                        self._unpumped = True
-                        return events
+            if isinstance(event, h11.Data):  # a Content-Length or read-until-close body
+                if self._data(bytes(event.data), events, eager):
+                    return events
             elif isinstance(event, h11.Response):
                 self.status = event.status_code
                 self.response_headers = [
@@ -316,16 +338,68 @@ class Exchange:
                     events += self._finish_call(
                         self.call.receive_response(self.status, self.response_headers)
                     )
+                if is_chunked(self.request.method, event, self._h11):
+                    self._chunked = ChunkedBody(MAX_HEADER_BYTES)
+                    rest = self._h11.trailing_data[0]
+                    if rest:
+                        self._chunked.feed(rest)
+                    return events + self._pump_chunked(eager)
             elif isinstance(event, h11.EndOfMessage):
-                if not self.finished:
-                    events += self._body_end()
-                if not self.finished:
-                    events += self._finish_call(self.call.receive_eof())
+                events += self._message_end()
             elif isinstance(event, h11.ConnectionClosed):
                 if not self.finished:
                     events += self._finish_call(self.call.receive_eof())
                 return events
             # InformationalResponse (1xx): nothing to do
+
+    def _pump_chunked(self, eager: bool, some: bool = False) -> list[Event]:
+        """A chunked body: the chunks that are here, handed to the provider at once
+        (``eager``: one by one until events come; ``some``: see `pump`). With a
+        Content-Encoding one by one, as h11 gave them: a decoded size cap fires
+        where it did."""
+        body = self._chunked
+        assert body is not None
+        events: list[Event] = []
+        single = eager or self._decoder is not None
+        while True:
+            budget = self._options.max_response_bytes - self.body_bytes
+            try:
+                data = body.read(budget, single=single)
+            except h11.RemoteProtocolError as exc:
+                return events + self._protocol_failure(exc)
+            if data is None:
+                break
+            if self._data(data, events, eager or some):
+                return events
+        if body.done and not self._body_ended:
+            events += self._message_end()
+        return events
+
+    def _data(self, data: bytes, events: list[Event], eager: bool) -> bool:
+        """Body bytes to the call, its events onto ``events``; True: stop reading for now
+        (a cap was hit, or, ``eager``, the events may go out before the rest is decoded)."""
+        self._body_seen = True
+        self._fresh_data = True
+        self.body_bytes += len(data)
+        if self.body_bytes > self._options.max_response_bytes:
+            events += self._too_big()
+            return True
+        if not self.finished:
+            events += self._body(data)
+            if eager and events and not self.finished:
+                self._unpumped = True
+                return True
+        return False
+
+    def _message_end(self) -> list[Event]:
+        """The response body ended (h11's EndOfMessage, or the chunked body's end)."""
+        self._body_ended = True
+        events: list[Event] = []
+        if not self.finished:
+            events += self._body_end()
+        if not self.finished:
+            events += self._finish_call(self.call.receive_eof())
+        return events
 
     def _finish_call(self, events: list[Event]) -> list[Event]:
         if events:
@@ -419,3 +493,7 @@ class Exchange:
         else:
             message = f"malformed HTTP body from {self.target.host}: {exc}"
         return self.fail(Error.network(message, status=self.status))
+
+
+def _client_connection() -> h11.Connection:
+    return h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEADER_BYTES)

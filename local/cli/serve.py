@@ -275,6 +275,7 @@ def _listen(host: str, port: int) -> socket.socket:
 def _backend(args: argparse.Namespace, base_urls: dict[str, str]) -> Any:
     from streamfn.asgi.backends import ProviderBackend, RouterBackend, environment
 
+    from .serve_client import upstream_client
     from .serve_config import ConfigError, load_gateway_config
 
     providers = None
@@ -288,12 +289,9 @@ def _backend(args: argparse.Namespace, base_urls: dict[str, str]) -> Any:
                 raise CommandError(str(exc), EXIT_USAGE) from exc
             served, registry = gateway.models, gateway.registry
         environ = environment(None)
-        if args.shell == "trio":
-            from streamfn.io_trio import Client
-        else:
-            from streamfn.io_asyncio import Client  # type: ignore[assignment]
+        client = upstream_client(args.shell, environ, args.max_concurrency)
         providers = ProviderBackend(
-            Client(environ=environ), environ, served=served, registry=registry, base_urls=base_urls
+            client, environ, served=served, registry=registry, base_urls=base_urls
         )
     local = None
     if not args.no_local:

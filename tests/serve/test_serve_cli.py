@@ -235,3 +235,13 @@ def test_chat_and_serve_can_point_a_provider_at_a_custom_upstream(
         client.chat.completions.create(model="openai:gpt-4o-mini", messages=USER)  # type: ignore[arg-type]
     assert upstream.hits("cli") == 2
     assert cli.main(["chat", "--base-url", url, "hi"]) == 2  # the local model has no upstream
+
+
+@pytest.mark.parametrize("shell", ["asyncio", "trio"])
+def test_the_gateway_keeps_a_warm_upstream_connection_per_stream(shell: str) -> None:
+    """50 concurrent streams to one upstream come back to 50 pooled connections, not 8."""
+    from streamfn.local.cli.serve_client import upstream_client
+
+    client = upstream_client(shell, {}, 50)
+    assert client.max_idle_per_host == 50
+    assert type(client).__module__ == f"streamfn.io_{shell}.client"
