@@ -9,8 +9,8 @@ each response written at once, chunked, keep-alive) serves a 20,000-delta
 chat stream and a 200-delta one. Every client opens a fresh connection per
 request, reads its stream to the end and returns the answer text, which
 must be the same for all before anything is printed. Contenders run
-interleaved round-robin (``--repeat`` rounds; in each, one big stream and
-``--first`` small ones per contender):
+interleaved round-robin (``--repeat`` rounds; in each, one big stream per
+contender, then ``--first`` turns of one small stream per contender):
 
 - ``streamfn trio`` / ``streamfn asyncio`` / ``streamfn sync``: `Client.stream`, typed events;
 - ``openai SDK`` sync and async: ``chat.completions.create(stream=True)``;
@@ -257,7 +257,8 @@ def main() -> None:
                 t0 = time.perf_counter()
                 n, _, _ = fn(url, "big")
                 rate[name] = max(rate[name], n / (time.perf_counter() - t0))
-                for _ in range(args.first):
+            for _ in range(args.first):  # one small stream each, in turn: load bursts hit all
+                for name, fn in CONTENDERS.items():
                     firsts[name].append(fn(url, "small")[1])
             print(".", end="", flush=True)
         print()
