@@ -65,7 +65,7 @@ class _ProviderModule(Protocol):
 
 #: wire formats added from outside the package: name -> module (or its dotted path)
 _REGISTERED: dict[str, ModuleType | _ProviderModule | str] = {}
-#: built-in wire formats already imported: every call looks its module up again
+#: built-in wire formats already imported (one dict lookup per call, not an import_module)
 _LOADED: dict[str, _ProviderModule] = {}
 
 
