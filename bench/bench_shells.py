@@ -9,8 +9,8 @@ each response written at once, chunked, keep-alive) serves a 20,000-delta
 chat stream and a 200-delta one. Every client opens a fresh connection per
 request, reads its stream to the end and returns the answer text, which
 must be the same for all before anything is printed. Contenders run
-interleaved round-robin (``--repeat`` rounds; in each, one big stream and
-``--first`` small ones per contender):
+interleaved round-robin (``--repeat`` rounds; in each, one big stream per
+contender, then ``--first`` turns of one small stream per contender):
 
 - ``streamfn trio`` / ``streamfn asyncio`` / ``streamfn sync``: `Client.stream`, typed events;
 - ``openai SDK`` sync and async: ``chat.completions.create(stream=True)``;
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import multiprocessing as mp
 import statistics
@@ -254,10 +255,12 @@ def main() -> None:
         firsts: dict[str, list[float]] = {name: [] for name in CONTENDERS}
         for _ in range(args.repeat):
             for name, fn in CONTENDERS.items():
+                gc.collect()  # no contender pays for the garbage the one before it left
                 t0 = time.perf_counter()
                 n, _, _ = fn(url, "big")
                 rate[name] = max(rate[name], n / (time.perf_counter() - t0))
-                for _ in range(args.first):
+            for _ in range(args.first):  # one small stream each, in turn: load bursts hit all
+                for name, fn in CONTENDERS.items():
                     firsts[name].append(fn(url, "small")[1])
             print(".", end="", flush=True)
         print()

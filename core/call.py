@@ -65,6 +65,8 @@ class _ProviderModule(Protocol):
 
 #: wire formats added from outside the package: name -> module (or its dotted path)
 _REGISTERED: dict[str, ModuleType | _ProviderModule | str] = {}
+#: built-in wire formats already imported (one dict lookup per call, not an import_module)
+_LOADED: dict[str, _ProviderModule] = {}
 
 
 def register_api(
@@ -128,6 +130,9 @@ def _module(api: str) -> _ProviderModule:
             "a fallback chain is tried model by model by the shells (stream, complete); "
             "for one call, open_call one of its .models"
         )
+    loaded = _LOADED.get(api)
+    if loaded is not None:
+        return loaded
     try:
         name = API_MODULES[api]
     except KeyError:
@@ -135,7 +140,9 @@ def _module(api: str) -> _ProviderModule:
         raise ValueError(
             f"unknown wire api {api!r}; known: {known} (add one with register_api)"
         ) from None
-    return cast(_ProviderModule, importlib.import_module(f"streamfn.core.providers.{name}"))
+    module = cast(_ProviderModule, importlib.import_module(f"streamfn.core.providers.{name}"))
+    _LOADED[api] = module
+    return module
 
 
 def open_call(model: Model, context: Context, options: Options | None = None) -> Call:

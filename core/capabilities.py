@@ -119,12 +119,30 @@ class CapabilityRule(msgspec.Struct, frozen=True, kw_only=True):
 
 _DEFAULT: Final = Capabilities()
 _compiled: dict[str, re.Pattern[str]] = {}
+_matched: dict[tuple[str, str, str, int], Capabilities] = {}
+_MATCHED_MAX: Final = 1024
 
 
 def capabilities_for(model: Model) -> Capabilities:
-    """The model's own ``capabilities``, else its family's, else permissive defaults."""
+    """The model's own ``capabilities``, else its family's, else permissive defaults.
+
+    Building one request asks several times, so the family match is remembered
+    per (api, provider, id). ``CAPABILITY_RULES`` is meant as a constant; a rule
+    appended or removed at run time is still seen (the memo is keyed by its length).
+    """
     if model.capabilities is not None:
         return model.capabilities
+    key = (model.api, model.provider, model.id, len(CAPABILITY_RULES))
+    found = _matched.get(key)
+    if found is None:
+        if len(_matched) >= _MATCHED_MAX:
+            _matched.clear()
+        found = _matched[key] = _match(model)
+    return found
+
+
+def _match(model: Model) -> Capabilities:
+    """The first rule of ``CAPABILITY_RULES`` that fits the model, else the defaults."""
     for rule in CAPABILITY_RULES:
         if model.api not in rule.apis or (rule.providers and model.provider not in rule.providers):
             continue

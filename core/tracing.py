@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import AsyncGenerator, Callable
+from functools import lru_cache
 from typing import Any, Final
 from urllib.parse import urlsplit
 
@@ -93,6 +94,15 @@ def reset_instruments() -> None:
     _instruments = False
 
 
+@lru_cache(maxsize=64)
+def _server(url: str) -> tuple[str, int] | None:
+    """The host and port of a base URL (remembered: every stream asks for its model's)."""
+    parts = urlsplit(url)
+    if not parts.hostname:
+        return None
+    return parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+
+
 def _request_attributes(model: Model, options: Options) -> dict[str, Any]:
     attributes: dict[str, Any] = {
         "gen_ai.operation.name": "chat",
@@ -100,11 +110,9 @@ def _request_attributes(model: Model, options: Options) -> dict[str, Any]:
         "gen_ai.request.model": model.id,
     }
     url = options.base_url or model.base_url
-    if url:
-        parts = urlsplit(url)
-        if parts.hostname:
-            attributes["server.address"] = parts.hostname
-            attributes["server.port"] = parts.port or (443 if parts.scheme == "https" else 80)
+    server = _server(url) if url else None
+    if server is not None:
+        attributes["server.address"], attributes["server.port"] = server
     for name, value in (
         ("gen_ai.request.max_tokens", options.max_tokens),
         ("gen_ai.request.temperature", options.temperature),

@@ -2,7 +2,8 @@
 
 The same program as the trio shell: `streamfn.core.http.driver.drive` decides
 every step (connect, send, receive with a deadline, retry, release) and this
-module performs them with asyncio streams. Behaviour is identical by
+module performs them with the event loop's sockets or streams
+(`streamfn.io_asyncio.connections`). Behaviour is identical by
 construction, and the same test suite runs against both shells.
 
 A `Client`'s keep-alive pool belongs to the event loop that filled it; close
@@ -12,14 +13,11 @@ it (``async with Client()`` or `Client.aclose`) in that loop.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
-from typing import Final
 
 from streamfn.core.events import Error, Event
 from streamfn.core.http.client_base import ClientBase
-from streamfn.core.http.pool import PooledConnection, PoolKey
 from streamfn.core.http.proxy_env import Proxy
 from streamfn.core.http.steps import EXPIRED, Connect, Expired, ReceiveAnswer, SendAnswer
 from streamfn.core.http.target import Target, connect_error
@@ -28,35 +26,16 @@ from streamfn.core.messages import AssistantMessage, Context
 from streamfn.core.models import Model
 from streamfn.core.options import Options
 from streamfn.io_sync.process import PROCESS
+from streamfn.io_sync.sockets import literal_family
+
+from .connections import READ_SIZE, Connection, SocketConnection, StreamConnection
 
 __all__ = ["Client", "complete", "default_client", "stream"]
 
-READ_SIZE: Final = 64 << 10
-_PoolKey = PoolKey
 
-
-class _Connection(PooledConnection):
-    """An asyncio stream pair (maybe TLS, maybe tunnelled) and the loop it belongs to."""
-
-    __slots__ = ("loop", "reader", "writer")
-
-    def __init__(
-        self, key: PoolKey, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> None:
-        super().__init__(key)
-        self.reader = reader
-        self.writer = writer
-        self.loop = asyncio.get_running_loop()
-
-    def abort(self) -> None:
-        """Close now, without waiting for the peer (cancellation, errors, abandon)."""
-        with contextlib.suppress(RuntimeError):  # its loop is closed: nothing left to do
-            self.writer.transport.abort()
-
-
-class Client(ClientBase[_Connection]):
+class Client(ClientBase[Connection]):
     """An asyncio client: configuration, a keep-alive pool and the step loop come
-    from `ClientBase`; this class only does asyncio's I/O."""
+    from `ClientBase`; this class only does asyncio's I/O (see `.connections`)."""
 
     ambient = PROCESS  # the environment, randomness, wall clock and TLS defaults
 
@@ -70,31 +49,17 @@ class Client(ClientBase[_Connection]):
     async def _sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
 
-    async def _close(self, conn: _Connection) -> None:
+    async def _close(self, conn: Connection) -> None:
         conn.abort()  # never suspends: safe in a finally block during cancellation
 
-    def _usable(self, conn: _Connection) -> bool:
+    def _usable(self, conn: Connection) -> bool:
         # a pooled connection belongs to the loop that opened it
-        return conn.loop is asyncio.get_running_loop() and not conn.writer.is_closing()
+        return conn.loop is asyncio.get_running_loop() and not conn.closing()
 
-    async def _readable(self, conn: _Connection) -> bool:
-        # The transport reads eagerly into the StreamReader, so the socket itself
-        # looks idle; a read that must not wait is the loop's readiness check.
-        # With data or EOF buffered, ``read`` returns without suspending; the
-        # zero timeout fires only if it would have waited.
-        reader = conn.reader
-        if reader.at_eof() or reader.exception() is not None:
-            return True
-        try:
-            async with asyncio.timeout(0):
-                await reader.read(1)
-        except TimeoutError:
-            return False
-        except OSError:
-            return True
-        return True
+    async def _readable(self, conn: Connection) -> bool:
+        return await conn.readable()
 
-    async def _open(self, step: Connect) -> _Connection | Error | Expired:
+    async def _open(self, step: Connect) -> Connection | Error | Expired:
         try:
             async with asyncio.timeout_at(step.deadline):
                 try:
@@ -106,16 +71,19 @@ class Client(ClientBase[_Connection]):
         except TimeoutError:
             return EXPIRED
 
-    async def _connect(self, step: Connect) -> _Connection:
+    async def _connect(self, step: Connect) -> Connection:
         target, proxy = step.target, step.proxy
         tls = self.ssl_context if target.scheme == "https" else None
         if proxy is None:
+            family = literal_family(target.host) if tls is None else None
+            if family is not None:
+                return await SocketConnection.open(step.key, family, target.host, target.port)
             reader, writer = await asyncio.open_connection(
                 target.host, target.port, ssl=tls, server_hostname=target.host if tls else None
             )
-            return _Connection(step.key, reader, writer)
+            return StreamConnection(step.key, reader, writer)
         reader, writer = await asyncio.open_connection(proxy.host, proxy.port)
-        conn = _Connection(step.key, reader, writer)
+        conn = StreamConnection(step.key, reader, writer)
         try:
             await self._tunnel(conn, target, proxy)
             if tls is not None:
@@ -126,30 +94,29 @@ class Client(ClientBase[_Connection]):
         return conn
 
     @staticmethod
-    async def _tunnel(conn: _Connection, target: Target, proxy: Proxy) -> None:
+    async def _tunnel(conn: StreamConnection, target: Target, proxy: Proxy) -> None:
         tunnel = ConnectTunnel(target, proxy)
         conn.writer.write(tunnel.bytes_to_send())
         await conn.writer.drain()
         while not tunnel.receive_bytes(await conn.reader.read(READ_SIZE)):
             pass
 
-    async def _send(self, conn: _Connection, data: bytes, deadline: float) -> SendAnswer:
+    async def _send(self, conn: Connection, data: bytes, deadline: float) -> SendAnswer:
         try:
             async with asyncio.timeout_at(deadline):
                 try:
-                    conn.writer.write(data)
-                    await conn.writer.drain()
+                    await conn.send(data)
                 except OSError as exc:
                     return exc
                 return None
         except TimeoutError:
             return EXPIRED
 
-    async def _receive(self, conn: _Connection, deadline: float) -> ReceiveAnswer:
+    async def _receive(self, conn: Connection, deadline: float) -> ReceiveAnswer:
         try:
             async with asyncio.timeout_at(deadline):
                 try:
-                    return await conn.reader.read(READ_SIZE)
+                    return await conn.receive()
                 except OSError as exc:
                     return exc
         except TimeoutError:

@@ -17,7 +17,14 @@ from streamfn.core.http.proxy_env import Proxy
 from streamfn.core.http.target import Target
 from streamfn.core.http.tunnel import ConnectTunnel
 
-__all__ = ["READ_SIZE", "connect", "readable", "socket_readable", "time_left"]
+__all__ = [
+    "READ_SIZE",
+    "connect",
+    "literal_family",
+    "readable",
+    "socket_readable",
+    "time_left",
+]
 
 READ_SIZE: Final = 64 << 10
 
@@ -25,6 +32,23 @@ READ_SIZE: Final = 64 << 10
 def time_left(deadline: float) -> float:
     """Seconds until ``deadline`` on ``time.monotonic`` (<= 0 once it has passed)."""
     return deadline - time.monotonic()
+
+
+def literal_family(host: str) -> socket.AddressFamily | None:
+    """The address family of an IP literal (``127.0.0.1``, ``::1``), None for a name.
+
+    A literal needs no resolver and has one address: the shells connect to it
+    directly instead of going through getaddrinfo and a happy-eyeballs race
+    (on loopback, trio's `open_tcp_stream` alone costs more than the rest of
+    a request). A scoped IPv6 address (``fe80::1%eth0``) is left to the resolver.
+    """
+    for family in (socket.AF_INET, socket.AF_INET6):
+        try:
+            socket.inet_pton(family, host)
+        except OSError:
+            continue
+        return family
+    return None
 
 
 def _bounded(sock: socket.socket, deadline: float) -> None:
@@ -48,7 +72,7 @@ def connect(
     left = time_left(deadline)
     if left <= 0:
         raise TimeoutError("deadline passed")
-    sock = socket.create_connection((host, port), timeout=left)
+    sock = _open_tcp(host, port, left)
     try:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if proxy is not None:
@@ -60,6 +84,21 @@ def connect(
     except BaseException:
         sock.close()
         raise
+
+
+def _open_tcp(host: str, port: int, timeout: float) -> socket.socket:
+    """A connected TCP socket; an IP literal skips the resolver (`literal_family`)."""
+    family = literal_family(host)
+    if family is None:
+        return socket.create_connection((host, port), timeout=timeout)
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(timeout)
+        sock.connect((host, port))
+    except BaseException:
+        sock.close()
+        raise
+    return sock
 
 
 def _tunnel(sock: socket.socket, target: Target, proxy: Proxy, deadline: float) -> None:

@@ -27,7 +27,7 @@ from streamfn.core.messages import AssistantMessage, Context
 from streamfn.core.models import Model
 from streamfn.core.options import Options
 from streamfn.io_sync.process import PROCESS
-from streamfn.io_sync.sockets import socket_readable
+from streamfn.io_sync.sockets import literal_family, socket_readable
 
 __all__ = ["Client", "complete", "default_client", "stream"]
 
@@ -72,7 +72,7 @@ class Client(ClientBase[_Connection]):
 
     async def _connect(self, target: Target, proxy: Proxy | None) -> trio.abc.Stream:
         host, port = (proxy.host, proxy.port) if proxy else (target.host, target.port)
-        sock: trio.abc.Stream = await trio.open_tcp_stream(host, port)
+        sock: trio.abc.Stream = await _open_tcp(host, port)
         try:
             if proxy is not None:
                 await self._tunnel(sock, target, proxy)
@@ -113,6 +113,21 @@ class Client(ClientBase[_Connection]):
             except (trio.BrokenResourceError, OSError) as exc:
                 return exc
         return EXPIRED
+
+
+async def _open_tcp(host: str, port: int) -> trio.SocketStream:
+    """`trio.open_tcp_stream`, without its resolver round trip and happy-eyeballs
+    nursery for an IP literal (one address: nothing to race)."""
+    family = literal_family(host)
+    if family is None:
+        return await trio.open_tcp_stream(host, port)
+    sock = trio.socket.socket(family, trio.socket.SOCK_STREAM)
+    try:
+        await sock.connect((host, port))
+    except BaseException:
+        sock.close()
+        raise
+    return trio.SocketStream(sock)
 
 
 def _stream_readable(stream: trio.abc.Stream) -> bool:

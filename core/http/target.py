@@ -9,6 +9,7 @@ what to check). ``ssl`` is imported for its exception classes only.
 from __future__ import annotations
 
 import ssl
+from functools import lru_cache
 from typing import Final, NamedTuple
 from urllib.parse import urlsplit
 
@@ -55,8 +56,13 @@ class Target(NamedTuple):
         return (self.scheme, self.host, self.port)
 
 
+@lru_cache(maxsize=64)
 def parse_target(url: str) -> Target:
-    """Split an ``http(s)://`` URL; raises ValueError (URL redacted) for anything else."""
+    """Split an ``http(s)://`` URL; raises ValueError (URL redacted) for anything else.
+
+    Remembered for the last few URLs: every attempt of every stream splits
+    its URL (``urlsplit`` is most of the cost), and they repeat.
+    """
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(f"not an http(s) URL: {redact_url(url)!r}")
