@@ -214,10 +214,13 @@ class OpenAIChatCall(SSECall):
         if data == b"[DONE]":
             self._complete()
             return self.emit.finished
+        # once the response id is known, no chunk's id is read (as in `on_run`): so
+        # a chunk is accepted or refused alike however the reads fall
+        decode = _decode_chunk if self.response_id is None else _decode_hot
         try:
-            chunk = _decode_chunk(data)
+            chunk: _HotChunk = decode(data)
         except Exception:  # invalid UTF-8 decodes as the spec says, or fails the same
-            chunk = decode_data(_decode_chunk, data)
+            chunk = decode_data(decode, data)
         return self._on_chunk(chunk)
 
     def on_run(self, datas: list[bytes]) -> bool:
