@@ -170,7 +170,11 @@ class SSEDecoder:
         data = self._settle(data)
         if self._tail:  # left by feed_to: those bytes come first
             data, self._tail = self._tail + data, b""
-        return self._feed_lines(data) if data else []
+        if not data:
+            return []
+        out = self._feed_lines(data)
+        self._regions = self._idle()  # a later feed_to reads regions only from an event end
+        return out
 
     def feed_to(
         self,
@@ -206,7 +210,10 @@ class SSEDecoder:
         if not data:
             return
         if runs is None:
+            if self._tail:  # left by a call with runs: those bytes come first
+                data, self._tail = self._tail + data, b""
             self._lines_to(data, sink)
+            self._regions = self._idle()  # as in `feed`: a call with runs may follow
         elif self._regions:
             self._regions_to(data, sink, runs, any_type)
         else:
