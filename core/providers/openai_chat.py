@@ -160,11 +160,15 @@ _STOP_REASONS: Final = {
 _SEGMENT: Final = "segment"
 
 
-def _flush_run(emit: Emitter, text: bool, pending: list[str]) -> None:
+def _flush_run(emit: Emitter, text: bool, pending: list[str]) -> bool:
+    """The run gathered so far to the emitter (``pending`` is emptied); True when
+    that finished the stream (the cap fell inside the run)."""
     if text:
         emit.texts(_SEGMENT, pending)
     else:
         emit.thinkings(_SEGMENT, pending)
+    pending.clear()
+    return emit.finished
 
 
 class _ToolSlot:
@@ -267,15 +271,14 @@ class OpenAIChatCall(SSECall):
                             text = False
                             piece = delta.reasoning_content or delta.reasoning
                         if piece:
-                            if text is not pending_text and pending:
-                                _flush_run(emit, pending_text, pending)
-                                pending = []
+                            if text is not pending_text and pending:  # noqa: SIM102
+                                if _flush_run(emit, pending_text, pending):
+                                    return True  # the cap fell inside the run
                             pending_text = text
                             pending.append(piece)
                             continue
-            if pending:
-                _flush_run(emit, pending_text, pending)
-                pending = []
+            if pending and _flush_run(emit, pending_text, pending):
+                return True
             if self._on_chunk(chunk) if chunk is not None else self.on_data(data, b""):
                 return True
             hot = self.response_id is not None

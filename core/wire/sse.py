@@ -168,11 +168,8 @@ class SSEDecoder:
     def feed(self, data: bytes) -> list[ServerSentEvent | SSEComment]:
         """Decode one chunk; return the events and comments it completed."""
         data = self._settle(data)
-        if self._tail:  # left by feed_to: those bytes come first
-            data, self._tail = self._tail + data, b""
-        if not data:
-            return []
-        out = self._feed_lines(data)
+        data, self._tail = self._tail + data, b""  # a tail left by feed_to comes first
+        out = self._feed_lines(data) if data else []
         self._regions = self._idle()  # a later feed_to reads regions only from an event end
         return out
 
@@ -210,8 +207,7 @@ class SSEDecoder:
         if not data:
             return
         if runs is None:
-            if self._tail:  # left by a call with runs: those bytes come first
-                data, self._tail = self._tail + data, b""
+            data, self._tail = self._tail + data, b""  # a tail left by runs comes first
             self._lines_to(data, sink)
             self._regions = self._idle()  # as in `feed`: a call with runs may follow
         elif self._regions:
