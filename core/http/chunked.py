@@ -110,8 +110,10 @@ class ChunkedBody:
             raise self._error
         pieces: list[bytes] = []
         size = 0
-        if not single:
-            budget = min(budget, self._share)
+        if not single and self._share < budget:
+            # grown only while it limits: the budget never grows, so a share past it
+            # stays past it (and a stream of a million reads keeps a small int)
+            budget = self._share
             self._share *= 4
         try:
             while not self.done:

@@ -267,6 +267,8 @@ class AnthropicCall(SSECall):
                         if pending and (index != run_index or kind != run_kind):
                             self._flush_run(run_kind, run_index, pending)
                             pending = []
+                            if self.emit.finished:  # the cap fell inside the run
+                                return True
                         run_index = index
                         run_kind = kind
                         pending.append(piece)
@@ -274,6 +276,8 @@ class AnthropicCall(SSECall):
             if pending:
                 self._flush_run(run_kind, run_index, pending)
                 pending = []
+                if self.emit.finished:
+                    return True
             if wire is None:
                 if self.on_data(data, b""):
                     return True

@@ -160,11 +160,15 @@ _STOP_REASONS: Final = {
 _SEGMENT: Final = "segment"
 
 
-def _flush_run(emit: Emitter, text: bool, pending: list[str]) -> None:
+def _flush_run(emit: Emitter, text: bool, pending: list[str]) -> bool:
+    """The run gathered so far to the emitter (``pending`` is emptied); True when
+    that finished the stream (the cap fell inside the run)."""
     if text:
         emit.texts(_SEGMENT, pending)
     else:
         emit.thinkings(_SEGMENT, pending)
+    pending.clear()
+    return emit.finished
 
 
 class _ToolSlot:
@@ -214,10 +218,13 @@ class OpenAIChatCall(SSECall):
         if data == b"[DONE]":
             self._complete()
             return self.emit.finished
+        # once the response id is known, no chunk's id is read (as in `on_run`): so
+        # a chunk is accepted or refused alike however the reads fall
+        decode = _decode_chunk if self.response_id is None else _decode_hot
         try:
-            chunk = _decode_chunk(data)
+            chunk: _HotChunk = decode(data)
         except Exception:  # invalid UTF-8 decodes as the spec says, or fails the same
-            chunk = decode_data(_decode_chunk, data)
+            chunk = decode_data(decode, data)
         return self._on_chunk(chunk)
 
     def on_run(self, datas: list[bytes]) -> bool:
@@ -264,15 +271,14 @@ class OpenAIChatCall(SSECall):
                             text = False
                             piece = delta.reasoning_content or delta.reasoning
                         if piece:
-                            if text is not pending_text and pending:
-                                _flush_run(emit, pending_text, pending)
-                                pending = []
+                            if text is not pending_text and pending:  # noqa: SIM102
+                                if _flush_run(emit, pending_text, pending):
+                                    return True  # the cap fell inside the run
                             pending_text = text
                             pending.append(piece)
                             continue
-            if pending:
-                _flush_run(emit, pending_text, pending)
-                pending = []
+            if pending and _flush_run(emit, pending_text, pending):
+                return True
             if self._on_chunk(chunk) if chunk is not None else self.on_data(data, b""):
                 return True
             hot = self.response_id is not None

@@ -145,7 +145,11 @@ def _result(block: dict[str, Any], where: str, searches: set[str]) -> dict[str, 
         w = f"{where}.content"
         _exact(content, frozenset({"type", "error_code"}), frozenset(), w)
         code = content["error_code"]
-        if content["type"] != "web_search_tool_result_error" or code not in _ERROR_CODES:
+        if (
+            content["type"] != "web_search_tool_result_error"
+            or not isinstance(code, str)  # a list or object is no code (and unhashable)
+            or code not in _ERROR_CODES
+        ):
             raise BadRequest(f"{w}: not a web_search_tool_result_error Anthropic documents")
         kept: Any = {"type": "web_search_tool_result_error", "error_code": code}
     elif isinstance(content, list):

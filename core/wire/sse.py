@@ -168,9 +168,10 @@ class SSEDecoder:
     def feed(self, data: bytes) -> list[ServerSentEvent | SSEComment]:
         """Decode one chunk; return the events and comments it completed."""
         data = self._settle(data)
-        if self._tail:  # left by feed_to: those bytes come first
-            data, self._tail = self._tail + data, b""
-        return self._feed_lines(data) if data else []
+        data, self._tail = self._tail + data, b""  # a tail left by feed_to comes first
+        out = self._feed_lines(data) if data else []
+        self._regions = self._idle()  # a later feed_to reads regions only from an event end
+        return out
 
     def feed_to(
         self,
@@ -206,7 +207,9 @@ class SSEDecoder:
         if not data:
             return
         if runs is None:
+            data, self._tail = self._tail + data, b""  # a tail left by runs comes first
             self._lines_to(data, sink)
+            self._regions = self._idle()  # as in `feed`: a call with runs may follow
         elif self._regions:
             self._regions_to(data, sink, runs, any_type)
         else:

@@ -212,3 +212,14 @@ def test_an_exchange_reads_any_chunked_wire_as_the_replayed_events(
     assert again.reused and not ex.reusable
     again.bytes_to_send()
     assert again.receive_bytes(_chunked_wire(OPENAI_BODY, [64])) == EXPECTED and again.reusable
+
+
+def test_the_growing_share_stops_growing_once_it_no_longer_limits_a_read() -> None:
+    # multiplied on every read, it became an int of 2 bits per read: each read of
+    # a long stream then cost time in proportion to the reads before it
+    reader = ChunkedBody(1 << 16)
+    for _ in range(10_000):
+        reader.feed(b"9\r\ndata: x\n\n\r\n")
+        while reader.read(1 << 30) is not None:
+            pass
+    assert reader._share.bit_length() <= 32

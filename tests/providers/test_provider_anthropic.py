@@ -800,3 +800,31 @@ def test_no_exception_escapes_on_garbage() -> None:
 def test_start_event_names_the_call() -> None:
     events = replay("anthropic", b"", model=claude(), headers=SSE)
     assert msgspec.structs.asdict(events[0])["api"] == "anthropic"
+
+
+def test_a_run_stops_where_the_content_cap_ends_the_stream(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # the one-by-one path stops at the delta over the cap; a run must not go on
+    # decoding what follows (here a block started twice: a "malformed" warning)
+    def frame(obj: dict[str, Any]) -> bytes:
+        return encode_sse(json.dumps(obj))
+
+    head = frame({"type": "message_start", "message": {"id": "m", "model": "x", "usage": {}}})
+    start = frame({"type": "content_block_start", "index": 0, "content_block": {"type": "text"}})
+    deltas = [
+        frame(
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": t}}
+        )
+        for t in ("aaaa", "bbbb")
+    ]
+    outcomes = []
+    for reads in ([head, start, *deltas, start], [head + start, b"".join([*deltas, start])]):
+        call = open_call(claude(), Context.of("q"), Options(api_key="k", max_content_bytes=6))
+        events = call.receive_response(200, SSE)
+        for read in reads:
+            events += call.receive_data(read)
+        outcomes.append(events)
+    assert outcomes[0] == outcomes[1]
+    assert isinstance(outcomes[1][-1], Error) and "max_content_bytes" in outcomes[1][-1].message
+    assert "malformed" not in caplog.text

@@ -849,3 +849,25 @@ def test_groq_event_error_with_rate_limit_status_is_throttled() -> None:
     )
     err = run(data, provider="groq")[-1]
     assert isinstance(err, Error) and err.kind == ErrorKind.THROTTLED and err.status == 429
+
+
+def test_a_chunk_id_of_another_type_reads_alike_one_event_per_read_or_in_a_run() -> None:
+    # once the response id is known the hot loop of a run decodes no "id": a chunk
+    # read alone must not be refused for one either (a fault under one chunking only)
+    frames = [
+        b'data: {"id":"a","choices":[{"index":0,"delta":{"content":"x"}}]}\n\n',
+        b'data: {"id":5,"choices":[{"index":0,"delta":{"content":"y"}}]}\n\n',
+        b'data: {"id":6,"choices":[{"index":0,"delta":{"content":"z"}}]}\n\n',
+        b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n',
+    ]
+
+    def events(reads: list[bytes]) -> list[Any]:
+        call = open_call(model(), Context.of("q"), Options(api_key="k"))
+        out = call.receive_response(200, SSE)
+        for read in reads:
+            out += call.receive_data(read)
+        return out + call.receive_eof()
+
+    one_by_one = events(frames)
+    assert one_by_one == events([b"".join(frames)]) == events([frames[0], b"".join(frames[1:])])
+    assert isinstance(one_by_one[-1], Done)

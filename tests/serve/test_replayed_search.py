@@ -247,6 +247,14 @@ def test_a_result_carries_nothing_but_pages_of_a_search_it_answers(
     assert words in _refused(SEARCH, block)
 
 
+@pytest.mark.parametrize("code", [[], {"a": 1}, 5, None])
+def test_a_search_error_code_of_any_other_json_type_is_a_400_not_a_crash(code: Any) -> None:
+    error = {"type": "web_search_tool_result_error", "error_code": code}
+    assert "not a web_search_tool_result_error" in _refused(
+        SEARCH, _with(RESULT, ("content",), error)
+    )
+
+
 def test_a_result_before_its_search_or_in_a_user_turn_is_refused() -> None:
     assert "answers no web_search" in _refused(RESULT, SEARCH)
     body = json.dumps(

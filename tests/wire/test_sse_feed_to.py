@@ -272,3 +272,29 @@ def test_decode_data_gives_what_decoding_the_text_gives(raw: bytes) -> None:
     except Exception as exc:
         got = (type(exc), str(exc))
     assert got == expected
+
+
+def test_calls_with_and_without_runs_and_feed_may_alternate() -> None:
+    # the tail a call with runs holds comes first in any next call, and a call
+    # that leaves an event half-read keeps the next one with runs off regions
+    got: list[object] = []
+
+    def sink(data: bytes, kind: bytes) -> None:
+        got.append(data)
+
+    decoder = SSEDecoder()
+    decoder.feed_to(b"data: a\n\ndata: b", sink, got.extend)
+    decoder.feed_to(b"\n\n", sink)
+    assert got == [b"a", b"b"]
+
+    got.clear()
+    decoder = SSEDecoder()
+    decoder.feed_to(b"data: a\n", sink)
+    decoder.feed_to(b"data: b\n\n", sink, got.extend)
+    assert got == [b"a\nb"]
+
+    got.clear()
+    decoder = SSEDecoder()
+    assert decoder.feed(b"data: a\n") == []
+    decoder.feed_to(b"data: b\n\n", sink, got.extend)
+    assert got == [b"a\nb"]
