@@ -38,6 +38,7 @@ SOURCES = (
     ),
     "pyproject.toml",
     "README.md",
+    "LICENSE",
 )
 
 USER_PROGRAM = """\
