@@ -1,6 +1,6 @@
 """Stream an answer from a provider in a trio program, then ask for a whole message.
 
-Run: OPENAI_API_KEY=... python examples/trio_app.py  (needs the [trio] extra)
+Run: ANTHROPIC_API_KEY=... OPENAI_API_KEY=... python examples/trio_app.py  (needs the [trio] extra)
 A failed call (a bad key, a dropped connection) raises: the program exits non-zero.
 """
 
@@ -11,14 +11,15 @@ from streamfn.io_trio import complete, stream
 
 
 async def main() -> None:
-    model = get_model("openai:gpt-4o-mini")
+    model = get_model("anthropic:claude-sonnet-4-5")
     question = Context.of("Why is the sky blue?")
     async with stream(model, question, Options(max_tokens=300), raise_on_error=True) as events:
         async for event in events:
             if isinstance(event, TextDelta):
                 print(event.delta, end="", flush=True)
     print()
-    message = await complete(model, Context.of("Say hi"))  # raises CompletionError on failure
+    # the whole answer at once; a failure raises CompletionError
+    message = await complete(get_model("openai:gpt-4o-mini"), Context.of("Say hi"))
     print(message.text, message.usage, message.cost)
 
 
