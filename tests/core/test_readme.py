@@ -1,8 +1,8 @@
 """Every code block of README.md, of every page in docs/, and every program in examples/
 runs, so the documentation cannot drift from the code.
 
-Fenced ``python`` and ``sh`` blocks (``bash`` counts as ``sh``) are extracted and run in
-subprocesses, from ``tests/``:
+Fenced ``python`` and ``sh`` blocks are extracted and run in subprocesses, from
+``tests/`` (a block fenced ``bash``, ``py`` ... fails the suite: it would not run):
 
 - blocks that talk to a provider run against the loopback fake provider
   (`fake_provider.py`), reached through ``OPENAI_BASE_URL`` /
@@ -25,7 +25,7 @@ blocks (building and installing the package is what ``test_user_typecheck.py``
 does, both ways) and blocks that bind a network address. The structural checks
 hold them to what exists: the extras, the console script, the wheel's name, the
 pip flags, the flags of ``streamfn serve``. Blocks without a language (or in a
-text language: ``text``, ``json``, ``toml`` ...) are not run; the gateway's
+data language: ``text``, ``json``, ``toml`` ...) are not run; the gateway's
 ``toml`` configuration files are loaded.
 """
 
@@ -54,10 +54,8 @@ DOCS = ROOT / "docs"
 EXAMPLES = ROOT / "examples"
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 SERVER_ADDRESS = "127.0.0.1:8000"
-#: fence languages that are shown, never run (a typo such as ``pyhton`` fails the suite)
-TEXT_LANGUAGES = {"", "text", "toml", "json", "yaml", "http", "console", "ini", "jsonl"}
-#: fence languages that run, and how
-RUN_LANGUAGES = {"python": "python", "sh": "sh", "bash": "sh", "shell": "sh"}
+#: other names for the languages that run: a block fenced so would silently not run
+NOT_RUN_ALIASES = {"py", "python3", "pycon", "bash", "shell", "zsh", "console"}
 
 
 @dataclass(frozen=True)
@@ -96,9 +94,8 @@ def markdown_blocks(path: Path) -> list[Block]:
         previous = next((ln for ln in reversed(lines[:i]) if ln.strip()), "")
         marker = re.match(r"^\s*<!-- readme-test: (\w+)", previous)
         body = [ln[len(indent) :] if ln.startswith(indent) else ln for ln in lines[i + 1 : end]]
-        language = RUN_LANGUAGES.get(fence[2], fence[2])
         blocks.append(
-            Block(source, i + 1, language, "\n".join(body) + "\n", marker[1] if marker else "")
+            Block(source, i + 1, fence[2], "\n".join(body) + "\n", marker[1] if marker else "")
         )
         i = end + 1
     return blocks
@@ -124,7 +121,7 @@ def streams_from_a_provider(block: Block) -> bool:
     and streams or completes: pointed at a failing provider it must not exit 0."""
     return (
         block.language == "python"
-        and re.search(r"""get_model\(\s*["'](openai|anthropic):""", block.code) is not None
+        and re.search(r"""\b(?:get_)?model\(\s*["'](openai|anthropic):""", block.code) is not None
         and re.search(r"\b(stream|complete|receive_data)\(", block.code) is not None
         and "FakeProvider" not in block.code  # it brings its own provider and faults
     )
@@ -134,8 +131,8 @@ FAILING = [b for b in RUN if streams_from_a_provider(b)]
 
 
 def test_every_fenced_block_is_text_or_run_or_checked() -> None:
-    languages = {b.language for b in BLOCKS}
-    assert languages <= TEXT_LANGUAGES | {"python", "sh"}, languages
+    aliased = [b.id for b in BLOCKS if b.language in NOT_RUN_ALIASES]
+    assert not aliased, f"fence these as python or sh (they run), or without a language: {aliased}"
     assert len(README_CODE) >= 5 and len(RUN) >= 20 and len(STRUCTURAL) >= 3
     assert {b.marker for b in CODE} <= {"", "structural"}
     assert len(example_programs()) >= 6  # one per entry point at least
