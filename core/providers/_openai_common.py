@@ -15,6 +15,7 @@ from typing import Final
 
 import msgspec
 
+from ..capabilities import reasons
 from ..events import Usage
 from ..models import Model
 from ..options import Options, ThinkingLevel
@@ -96,7 +97,7 @@ def openai_headers(model: Model, options: Options, quirks: Quirks) -> list[tuple
 
 def thinking_on(model: Model, options: Options) -> bool:
     """Whether the request leaves a reasoning model thinking (its sampling rules apply)."""
-    return model.reasoning and options.thinking != ThinkingLevel.OFF
+    return reasons(model) and options.thinking != ThinkingLevel.OFF
 
 
 class _PromptDetails(msgspec.Struct, gc=False):
