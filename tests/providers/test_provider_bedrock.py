@@ -227,7 +227,6 @@ def test_request_thinking_budget_for_reasoning_models() -> None:
     assert got["inferenceConfig"] == {"maxTokens": 8192 + 2000}
 
 
-
 @pytest.mark.parametrize(
     "claude", ["eu.anthropic.claude-opus-4-1-20250805-v1:0", "us.anthropic.claude-sonnet-4-5-v1:0"]
 )

@@ -124,8 +124,13 @@ TARGETS = [
     Model(id="claude-opus-4-6", provider="anthropic", api="anthropic", base_url="x"),
     Model(id="claude-sonnet-4-6", provider="anthropic", api="anthropic", base_url="x"),
     Model(id="claude-opus-4-7", provider="anthropic", api="anthropic", base_url="x"),
-    Model(id="eu.anthropic.claude-opus-4-1-20250805-v1:0", provider="bedrock", api="bedrock",
-          base_url="", max_output=32_000),
+    Model(
+        id="eu.anthropic.claude-opus-4-1-20250805-v1:0",
+        provider="bedrock",
+        api="bedrock",
+        base_url="",
+        max_output=32_000,
+    ),
     Model(id="global.anthropic.claude-opus-4-7", provider="bedrock", api="bedrock", base_url=""),
     Model(id="gemini-3.1-pro-preview", provider="google", api="gemini", base_url="x"),
 ]
