@@ -17,12 +17,7 @@ import socket
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
-from contextlib import (
-    AbstractContextManager,
-    asynccontextmanager,
-    closing,
-    contextmanager,
-)
+from contextlib import AbstractContextManager, contextmanager
 from typing import Self, TypeVar, Unpack
 
 from streamfn.core.events import Error, Event
@@ -137,12 +132,6 @@ class _BlockingLoop(ClientBase[_Connection]):
             return EXPIRED
         except OSError as exc:
             return exc
-
-
-async def _never_suspending(events: Iterator[Event]) -> AsyncIterator[Event]:
-    """A blocking iterator as the async iterator `_iterate` drives (it never awaits)."""
-    for event in events:
-        yield event
 
 
 class Client:

@@ -22,7 +22,7 @@ import queue
 import threading
 import weakref
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Generator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any, Final
 
@@ -342,9 +342,7 @@ class LocalModel:
                 del seeded
 
     # -- streams ----------------------------------------------------------
-    def stream_sync(
-        self, context: Context, options: Options | None = None
-    ) -> Generator[Event, None, None]:
+    def stream_sync(self, context: Context, options: Options | None = None) -> Iterator[Event]:
         """Events as a plain iterator, for scripts; leaving the loop early stops generation.
 
         Wrap in `contextlib.closing` where the iterator may not be dropped at once
