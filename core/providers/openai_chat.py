@@ -130,6 +130,7 @@ class _HotChunk(msgspec.Struct, gc=False):
 
 class _Chunk(_HotChunk, gc=False):
     id: str | None = None
+    model: str | None = None
 
 
 class _ErrorEnvelope(msgspec.Struct, gc=False):
@@ -290,6 +291,7 @@ class OpenAIChatCall(SSECall):
         """`on_data` after decoding; True once the stream is finished."""
         if self.response_id is None and isinstance(chunk, _Chunk) and chunk.id:
             self.response_id = chunk.id
+            self.response_model = chunk.model or None
         if (
             chunk.usage is not None or chunk.x_groq is not None or chunk.error is not None
         ) and self._chunk_extras(chunk):
