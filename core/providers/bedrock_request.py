@@ -279,6 +279,28 @@ def _tool_choice(choice: str) -> dict[str, Any] | None:
     return {"tool": {"name": choice}}
 
 
+def _tool_config(model: Model, context: Context, options: Options) -> dict[str, Any]:
+    config: dict[str, Any] = {
+        "tools": [
+            {
+                "toolSpec": {
+                    "name": t.name,
+                    "description": t.description or t.name,
+                    "inputSchema": {"json": t.parameters},
+                }
+            }
+            for t in context.function_tools
+        ]
+    }
+    if options.tool_choice:
+        choice = _tool_choice(options.tool_choice)
+        if choice is None:
+            log.debug("%s: Converse has no tool_choice 'none'; left to the model", model.key)
+        else:
+            config["toolChoice"] = choice
+    return config
+
+
 def build_request(model: Model, context: Context, options: Options) -> HTTPRequest:
     """The ConverseStream request; unsigned when the key is SigV4 (see `sign`)."""
     plan = structured_request(model, context, options)
@@ -288,25 +310,7 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
     if context.system_prompt:
         body["system"] = [{"text": context.system_prompt}]
     if context.tools:
-        config: dict[str, Any] = {
-            "tools": [
-                {
-                    "toolSpec": {
-                        "name": t.name,
-                        "description": t.description or t.name,
-                        "inputSchema": {"json": t.parameters},
-                    }
-                }
-                for t in context.function_tools
-            ]
-        }
-        if options.tool_choice:
-            choice = _tool_choice(options.tool_choice)
-            if choice is None:
-                log.debug("%s: Converse has no tool_choice 'none'; left to the model", model.key)
-            else:
-                config["toolChoice"] = choice
-        body["toolConfig"] = config
+        body["toolConfig"] = _tool_config(model, context, options)
     inference: dict[str, Any] = {}
     # Claude's own thinking fields ride in additionalModelRequestFields, decided by the
     # model's capabilities (a Claude id nobody listed still thinks; a model that cannot
