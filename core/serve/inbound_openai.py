@@ -153,6 +153,7 @@ def _openai_message(msg: Any, i: int, system: list[str], out: list[Message]) -> 
                     name=require(fn, "name", str, f"{w}.function"),
                     arguments=args,
                     arguments_json=args_json,
+                    signature=_thought_signature(call, w),
                 )
             )
         out.append(AssistantMessage(content=content))
@@ -167,6 +168,16 @@ def _openai_message(msg: Any, i: int, system: list[str], out: list[Message]) -> 
         )
     else:
         raise BadRequest(f"{where}.role: unknown role {role!r}")
+
+
+def _thought_signature(call: dict[str, Any], where: str) -> str | None:
+    """The signature a tool call carries back (``extra_content.google.thought_signature``,
+    Gemini's OpenAI-compatible carrier, which this server's own answers use)."""
+    extra = optional(call, "extra_content", dict, where)
+    google = optional(extra, "google", dict, f"{where}.extra_content") if extra else None
+    if not google:
+        return None
+    return optional(google, "thought_signature", str, f"{where}.extra_content.google")
 
 
 def _openai_tools(tools: list[Any] | None, search: Any) -> list[Tool | ServerTool]:
