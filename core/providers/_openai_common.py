@@ -11,7 +11,7 @@ contract reuses it for ``tokens_used``).
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 import msgspec
 
@@ -24,10 +24,12 @@ from ._base import bearer, request_headers
 __all__ = [
     "Quirks",
     "WireUsage",
+    "call_signature",
     "convert_usage",
     "error_text",
     "openai_headers",
     "quirks_for",
+    "signature_carrier",
     "thinking_on",
 ]
 
@@ -93,6 +95,20 @@ def openai_headers(model: Model, options: Options, quirks: Quirks) -> list[tuple
     else:
         auth = (quirks.auth_header, options.api_key) if options.api_key else None
     return request_headers(model, options, accept="text/event-stream", auth=auth)
+
+
+def signature_carrier(signature: str) -> dict[str, Any]:
+    """A tool call's ``extra_content`` holding its thought signature: how Gemini's
+    OpenAI-compatible endpoint carries one (and `streamfn serve` after it), read back by
+    `openai_chat`. https://ai.google.dev/gemini-api/docs/thought-signatures"""
+    return {"google": {"thought_signature": signature}}
+
+
+def call_signature(extra_content: Any) -> str | None:
+    """The thought signature in a tool call's ``extra_content`` (`signature_carrier`)."""
+    google = extra_content.get("google") if isinstance(extra_content, dict) else None
+    found = google.get("thought_signature") if isinstance(google, dict) else None
+    return found if isinstance(found, str) and found else None
 
 
 def thinking_on(model: Model, options: Options) -> bool:

@@ -56,7 +56,7 @@ from ..models import Model
 from ..options import Options
 from ..wire.sse import ServerSentEvent, decode_data
 from ._base import HTTPRequest, SSECall
-from ._openai_common import Quirks, WireUsage, convert_usage, error_text, quirks_for
+from ._openai_common import Quirks, WireUsage, call_signature, convert_usage, error_text, quirks_for
 from .openai_chat_request import build_request
 
 __all__ = ["OpenAIChatCall", "Quirks", "build_request", "open_call", "quirks_for"]
@@ -78,6 +78,7 @@ class _ToolCallDelta(msgspec.Struct, gc=False):
     index: int | None = None
     id: str | None = None
     function: _Function | None = None
+    extra_content: Any = None  # Gemini's carrier of a thought signature (`call_signature`)
 
 
 class _Part(msgspec.Struct, gc=False):
@@ -141,7 +142,6 @@ _decode_chunk: Final = msgspec.json.Decoder(_Chunk).decode
 _decode_hot: Final = msgspec.json.Decoder(_HotChunk).decode
 _decode_error: Final = msgspec.json.Decoder(_ErrorEnvelope).decode
 
-
 _STOP_REASONS: Final = {
     "stop": StopReason.STOP,
     "end_turn": StopReason.STOP,
@@ -155,9 +155,8 @@ _STOP_REASONS: Final = {
     "tool_use": StopReason.TOOL_USE,
 }
 
-#: the emitter key of the open text or thinking block: one key suffices, as a
-#: block closed under it is never continued (the next one gets a new index), and
-#: the emitter closes one kind when the other starts under it
+#: the emitter key of the open text or thinking block (one suffices: a closed block is never
+#: continued, a new one gets a new index, and one kind closes when the other starts under it)
 _SEGMENT: Final = "segment"
 
 
@@ -422,6 +421,7 @@ class OpenAIChatCall(SSECall):
 
     def _tool_fragment(self, fragment: _ToolCallDelta) -> None:
         slot = self._slot(fragment)
+        self.emit.sign(slot.key, call_signature(fragment.extra_content))
         function = fragment.function
         if function is None:
             return

@@ -27,7 +27,7 @@ from ..options import Options, ThinkingLevel
 from ..server_tools import web_search_options
 from ..structured import openai_response_format, structured_request
 from ._base import HTTPRequest, api_root, json_request
-from ._openai_common import Quirks, openai_headers, quirks_for, thinking_on
+from ._openai_common import Quirks, openai_headers, quirks_for, signature_carrier, thinking_on
 from .convert import joined_text, prepare_messages, tool_arguments
 
 __all__ = ["build_request"]
@@ -77,11 +77,14 @@ def _assistant(
         if thinking or (reasoning_field and calls):
             out[quirks.replay_thinking] = thinking
     if calls:
+        # a signature (kept by prepare_messages for its own provider only) goes back the
+        # way it came: Gemini's extra_content carrier (see openai_chat)
         out["tool_calls"] = [
             {
                 "id": c.id,
                 "type": "function",
                 "function": {"name": c.name, "arguments": tool_arguments(c)},
+                **({"extra_content": signature_carrier(c.signature)} if c.signature else {}),
             }
             for c in calls
         ]

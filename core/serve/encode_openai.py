@@ -38,6 +38,7 @@ from ..events import (
     Usage,
 )
 from ..messages import AssistantMessage, TextContent
+from ..providers._openai_common import signature_carrier
 from ..wire.sse import encode_sse
 
 __all__ = [
@@ -99,11 +100,6 @@ def openai_usage(usage: Usage) -> dict[str, Any]:
         "prompt_tokens_details": {"cached_tokens": usage.cache_read},
         "completion_tokens_details": {"reasoning_tokens": usage.reasoning},
     }
-
-
-def signature_carrier(signature: str) -> dict[str, Any]:
-    """A tool call's ``extra_content`` holding its thought signature (see module doc)."""
-    return {"google": {"thought_signature": signature}}
 
 
 def openai_error_type(kind: ErrorKind | None) -> str:

@@ -11,6 +11,7 @@ provider's request log.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -21,10 +22,22 @@ import pytest
 from fake_provider import FakeProvider
 from loopback_server import KEY, Server
 
-from streamfn.core import Model, ToolCallEnd, ToolCallStart
+from streamfn.core import (
+    Context,
+    Model,
+    Options,
+    TextContent,
+    Tool,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolResultMessage,
+    UserMessage,
+)
+from streamfn.core.models import openai_compatible
 from streamfn.core.providers.gemini_request import DUMMY_THOUGHT_SIGNATURE
 from streamfn.core.serve.encode_openai import OpenAIChatEncoder
 from streamfn.fuzz.fake_bodies import sse
+from streamfn.io_asyncio import Client
 from streamfn.io_asyncio.backends import ProviderBackend, RouterBackend
 from streamfn.io_asyncio.server import App, ServerConfig
 
@@ -157,3 +170,30 @@ def test_signed_thinking_replayed_through_the_anthropic_route_reaches_claude(
     first = body["messages"][1]["content"][0]
     assert first == {"type": "thinking", "thinking": "Look it up.", "signature": THINKING_SIGNATURE}
     assert body["thinking"]["type"] == "enabled"  # kept on: the tool turn starts signed
+
+
+def test_a_streamfn_client_of_the_gateway_keeps_the_signature_both_ways(
+    gateway: Server, upstream: FakeProvider
+) -> None:
+    """streamfn itself on the OpenAI-compatible route: the decoder reads the carrier into
+    `ToolCall.signature` and the request builder sends it back the same way."""
+    model = openai_compatible("google:gemini-3-pro-preview", gateway.url + "/v1")
+    tool = Tool(name="weather", parameters=TOOLS[0]["function"]["parameters"])
+    context = Context(messages=[UserMessage(content="Weather in Paris?")], tools=[tool])
+
+    async def main() -> None:
+        async with Client(environ={}) as client:
+            first = await client.complete(model, context, Options(api_key=KEY))
+            (call,) = first.tool_calls
+            assert call.signature == SIGNATURE
+            result = ToolResultMessage(
+                tool_call_id=call.id, tool_name="weather", content=[TextContent(text="18C")]
+            )
+            follow_up = Context(messages=[*context.messages, first, result], tools=[tool])
+            await client.complete(model, follow_up, Options(api_key=KEY))
+
+    asyncio.run(main())
+    body = _sent(upstream, "sig-gemini")[-1]
+    model_turn = next(c for c in body["contents"] if c["role"] == "model")
+    (part,) = [p for p in model_turn["parts"] if "functionCall" in p]
+    assert part["thoughtSignature"] == SIGNATURE
