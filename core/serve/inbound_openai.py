@@ -177,7 +177,10 @@ def _thought_signature(call: dict[str, Any], where: str) -> str | None:
     google = optional(extra, "google", dict, f"{where}.extra_content") if extra else None
     if not google:
         return None
-    return optional(google, "thought_signature", str, f"{where}.extra_content.google")
+    signature: str | None = optional(
+        google, "thought_signature", str, f"{where}.extra_content.google"
+    )
+    return signature
 
 
 def _openai_tools(tools: list[Any] | None, search: Any) -> list[Tool | ServerTool]:
