@@ -283,7 +283,8 @@ def parse_openai_request(
     thinking = None
     if effort:
         try:
-            thinking = ThinkingLevel(effort)
+            # the openai SDK's ReasoningEffort: "none" is off, "max" the top of our scale
+            thinking = ThinkingLevel({"none": "off", "max": "xhigh"}.get(effort, effort))
         except ValueError:
             raise BadRequest(f"request.reasoning_effort: unknown value {effort!r}") from None
     stream_options = optional(obj, "stream_options", dict, "request") or {}

@@ -1,4 +1,4 @@
-"""Signatures survive a round trip through `streamfn serve`.
+"""Signatures and the 2026 thinking knobs survive a round trip through `streamfn serve`.
 
 A Gemini 3 client (here the official openai SDK, on the OpenAI-compatible
 route) gets a function call with its thought signature in
@@ -91,8 +91,25 @@ def gateway(upstream: FakeProvider) -> Iterator[Server]:
             api="anthropic",
             base_url=upstream.base_url("ok", "anthropic", "sig-anthropic"),
         ),
+        Model(
+            id="claude-opus-4-6",
+            provider="anthropic",
+            api="anthropic",
+            base_url=upstream.base_url("ok", "anthropic", "effort-anthropic"),
+            max_output=128_000,
+        ),
+        Model(
+            id="gpt-5.5",
+            provider="openai",
+            api="openai-chat",
+            base_url=upstream.base_url("ok", "openai-chat", "effort-openai"),
+        ),
     ]
-    environ = {"GEMINI_API_KEY": "upstream-key", "ANTHROPIC_API_KEY": "upstream-key"}
+    environ = {
+        "GEMINI_API_KEY": "upstream-key",
+        "ANTHROPIC_API_KEY": "upstream-key",
+        "OPENAI_API_KEY": "upstream-key",
+    }
     backend = ProviderBackend(environ=environ, models=models)
     with Server(App(RouterBackend(None, backend), ServerConfig(api_key=KEY))) as server:
         yield server
@@ -197,3 +214,40 @@ def test_a_streamfn_client_of_the_gateway_keeps_the_signature_both_ways(
     model_turn = next(c for c in body["contents"] if c["role"] == "model")
     (part,) = [p for p in model_turn["parts"] if "functionCall" in p]
     assert part["thoughtSignature"] == SIGNATURE
+
+
+def test_an_anthropic_client_s_adaptive_thinking_and_effort_reach_claude(
+    gateway: Server, upstream: FakeProvider
+) -> None:
+    with anthropic.Anthropic(base_url=gateway.url, api_key=KEY, max_retries=0) as client:
+        client.messages.create(
+            model="anthropic:claude-opus-4-6",
+            max_tokens=4000,
+            messages=[{"role": "user", "content": "Why is the sky blue?"}],
+            thinking={"type": "adaptive"},
+            output_config={"effort": "max"},
+        )
+        with pytest.raises(anthropic.BadRequestError, match="effort"):
+            client.messages.create(
+                model="anthropic:claude-opus-4-6",
+                max_tokens=4000,
+                messages=[{"role": "user", "content": "hi"}],
+                output_config={"effort": "warp"},  # type: ignore[typeddict-item]
+                thinking={"type": "adaptive"},
+            )
+    body = _sent(upstream, "effort-anthropic")[-1]
+    assert body["thinking"] == {"type": "adaptive"}
+    assert body["output_config"] == {"effort": "max"}  # max -> xhigh -> Opus 4.6's max
+
+
+@pytest.mark.parametrize(("asked", "sent"), [("xhigh", "xhigh"), ("none", "none")])
+def test_an_openai_client_s_reasoning_effort_reaches_gpt_5x(
+    gateway: Server, upstream: FakeProvider, asked: str, sent: str
+) -> None:
+    with openai.OpenAI(base_url=gateway.url + "/v1", api_key=KEY, max_retries=0) as client:
+        client.chat.completions.create(
+            model="openai:gpt-5.5",
+            messages=[{"role": "user", "content": "hi"}],
+            reasoning_effort=asked,  # type: ignore[arg-type]
+        )
+    assert _sent(upstream, "effort-openai")[-1]["reasoning_effort"] == sent
