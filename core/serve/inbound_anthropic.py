@@ -300,6 +300,24 @@ def _anthropic_tool(tool: Any, where: str) -> Tool | ServerTool:
     )
 
 
+def _anthropic_thinking(
+    obj: dict[str, Any], effort: ThinkingLevel | None
+) -> tuple[ThinkingLevel | None, int | None]:
+    """``thinking`` as our level and budget: a budget (``enabled``), or adaptive thinking
+    at ``output_config.effort`` (Claude 4.6+; Anthropic's default effort is high)."""
+    config = optional(obj, "thinking", dict, "request") or {}
+    if config.get("type") == "enabled":
+        return ThinkingLevel.MEDIUM, integer(config, "budget_tokens", "request.thinking")
+    if config.get("type") == "adaptive":
+        return effort or ThinkingLevel.HIGH, None
+    if effort is not None:
+        raise BadRequest(
+            "request.output_config.effort: this server takes an effort with "
+            "thinking {'type': 'adaptive'} only"
+        )
+    return None, None
+
+
 def parse_anthropic_request(
     body: bytes, *, allow_server_tools: frozenset[str] = frozenset()
 ) -> ClientRequest:
@@ -329,20 +347,8 @@ def parse_anthropic_request(
             tool_choice = require(choice, "name", str, "request.tool_choice")
         elif tool_choice is None:
             raise BadRequest(f"request.tool_choice.type: unknown value {kind!r}")
-    thinking_cfg = optional(obj, "thinking", dict, "request") or {}
     schema, effort = _anthropic_output_config(obj.get("output_config"))
-    thinking = None
-    budget = None
-    if thinking_cfg.get("type") == "enabled":
-        thinking = ThinkingLevel.MEDIUM
-        budget = integer(thinking_cfg, "budget_tokens", "request.thinking")
-    elif thinking_cfg.get("type") == "adaptive":  # Claude 4.6+: the effort is the level
-        thinking = effort or ThinkingLevel.HIGH  # high: Anthropic's default effort
-    elif effort is not None:
-        raise BadRequest(
-            "request.output_config.effort: this server takes an effort with "
-            "thinking {'type': 'adaptive'} only"
-        )
+    thinking, budget = _anthropic_thinking(obj, effort)
     options = Options(
         temperature=number(obj, "temperature", "request"),
         top_p=number(obj, "top_p", "request"),
