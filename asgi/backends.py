@@ -25,6 +25,7 @@ from streamfn.core.http.client_base import ClientBase
 from streamfn.core.messages import Context
 from streamfn.core.models import Model, UnknownModel, get_model, list_models
 from streamfn.core.options import Options, client_fields
+from streamfn.core.serve.replayed_turns import attribute_client_turns
 
 from .contract import Backend, UnknownModelError
 
@@ -124,6 +125,7 @@ class ProviderBackend:
         self, model: str, context: Context, options: Options
     ) -> AbstractAsyncContextManager[AsyncIterator[Event]]:
         resolved, served = self._resolve(model)
+        context = attribute_client_turns(context, resolved)  # keeps their signatures
         if served is not None:
             options = msgspec.structs.replace(served.defaults, **client_fields(options))
             if served.api_key_env:

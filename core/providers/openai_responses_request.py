@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 
 from ..cache_points import prompt_cache_key
-from ..capabilities import effort_for_off, fit_effort, fit_sampling
+from ..capabilities import effort_for_off, fit_effort, fit_sampling, reasons
 from ..documents import responses_part
 from ..messages import (
     AssistantMessage,
@@ -173,7 +173,7 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
             body["tool_choice"] = _tool_choice(options.tool_choice)
     if options.max_tokens is not None:
         body["max_output_tokens"] = options.max_tokens
-    if model.reasoning:
+    if reasons(model):
         body["include"] = ["reasoning.encrypted_content"]
         level = options.thinking
         effort: str | None = None
