@@ -18,6 +18,7 @@ from collections.abc import Iterator
 import anthropic
 import openai
 import pytest
+from cut_bodies import CUT_PATH, text_body, tool_body
 from fake_provider import FakeProvider
 from loopback_server import KEY, Server, provider_backend
 
@@ -25,40 +26,11 @@ from streamfn.asgi import App, ServerConfig
 from streamfn.asgi.backends import ServedModel
 from streamfn.core import Options
 from streamfn.core.models import openai_compatible
-from streamfn.fuzz.fake_bodies import sse
 
 # every test here runs on both shells (tests/serve/conftest.py)
 pytestmark = pytest.mark.usefixtures("shell")
 
 USER = [{"role": "user", "content": "tidy my home directory"}]
-#: the path a cut ``delete_files`` call had reached; repaired, it would be a valid input
-CUT_PATH = "/home/user"
-
-
-def _chunk(delta: dict[str, object], finish: str | None = None) -> bytes:
-    choice = {"index": 0, "delta": delta, "finish_reason": finish}
-    return sse({"id": "c1", "object": "chat.completion.chunk", "model": "m", "choices": [choice]})
-
-
-def _tool_body() -> bytes:
-    """A ``delete_files`` call whose arguments stream in many small pieces, so any cut
-    near the middle of the body falls inside them: ``{"path": "/home/user/x/x...``."""
-    call = {"index": 0, "id": "call_1", "type": "function"}
-    head = _chunk({"role": "assistant", "content": None}) + _chunk(
-        {"tool_calls": [{**call, "function": {"name": "delete_files", "arguments": ""}}]}
-    )
-    pieces = ['{"path": "', CUT_PATH] + ["/x"] * 200 + ['"}']
-    args = b"".join(
-        _chunk({"tool_calls": [{"index": 0, "function": {"arguments": p}}]}) for p in pieces
-    )
-    return head + args + _chunk({}, "tool_calls") + b"data: [DONE]\n\n"
-
-
-def _text_body() -> bytes:
-    words = b"".join(_chunk({"content": f"word{i} "}) for i in range(200))
-    return _chunk({"role": "assistant", "content": ""}) + words + _chunk({}, "stop") + (
-        b"data: [DONE]\n\n"
-    )
 
 
 #: fault -> the status a non-streaming client gets
@@ -85,7 +57,7 @@ def gateway(upstream: FakeProvider) -> Iterator[Server]:
             model=openai_compatible("m", upstream.serve(body, fault=fault)),
             defaults=Options(idle_timeout=0.5, max_attempts=1),
         )
-        for kind, body in (("tool", _tool_body()), ("text", _text_body()))
+        for kind, body in (("tool", tool_body()), ("text", text_body()))
         for fault in FAULTS
     ]
     backend = provider_backend(served=served, registry=False)
