@@ -27,6 +27,7 @@ from streamfn.core.models import Model, UnknownModel, get_model, list_models
 from streamfn.core.options import Options, client_fields
 
 from .contract import Backend, UnknownModelError
+from .upstream_text import UpstreamText, configured_keys
 
 __all__ = [
     "LOCAL_NAMES",
@@ -107,6 +108,10 @@ class ProviderBackend:
         self.served = {s.name: s for s in served}
         self.registry = registry
         self.base_urls = dict(base_urls or {})
+        #: every key this server holds, scrubbed from what upstreams say (`UpstreamText`)
+        self.keys = configured_keys(
+            self.environ, [s.api_key_env for s in self.served.values() if s.api_key_env]
+        )
 
     async def aclose(self) -> None:
         """Close idle upstream connections (the server calls this at shutdown)."""
@@ -160,7 +165,8 @@ class ProviderBackend:
                         f"{served.name} needs its key in ${served.api_key_env}"
                     )
                 options = msgspec.structs.replace(options, api_key=key)
-        return self.client.stream(resolved, context, options)
+        text = UpstreamText(resolved, options, self.environ, self.keys)
+        return text.wrap(self.client.stream(resolved, context, options))
 
 
 class RouterBackend:

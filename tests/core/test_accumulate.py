@@ -199,7 +199,9 @@ def test_a_cut_tool_call_read_live_before_the_error_is_not_repaired_after_it() -
     """The live view repairs ``{"path": "/home/user`` for display; once the error ends
     the stream the call's input is not that repair, however often it was read."""
     acc = Accumulator()
-    acc.extend([START, ToolCallStart(0, "c", "delete_files"), ToolCallDelta(0, '{"path": "/home/user')])
+    acc.extend(
+        [START, ToolCallStart(0, "c", "delete_files"), ToolCallDelta(0, '{"path": "/home/user')]
+    )
     assert acc.message.tool_calls[0].arguments == {"path": "/home/user"}  # display
     assert acc.partial_arguments(0) == {"path": "/home/user"}
     acc.add(Error.network("connection reset"))
