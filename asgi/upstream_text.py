@@ -19,6 +19,7 @@ is the answer the client asked for and passes as it is.
 
 from __future__ import annotations
 
+import base64
 import logging
 import re
 from collections.abc import AsyncIterator, Iterable, Mapping
@@ -55,6 +56,18 @@ def configured_keys(environ: Mapping[str, str], variables: Iterable[str] = ()) -
     return secret_values(environ.get(name) for name in names)
 
 
+def _proxy_credentials(authorization: str | None) -> list[str]:
+    """A proxy's ``Basic`` header value, its token and the password inside it."""
+    if not authorization:
+        return []
+    token = authorization.removeprefix("Basic ")
+    try:
+        password = base64.b64decode(token).decode().partition(":")[2]
+    except ValueError:  # binascii.Error and UnicodeDecodeError alike
+        password = ""
+    return [authorization, token, password]
+
+
 class UpstreamText:
     """The scrubbing for one upstream request: its secrets and its internal addresses."""
 
@@ -82,7 +95,7 @@ class UpstreamText:
             except ValueError:  # the client reports an unusable proxy itself
                 proxy = None
             if proxy is not None:
-                values.append(proxy.authorization)
+                values += _proxy_credentials(proxy.authorization)
                 hosts += [f"{proxy.host}:{proxy.port}", proxy.host]
         self.secrets = keys | secret_values(values)
         self.hosts = tuple(h for h in hosts if h)

@@ -166,3 +166,22 @@ def test_a_connect_error_does_not_name_the_internal_address(
     assert str(CLOSED_PORT).encode() not in raw, raw[:600]
     assert b"the upstream" in raw, raw[:600]
     assert f"127.0.0.1:{CLOSED_PORT}" in caplog.text  # the operator's log has it
+
+
+def test_proxy_credentials_and_resolved_addresses_are_scrubbed_too() -> None:
+    from streamfn.asgi.upstream_text import UpstreamText
+    from streamfn.core import Error
+
+    model = openai_compatible("m", "https://vllm.internal:8443/v1")
+    environ = {"HTTPS_PROXY": "http://bob:s3cret-proxy-pass@proxy.corp:3128"}
+    text = UpstreamText(model, Options(), environ, frozenset())
+    said = text.event(
+        Error.network(
+            "connect to vllm.internal:8443 failed via proxy.corp:3128 "
+            "(Proxy-Authorization: Basic Ym9iOnMzY3JldC1wcm94eS1wYXNz, s3cret-proxy-pass): "
+            "[Errno 111] Connect call failed ('10.1.2.3', 8443)"
+        )
+    )
+    assert isinstance(said, Error)
+    for leak in ("vllm.internal", "proxy.corp", "10.1.2.3", "8443", "3128", "Ym9i", "s3cret"):
+        assert leak not in said.message, said.message
