@@ -54,6 +54,7 @@ from streamfn.core.events import (
     ToolCallDelta,
 )
 from streamfn.core.schema import StructuredOutputUnsupported
+from streamfn.core.serve.cut import CUT_STOP_REASONS, cut_error
 from streamfn.core.serve.guard import cors_headers, header, preflight_headers
 from streamfn.core.serve.inbound import ClientRequest
 from streamfn.core.serve.responses import MAX_BATCH, OPENED, Stamps, encoder_for, final_body
@@ -409,6 +410,8 @@ class App:
                 raise shutting_down_refusal()
             event = ended_early() if got is None else got
             assert not isinstance(event, Marker)
+            if isinstance(event, Done) and event.stop_reason in CUT_STOP_REASONS:
+                event = cut_error(event)  # a backend's Done that says it did not finish
             events.append(event)
             if isinstance(event, Error):
                 # nothing was sent yet: a cut answer is an HTTP error, never a body

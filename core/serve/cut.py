@@ -13,11 +13,15 @@ with its dialect's error event (`cut_error`). Nothing maps a cut answer to
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Final
 
 from ..errors import StreamfnError
 from ..events import Done, Error, StopReason
 
-__all__ = ["CutAnswer", "cut_error", "finish_word"]
+__all__ = ["CUT_STOP_REASONS", "CutAnswer", "cut_error", "finish_word"]
+
+#: the stop reasons of an answer that did not finish
+CUT_STOP_REASONS: Final = frozenset({StopReason.ERROR, StopReason.ABORTED})
 
 
 class CutAnswer(StreamfnError, ValueError):

@@ -20,12 +20,13 @@ import openai
 import pytest
 from cut_bodies import CUT_PATH, text_body, tool_body
 from fake_provider import FakeProvider
-from loopback_server import KEY, Server, provider_backend
+from loopback_server import KEY, Server, provider_backend, raw_post, read_all
 
 from streamfn.asgi import App, ServerConfig
 from streamfn.asgi.backends import ServedModel
-from streamfn.core import Options
+from streamfn.core import Done, Options, Start, StopReason, TextDelta, TextEnd, TextStart
 from streamfn.core.models import openai_compatible
+from streamfn.fuzz.events_backend import EventsBackend
 
 # every test here runs on both shells (tests/serve/conftest.py)
 pytestmark = pytest.mark.usefixtures("shell")
@@ -124,3 +125,29 @@ def test_the_official_sdks_raise_on_a_cut_answer_instead_of_returning_it(gateway
     ):
         an.messages.create(model="tool-stall-mid", max_tokens=100, messages=USER)  # type: ignore[arg-type]
     assert an_info.value.status_code == 504
+
+
+@pytest.mark.parametrize("stop", [StopReason.ERROR, StopReason.ABORTED])
+def test_a_backend_done_that_says_the_answer_did_not_finish_is_no_success(
+    stop: StopReason,
+) -> None:
+    """A backend's `Done` with stop reason error/aborted: an HTTP error when nothing was
+    sent, the dialect's error event in a stream; never "stop" / "end_turn"."""
+    events = [Start(), TextStart(0), TextDelta(0, "partial"), TextEnd(0), Done(stop_reason=stop)]
+    with Server(App(EventsBackend({"m": events}), ServerConfig(api_key=KEY))) as server:
+        status, reply = _post(server, "/v1/chat/completions", {"model": "m", "messages": USER})
+        assert status == 502, reply
+        _no_success_word(reply)
+        status, reply = _post(
+            server, "/v1/messages", {"model": "m", "messages": USER, "max_tokens": 10}
+        )
+        assert status == 502 and reply["type"] == "error", reply
+        _no_success_word(reply)
+        body = {"model": "m", "messages": USER, "stream": True}
+        with raw_post(server.port, "/v1/chat/completions", json.dumps(body).encode()) as sock:
+            raw = read_all(sock, 30)
+        assert b'"error"' in raw and b'"finish_reason":"stop"' not in raw, raw
+        body = {"model": "m", "messages": USER, "max_tokens": 10, "stream": True}
+        with raw_post(server.port, "/v1/messages", json.dumps(body).encode()) as sock:
+            raw = read_all(sock, 30)
+        assert b"event: error" in raw and b"end_turn" not in raw, raw
