@@ -26,6 +26,7 @@ __all__ = [
     "OPENAI",
     "SSE_HEADERS",
     "STATUS_FOR_KIND",
+    "TIMEOUT_WORDS",
     "Dialect",
     "HTTPError",
     "dialect_for",
