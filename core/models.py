@@ -22,6 +22,7 @@ from .model_spec import Model, PriceTier, compute_cost
 
 __all__ = [
     "API_NAMES",
+    "BUILTIN",
     "CatalogInfo",
     "Model",
     "PriceTier",
@@ -73,6 +74,8 @@ class CatalogInfo(msgspec.Struct, frozen=True, kw_only=True):
 
 
 _info: CatalogInfo | None = None
+#: `CatalogInfo.origin` of the catalogue shipped with this version
+BUILTIN = "built-in"
 
 
 def register_model(model: Model, *, replace: bool = True) -> Model:
@@ -328,7 +331,7 @@ def _ensure_builtin() -> None:
 
     _install(catalog.BUILTIN_MODELS)
     _info = CatalogInfo(
-        origin="built-in",
+        origin=BUILTIN,
         source=catalog.describe_source(catalog.BUILTIN_DOCUMENT),
         date=str(catalog.BUILTIN_DOCUMENT["source"]["date"]),
         models=len(catalog.BUILTIN_MODELS),
