@@ -19,6 +19,7 @@ import msgspec
 
 from .errors import UnknownModel
 from .model_spec import Model, PriceTier, compute_cost
+from .plugin_apis import plugin_api_names
 
 __all__ = [
     "API_NAMES",
@@ -59,6 +60,8 @@ _REGISTRY: dict[str, Model] = {}
 _FROM_CATALOGUE: set[str] = set()
 #: ids configured by their family, already warned about (one warning each)
 _ASSUMED: set[str] = set()
+#: the warning for an id just configured by assumption, logged once it is usable
+_PENDING: dict[str, str] = {}
 
 
 class CatalogInfo(msgspec.Struct, frozen=True, kw_only=True):
@@ -199,18 +202,11 @@ _API_ALIASES: dict[str, tuple[str, str]] = {"openai-responses": ("openai", "open
 _PROVIDER_ALIASES: dict[str, str] = {"gemini": "google"}
 
 
-def _plugin_apis() -> list[str]:
-    """Wire formats added with ``register_api``: each is also a provider name."""
-    from .call import API_MODULES, api_names
-
-    return [name for name in api_names() if name not in API_MODULES]
-
-
 def provider_names() -> list[str]:
     """Every provider name `model` accepts before the colon (plug-in wire formats too)."""
     _ensure_builtin()
     names = {m.provider for m in _REGISTRY.values()} | set(_ENDPOINTS) | set(_API_ALIASES)
-    names |= set(_PROVIDER_ALIASES) | set(_plugin_apis())
+    names |= set(_PROVIDER_ALIASES) | set(plugin_api_names())
     return sorted(names)
 
 
@@ -258,6 +254,7 @@ def model(name: str, *, base_url: str | None = None, id: str | None = None) -> M
             f"{found.provider} models need a base URL: pass base_url= "
             "(on the command line, --base-url URL)"
         )
+    _warn_if_assumed(found)
     return found
 
 
@@ -273,7 +270,7 @@ def _template(provider: str, model_id: str) -> Model:
     if provider in _ENDPOINTS:
         api, url = _ENDPOINTS[provider]
         return Model(id=model_id, provider=provider, api=api, base_url=url, name=model_id)
-    if provider in _plugin_apis():
+    if provider in plugin_api_names():
         # a plug-in wire format: its server's address comes with base_url
         return Model(id=model_id, provider=provider, api=provider, base_url="", name=model_id)
     raise UnknownModel(
@@ -287,6 +284,7 @@ def _assumed(provider: str, model_id: str, same: list[Model]) -> Model:
     (or today's defaults when it has none), and one warning saying which."""
     from .families import describe, relative
 
+    assert _info is not None
     found = relative(provider, model_id, same)
     if found is None:
         like, how = None, "defaults"
@@ -311,11 +309,16 @@ def _assumed(provider: str, model_id: str, same: list[Model]) -> Model:
             # a relative's own request rules are its own; the family's rules still match
             capabilities=like.capabilities if how == "the same model" else None,
         )
-    if derived.key not in _ASSUMED:
-        _ASSUMED.add(derived.key)
-        assert _info is not None
-        log.warning("%s", describe(derived, like, how, f"{_info.source}, {_info.origin}"))
+    _PENDING[derived.key] = describe(derived, like, how, f"{_info.source}, {_info.origin}")
     return derived
+
+
+def _warn_if_assumed(found: Model) -> None:
+    """The one warning for an id configured by assumption, once it is about to be used."""
+    text = _PENDING.pop(found.key, None)
+    if text is not None and found.key not in _ASSUMED:
+        _ASSUMED.add(found.key)
+        log.warning("%s", text)
 
 
 _loaded = False
