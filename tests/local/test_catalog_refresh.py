@@ -17,7 +17,7 @@ import urllib.request
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -56,8 +56,8 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 class _Mirror(http.server.BaseHTTPRequestHandler):
-    body = b""
-    hits: list[str] = []
+    body: ClassVar[bytes] = b""
+    hits: ClassVar[list[str]] = []
 
     def do_GET(self) -> None:
         type(self).hits.append(self.path)
@@ -97,7 +97,11 @@ def test_refresh_fetches_validates_and_caches_then_the_library_uses_it(
     assert f"openai:{NEW_ID}" in out
     assert _Mirror.hits == ["/api.json"] and isolated.is_file()
     fresh = get_model(f"openai:{NEW_ID}")  # catalogued now: no family guess
-    assert (fresh.context_window, fresh.max_output, fresh.temperature) == (2_000_000, 256_000, False)
+    assert (fresh.context_window, fresh.max_output, fresh.temperature) == (
+        2_000_000,
+        256_000,
+        False,
+    )
     assert catalog_info().origin == str(isolated)
     # a later start (the library, another command) finds the cache and prefers it
     catalog_cache.load_user_catalog({"XDG_CACHE_HOME": str(isolated.parents[1])})
@@ -182,5 +186,7 @@ def test_a_broken_cache_warns_once_and_the_built_in_data_serves(
     isolated.write_text("{ broken")
     info = catalog_cache.load_user_catalog({"XDG_CACHE_HOME": str(isolated.parents[1])})
     assert info.origin == "built-in"
-    [warning] = [r.getMessage() for r in caplog.records if "cached model catalogue" in r.getMessage()]
+    [warning] = [
+        r.getMessage() for r in caplog.records if "cached model catalogue" in r.getMessage()
+    ]
     assert "--refresh" in warning

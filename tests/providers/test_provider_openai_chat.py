@@ -803,7 +803,7 @@ def test_catalog_is_consistent() -> None:
         # Azure's address is the caller's resource; every other provider has one
         assert m.base_url.startswith("https://") or m.provider == "azure", m.key
         assert min(m.price_input, m.price_output, m.price_cache_read) >= 0, m.key
-        assert 0 < m.max_output and m.source, m.key
+        assert m.max_output > 0 and m.source, m.key
     assert get_model("openai:gpt-4o-mini").price_input == 0.15
     assert {m.provider for m in BUILTIN_MODELS} >= {
         "openai", "anthropic", "google", "vertex", "mistral", "xai", "groq", "deepseek",
