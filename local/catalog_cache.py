@@ -36,6 +36,8 @@ from streamfn.core.catalog_build import (
 )
 from streamfn.core.models import BUILTIN, CatalogInfo, catalog_info, use_catalog
 
+from .fetch import user_cache_dir
+
 __all__ = [
     "DEFAULT_URL",
     "ENV_FILE",
@@ -65,9 +67,7 @@ log = logging.getLogger("streamfn")
 
 def cache_path(environ: Mapping[str, str] | None = None) -> Path:
     """``$XDG_CACHE_HOME/streamfn/catalog.json``, else ``~/.cache/streamfn/catalog.json``."""
-    env = os.environ if environ is None else environ
-    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "streamfn" / "catalog.json"
+    return user_cache_dir(environ) / "catalog.json"
 
 
 def _document(raw: bytes, version: str) -> dict[str, Any]:
