@@ -104,14 +104,16 @@ def refresh(
     *,
     now: datetime,
     progress: Callable[[str, int, int], None] | None = None,
-    opener: Callable[..., Any] = urllib.request.urlopen,
+    opener: Callable[..., Any] | None = None,
 ) -> dict[str, Any]:
     """Fetch models.dev's data from ``url`` and return it as a checked catalogue.
 
     At most `MAX_BYTES` are read; ``progress(stage, done, total)`` hears each
-    chunk. ``now`` dates the fetch in the catalogue's version. Raises
-    `CatalogError` for a failed fetch or unusable data; nothing is written.
+    chunk. ``now`` dates the fetch in the catalogue's version; ``opener`` is
+    `urllib.request.urlopen` unless a test says otherwise. Raises `CatalogError`
+    for a failed fetch or unusable data; nothing is written.
     """
+    opener = opener or urllib.request.urlopen
     request = urllib.request.Request(url, headers={"User-Agent": "streamfn", "Accept": "*/*"})
     stage = f"fetching {url}"
     try:

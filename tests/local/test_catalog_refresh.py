@@ -12,6 +12,7 @@ import copy
 import gzip
 import http.server
 import json
+import socket
 import threading
 import urllib.request
 from collections.abc import Iterator
@@ -144,6 +145,7 @@ def test_from_a_file_works_offline(
         raise AssertionError("no network access without --refresh")
 
     monkeypatch.setattr(urllib.request, "urlopen", no_network)
+    monkeypatch.setattr(socket.socket, "connect", no_network)
     copy_file = tmp_path / "api.json"
     copy_file.write_text(json.dumps(_newer_copy()))
     assert cli.main(["models", "--from", str(copy_file)]) == 0
@@ -190,3 +192,22 @@ def test_a_broken_cache_warns_once_and_the_built_in_data_serves(
         r.getMessage() for r in caplog.records if "cached model catalogue" in r.getMessage()
     ]
     assert "--refresh" in warning
+
+
+def test_an_oversized_answer_is_refused(
+    mirror: str, isolated: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(catalog_cache, "MAX_BYTES", 1000)
+    assert cli.main(["models", "--refresh", "--url", mirror]) == cli.EXIT_RUNTIME
+    assert "more than 1,000 bytes" in capsys.readouterr().err and not isolated.exists()
+
+
+def test_an_unreachable_mirror_is_one_clear_error(
+    isolated: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    assert cli.main(["models", "--refresh", "--url", f"http://127.0.0.1:{port}/"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("streamfn: cannot fetch") and "unchanged" in err and not isolated.exists()
