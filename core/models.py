@@ -12,7 +12,7 @@ anything else (a vLLM or LM Studio server) is a `Model` built by hand or
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import msgspec
@@ -36,6 +36,7 @@ __all__ = [
     "openai_compatible",
     "provider_names",
     "register_model",
+    "set_catalog_loader",
     "use_catalog",
 ]
 
@@ -322,20 +323,41 @@ def _warn_if_assumed(found: Model) -> None:
 
 
 _loaded = False
+_loader: Callable[[], object] | None = None
+
+
+def set_catalog_loader(loader: Callable[[], object] | None) -> None:
+    """Have the registry call ``loader`` before its next lookup, to choose its catalogue.
+
+    The core reads no files and no environment; a shell passes the function
+    that does (`streamfn.local.catalog_cache.load_user_catalog`: the newer of
+    the built-in and cached data, or ``STREAMFN_MODELS_FILE``), so a program
+    sees what ``streamfn models --refresh`` fetched. It runs once; a loader that
+    raises (an unreadable ``STREAMFN_MODELS_FILE``) raises again at the next lookup.
+    """
+    global _loader
+    _loader = loader
 
 
 def _ensure_builtin() -> None:
-    """Import the built-in catalogue lazily so importing the core stays cheap."""
-    global _loaded, _info
-    if _loaded:
-        return
-    _loaded = True
-    from . import catalog
+    """Import the built-in catalogue lazily so importing the core stays cheap; then let
+    a loader set with `set_catalog_loader` choose a newer one."""
+    global _loaded, _info, _loader
+    if not _loaded:
+        _loaded = True
+        from . import catalog
 
-    _install(catalog.BUILTIN_MODELS)
-    _info = CatalogInfo(
-        origin=BUILTIN,
-        source=catalog.describe_source(catalog.BUILTIN_DOCUMENT),
-        date=str(catalog.BUILTIN_DOCUMENT["source"]["date"]),
-        models=len(catalog.BUILTIN_MODELS),
-    )
+        _install(catalog.BUILTIN_MODELS)
+        _info = CatalogInfo(
+            origin=BUILTIN,
+            source=catalog.describe_source(catalog.BUILTIN_DOCUMENT),
+            date=str(catalog.BUILTIN_DOCUMENT["source"]["date"]),
+            models=len(catalog.BUILTIN_MODELS),
+        )
+    if _loader is not None:
+        loader, _loader = _loader, None
+        try:
+            loader()
+        except BaseException:
+            _loader = loader
+            raise

@@ -11,7 +11,9 @@ command line and for applications that want the same behaviour:
   ``api.json`` or a file this module wrote.
 - `load_user_catalog` makes the registry use ``STREAMFN_MODELS_FILE`` when it is
   set, else the cached catalogue when its data is newer than the built-in one,
-  and returns which one it uses (`streamfn.core.models.CatalogInfo`).
+  and returns which one it uses (`streamfn.core.models.CatalogInfo`). The
+  command line calls it at start; the shells call `install_loader` when
+  imported, so the registry calls it before its first lookup.
 """
 
 from __future__ import annotations
@@ -34,7 +36,13 @@ from streamfn.core.catalog_build import (
     check_catalog,
     dump_catalog,
 )
-from streamfn.core.models import BUILTIN, CatalogInfo, catalog_info, use_catalog
+from streamfn.core.models import (
+    BUILTIN,
+    CatalogInfo,
+    catalog_info,
+    set_catalog_loader,
+    use_catalog,
+)
 
 from .fetch import user_cache_dir
 
@@ -45,6 +53,7 @@ __all__ = [
     "MAX_BYTES",
     "CatalogError",
     "cache_path",
+    "install_loader",
     "load_user_catalog",
     "read_catalog_file",
     "refresh",
@@ -159,6 +168,8 @@ def load_user_catalog(environ: Mapping[str, str] | None = None) -> CatalogInfo:
     it); a broken cache is reported in one warning and the built-in data is used.
     Returns the catalogue in use.
     """
+    global _chosen
+    _chosen = True
     env = os.environ if environ is None else environ
     if catalog_info().origin != BUILTIN:  # an earlier call's choice: start again from ours
         from streamfn.core.catalog import BUILTIN_DOCUMENT
@@ -180,3 +191,13 @@ def load_user_catalog(environ: Mapping[str, str] | None = None) -> CatalogInfo:
             exc,
         )
         return catalog_info()
+
+
+_chosen = False
+
+
+def install_loader() -> None:
+    """Let the registry run `load_user_catalog` before its next lookup (once), unless it
+    already ran; the shells call this when imported. Reads nothing now."""
+    if not _chosen:
+        set_catalog_loader(load_user_catalog)

@@ -12,7 +12,10 @@ import copy
 import gzip
 import http.server
 import json
+import os
 import socket
+import subprocess
+import sys
 import threading
 import urllib.request
 from collections.abc import Iterator
@@ -211,3 +214,38 @@ def test_an_unreachable_mirror_is_one_clear_error(
     assert cli.main(["models", "--refresh", "--url", f"http://127.0.0.1:{port}/"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("streamfn: cannot fetch") and "unchanged" in err and not isolated.exists()
+
+
+_PROGRAM = """
+import sys
+{imports}
+from streamfn.core.models import catalog_info, model
+print(catalog_info().origin)
+print(model("openai:{new}").max_output)
+"""
+
+
+@pytest.mark.parametrize("shell", ["io_trio", "io_asyncio", "io_sync", None])
+def test_a_program_using_a_shell_sees_the_refreshed_catalogue(
+    tmp_path: Path, isolated: Path, shell: str | None
+) -> None:
+    isolated.parent.mkdir(parents=True)
+    catalog_cache.save(build_catalog(_newer_copy(), version="copy"), isolated)
+    imports = f"import streamfn.{shell}" if shell else ""
+    env = {k: v for k, v in os.environ.items() if k != catalog_cache.ENV_FILE}
+    env["XDG_CACHE_HOME"] = str(isolated.parents[1])
+    done = subprocess.run(
+        [sys.executable, "-c", _PROGRAM.format(imports=imports, new=NEW_ID)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    if shell is None:
+        # the pure core alone reads no file: the built-in data, and a family guess
+        assert done.returncode == 0 and done.stdout.splitlines()[0] == "built-in"
+        assert "is not in the model catalogue" in done.stderr
+    else:
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.splitlines() == [str(isolated), "256000"]
+        assert "is not in the model catalogue" not in done.stderr
