@@ -153,10 +153,14 @@ def build_catalog(
         block = data.get(source)
         if not isinstance(block, Mapping) or not isinstance(block.get("models"), Mapping):
             continue
-        for raw in block["models"].values():
-            if isinstance(raw, Mapping) and "id" in raw and _served(source, raw):
+        for key, raw in block["models"].items():
+            try:
+                if not (isinstance(raw, Mapping) and "id" in raw and _served(source, raw)):
+                    continue
                 models.append(_entry(source, raw))
-                dates.append(str(raw.get("last_updated") or raw.get("release_date") or ""))
+            except (TypeError, ValueError, AttributeError, KeyError) as exc:
+                raise CatalogError(f"{source} model {key!r}: malformed ({exc!r})") from None
+            dates.append(str(raw.get("last_updated") or raw.get("release_date") or ""))
     if not models:
         raise CatalogError(
             "the data lists none of the providers streamfn serves "
@@ -198,6 +202,16 @@ def check_catalog(document: Any) -> Mapping[str, Any]:
             if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
                 raise CatalogError(
                     f"models[{i}] ({entry.get('id')!r}).{field}: missing or wrong type"
+                )
+        for row in entry["price_tiers"]:
+            if not (
+                isinstance(row, list)
+                and len(row) == 5
+                and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in row)
+            ):
+                raise CatalogError(
+                    f"models[{i}] ({entry['id']!r}).price_tiers: rows of "
+                    "[above, input, output, cache_read, cache_write]"
                 )
         if not isinstance(entry.get("origin", ""), str):
             raise CatalogError(f"models[{i}] ({entry['id']!r}).origin: not a string")

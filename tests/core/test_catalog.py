@@ -216,9 +216,16 @@ def test_unusable_data_is_refused_with_the_reason() -> None:
         build_catalog({"elsewhere": {"models": {}}}, version="x")
     with pytest.raises(CatalogError, match="format"):
         check_catalog({"models": []})
+    broken = {"openai": {"models": {"gpt-x": {"id": "gpt-x", "modalities": "text"}}}}
+    with pytest.raises(CatalogError, match="openai model 'gpt-x': malformed"):
+        build_catalog(broken, version="x")
     document = json.loads(gzip.decompress(GENERATED.read_bytes()))
     document["models"][3]["max_output"] = "lots"
     with pytest.raises(CatalogError, match=r"models\[3\].*max_output"):
+        check_catalog(document)
+    document["models"][3]["max_output"] = 10
+    document["models"][3]["price_tiers"] = [[200_000, 1.0]]
+    with pytest.raises(CatalogError, match=r"models\[3\].*price_tiers"):
         check_catalog(document)
 
 
