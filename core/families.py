@@ -29,6 +29,8 @@ __all__ = ["FAMILIES", "core_id", "describe", "family_of", "relative"]
 
 #: (family name, pattern searched in the id without provider decorations); specific first
 FAMILIES: Final[tuple[tuple[str, str], ...]] = (
+    # media and research variants behave apart from their base models
+    ("image, audio or research variant", r"image|tts|audio|realtime|transcribe|deep-research"),
     ("gpt-5 chat", r"^gpt-5[\w.]*-chat"),
     ("gpt-5 pro", r"^gpt-5[\w.]*-pro"),
     ("gpt-5 codex", r"^gpt-5[\w.]*-codex"),
@@ -49,6 +51,7 @@ FAMILIES: Final[tuple[tuple[str, str], ...]] = (
     ("gemini flash", r"^gemini-[\d.]+-flash"),
     ("gemini pro", r"^gemini-[\d.]+-pro"),
     ("gemini", r"^gemini"),
+    ("grok code", r"^grok-(code|build)"),
     ("grok", r"^grok"),
     ("magistral", r"^magistral"),
     ("devstral", r"devstral"),
@@ -58,6 +61,10 @@ FAMILIES: Final[tuple[tuple[str, str], ...]] = (
     ("mistral small", r"^mistral-small"),
     ("ministral", r"^ministral"),
     ("deepseek", r"deepseek"),
+    ("glm vision", r"^glm-[\d.]+v"),
+    ("glm flash", r"^glm-[\d.]+-flash"),
+    ("glm air", r"^glm-[\d.]+-air"),
+    ("glm turbo", r"^glm-[\d.]+-turbo"),
     ("glm", r"^glm"),
     ("nova", r"^nova"),
     ("llama", r"llama"),

@@ -279,3 +279,29 @@ def test_an_unknown_family_keeps_the_defaults_and_says_so(caplog: pytest.LogCapt
     assert (found.reasoning, found.max_output, found.price_input) == (False, 4_096, 0.0)
     [warning] = _warnings(caplog, "groq:zz-unheard-of-7b")
     assert "no family is known" in warning and "cost 0" in warning
+
+
+@pytest.mark.parametrize(
+    ("name", "like"),
+    [
+        ("openai:gpt-5.2-2025-12-11", "openai:gpt-5.2"),  # a dated snapshot: the same model
+        ("bedrock:apac.anthropic.claude-sonnet-4-5-20250929-v1:0",
+         "bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0"),  # another region
+        ("openai:o5-mini", "openai:o4-mini"),
+        ("openai:gpt-5.9-codex", "openai:gpt-5.3-codex"),
+        ("anthropic:claude-haiku-4-6", "anthropic:claude-haiku-4-5"),
+        ("google:gemini-2.5-flash-preview-12-2026", "google:gemini-2.5-flash"),  # not -image
+        ("vertex:gemini-3.5-flash", "vertex:gemini-3-flash-preview"),
+        ("xai:grok-5", "xai:grok-4.3"),  # not the coding model
+        ("zai:glm-6", "zai:glm-5.1"),  # not a vision or turbo variant
+        ("openrouter:openai/gpt-5.9", "openrouter:openai/gpt-5.5"),
+        ("azure:gpt-5.9", "azure:gpt-5.5"),
+    ],
+)  # fmt: skip
+def test_an_unlisted_id_is_configured_like_its_closest_relative(name: str, like: str) -> None:
+    found = _lookup(name)
+    assert found.source.startswith(f"assumed like {like} ")
+    relative = _lookup(like)
+    assert (found.max_output, found.reasoning, found.temperature, found.price_input) == (
+        relative.max_output, relative.reasoning, relative.temperature, relative.price_input,
+    )  # fmt: skip
