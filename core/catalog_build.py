@@ -19,6 +19,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from .errors import StreamfnError
+
 __all__ = [
     "CATALOG_FORMAT",
     "SOURCES",
@@ -67,7 +69,7 @@ _FIELDS: Final[Mapping[str, type | tuple[type, ...]]] = {
 }
 
 
-class CatalogError(ValueError):
+class CatalogError(StreamfnError, ValueError):
     """The data is not a usable catalogue; the message names the entry and the field."""
 
 
