@@ -70,6 +70,12 @@ def _add_access(parser: argparse.ArgumentParser) -> None:
         help="allow a non-loopback --host without --api-key (anyone who reaches it spends "
         "your provider keys)",
     )
+    add(
+        "--allow-h2c",
+        action="store_true",
+        help="serve cleartext HTTP/2 (prior knowledge or Upgrade: h2c), bounded by "
+        "--head-timeout like HTTP/1.1 (default: refused, asking the client for HTTP/1.1)",
+    )
 
 
 def _add_sources(parser: argparse.ArgumentParser) -> None:
@@ -375,6 +381,7 @@ def _serve_asyncio(args: argparse.Namespace, app: Any, sock: socket.socket) -> N
             stop,
             max_connections=args.max_connections,
             head_timeout=args.head_timeout,
+            allow_h2c=args.allow_h2c,
         )
 
     asyncio.run(main())
@@ -395,7 +402,7 @@ def _serve_trio(args: argparse.Namespace, app: Any, sock: socket.socket) -> None
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(on_signal)
-            await serve(app, sock, stop, head_timeout=args.head_timeout)
+            await serve(app, sock, stop, head_timeout=args.head_timeout, allow_h2c=args.allow_h2c)
             nursery.cancel_scope.cancel()
 
     trio.run(main)
