@@ -35,11 +35,16 @@ from .chunked import ChunkedBody, is_chunked, keeps_alive
 from .content_coding import BodyDecoder, CodingError, decoder_for
 from .target import MAX_HEADER_BYTES, USER_AGENT, parse_target, seconds_text
 
-__all__ = ["MAX_TAIL_BYTES", "Exchange"]
+__all__ = ["HEARTBEAT_BYTES", "MAX_TAIL_BYTES", "Exchange"]
 
 #: How many body bytes after the terminal event are read to reuse the socket;
 #: past that, closing and reconnecting is cheaper than draining.
 MAX_TAIL_BYTES: Final = 64 << 10
+
+#: Body bytes that make no event (SSE comments, pings, blank keep-alives) and still
+#: restart the idle timer, counted since the last event: a server's heartbeats keep a
+#: quiet stream open, a flood of them does not (past this, only events count).
+HEARTBEAT_BYTES: Final = 64 << 10
 
 
 class Exchange:
@@ -97,6 +102,8 @@ class Exchange:
         #: an eager `receive_bytes` returned before h11 had given all it holds
         self._unpumped = False
         self._fresh_data = False
+        #: body bytes since the last one that made an event (see `HEARTBEAT_BYTES`)
+        self._silent_bytes = 0
         self._phase_ref: float | None = None
         self._body_seen = False
         self._body_ended = False
@@ -150,7 +157,8 @@ class Exchange:
         Until the first body byte: ``first_byte_timeout`` from the first call
         (the request was just sent; header bytes do not reset it, so a server
         dripping its headers cannot hold us forever). After it:
-        ``idle_timeout`` from the last receive that brought bytes.
+        ``idle_timeout`` from the last receive that brought an event, or bytes
+        within the heartbeat allowance (`HEARTBEAT_BYTES`).
         """
         opts = self._options
         if self._phase_ref is None or (self._body_seen and self._fresh_data):
@@ -158,6 +166,8 @@ class Exchange:
             self._fresh_data = False
         if self._body_seen:
             deadline, error = self._phase_ref + opts.idle_timeout, self._idle_error
+            if self._silent_bytes > HEARTBEAT_BYTES:
+                error = _silent_error(opts.idle_timeout, self._silent_bytes)
         else:
             deadline, error = self._phase_ref + opts.first_byte_timeout, self._first_byte_error
         if self._deadline is not None and self._deadline <= deadline:
@@ -379,13 +389,15 @@ class Exchange:
         """Body bytes to the call, its events onto ``events``; True: stop reading for now
         (a cap was hit, or, ``eager``, the events may go out before the rest is decoded)."""
         self._body_seen = True
-        self._fresh_data = True
         self.body_bytes += len(data)
         if self.body_bytes > self._options.max_response_bytes:
             events += self._too_big()
             return True
         if not self.finished:
+            before = len(events)
             events += self._body(data)
+            self._silent_bytes = 0 if len(events) > before else self._silent_bytes + len(data)
+            self._fresh_data = self._fresh_data or self._silent_bytes <= HEARTBEAT_BYTES
             if eager and events and not self.finished:
                 self._unpumped = True
                 return True
@@ -493,6 +505,14 @@ class Exchange:
         else:
             message = f"malformed HTTP body from {self.target.host}: {exc}"
         return self.fail(Error.network(message, status=self.status))
+
+
+def _silent_error(idle_timeout: float, silent: int) -> Error:
+    return Error.network(
+        f"idle timeout: no event for {seconds_text(idle_timeout)}, only {silent} bytes that "
+        f"make none (keep-alives, comments; at most {HEARTBEAT_BYTES} such bytes count as "
+        "signs of life)"
+    )
 
 
 def _client_connection() -> h11.Connection:
