@@ -108,6 +108,7 @@ class GuardedProtocol(ProtocolWrapper):
         if self.rules is None:
             await super().handle(event)
             return
+        idle = self._idle()  # before: a request the peer's leaving ends is hypercorn's to close
         try:
             await self.protocol.handle(event)
         except H2ProtocolAssumedError as error:
@@ -119,7 +120,7 @@ class GuardedProtocol(ProtocolWrapper):
             await self._switch_to_h2(error.data, error.headers, error.settings)
         if _peer_gone(event) and not self._in_keep_alive_timer():
             self._peer_closed = True
-            if self._idle():
+            if idle and self._idle():
                 await self._release()
 
     def _in_keep_alive_timer(self) -> bool:

@@ -128,8 +128,15 @@ def _add_capacity(parser: argparse.ArgumentParser) -> None:
         "--max-buffered-bytes",
         type=int,
         default=256 << 20,
-        help="request bodies held in memory at once, all requests together; past it a "
-        "request is a 503 with Retry-After (default 256 MiB)",
+        help="requests held in memory at once, all together (each body, then its parsed "
+        "form until it ends); past it a request is a 503 with Retry-After (default 256 MiB)",
+    )
+    add(
+        "--max-unsent-bytes",
+        type=int,
+        default=1 << 20,
+        help="events waiting for one client that reads slowly; past it the model's stream "
+        "waits for the client (default 1 MiB)",
     )
 
 
@@ -337,6 +344,7 @@ def _app(args: argparse.Namespace, backend: Any) -> Any:
             api_key=_api_key(args),
             max_body_bytes=args.max_body_bytes,
             max_buffered_bytes=args.max_buffered_bytes,
+            max_unsent_bytes=args.max_unsent_bytes,
             max_concurrency=args.max_concurrency,
             max_queue=args.max_queue,
             keepalive_interval=args.keepalive,
