@@ -207,5 +207,5 @@ def install() -> None:
     import hypercorn.asyncio.tcp_server
     import hypercorn.trio.tcp_server
 
-    hypercorn.asyncio.tcp_server.ProtocolWrapper = GuardedProtocol  # type: ignore[misc]
-    hypercorn.trio.tcp_server.ProtocolWrapper = GuardedProtocol  # type: ignore[misc]
+    hypercorn.asyncio.tcp_server.ProtocolWrapper = GuardedProtocol  # type: ignore[attr-defined]
+    hypercorn.trio.tcp_server.ProtocolWrapper = GuardedProtocol  # type: ignore[attr-defined]
