@@ -28,9 +28,10 @@ hypercorn's own behaviour.
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from hypercorn.events import Closed, Event, RawData, Updated
 from hypercorn.protocol import ProtocolWrapper
@@ -40,6 +41,8 @@ from hypercorn.protocol.h11 import H2CProtocolRequiredError, H2ProtocolAssumedEr
 __all__ = ["ConnectionRules", "GuardedProtocol", "apply", "install", "refusal_frames"]
 
 log = logging.getLogger("streamfn")
+
+_P = TypeVar("_P", H11Protocol, H2Protocol)
 
 _RULES: Final = "streamfn_connection_rules"
 
@@ -60,6 +63,7 @@ def apply(config: Any, rules: ConnectionRules) -> None:
     setattr(config, _RULES, rules)
 
 
+@functools.cache
 def refusal_frames() -> bytes:
     """The server's HTTP/2 preface (SETTINGS) and a GOAWAY with ``HTTP_1_1_REQUIRED``:
     a client that spoke HTTP/2 first reads why it is refused, in its own protocol."""
@@ -91,18 +95,21 @@ class GuardedProtocol(ProtocolWrapper):
         self._peer_closed = False
         self._released = False
         if self.rules is not None and type(self.protocol) is H11Protocol:
-            h11 = H11Protocol if self.rules.allow_h2c else _H11WithoutH2c
-            self.protocol = h11(
-                self.app,
-                self.config,
-                self.context,
-                self.task_group,
-                self.state,
-                self.ssl,
-                self.client,
-                self.server,
-                self._forward,
-            )
+            self.protocol = self._made(H11Protocol if self.rules.allow_h2c else _H11WithoutH2c)
+
+    def _made(self, protocol: type[_P]) -> _P:
+        """A protocol for this connection, sending through `_forward`."""
+        return protocol(
+            self.app,
+            self.config,
+            self.context,
+            self.task_group,
+            self.state,
+            self.ssl,
+            self.client,
+            self.server,
+            self._forward,
+        )
 
     async def handle(self, event: Event) -> None:
         if self.rules is None:
@@ -173,17 +180,7 @@ class GuardedProtocol(ProtocolWrapper):
     ) -> None:
         """hypercorn's switch to HTTP/2, with its keep-alive timer running again: a
         connection without a whole request head within the head timeout is closed."""
-        self.protocol = H2Protocol(
-            self.app,
-            self.config,
-            self.context,
-            self.task_group,
-            self.state,
-            self.ssl,
-            self.client,
-            self.server,
-            self._forward,
-        )
+        self.protocol = self._made(H2Protocol)
         if headers is None:
             await self.protocol.initiate()
             await self.send(Updated(idle=True))

@@ -40,6 +40,7 @@ from streamfn.asgi.backends import RouterBackend
 from streamfn.core import Model
 from streamfn.core.events import Done, Error, Start, TextDelta, TextEnd, TextStart
 from streamfn.core.models import openai_compatible
+from streamfn.core.serve.routes import parsed_cost
 from streamfn.fuzz.events_backend import EventsBackend
 from streamfn.io_asyncio.serve import serve
 
@@ -672,24 +673,26 @@ def test_bodies_held_at_once_are_bounded_whatever_their_number() -> None:
     """Many large or slow bodies cannot add up past the server's memory budget: the
     request that would is a 503 with Retry-After, and the budget comes back after."""
     events = [Start(), TextStart(0), TextDelta(0, "ok"), TextEnd(0), Done()]
-    config = ServerConfig(api_key=KEY, max_buffered_bytes=4096, body_timeout=5)
+    body = json.dumps(
+        {"model": "m", "messages": [{"role": "user", "content": "x" * 2000}]}
+    ).encode()
+    # room for this request alone (its body and its parsed form), not beside 20 KB more
+    budget = len(body) + parsed_cost(body) + 10000
+    config = ServerConfig(api_key=KEY, max_buffered_bytes=budget, body_timeout=5)
     with Server(App(EventsBackend({"m": events}), config)) as server:
-        # a body sent halfway holds its first 3 KiB...
+        # a body sent halfway holds its first 20 KB...
         slow = socket.create_connection(("127.0.0.1", server.port))
         head = (
             "POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\n"
             f"authorization: Bearer {KEY}\r\ncontent-type: application/json\r\n"
-            "content-length: 6000\r\n\r\n"
+            "content-length: 40000\r\n\r\n"
         )
-        slow.sendall(head.encode() + b" " * 3000)
+        slow.sendall(head.encode() + b" " * 20000)
         deadline = time.monotonic() + 5
-        while server.app.buffered < 3000 and time.monotonic() < deadline:
+        while server.app.buffered < 20000 and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert server.app.buffered == 3000
-        # ...so another 2 KiB body does not fit
-        body = json.dumps(
-            {"model": "m", "messages": [{"role": "user", "content": "x" * 2000}]}
-        ).encode()
+        assert server.app.buffered == 20000
+        # ...so another request does not fit beside it
         status, _, raw = _request(server.port, "/v1/chat/completions", body)
         assert status == 503 and b"retry-after: 1" in raw.lower()
         slow.close()
