@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import json
+import select
 import socket
 import threading
 import time
@@ -377,12 +378,21 @@ def test_open_connections_are_capped(shell: str) -> None:
         pytest.skip("the connection cap is the asyncio server's (io_asyncio/serve.py)")
     # a connection the client closed gives its place back at once, not at the head timeout
     with serving(max_connections=2, head_timeout=SLOW) as (server, _):
-        idle = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(2)]
+        # of four idle connections at most two are held (more are refused while the
+        # server's start-up probe still holds its place): the others read a 503 at once
+        idle = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(4)]
         try:
-            time.sleep(0.1)
-            with socket.create_connection(("127.0.0.1", server.port)) as extra:
-                data = read_all(extra)
-            assert data.startswith(b"HTTP/1.1 503") and b"too many open connections" in data
+            refused = 0
+            while refused < 2:  # without the cap: none is refused and this times out
+                ready, _, _ = select.select(idle, [], [], HANG_GUARD)
+                assert ready, "no connection past the cap was refused"
+                for sock in ready:
+                    idle.remove(sock)
+                    with sock:
+                        data = read_all(sock)
+                    assert data.startswith(b"HTTP/1.1 503"), data
+                    assert b"too many open connections" in data
+                    refused += 1
         finally:
             for sock in idle:
                 sock.close()
