@@ -235,11 +235,21 @@ class OpaqueBlock(msgspec.Struct, tag="opaque", frozen=True, gc=False):
 
 
 class Done(msgspec.Struct, tag="done", frozen=True, kw_only=True, gc=False):
-    """The stream ended normally."""
+    """The stream ended normally.
+
+    ``paused`` is True when the provider paused the turn rather than ending it
+    (Anthropic's ``pause_turn`` in a long server-tool turn): sending the
+    conversation back with this answer as its last assistant turn continues it.
+    The shells do that themselves (``Options.pause_turn_continuations``), so a
+    caller sees it only when continuing was turned off or its bound reached.
+    Left unset otherwise, and then never encoded: a stream without a pause
+    encodes as it always did.
+    """
 
     stop_reason: StopReason = StopReason.STOP
     usage: Usage = msgspec.field(default_factory=Usage)
     cost: Cost = msgspec.field(default_factory=Cost)
+    paused: bool | msgspec.UnsetType = msgspec.UNSET
 
 
 class Error(msgspec.Struct, tag="error", frozen=True, kw_only=True, gc=False):

@@ -1,0 +1,210 @@
+"""Paused turns (Anthropic ``pause_turn``) continued by the shells: one stream, the bill
+proved by the requests a loopback upstream receives, on every shell."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import msgspec
+import pytest
+from fake_provider import FakeProvider
+from shell_runner import FAST, SHELLS, collect, run
+
+from streamfn.core import (
+    Done,
+    Error,
+    Model,
+    OpaqueBlock,
+    Options,
+    Start,
+    TextDelta,
+    TextStart,
+    accumulate,
+    check_protocol,
+    replay,
+)
+from streamfn.core.events import decode_event_json, encode_event_json
+from streamfn.fuzz.fake_bodies import sse
+
+
+def paused_body(n: int, *, paused: bool) -> bytes:
+    """One Anthropic response of a server-tool turn: a search and its result, some text,
+    then ``pause_turn`` (or ``end_turn``)."""
+    out = [
+        sse(
+            {
+                "type": "message_start",
+                "message": {
+                    "id": f"msg_{n}",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": "claude-sonnet-4-5",
+                    "content": [],
+                    "usage": {"input_tokens": 100 * n, "output_tokens": 1},
+                },
+            },
+            "message_start",
+        ),
+        sse(
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {
+                    "type": "server_tool_use",
+                    "id": f"srvtoolu_{n}",
+                    "name": "web_search",
+                    "input": {},
+                },
+            },
+            "content_block_start",
+        ),
+        sse(
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": '{"query": "q%d"}' % n},
+            },
+            "content_block_delta",
+        ),
+        sse({"type": "content_block_stop", "index": 0}, "content_block_stop"),
+        sse(
+            {
+                "type": "content_block_start",
+                "index": 1,
+                "content_block": {"type": "text", "text": ""},
+            },
+            "content_block_start",
+        ),
+        sse(
+            {
+                "type": "content_block_delta",
+                "index": 1,
+                "delta": {"type": "text_delta", "text": f"part {n}. "},
+            },
+            "content_block_delta",
+        ),
+        sse({"type": "content_block_stop", "index": 1}, "content_block_stop"),
+        sse(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "pause_turn" if paused else "end_turn"},
+                "usage": {"output_tokens": 10 * n},
+            },
+            "message_delta",
+        ),
+        sse({"type": "message_stop"}, "message_stop"),
+    ]
+    return b"".join(out)
+
+
+class PausingUpstream(FakeProvider):
+    """Anthropic that pauses the turn ``pauses`` times (per token), then ends it."""
+
+    def __init__(self, pauses: int) -> None:
+        super().__init__()
+        self.pauses = pauses
+
+    def respond(self, sock: socket.socket, fault: str, provider: str, hit: int) -> bool:
+        self.register_body("pausing", paused_body(hit, paused=hit <= self.pauses))
+        return super().respond(sock, fault, "pausing", hit)
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[PausingUpstream]:
+    with PausingUpstream(pauses=2) as fake:
+        yield fake
+
+
+def claude(upstream: FakeProvider, token: str) -> Model:
+    return Model(
+        id="claude-sonnet-4-5",
+        provider="anthropic",
+        api="anthropic",
+        base_url=upstream.base_url("ok", "pausing", token),
+    )
+
+
+def bodies(upstream: FakeProvider, token: str) -> list[dict[str, Any]]:
+    return [json.loads(r.body) for r in upstream.requests if f"/{token}/" in r.path]
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_paused_turn_is_continued_into_one_stream(upstream: PausingUpstream, shell: str) -> None:
+    token = f"pause-{shell}"
+    events = run(shell, collect, claude(upstream, token))
+    sent = bodies(upstream, token)
+    # the bill: two pauses, so three requests, each sending the turn so far back
+    assert len(sent) == 3
+    assert [len(b["messages"]) for b in sent] == [1, 2, 2]
+    first_back = sent[1]["messages"][-1]
+    assert first_back["role"] == "assistant"
+    assert [b["type"] for b in first_back["content"]] == ["server_tool_use", "text"]
+    assert [b["type"] for b in sent[2]["messages"][-1]["content"]] == [
+        "server_tool_use",
+        "text",
+        "server_tool_use",
+        "text",
+    ]
+    # one coherent stream: one Start, one terminal, block indexes continuous
+    check_protocol(events)
+    assert sum(isinstance(e, Start) for e in events) == 1
+    assert sum(isinstance(e, (Done, Error)) for e in events) == 1
+    opaque = [e.index for e in events if isinstance(e, OpaqueBlock)]
+    text = [e.index for e in events if isinstance(e, TextStart)]
+    assert opaque == [0, 2, 4] and text == [1, 3, 5]
+    done = events[-1]
+    assert isinstance(done, Done) and done.paused is not True
+    # usage is the sum of the three requests (input billed again each time)
+    assert done.usage.input == 100 + 200 + 300
+    assert done.usage.output == 10 + 20 + 30
+    message = accumulate(events)
+    assert message.text == "part 1. part 2. part 3. "
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_continuing_off_shows_the_pause_after_one_request(
+    upstream: PausingUpstream, shell: str
+) -> None:
+    token = f"pause-off-{shell}"
+    options = msgspec.structs.replace(FAST, pause_turn_continuations=0)
+    events = run(shell, collect, claude(upstream, token), options)
+    assert len(bodies(upstream, token)) == 1
+    done = events[-1]
+    assert isinstance(done, Done) and done.paused is True and done.usage.input == 100
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_the_bound_stops_continuing_and_says_so(upstream: PausingUpstream, shell: str) -> None:
+    token = f"pause-bound-{shell}"
+    options = msgspec.structs.replace(FAST, pause_turn_continuations=1)
+    events = run(shell, collect, claude(upstream, token), options)
+    assert len(bodies(upstream, token)) == 2
+    done = events[-1]
+    assert isinstance(done, Done) and done.paused is True
+    assert done.usage.input == 100 + 200
+    assert [e.delta for e in events if isinstance(e, TextDelta)] == ["part 1. ", "part 2. "]
+
+
+def test_the_provider_marks_pause_turn_and_nothing_else() -> None:
+    headers = [("content-type", "text/event-stream")]
+    model = Model(id="claude-sonnet-4-5", provider="anthropic", api="anthropic", base_url="")
+    paused = replay("anthropic", paused_body(1, paused=True), model=model, headers=headers)
+    ended = replay("anthropic", paused_body(1, paused=False), model=model, headers=headers)
+    assert isinstance(paused[-1], Done) and paused[-1].paused is True
+    assert isinstance(ended[-1], Done) and ended[-1].paused is not True
+
+
+def test_paused_travels_on_the_wire_and_is_absent_otherwise() -> None:
+    """Unset, the field is never encoded: the wire of every other stream is unchanged."""
+    assert b"paused" not in encode_event_json(Done())
+    wire = encode_event_json(Done(paused=True))
+    assert b'"paused":true' in wire
+    decoded = decode_event_json(wire)
+    assert isinstance(decoded, Done) and decoded.paused is True
+
+
+def test_options_default_continues_a_bounded_number_of_times() -> None:
+    assert Options().pause_turn_continuations == 5
