@@ -65,7 +65,7 @@ def paused_body(n: int, *, paused: bool) -> bytes:
             {
                 "type": "content_block_delta",
                 "index": 0,
-                "delta": {"type": "input_json_delta", "partial_json": '{"query": "q%d"}' % n},
+                "delta": {"type": "input_json_delta", "partial_json": f'{{"query": "q{n}"}}'},
             },
             "content_block_delta",
         ),
