@@ -76,7 +76,7 @@ class _Turn:
         """``event`` with its block index moved past the earlier requests' blocks."""
         index = getattr(event, "index", None)
         if self.offset and index is not None:
-            event = msgspec.structs.replace(event, index=index + self.offset)  # type: ignore[type-var]
+            event = msgspec.structs.replace(event, index=index + self.offset)
         self.fold.add(event)
         return event
 

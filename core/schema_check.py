@@ -176,7 +176,8 @@ class _Checker:
         self.branches(value, schema, path, depth, refs)
 
     def numbers(self, value: float, schema: dict[str, Any], path: str) -> None:
-        low, high = schema.get("minimum"), schema.get("maximum")
+        low: Any = schema.get("minimum")
+        high: Any = schema.get("maximum")
         if _is_number(low) and value < low:
             self.add(path, f"{_shown(value)} is less than the minimum {low}")
         if _is_number(high) and value > high:
