@@ -214,9 +214,7 @@ class ProviderCall(abc.ABC):
     def finish(self, stop_reason: StopReason, *, paused: bool = False) -> None:
         """Emit `Done` with the usage gathered so far, priced with the model (``paused``:
         the provider paused the turn, see `Done.paused`)."""
-        self.emit.done(
-            stop_reason, self.usage, compute_cost(self.model, self.usage), paused=paused
-        )
+        self.emit.done(stop_reason, self.usage, compute_cost(self.model, self.usage), paused=paused)
 
     def fail(self, error: Error) -> None:
         if error.usage is None and self._usage_or_none() is not None:
