@@ -77,8 +77,8 @@ def register_api(
     ``module`` is anything with ``open_call(model, context, options) -> Call``
     (a module, an object, or a dotted module path imported on first use). The
     simplest provider subclasses `streamfn.core.providers.SSECall` or
-    ``NDJSONCall`` and writes one ``on_event``/``on_line`` method; the README
-    shows one. Built-in names are refused (``replace=True`` overrides an earlier
+    ``NDJSONCall`` and writes one ``on_event``/``on_line`` method; "Your own
+    wire format" in the documentation shows one. Built-in names are refused (``replace=True`` overrides an earlier
     registration, not a built-in), so a plug-in cannot silently take over
     ``openai-chat``.
     """

@@ -140,7 +140,7 @@ def model(name: str, *, base_url: str | None = None, id: str | None = None) -> M
     - ``"http://localhost:8080/v1"`` (with ``id=`` the model id): an OpenAI-compatible server.
 
     ``base_url`` replaces the model's endpoint: the server root or the API root,
-    with or without the version path (see the README's base-URL convention).
+    with or without the version path (see "Any model on any endpoint" in the documentation).
     Raises `UnknownModel` naming the providers it knows.
     """
     if _is_url(name):

@@ -1,6 +1,7 @@
 """`register_api`: a wire format from outside the package, end to end.
 
-The README's example provider (``tests/lines_wire.py``, shown verbatim there)
+The documentation's example provider (``tests/lines_wire.py``, shown verbatim on the
+"Your own wire format" page)
 is registered and then reached the way every built-in format is: `open_call`,
 `replay`, both shells against a loopback server, ``streamfn serve`` in front
 of it (driven by the official openai SDK), and ``streamfn replay --api``.
@@ -52,8 +53,8 @@ NDJSON = "application/x-ndjson"
 register_api("lines", lines_wire, replace=True)
 
 
-def test_the_readme_shows_the_example_provider_verbatim() -> None:
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
+def test_the_docs_show_the_example_provider_verbatim() -> None:
+    readme = (Path(__file__).parents[2] / "docs" / "own-wire-format.md").read_text()
     source = (Path(__file__).parents[1] / "lines_wire.py").read_text()
     assert source.strip() in readme
 
