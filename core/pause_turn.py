@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncGenerator, Callable
+from typing import TypeVar
 
 import msgspec
 
@@ -33,6 +34,8 @@ __all__ = ["continue_paused_turns", "continued_context"]
 
 log = logging.getLogger("streamfn")
 
+_Bill = TypeVar("_Bill", Usage, Cost)
+
 OpenEvents = Callable[[Model, Context, Options], AsyncGenerator[Event, None]]
 
 
@@ -42,23 +45,10 @@ def continued_context(context: Context, paused: AssistantMessage) -> Context:
     return msgspec.structs.replace(context, messages=[*context.messages, paused])
 
 
-def _sum_usage(a: Usage, b: Usage) -> Usage:
-    return Usage(
-        input=a.input + b.input,
-        output=a.output + b.output,
-        cache_read=a.cache_read + b.cache_read,
-        cache_write=a.cache_write + b.cache_write,
-        reasoning=a.reasoning + b.reasoning,
-    )
-
-
-def _sum_cost(a: Cost, b: Cost) -> Cost:
-    return Cost(
-        input=a.input + b.input,
-        output=a.output + b.output,
-        cache_read=a.cache_read + b.cache_read,
-        cache_write=a.cache_write + b.cache_write,
-    )
+def _summed(a: _Bill, b: _Bill) -> _Bill:
+    """``a + b`` field by field (the constructor computes ``total`` again)."""
+    names = [name for name in a.__struct_fields__ if name != "total"]
+    return type(a)(**{name: getattr(a, name) + getattr(b, name) for name in names})
 
 
 class _Turn:
@@ -87,17 +77,17 @@ class _Turn:
         if isinstance(event, Done):
             return msgspec.structs.replace(
                 event,
-                usage=_sum_usage(self.usage, event.usage),
-                cost=_sum_cost(self.cost, event.cost),
+                usage=_summed(self.usage, event.usage),
+                cost=_summed(self.cost, event.cost),
             )
         own = event.usage or Usage()
-        return msgspec.structs.replace(event, usage=_sum_usage(self.usage, own))
+        return msgspec.structs.replace(event, usage=_summed(self.usage, own))
 
     def pause(self, done: Done) -> AssistantMessage:
         """Book a paused request; the answer so far, to send back."""
         self.requests += 1
-        self.usage = _sum_usage(self.usage, done.usage)
-        self.cost = _sum_cost(self.cost, done.cost)
+        self.usage = _summed(self.usage, done.usage)
+        self.cost = _summed(self.cost, done.cost)
         message = self.fold.message
         self.offset = len(message.content)
         return AssistantMessage(

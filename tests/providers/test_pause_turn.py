@@ -119,11 +119,14 @@ def upstream() -> Iterator[PausingUpstream]:
 
 
 def claude(upstream: FakeProvider, token: str) -> Model:
+    """Priced as Claude Sonnet 4.5 ($3 in, $15 out per million tokens)."""
     return Model(
         id="claude-sonnet-4-5",
         provider="anthropic",
         api="anthropic",
         base_url=upstream.base_url("ok", "pausing", token),
+        price_input=3.0,
+        price_output=15.0,
     )
 
 
@@ -160,6 +163,7 @@ def test_a_paused_turn_is_continued_into_one_stream(upstream: PausingUpstream, s
     # usage is the sum of the three requests (input billed again each time)
     assert done.usage.input == 100 + 200 + 300
     assert done.usage.output == 10 + 20 + 30
+    assert done.cost.total == pytest.approx((600 * 3.0 + 60 * 15.0) / 1e6)
     message = accumulate(events)
     assert message.text == "part 1. part 2. part 3. "
 
