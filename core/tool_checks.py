@@ -104,6 +104,8 @@ def repair_arguments(text: str) -> tuple[str, list[str]] | None:
             return None  # more JSON that does not parse: cut or broken, not a glitch
         shown = rest if len(rest) <= _SHOWN else rest[:_SHOWN] + "..."
         repairs.append(f"dropped the text after the arguments object: {shown!r}")
+    if not repairs:
+        return None  # one value our decoder reads and the fold's does not (NaN ...): not ours
     return kept, repairs
 
 

@@ -73,6 +73,7 @@ def test_the_known_glitches_are_repaired(text: str, repaired: str) -> None:
         '{"city": "Par',
         "[1, 2] tail",  # not an object
         "hello",
+        '{"city": NaN}',  # not JSON, though Python's json module reads it
     ],
 )
 def test_what_is_not_a_known_glitch_is_left_alone(text: str) -> None:
