@@ -10,7 +10,9 @@ from typing import Any
 
 import msgspec
 import pytest
+from corpus_support import CORPUS
 from fake_provider import FakeProvider
+from request_oracles import violations
 from shell_runner import FAST, SHELLS, collect, run
 
 from streamfn.core import (
@@ -190,6 +192,52 @@ def test_the_bound_stops_continuing_and_says_so(upstream: PausingUpstream, shell
     assert isinstance(done, Done) and done.paused is True
     assert done.usage.input == 100 + 200
     assert [e.delta for e in events if isinstance(e, TextDelta)] == ["part 1. ", "part 2. "]
+
+
+RECORDED = CORPUS / "anthropic" / "pause-turn-web-search.sse"
+
+
+class RecordedPause(FakeProvider):
+    """A real paused turn (a long web-search turn, recorded), then a short ending."""
+
+    def respond(self, sock: socket.socket, fault: str, provider: str, hit: int) -> bool:
+        body = RECORDED.read_bytes() if hit == 1 else paused_body(hit, paused=False)
+        self.register_body("recorded", body)
+        return super().respond(sock, fault, "recorded", hit)
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_recorded_pause_continues_with_a_request_the_sdk_accepts(shell: str) -> None:
+    """The paused answer goes back whole (thinking and its signature, every server tool
+    use and result) as the last assistant turn, in a request the Anthropic SDK's own
+    types and the provider's published rules accept; the caller sees one stream."""
+    if not RECORDED.exists():
+        pytest.skip("the recorded corpus is absent")
+    with RecordedPause() as fake:
+        model = Model(
+            id="claude-sonnet-4-5",
+            provider="anthropic",
+            api="anthropic",
+            base_url=fake.base_url("ok", "recorded", f"recorded-{shell}"),
+        )
+        events = run(shell, collect, model)
+        sent = [json.loads(r.body) for r in fake.requests]
+    assert len(sent) == 2
+    assert violations(model, sent[1]) == []
+    back = sent[1]["messages"][-1]
+    kinds = [block["type"] for block in back["content"]]
+    assert (
+        back["role"] == "assistant" and kinds[0] == "thinking" and back["content"][0]["signature"]
+    )
+    # paused with its last search not yet run: the continuation is where it runs
+    assert kinds.count("web_search_tool_result") >= 10 and kinds[-1] == "server_tool_use"
+    assert kinds.count("server_tool_use") == kinds.count("web_search_tool_result") + 1
+    check_protocol(events)
+    assert sum(isinstance(e, Start) for e in events) == 1
+    done = events[-1]
+    assert isinstance(done, Done) and done.paused is not True
+    assert done.usage.input == 404500 + 200  # the recorded request's input, then ours
+    assert accumulate(events).text.endswith("part 2. ")
 
 
 def test_the_provider_marks_pause_turn_and_nothing_else() -> None:
