@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 import pydantic
 import pytest
+from corpus_support import CORPUS
 from fake_provider import FakeProvider
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -33,6 +34,7 @@ from streamfn.core import (
     TextStart,
     get_model,
     open_call,
+    replay,
 )
 from streamfn.core.events import Event
 from streamfn.core.partial_output import (
@@ -239,3 +241,30 @@ def test_the_blocking_shell_iterates_them_too(upstream: FakeProvider) -> None:
     with Client(environ={}) as client, client.stream(model, Context.of("x"), options) as events:
         outs = list(iter_partial_outputs(events, Forecast))
     assert outs[-1].final and outs[-1].value.city == "Paris"
+
+
+class Weather(msgspec.Struct):
+    city: str
+    temperature: float
+    units: str
+
+
+def test_a_recorded_structured_answer_grows_and_validates() -> None:
+    """OpenAI's own recording of a json_schema answer streamed as content deltas."""
+    recorded = CORPUS / "openai-chat" / "structured-output-json-content.sse"
+    if not recorded.exists():
+        pytest.skip("the recorded corpus is absent")
+    events = replay(
+        "openai-chat",
+        recorded.read_bytes(),
+        headers=[("content-type", "text/event-stream")],
+        options=Options(response_schema=Weather, api_key="k"),
+    )
+    outs = list(iter_partial_outputs(events, Weather))
+    final = Weather(city="San Francisco", temperature=61, units="f")
+    assert outs[-1] == PartialOutput(final, final=True)
+    growing = [o.value for o in outs[:-1]]
+    assert len(growing) >= 3 and all(isinstance(v, Weather) for v in growing)
+    assert growing[0].temperature is None and msgspec.to_builtins(
+        growing[-1]
+    ) == msgspec.to_builtins(final)
