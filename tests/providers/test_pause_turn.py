@@ -23,12 +23,13 @@ from streamfn.core import (
     Options,
     Start,
     TextDelta,
+    TextEnd,
     TextStart,
     accumulate,
     check_protocol,
     replay,
 )
-from streamfn.core.events import decode_event_json, encode_event_json
+from streamfn.core.events import Event, decode_event_json, encode_event_json
 from streamfn.fuzz.fake_bodies import sse
 
 
@@ -260,3 +261,23 @@ def test_paused_travels_on_the_wire_and_is_absent_otherwise() -> None:
 
 def test_options_default_continues_a_bounded_number_of_times() -> None:
     assert Options().pause_turn_continuations == 5
+
+
+def test_the_pause_survives_the_proxy_wire_and_text_tool_calls() -> None:
+    """A streamfn proxy client, and the text tool-call transform, keep ``Done.paused``."""
+    from streamfn.core.serve.encode_proxy import encode_proxy_events
+    from streamfn.core.text_tools import text_tool_calls
+
+    paused: list[Event] = [
+        Start(),
+        TextStart(0),
+        TextDelta(0, "so far"),
+        TextEnd(0),
+        Done(paused=True),
+    ]
+    relayed = replay(
+        "proxy", encode_proxy_events(paused), headers=[("content-type", "text/event-stream")]
+    )
+    assert isinstance(relayed[-1], Done) and relayed[-1].paused is True
+    rewritten = text_tool_calls(paused)
+    assert isinstance(rewritten[-1], Done) and rewritten[-1].paused is True
