@@ -21,10 +21,8 @@ Decisions a caller can rely on (each one is a choice the wire leaves open):
   protocol error.
 - **Stop reasons**: ``end_turn``/``stop_sequence`` -> stop; ``max_tokens`` ->
   length (a tool call cut by it is closed; the fold reports its unparsable
-  arguments); ``tool_use`` -> tool_use; ``pause_turn`` -> stop with
-  ``Done.paused``: the server paused a long server-tool turn, and sending the
-  conversation (this message included) back as is continues it (the shells do,
-  see `streamfn.core.pause_turn`).
+  arguments); ``tool_use`` -> tool_use; ``pause_turn`` -> stop with ``Done.paused``:
+  a long server-tool turn paused; the shells continue it (`streamfn.core.pause_turn`).
   ``refusal`` -> ``Error(kind=content_filter)``: it is set by Anthropic's
   streaming safety classifiers, not by the model declining in words, so it is
   the provider's safety system, as ``content_filter`` is for OpenAI; the text
