@@ -281,3 +281,37 @@ def test_the_pause_survives_the_proxy_wire_and_text_tool_calls() -> None:
     assert isinstance(relayed[-1], Done) and relayed[-1].paused is True
     rewritten = text_tool_calls(paused)
     assert isinstance(rewritten[-1], Done) and rewritten[-1].paused is True
+
+
+def test_the_anthropic_route_says_pause_turn_and_the_sdk_reads_it() -> None:
+    """`streamfn serve`'s Anthropic dialect sends a pause it did not continue as
+    ``pause_turn``: the Anthropic SDK's own stream accumulator reads that word, and our
+    decoder reads it back as ``Done.paused``."""
+    import anthropic
+
+    from streamfn.core.serve.encode_anthropic import AnthropicEncoder
+
+    events: list[Event] = [Start(), TextStart(0), TextDelta(0, "so far"), TextEnd(0)]
+    encoder = AnthropicEncoder(message_id="msg_1", model="claude-sonnet-4-5")
+    body = b"".join(encoder.encode(e) for e in [*events, Done(paused=True)])
+    model = Model(id="claude-sonnet-4-5", provider="anthropic", api="anthropic", base_url="")
+    back = replay("anthropic", body, model=model, headers=[("content-type", "text/event-stream")])
+    assert isinstance(back[-1], Done) and back[-1].paused is True
+    ended = b"".join(encoder.encode(e) for e in [Done()])
+    assert b"pause_turn" not in ended
+
+    with FakeProvider() as fake:
+        fake.register_body("encoded", body)
+        sdk = anthropic.Anthropic(
+            api_key="k", base_url=fake.base_url("ok", "encoded", "sdk"), max_retries=0
+        )
+        with (
+            sdk,
+            sdk.messages.stream(
+                model="claude-sonnet-4-5",
+                max_tokens=10,
+                messages=[{"role": "user", "content": "x"}],
+            ) as stream,
+        ):
+            final = stream.get_final_message()
+    assert final.stop_reason == "pause_turn"
