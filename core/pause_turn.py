@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncGenerator, Callable
-from typing import TypeVar
+from typing import Final, TypeVar
 
 import msgspec
 
@@ -30,11 +30,17 @@ from .messages import AssistantMessage, Context
 from .models import Model
 from .options import Options
 
-__all__ = ["continue_paused_turns", "continued_context"]
+__all__ = ["PAUSING_APIS", "continue_paused_turns", "continued_context"]
 
 log = logging.getLogger("streamfn")
 
 _Bill = TypeVar("_Bill", Usage, Cost)
+
+#: the wire formats whose providers pause a turn. Not the streamfn proxy: the server
+#: continues its upstream's pauses up to its own bound, and a client continuing what
+#: it left would multiply the requests the server's operator pays for; a pause the
+#: server passes on reaches the caller as ``Done.paused``.
+PAUSING_APIS: Final = frozenset({"anthropic"})
 
 OpenEvents = Callable[[Model, Context, Options], AsyncGenerator[Event, None]]
 
@@ -99,20 +105,24 @@ class _Turn:
         )
 
 
-async def continue_paused_turns(
+def continue_paused_turns(
     open_events: OpenEvents, model: Model, context: Context, options: Options
 ) -> AsyncGenerator[Event, None]:
     """``open_events(model, context, options)``, with each paused turn continued by one
-    more request, ``options.pause_turn_continuations`` times at most."""
+    more request, ``options.pause_turn_continuations`` times at most.
+
+    Only the wire formats whose providers pause (`PAUSING_APIS`) are watched: the
+    others' streams are returned as they are, without the cost of folding them.
+    """
     left = max(0, options.pause_turn_continuations)
-    if not left:  # turned off: nothing to fold, nothing to renumber
-        events = open_events(model, context, options)
-        try:
-            async for event in events:
-                yield event
-        finally:
-            await events.aclose()
-        return
+    if not left or model.api not in PAUSING_APIS:
+        return open_events(model, context, options)
+    return _continued(open_events, model, context, options, left)
+
+
+async def _continued(
+    open_events: OpenEvents, model: Model, context: Context, options: Options, left: int
+) -> AsyncGenerator[Event, None]:
     turn = _Turn()
     asked = context  # every continuation sends this, plus the whole turn so far
     while True:
