@@ -16,6 +16,7 @@ from request_oracles import violations
 from shell_runner import FAST, SHELLS, collect, run
 
 from streamfn.core import (
+    Context,
     Done,
     Error,
     Model,
@@ -315,3 +316,28 @@ def test_the_anthropic_route_says_pause_turn_and_the_sdk_reads_it() -> None:
         ):
             final = stream.get_final_message()
     assert final.stop_reason == "pause_turn"
+
+
+def test_streams_that_cannot_pause_pass_through_untouched() -> None:
+    """No fold, no renumbering, no extra layer where no provider pauses (or it is off)."""
+    from streamfn.core.pause_turn import continue_paused_turns
+
+    async def events() -> Any:
+        yield Start()
+
+    opened: list[Any] = []
+
+    def open_events(model: Model, context: Any, options: Options) -> Any:
+        opened.append(events())
+        return opened[-1]
+
+    gpt = Model(id="gpt-4o", provider="openai", api="openai-chat", base_url="")
+    claude_model = Model(id="claude-sonnet-4-5", provider="anthropic", api="anthropic", base_url="")
+    proxy = Model(id="m", provider="proxy", api="proxy", base_url="")
+    for model, options in [
+        (gpt, Options()),
+        (proxy, Options()),
+        (claude_model, Options(pause_turn_continuations=0)),
+    ]:
+        assert continue_paused_turns(open_events, model, Context(), options) is opened[-1]
+    assert continue_paused_turns(open_events, claude_model, Context(), Options()) is not opened[-1]
