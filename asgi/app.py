@@ -51,6 +51,7 @@ from streamfn.core.events import (
     ToolCallDelta,
 )
 from streamfn.core.schema import StructuredOutputUnsupported
+from streamfn.core.serve.client_inputs import hosts_to_resolve
 from streamfn.core.serve.guard import cors_headers, header, preflight_headers
 from streamfn.core.serve.inbound import ClientRequest
 from streamfn.core.serve.responses import MAX_BATCH, OPENED, Stamps, encoder_for, final_body
@@ -61,6 +62,7 @@ from streamfn.core.serve.routes import (
     Route,
     admit,
     body_too_slow,
+    check_input_hosts,
     check_model,
     disconnected_early,
     models_body,
@@ -79,6 +81,7 @@ from streamfn.core.serve.status import (
 
 from .contract import Backend, ServerConfig, UnknownModelError
 from .messages import Receive, Send, adding_headers, send_json, start_sse, watch_disconnect
+from .resolve import RESOLVE_TIMEOUT, Resolver, resolve_all, system_resolver
 from .runtime import (
     ABORTED,
     DISCONNECTED,
@@ -109,6 +112,8 @@ class App:
     ``runtime`` is the event loop's (`streamfn.io_asyncio.server.AsyncioRuntime`,
     `streamfn.io_trio.server.TrioRuntime`); each shell's ``serve`` binds its own
     when none was given. A shell's subclass names its own as ``default_runtime``.
+    ``resolver`` looks up the host names of client input URLs (the system's DNS
+    unless given; tests hand in a table).
     """
 
     default_runtime: ClassVar[type[Runtime] | None] = None
@@ -120,8 +125,10 @@ class App:
         *,
         runtime: Runtime | None = None,
         stamps: Stamps | None = None,
+        resolver: Resolver | None = None,
     ) -> None:
         self.backend = backend
+        self.resolver: Resolver = resolver or system_resolver
         self.config = config or ServerConfig()
         self.stamps: Stamps = stamps or SystemStamps()
         #: backend streams running now
@@ -282,6 +289,7 @@ class App:
                 del body
             finally:
                 self.budget.release(held[0])
+            await self._check_input_hosts(request)
             check_model(path, request, self._max_output(request.model))
             await self._run(receive, send, path, request)
         finally:
@@ -326,6 +334,22 @@ class App:
         if len(body) > PARSE_INLINE_BYTES:  # megabytes of prompt: not on the loop
             return await self.runtime.to_thread(parse_request, path, body, allowed, urls)
         return parse_request(path, body, allowed, urls)
+
+    async def _check_input_hosts(self, request: ClientRequest) -> None:
+        """Resolve the DNS names of the request's input URLs here, and refuse any that
+        is not public (the core judged their text already)."""
+        names = hosts_to_resolve(request)
+        if not names:
+            return
+        resolved: dict[str, list[str]] | None
+        try:
+            resolved = await self.runtime.within(
+                RESOLVE_TIMEOUT,
+                lambda: self.runtime.to_thread(resolve_all, self.resolver, list(names)),
+            )
+        except TimeoutError:
+            resolved = None
+        check_input_hosts(names, resolved)
 
     def _max_output(self, model: str) -> int | None:
         try:

@@ -14,7 +14,7 @@ import hmac
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
-from .client_inputs import check_client_inputs
+from .client_inputs import check_client_inputs, check_resolved_hosts
 from .guard import header, host_allowed, is_json
 from .inbound import (
     BadRequest,
@@ -38,6 +38,7 @@ __all__ = [
     "admit",
     "authenticate",
     "body_too_slow",
+    "check_input_hosts",
     "check_model",
     "disconnected_early",
     "models_body",
@@ -218,6 +219,22 @@ def parse_request(
     try:
         request = _PARSERS[path](body, allow_server_tools=allow_server_tools)
         return check_client_inputs(request, allow_input_urls=allow_input_urls)
+    except BadRequest as exc:
+        raise HTTPError(400, "invalid_request", str(exc)) from None
+
+
+def check_input_hosts(names: dict[str, int], resolved: dict[str, list[str]] | None) -> None:
+    """A 400 unless each input-URL host name resolved to public addresses only
+    (``resolved`` None: the lookups did not finish in time)."""
+    if resolved is None:
+        raise HTTPError(
+            400,
+            "invalid_request",
+            f"the input URL hosts ({', '.join(sorted(names))}) did not resolve in time, "
+            "so they cannot be checked",
+        )
+    try:
+        check_resolved_hosts(names, resolved)
     except BadRequest as exc:
         raise HTTPError(400, "invalid_request", str(exc)) from None
 

@@ -191,8 +191,11 @@ def _add_web(parser: argparse.ArgumentParser) -> None:
         "--allow-input-urls",
         action="store_true",
         help="pass clients' image and document URLs to the upstream, which fetches them "
-        "(default: a 400; never loopback, private or link-local addresses, nor a "
-        "provider's file host): an upstream on your network would fetch intranet URLs",
+        "(default: a 400). Only public hosts pass: canonical public IP literals, or DNS "
+        "names whose every address (resolved by this server) is public; never metadata, "
+        "wildcard-DNS or provider file hosts. The upstream resolves the name again and "
+        "may follow redirects, so do not enable this for an upstream on your network "
+        "unless it refuses private addresses itself",
     )
 
 
