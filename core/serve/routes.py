@@ -23,6 +23,7 @@ from .inbound import (
     parse_native_request,
     parse_openai_request,
 )
+from .request_fields import TooLarge
 from .status import HTTPError
 
 __all__ = [
@@ -219,6 +220,8 @@ def parse_request(
     try:
         request = _PARSERS[path](body, allow_server_tools=allow_server_tools)
         return check_client_inputs(request, allow_input_urls=allow_input_urls)
+    except TooLarge as exc:
+        raise HTTPError(413, "too_large", str(exc)) from None
     except BadRequest as exc:
         raise HTTPError(400, "invalid_request", str(exc)) from None
 
