@@ -282,7 +282,7 @@ class LocalModel:
         if temperature > 0:
             sampling: dict[str, Any] = {
                 "sampling_temperature": temperature,
-                "sampling_topk": options.top_k or 0,
+                "sampling_topk": _top_k(options.top_k, self._tokenizer.get_vocab_size()),
                 "sampling_topp": options.top_p if options.top_p is not None else 1.0,
             }
         else:
@@ -291,7 +291,7 @@ class LocalModel:
             prompt=tokens,
             max_tokens=max(1, min(wanted, room)),
             sampling=sampling,
-            seed=options.seed if temperature > 0 else None,
+            seed=_seed(options.seed) if temperature > 0 else None,
             start_in_thinking=prompt.rstrip().endswith("<think>"),
             options=options,
         )
@@ -490,3 +490,15 @@ def _token_text(value: Any) -> str:
     if isinstance(value, dict):
         return str(value.get("content") or "")
     return str(value or "")
+
+
+def _top_k(top_k: int | None, vocabulary: int) -> int:
+    """CTranslate2's ``sampling_topk``: 0 (no cut) for none, or for a ``top_k`` at or
+    above the vocabulary size, which keeps every token anyway (CTranslate2 refuses it)."""
+    return 0 if not top_k or top_k >= vocabulary else top_k
+
+
+def _seed(seed: int | None) -> int | None:
+    """A client's seed (any 64-bit integer) in the unsigned 32 bits CTranslate2's
+    generator takes: the same seed always gives the same generator."""
+    return None if seed is None else seed % 2**32

@@ -330,7 +330,11 @@ def parse_anthropic_request(
         response_schema=_anthropic_output_config(obj.get("output_config")),
         cache=_anthropic_cache(obj),
     )
-    check_ranges(options, "request", {"thinking_budget": "thinking.budget_tokens"})
+    check_ranges(
+        options,
+        "request",
+        {"thinking_budget": "thinking.budget_tokens", "stop": "stop_sequences"},
+    )
     request = ClientRequest(
         model=model,
         context=typed_context(

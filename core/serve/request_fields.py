@@ -9,7 +9,6 @@ raises `BadRequest` naming the field the client sent, so the server answers a
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any, Final, TypeVar
 
@@ -21,9 +20,14 @@ from ..options import Options
 from ..structured import output_schema
 
 __all__ = [
+    "MAX_COUNT",
     "MAX_DEPTH",
     "MAX_JSON_VALUES",
+    "MAX_STOP_BYTES",
+    "MAX_STOP_SEQUENCES",
+    "MAX_TEMPERATURE",
     "MAX_URL_CHARS",
+    "SEED_RANGE",
     "BadRequest",
     "ClientRequest",
     "TooLarge",
@@ -163,22 +167,56 @@ def check_fields(
         )
 
 
+#: the highest sampling temperature a client may ask for (OpenAI's and Gemini's top)
+MAX_TEMPERATURE: Final = 2.0
+#: the largest token count (``max_tokens``, a thinking budget) or ``top_k`` a client
+#: may send: a signed 32-bit integer, which every provider and the local model hold
+MAX_COUNT: Final = 2**31 - 1
+#: a seed is a signed 64-bit integer
+SEED_RANGE: Final = (-(2**63), 2**63 - 1)
+#: the most stop sequences one request may carry, and their total size in UTF-8
+#: bytes: every generated token is checked against each of them
+MAX_STOP_SEQUENCES: Final = 64
+MAX_STOP_BYTES: Final = 8192
+
+
 def check_ranges(options: Options, where: str, names: dict[str, str]) -> None:
-    """Out-of-range generation knobs are 400s, under the name the client used."""
+    """Out-of-range generation knobs are 400s, under the name the client used: an
+    upstream or the local model would fail on them later, as a 502."""
 
     def name(field: str) -> str:
         return f"{where}.{names.get(field, field)}"
 
-    if options.max_tokens is not None and options.max_tokens < 1:
-        raise BadRequest(f"{name('max_tokens')}: must be at least 1, got {options.max_tokens}")
-    if options.temperature is not None and not 0 <= options.temperature < math.inf:
-        raise BadRequest(f"{name('temperature')}: must be a number >= 0")
-    if options.top_p is not None and not 0 <= options.top_p <= 1:
-        raise BadRequest(f"{name('top_p')}: must be between 0 and 1")
-    if options.top_k is not None and options.top_k < 0:
-        raise BadRequest(f"{name('top_k')}: must be >= 0")
-    if options.thinking_budget is not None and options.thinking_budget < 0:
-        raise BadRequest(f"{name('thinking_budget')}: must be >= 0")
+    _check_count(options.max_tokens, 1, name("max_tokens"))
+    _check_count(options.thinking_budget, 0, name("thinking_budget"))
+    _check_count(options.top_k, 0, name("top_k"))
+    if options.temperature is not None and not 0 <= options.temperature <= MAX_TEMPERATURE:
+        raise BadRequest(f"{name('temperature')}: must be a number from 0 to {MAX_TEMPERATURE:g}")
+    if options.top_p is not None and not 0 < options.top_p <= 1:
+        raise BadRequest(f"{name('top_p')}: must be more than 0 and at most 1")
+    if options.seed is not None and not SEED_RANGE[0] <= options.seed <= SEED_RANGE[1]:
+        raise BadRequest(
+            f"{name('seed')}: must be a signed 64-bit integer ({SEED_RANGE[0]} to {SEED_RANGE[1]})"
+        )
+    if options.stop is not None:
+        _check_stops(options.stop, name("stop"))
+
+
+def _check_count(value: int | None, least: int, where: str) -> None:
+    if value is not None and not least <= value <= MAX_COUNT:
+        raise BadRequest(f"{where}: must be an integer from {least} to {MAX_COUNT}, got {value}")
+
+
+def _check_stops(stops: list[str], where: str) -> None:
+    if len(stops) > MAX_STOP_SEQUENCES:
+        raise BadRequest(
+            f"{where}: at most {MAX_STOP_SEQUENCES} stop sequences per request, got {len(stops)}"
+        )
+    size = sum(len(stop.encode("utf-8", "surrogatepass")) for stop in stops)
+    if size > MAX_STOP_BYTES:
+        raise BadRequest(
+            f"{where}: stop sequences may hold {MAX_STOP_BYTES} bytes in all, got {size}"
+        )
 
 
 def response_schema(schema: Any, where: str) -> dict[str, Any]:
