@@ -75,6 +75,7 @@ from streamfn.core.serve.status import (
     early_error,
     error_response,
     for_the_client,
+    is_shutting_down,
     shutting_down,
     shutting_down_refusal,
 )
@@ -433,7 +434,8 @@ class App:
             events.append(event)
             if (
                 isinstance(event, Error)
-                and path != AGENT_PATH  # the agent contract reports errors in-stream
+                # the agent contract reports errors in-stream, but for shutting down
+                and (path != AGENT_PATH or is_shutting_down(event))
                 and all(isinstance(e, Start) for e in events[:-1])
             ):
                 raise early_error(path, event)
@@ -472,7 +474,9 @@ class App:
                 if output is None:
                     held += batch
                     continue
-                if isinstance(output, Error) and path != AGENT_PATH:
+                if isinstance(output, Error) and (
+                    path != AGENT_PATH or is_shutting_down(output)  # a 503 on every route
+                ):
                     raise early_error(path, output)
                 await start_sse(send)
                 started = True

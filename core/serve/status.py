@@ -24,6 +24,7 @@ __all__ = [
     "ANTHROPIC",
     "JSON_HEADERS",
     "OPENAI",
+    "OWN_STATUSES",
     "SSE_HEADERS",
     "STATUS_FOR_KIND",
     "Dialect",
@@ -32,6 +33,7 @@ __all__ = [
     "early_error",
     "error_response",
     "for_the_client",
+    "is_shutting_down",
     "json_body",
     "shutting_down",
     "shutting_down_refusal",
@@ -81,7 +83,7 @@ STATUS_FOR_KIND: Final = {
     ErrorKind.LIMIT: 502,
 }
 #: statuses a backend error keeps as they are (not the client's nor the upstream's fault)
-_OWN_STATUSES: Final = frozenset({404, 503})
+OWN_STATUSES: Final = frozenset({404, 503})
 
 #: generic kinds of our own errors that mean what an ErrorKind means, so each
 #: dialect names them as it names that kind
@@ -155,7 +157,7 @@ def error_response(dialect: Dialect, exc: HTTPError) -> tuple[int, Headers, byte
 
 def early_error(path: str, error: Error) -> HTTPError:
     """An error before any output, as the HTTP error the client's SDK knows."""
-    if error.status in _OWN_STATUSES:
+    if error.status in OWN_STATUSES:
         status = error.status
     elif error.kind is not None:
         status = STATUS_FOR_KIND.get(error.kind, 502)
@@ -166,13 +168,21 @@ def early_error(path: str, error: Error) -> HTTPError:
     )
 
 
+_SHUTTING_DOWN: Final = "server is shutting down; retry on another instance or in a moment"
+
+
 def shutting_down() -> Error:
     return Error(
-        message="server is shutting down; retry on another instance or in a moment",
+        message=_SHUTTING_DOWN,
         kind=ErrorKind.NETWORK,
         status=503,
         retry_after=1,
     )
+
+
+def is_shutting_down(event: Event) -> bool:
+    """Whether ``event`` is this server's own `shutting_down` error (no upstream's)."""
+    return isinstance(event, Error) and event.status == 503 and event.message == _SHUTTING_DOWN
 
 
 def shutting_down_refusal() -> HTTPError:

@@ -14,7 +14,17 @@ from typing import Any
 
 import httpx
 import pytest
-from loopback_server import KEY, STREAMS, Server
+from loopback_server import (
+    HANG_GUARD,
+    KEY,
+    SLOW,
+    STREAMS,
+    Server,
+    raw_post,
+    read_all,
+    serving,
+    wait_until,
+)
 
 from streamfn.asgi import App, ServerConfig
 from streamfn.core.serve.request_fields import (
@@ -200,3 +210,45 @@ def test_a_seed_reproduces_its_text_after_folding_into_32_bits() -> None:
         first = text(big)
         assert first  # an error yields no text: the seed must reach the generator
         assert text(big) == first
+
+
+# -- shutdown on the agent route: a 503 like every other route ----------------------
+
+AGENT_BODY = json.dumps(
+    {"model": "demo-text", "context": {"messages": [{"type": "user", "content": "hi"}]}}
+).encode()
+
+
+def test_a_queued_agent_request_at_shutdown_is_a_503_with_retry_after(shell: str) -> None:
+    # head_wait long: no response has started when the server is told to stop
+    with serving(delay=SLOW, shutdown_grace=0.3, max_concurrency=1, head_wait=SLOW) as (
+        server,
+        _,
+    ):
+        running = raw_post(server.port, AGENT, AGENT_BODY)
+        wait_until(lambda: server.app.active == 1, HANG_GUARD)
+        queued = raw_post(server.port, AGENT, AGENT_BODY)
+        wait_until(lambda: server.app.admitted == 2, HANG_GUARD)
+        server.stop()  # what SIGTERM does
+        with queued:
+            answer = read_all(queued, HANG_GUARD)
+        with running:
+            read_all(running, HANG_GUARD)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 503"), answer[:200]
+    assert b"\r\nretry-after: 1" in head.lower()
+    assert b"shutting down" in body
+
+
+def test_a_running_agent_stream_ends_with_a_503_problem_at_shutdown(shell: str) -> None:
+    with serving(delay=SLOW, shutdown_grace=0.3, head_wait=0.05) as (server, _):
+        sock = raw_post(server.port, AGENT, AGENT_BODY)
+        with sock:
+            sock.settimeout(HANG_GUARD)
+            assert sock.recv(4096).startswith(b"HTTP/1.1 200")
+            server.stop()
+            data = read_all(sock, HANG_GUARD)
+    frames = [line[6:] for line in data.split(b"\n") if line.startswith(b"data: {")]
+    problem = json.loads(frames[-1])
+    assert problem["status"] == 503 and "shutting down" in problem["detail"]
+    assert problem["retry_after"] == 1
