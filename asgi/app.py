@@ -54,6 +54,7 @@ from streamfn.core.schema import StructuredOutputUnsupported
 from streamfn.core.serve.client_inputs import hosts_to_resolve
 from streamfn.core.serve.guard import cors_headers, header, preflight_headers
 from streamfn.core.serve.inbound import ClientRequest
+from streamfn.core.serve.log_text import loggable
 from streamfn.core.serve.responses import MAX_BATCH, OPENED, Stamps, encoder_for, final_body
 from streamfn.core.serve.routes import (
     AGENT_PATH,
@@ -303,7 +304,7 @@ class App:
                 log.info(
                     "served %s model=%s stream=%s in %.3f s",
                     path,
-                    request.model,
+                    loggable(request.model),
                     request.stream,
                     time.perf_counter() - started,
                 )
@@ -408,13 +409,13 @@ class App:
         except UnsupportedInput as exc:  # a kind of input or server tool the model lacks
             await fail(Error.invalid_request(str(exc), status=400))
         except MissingCredentials as exc:
-            log.error("no upstream key for model %s: %s", request.model, exc)
+            log.error("no upstream key for model %s: %s", loggable(request.model), loggable(exc))
             await fail(Error.auth("the server has no upstream key for this model"))
         except StructuredOutputUnsupported as exc:  # the client's schema, this model
             await fail(Error.invalid_request(str(exc)))
         except Exception:  # a backend failure is the client's Error, not a 500 page
             # the details are the operator's (the log), not the untrusted client's
-            log.exception("backend failed for model %s", request.model)
+            log.exception("backend failed for model %s", loggable(request.model))
             await fail(Error.network("the server failed to produce this answer"))
         finally:
             mailbox.put_nowait(None)

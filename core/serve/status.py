@@ -19,6 +19,7 @@ from ..errors import StreamfnError
 from ..events import Error, ErrorKind, Event
 from .encode_anthropic import anthropic_error_body, anthropic_error_type
 from .encode_openai import openai_error_type
+from .log_text import loggable
 
 __all__ = [
     "ANTHROPIC",
@@ -196,7 +197,11 @@ def for_the_client(event: Event, model: str) -> Event:
     own key can quote part of it ("Incorrect API key provided: sk-...abcd"), so its
     words stay in the log."""
     if isinstance(event, Error) and event.kind == ErrorKind.AUTH:
-        log.error("upstream refused the server's credentials for %s: %s", model, event.message)
+        log.error(
+            "upstream refused the server's credentials for %s: %s",
+            loggable(model),
+            loggable(event.message, 2000),
+        )
         return msgspec.structs.replace(
             event, message="the upstream refused the server's credentials for this model"
         )

@@ -252,3 +252,37 @@ def test_a_running_agent_stream_ends_with_a_503_problem_at_shutdown(shell: str) 
     problem = json.loads(frames[-1])
     assert problem["status"] == 503 and "shutting down" in problem["detail"]
     assert problem["retry_after"] == 1
+
+
+# -- log lines: a client's strings cannot forge a line or drive the terminal ---------
+
+FORGED = "no-such\r\n2026-01-01 INFO served /v1/stream model=admin\x1b[2J\u202egnp.exe"
+
+
+def test_client_strings_are_escaped_in_log_lines() -> None:
+    from streamfn.core.serve.log_text import loggable
+
+    line = loggable(FORGED)
+    assert line.isprintable() and FORGED not in line
+    assert "\\r\\n2026" in line and "\\x1b[2J" in line and "\\u202e" in line
+    assert loggable("C:\\x0a") == "C:\\\\x0a"  # an escape cannot be forged with a backslash
+    assert loggable("ok-model") == "ok-model"
+    assert loggable("x" * 1000).endswith("(800 more characters)")
+
+
+def test_the_server_logs_a_forged_model_name_on_one_line(
+    server: Server, caplog: pytest.LogCaptureFixture
+) -> None:
+    body = {"model": FORGED, "messages": [{"role": "user", "content": "hi"}]}
+    with caplog.at_level("INFO", logger="streamfn"):
+        answer = httpx.post(
+            server.url + CHAT,
+            json=body,
+            headers={"authorization": f"Bearer {KEY}"},
+            timeout=30,
+        )
+        assert answer.status_code == 404
+        wait_until(lambda: any("served" in r.getMessage() for r in caplog.records), HANG_GUARD)
+    (served,) = [r.getMessage() for r in caplog.records if "served" in r.getMessage()]
+    assert served.isprintable(), served
+    assert "no-such\\r\\n2026" in served
