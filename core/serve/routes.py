@@ -94,8 +94,10 @@ def route(
     api_key: str | None,
 ) -> Route:
     """The route for a request, or the `HTTPError` refusing it (checked in this order:
-    Host, Origin, path, method, key, Content-Type). ``cors``: its Origin is allowed."""
+    framing, Host, Origin, path, method, key, Content-Type). ``cors``: its Origin is
+    allowed."""
     headers = list(headers)
+    _check_framing(headers)
     _check_origin(headers, allowed_hosts, cors)
     methods = ROUTES.get(path)
     if methods is None:
@@ -119,6 +121,21 @@ def route(
             415, "invalid_request", "request body must be sent with Content-Type: application/json"
         )
     return Route.COMPLETION
+
+
+def _check_framing(headers: Headers) -> None:
+    """A request with both ``Content-Length`` and ``Transfer-Encoding`` is how requests
+    are smuggled past a proxy that reads the other one: refused, and the connection
+    closed after the answer (RFC 9112 section 6.1), whatever the HTTP server chose."""
+    if header(headers, b"content-length") is not None and (
+        header(headers, b"transfer-encoding") is not None
+    ):
+        raise HTTPError(
+            400,
+            "invalid_request",
+            "a request may not carry both Content-Length and Transfer-Encoding",
+            headers=[(b"connection", b"close")],
+        )
 
 
 def _check_origin(headers: Headers, allowed_hosts: tuple[str, ...] | None, cors: bool) -> None:

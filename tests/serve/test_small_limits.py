@@ -286,3 +286,34 @@ def test_the_server_logs_a_forged_model_name_on_one_line(
     (served,) = [r.getMessage() for r in caplog.records if "served" in r.getMessage()]
     assert served.isprintable(), served
     assert "no-such\\r\\n2026" in served
+
+
+# -- request framing: Content-Length with Transfer-Encoding (RFC 9112 section 6.1) ---
+
+
+def test_content_length_with_transfer_encoding_is_a_400_and_the_connection_closes(
+    server: Server,
+) -> None:
+    import socket
+
+    body = json.dumps({"model": "demo-text", "messages": [{"role": "user", "content": "hi"}]})
+    chunked = f"{len(body):x}\r\n{body}\r\n0\r\n\r\n".encode()
+    head = (
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\n"
+        f"authorization: Bearer {KEY}\r\ncontent-type: application/json\r\n"
+    )
+    smuggled = (head + "content-length: 5\r\ntransfer-encoding: chunked\r\n\r\n").encode()
+    with socket.create_connection(("127.0.0.1", server.port)) as sock:
+        sock.sendall(smuggled + chunked)
+        data = read_all(sock, HANG_GUARD)  # returns once the server closes
+    answer_head, _, rest = data.partition(b"\r\n\r\n")
+    assert answer_head.startswith(b"HTTP/1.1 400"), data[:300]
+    assert b"\r\nconnection: close" in answer_head.lower()
+    assert b"Content-Length and Transfer-Encoding" in rest
+    # a well-framed request pipelined behind it is never served: the connection is
+    # closed (hypercorn on trio may even close it before the 400 is out)
+    follow = (head + f"content-length: {len(body)}\r\n\r\n{body}").encode()
+    with socket.create_connection(("127.0.0.1", server.port)) as sock:
+        sock.sendall(smuggled + chunked + follow)
+        data = read_all(sock, HANG_GUARD)
+    assert data.count(b"HTTP/1.1 ") <= 1 and b"HTTP/1.1 200" not in data, data[:300]
