@@ -143,6 +143,8 @@ class App:
         self._aborted = False
         self._mailboxes: set[Mailbox] = set()
         self._idle_waiters: list[Flag] = []
+        #: one flag per request still receiving its body, set when shutdown begins
+        self._uploads: set[Flag] = set()
         self._shutdown_done: Flag | None = None
         self._runtime: Runtime | None = None
         self._slots: Slots | None = None
@@ -249,6 +251,8 @@ class App:
     async def _shut_down(self) -> None:
         try:
             self._closing = True
+            for upload in list(self._uploads):  # a body still arriving: a 503 now
+                upload.set()
             if self._slots is not None:
                 self._slots.close()
             await self._until_idle(self.config.shutdown_grace)
@@ -310,12 +314,37 @@ class App:
                 )
 
     async def _read_body(self, receive: Receive, held: list[int]) -> bytes:
-        """The whole body, counted in ``held[0]`` and the budget as it arrives."""
+        """The whole body, counted in ``held[0]`` and the budget as it arrives; a 408
+        past the body timeout, a 503 (and the connection closed) if the server begins
+        shutting down while it arrives."""
         timeout = self.config.body_timeout
+        ended = self.runtime.flag()  # the body is in, or failed, or shutdown began
+        outcome: list[bytes | HTTPError] = []
+
+        async def read() -> None:
+            try:
+                outcome.append(await self._receive(receive, held))
+            except HTTPError as exc:
+                outcome.append(exc)
+            finally:
+                ended.set()
+
+        self._uploads.add(ended)
         try:
-            return await self.runtime.within(timeout, lambda: self._receive(receive, held))
-        except TimeoutError:
-            raise body_too_slow(timeout) from None
+            async with self.runtime.task_group() as tasks:
+                tasks.start_soon(read)
+                arrived = await self.runtime.wait(ended, timeout)
+        finally:  # leaving the group cancelled the read if it was still running
+            self._uploads.discard(ended)
+        if not outcome:
+            if arrived:  # shutdown began
+                refusal = shutting_down_refusal()
+                refusal.headers.append((b"connection", b"close"))
+                raise refusal
+            raise body_too_slow(timeout)
+        if isinstance(outcome[0], HTTPError):
+            raise outcome[0]
+        return outcome[0]
 
     async def _receive(self, receive: Receive, held: list[int]) -> bytes:
         chunks: list[bytes] = []

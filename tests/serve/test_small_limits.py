@@ -317,3 +317,32 @@ def test_content_length_with_transfer_encoding_is_a_400_and_the_connection_close
         sock.sendall(smuggled + chunked + follow)
         data = read_all(sock, HANG_GUARD)
     assert data.count(b"HTTP/1.1 ") <= 1 and b"HTTP/1.1 200" not in data, data[:300]
+
+
+# -- SIGTERM while a body is still arriving ---------------------------------------
+
+
+def test_a_body_still_uploading_at_shutdown_gets_a_503_and_no_traceback(
+    shell: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    head = (
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\n"
+        f"authorization: Bearer {KEY}\r\ncontent-type: application/json\r\n"
+        "content-length: 1000\r\n\r\n"
+    )
+    with caplog.at_level("DEBUG"), serving(shutdown_grace=SLOW) as (server, _):
+        import socket
+
+        sock = socket.create_connection(("127.0.0.1", server.port))
+        with sock:
+            sock.sendall(head.encode() + b'{"model":')  # 9 of the 1000 bytes promised
+            wait_until(lambda: server.app.admitted == 1, HANG_GUARD)
+            server.stop()  # what SIGTERM does
+            data = read_all(sock, SLOW / 3)  # not after the grace: at once
+    answer_head, _, rest = data.partition(b"\r\n\r\n")
+    assert answer_head.startswith(b"HTTP/1.1 503"), data[:300]
+    assert b"\r\nretry-after: 1" in answer_head.lower()
+    assert b"\r\nconnection: close" in answer_head.lower()
+    assert b"shutting down" in rest
+    noisy = [r for r in caplog.records if r.exc_info or r.levelno >= 40]
+    assert not noisy, [r.getMessage() for r in noisy]
