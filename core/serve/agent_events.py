@@ -121,8 +121,8 @@ def problem_details(error: Error, *, type_base: str = ERROR_TYPE_BASE) -> dict[s
         slug = error.kind.value.replace("_", "-")
         # the server's own statuses (an unknown model, shutting down) stay as they are,
         # as they do on every other route
-        own = error.status in OWN_STATUSES
-        status = error.status if own else HTTP_STATUS_FOR_KIND.get(error.kind, 502)
+        own = error.status if error.status in OWN_STATUSES else None
+        status = own or HTTP_STATUS_FOR_KIND.get(error.kind, 502)
     problem: dict[str, Any] = {
         "type": type_base + slug,
         "title": slug.replace("-", " ").capitalize(),
