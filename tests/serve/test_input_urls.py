@@ -187,14 +187,8 @@ def test_public_means_global_unicast_only() -> None:
 
 
 @pytest.fixture(scope="module")
-def upstream() -> Iterator[FakeProvider]:
-    with FakeProvider() as fake:
-        yield fake
-
-
-@pytest.fixture(scope="module")
-def gateway(upstream: FakeProvider) -> Iterator[Server]:
-    model = openai_compatible("fake-gpt", upstream.base_url("ok", "openai-chat", "urls-e2e"))
+def gateway(shell: str, fake_upstream: FakeProvider) -> Iterator[Server]:
+    model = openai_compatible("fake-gpt", fake_upstream.base_url("ok", "openai-chat", "urls-e2e"))
     backend = ProviderBackend(environ={}, models=[model])
     config = ServerConfig(api_key=KEY, allow_input_urls=True)
     with Server(App(backend, config, resolver=_table)) as server:
@@ -225,18 +219,18 @@ def _sent_urls(upstream: FakeProvider) -> list[str]:
 
 @pytest.mark.parametrize("url", PRIVATE_SPELLINGS + IPV6_FORMS + RESOLVED_PRIVATE)
 def test_the_server_refuses_them_and_the_upstream_sees_nothing(
-    gateway: Server, upstream: FakeProvider, url: str
+    gateway: Server, fake_upstream: FakeProvider, url: str
 ) -> None:
-    before = len(upstream.requests)
+    before = len(fake_upstream.requests)
     answer = _post(gateway, url)
     assert answer.status_code == 400, answer.text
     assert answer.json()["error"]["type"] == "invalid_request_error"
-    assert len(upstream.requests) == before
+    assert len(fake_upstream.requests) == before
 
 
 def test_the_server_passes_a_public_url_to_the_upstream_untouched(
-    gateway: Server, upstream: FakeProvider
+    gateway: Server, fake_upstream: FakeProvider
 ) -> None:
     answer = _post(gateway, "https://images.example.org/cat.png")
     assert answer.status_code == 200, answer.text
-    assert _sent_urls(upstream)[-1] == "https://images.example.org/cat.png"
+    assert _sent_urls(fake_upstream)[-1] == "https://images.example.org/cat.png"
