@@ -19,6 +19,8 @@ import pytest
 from fake_provider import FakeProvider
 from loopback_server import KEY, Server
 
+from streamfn.asgi import App, ServerConfig
+from streamfn.asgi.backends import ProviderBackend
 from streamfn.asgi.resolve import system_resolver
 from streamfn.core.models import openai_compatible
 from streamfn.core.serve.client_inputs import check_resolved_hosts, hosts_to_resolve
@@ -26,8 +28,6 @@ from streamfn.core.serve.input_urls import public_address, resolved_problem, url
 from streamfn.core.serve.request_fields import BadRequest
 from streamfn.core.serve.routes import check_input_hosts, parse_request
 from streamfn.core.serve.status import HTTPError
-from streamfn.io_asyncio.backends import ProviderBackend
-from streamfn.io_asyncio.server import App, ServerConfig
 
 #: the spellings that passed before: each names this machine, the LAN or cloud metadata
 PRIVATE_SPELLINGS = [
