@@ -17,10 +17,9 @@ from typing import Any
 import httpx
 import pytest
 from fake_provider import FakeProvider
-from loopback_server import KEY, Server
+from loopback_server import KEY, Server, provider_backend
 
 from streamfn.asgi import App, ServerConfig
-from streamfn.asgi.backends import ProviderBackend
 from streamfn.asgi.resolve import system_resolver
 from streamfn.core.models import openai_compatible
 from streamfn.core.serve.client_inputs import check_resolved_hosts, hosts_to_resolve
@@ -189,7 +188,7 @@ def test_public_means_global_unicast_only() -> None:
 @pytest.fixture(scope="module")
 def gateway(shell: str, fake_upstream: FakeProvider) -> Iterator[Server]:
     model = openai_compatible("fake-gpt", fake_upstream.base_url("ok", "openai-chat", "urls-e2e"))
-    backend = ProviderBackend(environ={}, models=[model])
+    backend = provider_backend({}, models=[model])
     config = ServerConfig(api_key=KEY, allow_input_urls=True)
     with Server(App(backend, config, resolver=_table)) as server:
         yield server
