@@ -258,6 +258,25 @@ def _check(args: argparse.Namespace) -> dict[str, str]:
     return base_urls
 
 
+def input_url_warnings(allowed: bool, base_urls: dict[str, str]) -> list[str]:
+    """What ``--allow-input-urls`` cannot protect here: an upstream this server would
+    refuse as an input URL (loopback, private, a local name) is on the operator's
+    network, and it fetches client URLs itself, following its own DNS and redirects."""
+    from urllib.parse import urlsplit
+
+    from streamfn.core.serve.input_urls import FILE_HOSTS, url_problem
+
+    if not allowed:
+        return []
+    return [
+        f"--allow-input-urls with --base-url {provider}={url}: that upstream is on this "
+        "machine or network and fetches client URLs itself; a redirect or a DNS answer "
+        "it gets later can still lead it to an intranet address"
+        for provider, url in base_urls.items()
+        if url_problem(url) is not None and urlsplit(url).hostname not in FILE_HOSTS
+    ]
+
+
 def _api_key(args: argparse.Namespace) -> str | None:
     return args.api_key or os.environ.get(API_KEY_ENV) or None
 
@@ -446,6 +465,8 @@ def _run(args: argparse.Namespace) -> int:
             f"streamfn serve needs hypercorn ({exc}); install it with: pip install 'streamfn[serve]'"
         ) from exc
     base_urls = _check(args)
+    for warning in input_url_warnings(args.allow_input_urls, base_urls):
+        print(f"streamfn serve: warning: {warning}", file=sys.stderr, flush=True)
     sock = _listen(args.host, args.port)
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
