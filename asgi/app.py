@@ -51,7 +51,6 @@ from streamfn.core.events import (
     ToolCallDelta,
 )
 from streamfn.core.schema import StructuredOutputUnsupported
-from streamfn.core.serve.client_inputs import hosts_to_resolve
 from streamfn.core.serve.guard import cors_headers, header, preflight_headers
 from streamfn.core.serve.inbound import ClientRequest
 from streamfn.core.serve.log_text import loggable
@@ -63,7 +62,6 @@ from streamfn.core.serve.routes import (
     Route,
     admit,
     body_too_slow,
-    check_input_hosts,
     check_model,
     disconnected_early,
     models_body,
@@ -82,8 +80,9 @@ from streamfn.core.serve.status import (
 )
 
 from .contract import Backend, ServerConfig, UnknownModelError
+from .intake import ShutdownBegan, interruptible
 from .messages import Receive, Send, adding_headers, send_json, start_sse, watch_disconnect
-from .resolve import RESOLVE_TIMEOUT, Resolver, resolve_all, system_resolver
+from .resolve import Resolver, check_input_urls, system_resolver
 from .runtime import (
     ABORTED,
     DISCONNECTED,
@@ -295,7 +294,7 @@ class App:
                 del body
             finally:
                 self.budget.release(held[0])
-            await self._check_input_hosts(request)
+            await check_input_urls(self.runtime, self.resolver, request)
             check_model(path, request, self._max_output(request.model))
             await self._run(receive, send, path, request)
         finally:
@@ -314,37 +313,19 @@ class App:
                 )
 
     async def _read_body(self, receive: Receive, held: list[int]) -> bytes:
-        """The whole body, counted in ``held[0]`` and the budget as it arrives; a 408
-        past the body timeout, a 503 (and the connection closed) if the server begins
-        shutting down while it arrives."""
+        """The whole body, counted in ``held[0]`` and the budget as it arrives; a 503
+        (and the connection closed) if the server begins shutting down meanwhile."""
         timeout = self.config.body_timeout
-        ended = self.runtime.flag()  # the body is in, or failed, or shutdown began
-        outcome: list[bytes | HTTPError] = []
-
-        async def read() -> None:
-            try:
-                outcome.append(await self._receive(receive, held))
-            except HTTPError as exc:
-                outcome.append(exc)
-            finally:
-                ended.set()
-
-        self._uploads.add(ended)
         try:
-            async with self.runtime.task_group() as tasks:
-                tasks.start_soon(read)
-                arrived = await self.runtime.wait(ended, timeout)
-        finally:  # leaving the group cancelled the read if it was still running
-            self._uploads.discard(ended)
-        if not outcome:
-            if arrived:  # shutdown began
-                refusal = shutting_down_refusal()
-                refusal.headers.append((b"connection", b"close"))
-                raise refusal
-            raise body_too_slow(timeout)
-        if isinstance(outcome[0], HTTPError):
-            raise outcome[0]
-        return outcome[0]
+            return await interruptible(
+                self.runtime, self._uploads, timeout, lambda: self._receive(receive, held)
+            )
+        except TimeoutError:
+            raise body_too_slow(timeout) from None
+        except ShutdownBegan:
+            refusal = shutting_down_refusal()
+            refusal.headers.append((b"connection", b"close"))
+            raise refusal from None
 
     async def _receive(self, receive: Receive, held: list[int]) -> bytes:
         chunks: list[bytes] = []
@@ -365,22 +346,6 @@ class App:
         if len(body) > PARSE_INLINE_BYTES:  # megabytes of prompt: not on the loop
             return await self.runtime.to_thread(parse_request, path, body, allowed, urls)
         return parse_request(path, body, allowed, urls)
-
-    async def _check_input_hosts(self, request: ClientRequest) -> None:
-        """Resolve the DNS names of the request's input URLs here, and refuse any that
-        is not public (the core judged their text already)."""
-        names = hosts_to_resolve(request)
-        if not names:
-            return
-        resolved: dict[str, list[str]] | None
-        try:
-            resolved = await self.runtime.within(
-                RESOLVE_TIMEOUT,
-                lambda: self.runtime.to_thread(resolve_all, self.resolver, list(names)),
-            )
-        except TimeoutError:
-            resolved = None
-        check_input_hosts(names, resolved)
 
     def _max_output(self, model: str) -> int | None:
         try:

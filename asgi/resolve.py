@@ -17,7 +17,13 @@ import socket
 from collections.abc import Callable, Sequence
 from typing import Final, TypeAlias
 
-__all__ = ["RESOLVE_TIMEOUT", "Resolver", "resolve_all", "system_resolver"]
+from streamfn.core.serve.client_inputs import hosts_to_resolve
+from streamfn.core.serve.inbound import ClientRequest
+from streamfn.core.serve.routes import check_input_hosts
+
+from .runtime import Runtime
+
+__all__ = ["RESOLVE_TIMEOUT", "Resolver", "check_input_urls", "resolve_all", "system_resolver"]
 
 #: the longest the server waits for all of one request's names to resolve
 RESOLVE_TIMEOUT: Final = 5.0
@@ -38,3 +44,20 @@ def system_resolver(name: str) -> list[str]:
 def resolve_all(resolver: Resolver, names: Sequence[str]) -> dict[str, list[str]]:
     """``names`` resolved one after another (a request carries a handful at most)."""
     return {name: list(resolver(name)) for name in names}
+
+
+async def check_input_urls(runtime: Runtime, resolver: Resolver, request: ClientRequest) -> None:
+    """Resolve the DNS names of ``request``'s input URLs (on a worker thread, within
+    `RESOLVE_TIMEOUT`) and refuse with a 400 any that is not public only; the core
+    judged the URLs' text already, at parse time."""
+    names = hosts_to_resolve(request)
+    if not names:
+        return
+    resolved: dict[str, list[str]] | None
+    try:
+        resolved = await runtime.within(
+            RESOLVE_TIMEOUT, lambda: runtime.to_thread(resolve_all, resolver, list(names))
+        )
+    except TimeoutError:
+        resolved = None
+    check_input_hosts(names, resolved)

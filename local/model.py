@@ -47,6 +47,7 @@ from .cache import (
     read_vocabulary,
 )
 from .prompt import ChatTemplate, TemplateError
+from .sampling import generator_seed, sampling_arguments
 from .tokens import token_bytes_table
 
 __all__ = ["LocalModel"]
@@ -278,20 +279,11 @@ class LocalModel:
                 f"the prompt is {len(tokens)} tokens; {self.info.id} holds {self.info.context_window}"
             )
         wanted = options.max_tokens if options.max_tokens is not None else self.info.max_output
-        temperature = options.temperature or 0.0
-        if temperature > 0:
-            sampling: dict[str, Any] = {
-                "sampling_temperature": temperature,
-                "sampling_topk": _top_k(options.top_k, self._tokenizer.get_vocab_size()),
-                "sampling_topp": options.top_p if options.top_p is not None else 1.0,
-            }
-        else:
-            sampling = {"sampling_topk": 1}
         return _Plan(
             prompt=tokens,
             max_tokens=max(1, min(wanted, room)),
-            sampling=sampling,
-            seed=_seed(options.seed) if temperature > 0 else None,
+            sampling=sampling_arguments(options, self._tokenizer.get_vocab_size()),
+            seed=generator_seed(options),
             start_in_thinking=prompt.rstrip().endswith("<think>"),
             options=options,
         )
@@ -490,15 +482,3 @@ def _token_text(value: Any) -> str:
     if isinstance(value, dict):
         return str(value.get("content") or "")
     return str(value or "")
-
-
-def _top_k(top_k: int | None, vocabulary: int) -> int:
-    """CTranslate2's ``sampling_topk``: 0 (no cut) for none, or for a ``top_k`` at or
-    above the vocabulary size, which keeps every token anyway (CTranslate2 refuses it)."""
-    return 0 if not top_k or top_k >= vocabulary else top_k
-
-
-def _seed(seed: int | None) -> int | None:
-    """A client's seed (any 64-bit integer) in the unsigned 32 bits CTranslate2's
-    generator takes: the same seed always gives the same generator."""
-    return None if seed is None else seed % 2**32

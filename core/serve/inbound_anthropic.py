@@ -257,6 +257,8 @@ _ANTHROPIC_FIELDS: Final = frozenset(
 )
 #: accepted and not acted on (attribution, priority hints)
 _ANTHROPIC_IGNORED: Final = frozenset({"metadata", "service_tier"})
+#: our option names as the Anthropic request spells them (for the 400s naming them)
+_ANTHROPIC_NAMES: Final = {"thinking_budget": "thinking.budget_tokens", "stop": "stop_sequences"}
 
 
 #: Anthropic's server-tool type prefixes -> our `ServerTool` types
@@ -330,11 +332,7 @@ def parse_anthropic_request(
         response_schema=_anthropic_output_config(obj.get("output_config")),
         cache=_anthropic_cache(obj),
     )
-    check_ranges(
-        options,
-        "request",
-        {"thinking_budget": "thinking.budget_tokens", "stop": "stop_sequences"},
-    )
+    check_ranges(options, "request", _ANTHROPIC_NAMES)
     request = ClientRequest(
         model=model,
         context=typed_context(
