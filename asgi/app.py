@@ -25,10 +25,13 @@ Every request runs the backend in a producer task; the response loop sends
 what it produces, a keep-alive while the model is silent, and stops the
 producer at once when the client disconnects (streaming or not), so an
 abandoned request never keeps a local generation or an upstream connection
-alive. Errors that come before any output (within ``head_wait``) become HTTP
-errors in the client's own error shape; after that a streaming response has
-sent its headers and an SSE comment, and errors are sent in-stream the way
-each client expects. Shutdown lets streams finish for a grace period and
+alive. A non-streaming response sends nothing until the answer is whole, so
+any error, even after output began (a reset, a malformed chunk, the content
+cap), is an HTTP error in the client's own error shape (502, 504 for a
+timeout), never a body calling a cut answer complete. In a stream, errors
+that come before any output (within ``head_wait``) are such HTTP errors too;
+after that the response has sent its headers and an SSE comment, and errors
+are sent in-stream the way each client expects. Shutdown lets streams finish for a grace period and
 then ends each with a terminal error in its dialect.
 """
 
@@ -51,6 +54,7 @@ from streamfn.core.events import (
     ToolCallDelta,
 )
 from streamfn.core.schema import StructuredOutputUnsupported
+from streamfn.core.serve.cut import CUT_STOP_REASONS, cut_error
 from streamfn.core.serve.guard import cors_headers, header, preflight_headers
 from streamfn.core.serve.inbound import ClientRequest
 from streamfn.core.serve.log_text import loggable
@@ -61,7 +65,6 @@ from streamfn.core.serve.routes import (
     BodyBudget,
     Route,
     admit,
-    body_too_slow,
     check_model,
     disconnected_early,
     models_body,
@@ -80,7 +83,7 @@ from streamfn.core.serve.status import (
 )
 
 from .contract import Backend, ServerConfig, UnknownModelError
-from .intake import ShutdownBegan, interruptible
+from .intake import receive_body
 from .messages import Receive, Send, adding_headers, send_json, start_sse, watch_disconnect
 from .resolve import Resolver, check_input_urls, system_resolver
 from .runtime import (
@@ -289,7 +292,9 @@ class App:
         held = [0]  # this request's share of the budget, until its body is parsed
         try:
             try:
-                body = await self._read_body(receive, held)
+                body = await receive_body(
+                    self.runtime, self._uploads, config.body_timeout, receive, held, self._receive
+                )
                 request = await self._parse(path, body)
                 del body
             finally:
@@ -311,21 +316,6 @@ class App:
                     request.stream,
                     time.perf_counter() - started,
                 )
-
-    async def _read_body(self, receive: Receive, held: list[int]) -> bytes:
-        """The whole body, counted in ``held[0]`` and the budget as it arrives; a 503
-        (and the connection closed) if the server begins shutting down meanwhile."""
-        timeout = self.config.body_timeout
-        try:
-            return await interruptible(
-                self.runtime, self._uploads, timeout, lambda: self._receive(receive, held)
-            )
-        except TimeoutError:
-            raise body_too_slow(timeout) from None
-        except ShutdownBegan:
-            refusal = shutting_down_refusal()
-            refusal.headers.append((b"connection", b"close"))
-            raise refusal from None
 
     async def _receive(self, receive: Receive, held: list[int]) -> bytes:
         chunks: list[bytes] = []
@@ -426,15 +416,16 @@ class App:
                 raise shutting_down_refusal()
             event = ended_early() if got is None else got
             assert not isinstance(event, Marker)
+            if isinstance(event, Done) and event.stop_reason in CUT_STOP_REASONS:
+                event = cut_error(event)  # a backend's Done that says it did not finish
             events.append(event)
-            if (
-                isinstance(event, Error)
-                # the agent contract reports errors in-stream, but for shutting down
-                and (path != AGENT_PATH or is_shutting_down(event))
-                and all(isinstance(e, Start) for e in events[:-1])
-            ):
+            if isinstance(event, Error):
+                # nothing was sent yet: a cut answer is an HTTP error, never a body
+                # that calls it complete (nor a tool call with repaired input)
+                if not all(isinstance(e, Start) for e in events[:-1]):
+                    log.warning("answer cut after output began for %s: %s", path, event.message)
                 raise early_error(path, event)
-            if isinstance(event, (Done, Error)):
+            if isinstance(event, Done):
                 append = self.config.append_sources
                 body = final_body(path, request, events, self.stamps, append=append)
                 await send_json(send, 200, body)

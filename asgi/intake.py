@@ -11,9 +11,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+from streamfn.core.serve.routes import body_too_slow
+from streamfn.core.serve.status import shutting_down_refusal
+
+from .messages import Receive
 from .runtime import Flag, Runtime
 
-__all__ = ["ShutdownBegan", "interruptible"]
+__all__ = ["ShutdownBegan", "interruptible", "receive_body"]
 
 T = TypeVar("T")
 
@@ -54,3 +58,23 @@ async def interruptible(
     if error is not None:
         raise error
     return value  # type: ignore[return-value]
+
+
+async def receive_body(
+    runtime: Runtime,
+    uploads: set[Flag],
+    timeout: float,
+    receive: Receive,
+    held: list[int],
+    read: Callable[[Receive, list[int]], Awaitable[bytes]],
+) -> bytes:
+    """``await read(receive, held)`` (the whole body, counted in ``held[0]``), or a 408
+    past ``timeout``, or a 503 with the connection closed once shutdown begins."""
+    try:
+        return await interruptible(runtime, uploads, timeout, lambda: read(receive, held))
+    except TimeoutError:
+        raise body_too_slow(timeout) from None
+    except ShutdownBegan:
+        refusal = shutting_down_refusal()
+        refusal.headers.append((b"connection", b"close"))
+        raise refusal from None

@@ -40,6 +40,7 @@ __all__ = [
     "host_to_resolve",
     "public_address",
     "resolved_problem",
+    "upstream_fetch_warnings",
     "url_problem",
 ]
 
@@ -168,6 +169,20 @@ def resolved_problem(host: str, addresses: Sequence[str]) -> str | None:
         if not public_address(address):
             return f"{host} resolves to {address}, which is not a public address"
     return None
+
+
+def upstream_fetch_warnings(base_urls: dict[str, str]) -> list[str]:
+    """What ``--allow-input-urls`` cannot protect: an upstream whose base URL would be
+    refused as an input URL for being local (loopback, private, a local name) is on
+    the operator's network, and it fetches client URLs itself, following its own DNS
+    answers and redirects. One warning per such ``provider -> URL``."""
+    return [
+        f"--allow-input-urls with --base-url {provider}={url}: that upstream is on this "
+        "machine or network and fetches client URLs itself; a redirect or a DNS answer "
+        "it gets later can still lead it to an intranet address"
+        for provider, url in base_urls.items()
+        if url_problem(url) is not None and urlsplit(url).hostname not in FILE_HOSTS
+    ]
 
 
 def _judge(url: str) -> tuple[str | None, str | None]:

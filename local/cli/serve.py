@@ -117,6 +117,14 @@ def _add_capacity(parser: argparse.ArgumentParser) -> None:
         default=4096,
         help="open connections; past it 503 at once (default 4096)",
     )
+    add(
+        "--upstream-attempts",
+        type=int,
+        default=1,
+        metavar="N",
+        help="requests sent upstream per client request (default 1: a 429 or 5xx goes to "
+        "the client with its Retry-After and the client retries; N multiplies its retries)",
+    )
     add("--max-body-bytes", type=int, default=8 << 20, help="request body cap (default 8 MiB)")
     add(
         "--max-buffered-bytes",
@@ -222,6 +230,8 @@ def _check(args: argparse.Namespace) -> dict[str, str]:
         raise CommandError("--no-local and --no-providers leave nothing to serve", EXIT_USAGE)
     if args.workers < 1:
         raise CommandError("--workers must be at least 1", EXIT_USAGE)
+    if args.upstream_attempts < 1:
+        raise CommandError("--upstream-attempts must be at least 1", EXIT_USAGE)
     if args.max_buffered_bytes < args.max_body_bytes:
         raise CommandError(
             "--max-buffered-bytes must be at least --max-body-bytes "
@@ -256,25 +266,6 @@ def _check(args: argparse.Namespace) -> dict[str, str]:
     if not args.no_local:
         require_prepared(model_dir(args))
     return base_urls
-
-
-def input_url_warnings(allowed: bool, base_urls: dict[str, str]) -> list[str]:
-    """What ``--allow-input-urls`` cannot protect here: an upstream this server would
-    refuse as an input URL (loopback, private, a local name) is on the operator's
-    network, and it fetches client URLs itself, following its own DNS and redirects."""
-    from urllib.parse import urlsplit
-
-    from streamfn.core.serve.input_urls import FILE_HOSTS, url_problem
-
-    if not allowed:
-        return []
-    return [
-        f"--allow-input-urls with --base-url {provider}={url}: that upstream is on this "
-        "machine or network and fetches client URLs itself; a redirect or a DNS answer "
-        "it gets later can still lead it to an intranet address"
-        for provider, url in base_urls.items()
-        if url_problem(url) is not None and urlsplit(url).hostname not in FILE_HOSTS
-    ]
 
 
 def _api_key(args: argparse.Namespace) -> str | None:
@@ -313,7 +304,12 @@ def _backend(args: argparse.Namespace, base_urls: dict[str, str]) -> Any:
         environ = environment(None)
         client = upstream_client(args.shell, environ, args.max_concurrency)
         providers = ProviderBackend(
-            client, environ, served=served, registry=registry, base_urls=base_urls
+            client,
+            environ,
+            served=served,
+            registry=registry,
+            base_urls=base_urls,
+            upstream_attempts=args.upstream_attempts,
         )
     local = None
     if not args.no_local:
@@ -464,8 +460,10 @@ def _run(args: argparse.Namespace) -> int:
         raise CommandError(
             f"streamfn serve needs hypercorn ({exc}); install it with: pip install 'streamfn[serve]'"
         ) from exc
+    from streamfn.core.serve.input_urls import upstream_fetch_warnings
+
     base_urls = _check(args)
-    for warning in input_url_warnings(args.allow_input_urls, base_urls):
+    for warning in upstream_fetch_warnings(base_urls) if args.allow_input_urls else []:
         print(f"streamfn serve: warning: {warning}", file=sys.stderr, flush=True)
     sock = _listen(args.host, args.port)
     host, port = sock.getsockname()[:2]

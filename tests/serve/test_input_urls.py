@@ -236,7 +236,7 @@ def test_the_server_passes_a_public_url_to_the_upstream_untouched(
 
 
 def test_serve_warns_when_input_urls_go_to_an_upstream_on_this_network() -> None:
-    from streamfn.local.cli.serve import input_url_warnings
+    from streamfn.core.serve.input_urls import upstream_fetch_warnings
 
     base_urls = {
         "openai": "http://127.0.0.1:4000/v1",
@@ -244,7 +244,6 @@ def test_serve_warns_when_input_urls_go_to_an_upstream_on_this_network() -> None
         "anthropic": "https://api.anthropic.com",  # a provider: refused as input, not local
         "proxy": "https://llm-proxy.example.org/v1",
     }
-    warnings = input_url_warnings(True, base_urls)
+    warnings = upstream_fetch_warnings(base_urls)
     assert len(warnings) == 2
     assert "openai=http://127.0.0.1:4000/v1" in warnings[0] and "redirect" in warnings[0]
-    assert input_url_warnings(False, base_urls) == []
