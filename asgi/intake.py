@@ -1,63 +1,22 @@
-"""Waiting for what a client sends, bounded by a deadline and by the server's shutdown.
+"""A request's body, waited for within a deadline and only until shutdown begins.
 
 A request still sending its body when the server begins shutting down would
 otherwise wait out the grace period and be cut by the HTTP server (a 500 and a
-traceback in the log); `interruptible` ends such a wait at once, so the `App`
-can answer a 503 with ``Retry-After`` while the connection is still its own.
+traceback in the log); `receive_body` ends such a wait at once, so the `App`
+answers a 503 with ``Retry-After`` while the connection is still its own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
 
 from streamfn.core.serve.routes import body_too_slow
-from streamfn.core.serve.status import shutting_down_refusal
+from streamfn.core.serve.status import HTTPError, shutting_down_refusal
 
 from .messages import Receive
 from .runtime import Flag, Runtime
 
-__all__ = ["ShutdownBegan", "interruptible", "receive_body"]
-
-T = TypeVar("T")
-
-
-class ShutdownBegan(Exception):
-    """The server began shutting down while the work was waiting."""
-
-
-async def interruptible(
-    runtime: Runtime, waiting: set[Flag], seconds: float, work: Callable[[], Awaitable[T]]
-) -> T:
-    """``await work()``; `TimeoutError` after ``seconds``; `ShutdownBegan` as soon as
-    the flag this call adds to ``waiting`` is set (shutdown sets every flag there).
-    ``work`` is cancelled in either case; its own exceptions pass through."""
-    ended = runtime.flag()  # the work finished or failed, or shutdown began
-    outcome: list[tuple[T | None, Exception | None]] = []
-
-    async def run() -> None:
-        try:
-            outcome.append((await work(), None))
-        except Exception as exc:  # handed to the caller below, not to the task group
-            outcome.append((None, exc))
-        finally:
-            ended.set()
-
-    waiting.add(ended)
-    try:
-        async with runtime.task_group() as tasks:
-            tasks.start_soon(run)
-            finished = await runtime.wait(ended, seconds)
-    finally:  # leaving the group cancelled the work if it was still running
-        waiting.discard(ended)
-    if not outcome:
-        if finished:
-            raise ShutdownBegan
-        raise TimeoutError
-    value, error = outcome[0]
-    if error is not None:
-        raise error
-    return value  # type: ignore[return-value]
+__all__ = ["receive_body"]
 
 
 async def receive_body(
@@ -69,12 +28,33 @@ async def receive_body(
     read: Callable[[Receive, list[int]], Awaitable[bytes]],
 ) -> bytes:
     """``await read(receive, held)`` (the whole body, counted in ``held[0]``), or a 408
-    past ``timeout``, or a 503 with the connection closed once shutdown begins."""
+    past ``timeout``, or a 503 with the connection closed as soon as the flag this call
+    adds to ``uploads`` is set (shutdown sets every flag there). The read is cancelled
+    in either case; the `HTTPError` it raises itself passes through."""
+    ended = runtime.flag()  # the body is in, or the read failed, or shutdown began
+    outcome: list[bytes | HTTPError] = []
+
+    async def run() -> None:
+        try:
+            outcome.append(await read(receive, held))
+        except HTTPError as exc:  # handed to the caller below, not to the task group
+            outcome.append(exc)
+        finally:
+            ended.set()
+
+    uploads.add(ended)
     try:
-        return await interruptible(runtime, uploads, timeout, lambda: read(receive, held))
-    except TimeoutError:
-        raise body_too_slow(timeout) from None
-    except ShutdownBegan:
+        async with runtime.task_group() as tasks:
+            tasks.start_soon(run)
+            finished = await runtime.wait(ended, timeout)
+    finally:  # leaving the group cancelled the read if it was still running
+        uploads.discard(ended)
+    if not outcome:
+        if not finished:
+            raise body_too_slow(timeout)
         refusal = shutting_down_refusal()
         refusal.headers.append((b"connection", b"close"))
-        raise refusal from None
+        raise refusal
+    if isinstance(outcome[0], HTTPError):
+        raise outcome[0]
+    return outcome[0]
