@@ -299,8 +299,8 @@ class App:
                 del body
             finally:
                 self.budget.release(held[0])
-            await check_input_urls(self.runtime, self.resolver, request)
             check_model(path, request, self._max_output(request.model))
+            await check_input_urls(self.runtime, self.resolver, request)  # DNS: after the rest
             await self._run(receive, send, path, request)
         finally:
             self.admitted -= 1
