@@ -47,6 +47,7 @@ from .cache import (
     read_vocabulary,
 )
 from .prompt import ChatTemplate, TemplateError
+from .sampling import generator_seed, sampling_arguments
 from .tokens import token_bytes_table
 
 __all__ = ["LocalModel"]
@@ -278,20 +279,11 @@ class LocalModel:
                 f"the prompt is {len(tokens)} tokens; {self.info.id} holds {self.info.context_window}"
             )
         wanted = options.max_tokens if options.max_tokens is not None else self.info.max_output
-        temperature = options.temperature or 0.0
-        if temperature > 0:
-            sampling: dict[str, Any] = {
-                "sampling_temperature": temperature,
-                "sampling_topk": options.top_k or 0,
-                "sampling_topp": options.top_p if options.top_p is not None else 1.0,
-            }
-        else:
-            sampling = {"sampling_topk": 1}
         return _Plan(
             prompt=tokens,
             max_tokens=max(1, min(wanted, room)),
-            sampling=sampling,
-            seed=options.seed if temperature > 0 else None,
+            sampling=sampling_arguments(options, self._tokenizer.get_vocab_size()),
+            seed=generator_seed(options),
             start_in_thinking=prompt.rstrip().endswith("<think>"),
             options=options,
         )

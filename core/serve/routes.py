@@ -14,7 +14,7 @@ import hmac
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
-from .client_inputs import check_client_inputs
+from .client_inputs import check_client_inputs, check_resolved_hosts
 from .guard import header, host_allowed, is_json
 from .inbound import (
     BadRequest,
@@ -23,6 +23,7 @@ from .inbound import (
     parse_native_request,
     parse_openai_request,
 )
+from .request_fields import TooLarge
 from .status import HTTPError
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "admit",
     "authenticate",
     "body_too_slow",
+    "check_input_hosts",
     "check_model",
     "disconnected_early",
     "models_body",
@@ -95,8 +97,10 @@ def route(
     api_key: str | None,
 ) -> Route:
     """The route for a request, or the `HTTPError` refusing it (checked in this order:
-    Host, Origin, path, method, key, Content-Type). ``cors``: its Origin is allowed."""
+    framing, Host, Origin, path, method, key, Content-Type). ``cors``: its Origin is
+    allowed."""
     headers = list(headers)
+    _check_framing(headers)
     _check_origin(headers, allowed_hosts, cors)
     methods = ROUTES.get(path)
     if methods is None:
@@ -120,6 +124,21 @@ def route(
             415, "invalid_request", "request body must be sent with Content-Type: application/json"
         )
     return Route.COMPLETION
+
+
+def _check_framing(headers: Headers) -> None:
+    """A request with both ``Content-Length`` and ``Transfer-Encoding`` is how requests
+    are smuggled past a proxy that reads the other one: refused, and the connection
+    closed after the answer (RFC 9112 section 6.1), whatever the HTTP server chose."""
+    if header(headers, b"content-length") is not None and (
+        header(headers, b"transfer-encoding") is not None
+    ):
+        raise HTTPError(
+            400,
+            "invalid_request",
+            "a request may not carry both Content-Length and Transfer-Encoding",
+            headers=[(b"connection", b"close")],
+        )
 
 
 def _check_origin(headers: Headers, allowed_hosts: tuple[str, ...] | None, cors: bool) -> None:
@@ -256,6 +275,24 @@ def parse_request(
     try:
         request = _PARSERS[path](body, allow_server_tools=allow_server_tools)
         return check_client_inputs(request, allow_input_urls=allow_input_urls)
+    except TooLarge as exc:
+        raise HTTPError(413, "too_large", str(exc)) from None
+    except BadRequest as exc:
+        raise HTTPError(400, "invalid_request", str(exc)) from None
+
+
+def check_input_hosts(names: dict[str, int], resolved: dict[str, list[str]] | None) -> None:
+    """A 400 unless each input-URL host name resolved to public addresses only
+    (``resolved`` None: the lookups did not finish in time)."""
+    if resolved is None:
+        raise HTTPError(
+            400,
+            "invalid_request",
+            f"the input URL hosts ({', '.join(sorted(names))}) did not resolve in time, "
+            "so they cannot be checked",
+        )
+    try:
+        check_resolved_hosts(names, resolved)
     except BadRequest as exc:
         raise HTTPError(400, "invalid_request", str(exc)) from None
 

@@ -212,8 +212,11 @@ def _add_web(parser: argparse.ArgumentParser) -> None:
         "--allow-input-urls",
         action="store_true",
         help="pass clients' image and document URLs to the upstream, which fetches them "
-        "(default: a 400; never loopback, private or link-local addresses, nor a "
-        "provider's file host): an upstream on your network would fetch intranet URLs",
+        "(default: a 400). Only public hosts pass: canonical public IP literals, or DNS "
+        "names whose every address (resolved by this server) is public; never metadata, "
+        "wildcard-DNS or provider file hosts. The upstream resolves the name again and "
+        "may follow redirects, so do not enable this for an upstream on your network "
+        "unless it refuses private addresses itself",
     )
 
 
@@ -472,7 +475,11 @@ def _run(args: argparse.Namespace) -> int:
         raise CommandError(
             f"streamfn serve needs hypercorn ({exc}); install it with: pip install 'streamfn[serve]'"
         ) from exc
+    from streamfn.core.serve.input_urls import upstream_fetch_warnings
+
     base_urls = _check(args)
+    for warning in upstream_fetch_warnings(base_urls) if args.allow_input_urls else []:
+        print(f"streamfn serve: warning: {warning}", file=sys.stderr, flush=True)
     sock = _listen(args.host, args.port)
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
