@@ -239,11 +239,17 @@ class OpaqueBlock(msgspec.Struct, tag="opaque", frozen=True, gc=False):
 
 
 class Done(msgspec.Struct, tag="done", frozen=True, kw_only=True, gc=False):
-    """The stream ended normally."""
+    """The stream ended normally.
+
+    ``recovered`` counts the cuts the stream survived (``Options.recover``, see
+    `streamfn.core.recovery`): 0 for an answer that came in one piece; above 0,
+    ``usage`` and ``cost`` sum every request the answer took.
+    """
 
     stop_reason: StopReason = StopReason.STOP
     usage: Usage = msgspec.field(default_factory=Usage)
     cost: Cost = msgspec.field(default_factory=Cost)
+    recovered: int = 0
 
 
 class Error(msgspec.Struct, tag="error", frozen=True, kw_only=True, gc=False):

@@ -24,6 +24,7 @@ __all__ = [
     "CacheSetting",
     "CacheTTL",
     "Options",
+    "RecoverMode",
     "ThinkingLevel",
     "ThinkingName",
     "client_fields",
@@ -45,6 +46,9 @@ class CachePoint(msgspec.Struct, frozen=True):
 
 
 CacheSetting: TypeAlias = Literal["off", "auto"] | list[CachePoint]
+
+#: how a stream cut after output began goes on (``Options.recover``)
+RecoverMode: TypeAlias = Literal["resume", "continue"]
 
 
 class ThinkingLevel(enum.StrEnum):
@@ -140,6 +144,12 @@ class Options(msgspec.Struct, kw_only=True):
     max_attempts: int = 3
     retry_base_delay: float = 0.5
     retry_max_delay: float = 30.0
+    #: a stream cut after output began (a network error) goes on: "resume" (the
+    #: same response, OpenAI Responses background mode) or "continue" (a new
+    #: request with the partial answer as prefill); None: off. See `recovery`.
+    recover: RecoverMode | None = None
+    #: the most cuts one stream survives (each costs at least one more request)
+    max_recoveries: int = 2
 
     def __post_init__(self) -> None:
         if self.thinking is not None and not isinstance(self.thinking, ThinkingLevel):
@@ -149,6 +159,10 @@ class Options(msgspec.Struct, kw_only=True):
             raise ValueError(f'cache={cache!r}: use "off", "auto" or a list of CachePoint')
         if isinstance(cache, list) and not all(isinstance(p, CachePoint) for p in cache):
             raise ValueError("cache: a list holds CachePoint(at, ttl) breakpoints only")
+        if self.recover not in (None, "resume", "continue"):
+            raise ValueError(f'recover={self.recover!r}: use "resume", "continue" or None')
+        if self.max_recoveries < 0:
+            raise ValueError(f"max_recoveries={self.max_recoveries}: use 0 or more")
 
     if TYPE_CHECKING:
         # What type checkers see: the fields above, except that ``thinking`` also
@@ -188,6 +202,8 @@ class Options(msgspec.Struct, kw_only=True):
             max_attempts: int = 3,
             retry_base_delay: float = 0.5,
             retry_max_delay: float = 30.0,
+            recover: RecoverMode | None = None,
+            max_recoveries: int = 2,
         ) -> None: ...
 
     def __repr__(self) -> str:

@@ -18,12 +18,14 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
 from typing import ClassVar, Generic, NamedTuple, Self, TypedDict, Unpack
 
+from ..call import Call, open_call
 from ..credentials import with_credentials
 from ..events import Error, Event
 from ..fallback import FallbackModel, check_chain, fall_back
 from ..messages import AssistantMessage, Context
 from ..models import Model
 from ..options import Options
+from ..recovery import recovering
 from ..responses_upgrade import upgrade_to_responses
 from ..text_tools import with_text_tool_calls
 from ..tracing import traced
@@ -231,18 +233,34 @@ class ClientBase(Generic[ConnT], abc.ABC):
         """
         options = with_credentials(model, options, self.environ)
         events = upgrade_to_responses(
-            self._traced_events, self.responses_upgraded, model, context, options
+            self._recovering_events, self.responses_upgraded, model, context, options
         )
         return with_text_tool_calls(events, model, context, options)
 
-    def _traced_events(
+    def _recovering_events(
         self, model: Model, context: Context, options: Options
     ) -> AsyncGenerator[Event, None]:
+        """One model's requests, joined into one stream after a cut where
+        ``Options.recover`` asks (see `streamfn.core.recovery`)."""
+        return recovering(self._traced_events, model, context, options)
+
+    def _traced_events(
+        self,
+        model: Model,
+        context: Context,
+        options: Options,
+        opener: Callable[[Model, Context, Options], Call] = open_call,
+    ) -> AsyncGenerator[Event, None]:
         """One call to one model, in an OpenTelemetry span when OpenTelemetry is there."""
-        return traced(self._events(model, context, options), model, options, self._clock())
+        events = self._events(model, context, options, opener)
+        return traced(events, model, options, self._clock())
 
     async def _events(
-        self, model: Model, context: Context, options: Options
+        self,
+        model: Model,
+        context: Context,
+        options: Options,
+        opener: Callable[[Model, Context, Options], Call] = open_call,
     ) -> AsyncGenerator[Event, None]:
         """Perform the steps of `drive`; the connection in hand is closed on any exit."""
         steps = drive(
@@ -254,6 +272,7 @@ class ClientBase(Generic[ConnT], abc.ABC):
             rand=self._rand,
             log=self.log,
             wall_clock=self._wall_clock,
+            opener=opener,
         )
         conn: ConnT | None = None
         answer: Answer = None
