@@ -340,17 +340,22 @@ class Splice:
         return out
 
 
-async def recovering(
+def recovering(
     events_for: EventsFor, model: Model, context: Context, options: Options
 ) -> AsyncGenerator[Event, None]:
     """One model's stream, recovered after cuts as ``options.recover`` asks (see the
     module docstring). ``events_for(model, context, options, opener)`` performs one
-    request, making its call with ``opener`` (`open_call` or a resumed call)."""
+    request, making its call with ``opener`` (`open_call` or a resumed call).
+    Without recovery it is that one request's stream itself, nothing in between."""
     mode = recovery_mode(model, options)
     if mode is None:
-        async for event in events_for(model, context, options, open_call):
-            yield event
-        return
+        return events_for(model, context, options, open_call)
+    return _recovered(events_for, mode, model, context, options)
+
+
+async def _recovered(
+    events_for: EventsFor, mode: RecoverMode, model: Model, context: Context, options: Options
+) -> AsyncGenerator[Event, None]:
     splice = Splice(model, mode, options.max_recoveries)
     calls: list[Call] = []
 
