@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncGenerator, Callable
-from typing import Final
+from typing import Final, TypeVar
 from urllib.parse import urlencode
 
 import msgspec
@@ -178,23 +178,13 @@ def continue_request(
     )
 
 
-def _sum_usage(a: Usage, b: Usage) -> Usage:
-    return Usage(
-        input=a.input + b.input,
-        output=a.output + b.output,
-        cache_read=a.cache_read + b.cache_read,
-        cache_write=a.cache_write + b.cache_write,
-        reasoning=a.reasoning + b.reasoning,
-    )
+_Bill = TypeVar("_Bill", Usage, Cost)
 
 
-def _sum_cost(a: Cost, b: Cost) -> Cost:
-    return Cost(
-        input=a.input + b.input,
-        output=a.output + b.output,
-        cache_read=a.cache_read + b.cache_read,
-        cache_write=a.cache_write + b.cache_write,
-    )
+def _plus(a: _Bill, b: _Bill) -> _Bill:
+    """Two requests' `Usage` (or `Cost`) as one, field by field (``total`` recomputed)."""
+    fields = [name for name in a.__struct_fields__ if name != "total"]
+    return type(a)(**{name: getattr(a, name) + getattr(b, name) for name in fields})
 
 
 _STARTS: Final = {TextStart: "text", ThinkingStart: "thinking", ToolCallStart: "tool"}
@@ -252,8 +242,8 @@ class Splice:
         """The next events are a continuation of the text so far (a new response)."""
         self.recovered += 1
         if cut.usage is not None:
-            self._usage = _sum_usage(self._usage, cut.usage)
-            self._cost = _sum_cost(self._cost, compute_cost(self.model, cut.usage))
+            self._usage = _plus(self._usage, cut.usage)
+            self._cost = _plus(self._cost, compute_cost(self.model, cut.usage))
         self._map = {}
         open_text = [i for i, kind in self._open.items() if kind == "text"]
         self._merge = open_text[-1] if open_text else None
@@ -329,12 +319,12 @@ class Splice:
         if isinstance(event, Done):
             event = msgspec.structs.replace(
                 event,
-                usage=_sum_usage(self._usage, event.usage),
-                cost=_sum_cost(self._cost, event.cost),
+                usage=_plus(self._usage, event.usage),
+                cost=_plus(self._cost, event.cost),
                 recovered=self.recovered,
             )
         elif self._usage.total:
-            usage = self._usage if event.usage is None else _sum_usage(self._usage, event.usage)
+            usage = self._usage if event.usage is None else _plus(self._usage, event.usage)
             event = msgspec.structs.replace(event, usage=usage)
         out.append(event)
         return out
