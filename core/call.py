@@ -20,6 +20,7 @@ from .events import Event
 from .messages import Context
 from .models import API_NAMES, Model
 from .options import Options
+from .plugin_apis import REGISTERED
 from .providers._base import HTTPRequest
 
 __all__ = [
@@ -64,7 +65,7 @@ class _ProviderModule(Protocol):
 
 
 #: wire formats added from outside the package: name -> module (or its dotted path)
-_REGISTERED: dict[str, ModuleType | _ProviderModule | str] = {}
+_REGISTERED: Final = REGISTERED
 #: built-in wire formats already imported (one dict lookup per call, not an import_module)
 _LOADED: dict[str, _ProviderModule] = {}
 

@@ -125,12 +125,13 @@ class CapabilityRule(msgspec.Struct, frozen=True, kw_only=True):
 
 _DEFAULT: Final = Capabilities()
 _compiled: dict[str, re.Pattern[str]] = {}
-_matched: dict[tuple[str, str, str, int], Capabilities] = {}
+_matched: dict[tuple[str, str, str, int, bool | None, int], Capabilities] = {}
 _MATCHED_MAX: Final = 1024
 
 
 def capabilities_for(model: Model) -> Capabilities:
-    """The model's own ``capabilities``, else its family's, else permissive defaults.
+    """The model's own ``capabilities``, else its family's (with what the model's record
+    states applied, see `_with_stated_facts`), else permissive defaults.
 
     Building one request asks several times, so the family match is remembered
     per (api, provider, id). ``CAPABILITY_RULES`` is meant as a constant; a rule
@@ -138,13 +139,33 @@ def capabilities_for(model: Model) -> Capabilities:
     """
     if model.capabilities is not None:
         return model.capabilities
-    key = (model.api, model.provider, model.id, len(CAPABILITY_RULES))
+    stated = (model.temperature, model.max_output if model.source else 0)
+    key = (model.api, model.provider, model.id, len(CAPABILITY_RULES), *stated)
     found = _matched.get(key)
     if found is None:
         if len(_matched) >= _MATCHED_MAX:
             _matched.clear()
-        found = _matched[key] = _match(model)
+        found = _matched[key] = _with_stated_facts(model, _match(model))
     return found
+
+
+def _with_stated_facts(model: Model, family: Capabilities) -> Capabilities:
+    """The family's rules, corrected by what the model's own record states.
+
+    A catalogued model (``Model.source`` set) knows its output limit, which wins
+    over the family's (claude-opus-4-7 writes 128k tokens, not the 32k of
+    claude-opus-4); ``Model.temperature=False`` (models.dev's ``temperature:
+    false``) keeps ``temperature`` out of every request.
+    """
+    changes: dict[str, Any] = {}
+    if model.source and family.max_output is not None and family.max_output != model.max_output:
+        changes["max_output"] = model.max_output
+    if model.temperature is False:
+        changes["sampling"] = tuple(k for k in family.sampling if k != "temperature")
+        changes["thinking_sampling"] = tuple(
+            k for k in family.thinking_sampling if k != "temperature"
+        )
+    return replace(family, **changes) if changes else family
 
 
 def _match(model: Model) -> Capabilities:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from .accumulate import accumulate
 from .errors import CompletionError, StreamError
-from .events import Error, Event
+from .events import Done, Error, Event, Start
 from .messages import AssistantMessage
 from .options import Options
 
@@ -42,8 +42,12 @@ def finish_completion(
     """Fold ``events``; raise `CompletionError` when they end in an `Error` and the caller
     wants. With ``options.response_schema`` the answer is parsed into ``message.parsed``
     (`OutputValidationError` when it does not validate and the caller wants errors)."""
+    if not events or not isinstance(events[-1], (Done, Error)):
+        # a stream that stopped without saying how is a cut answer, never a whole one
+        head: list[Event] = [] if events else [Start()]
+        events = [*head, *events, Error.network("the stream ended without a terminal event")]
     message = accumulate(events)
-    if raise_on_error and events and isinstance(events[-1], Error):
+    if raise_on_error and isinstance(events[-1], Error):
         raise CompletionError(events[-1], message)
     if options is not None and options.response_schema is not None:
         from .structured import OutputValidationError, attach_parsed

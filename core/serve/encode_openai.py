@@ -40,6 +40,7 @@ from ..events import (
 from ..messages import AssistantMessage, TextContent
 from ..providers._openai_common import signature_carrier
 from ..wire.sse import encode_sse
+from .cut import cut_error, finish_word
 
 __all__ = [
     "FINISH_REASONS",
@@ -49,13 +50,12 @@ __all__ = [
     "openai_usage",
 ]
 
-#: our stop reasons -> OpenAI ``finish_reason`` (streamed and whole responses alike)
+#: our stop reasons of a finished answer -> OpenAI ``finish_reason`` (streamed and
+#: whole responses alike); a cut one (error, aborted) has none (see `cut`)
 FINISH_REASONS: Final = {
     StopReason.STOP: "stop",
     StopReason.LENGTH: "length",
     StopReason.TOOL_USE: "tool_calls",
-    StopReason.ERROR: "stop",
-    StopReason.ABORTED: "stop",
 }
 
 #: our error kinds -> OpenAI error ``type`` values clients know
@@ -136,7 +136,7 @@ def openai_completion_body(
             {
                 "index": 0,
                 "message": msg,
-                "finish_reason": FINISH_REASONS[message.stop_reason],
+                "finish_reason": finish_word(FINISH_REASONS, message.stop_reason),
                 "logprobs": None,
             }
         ],
@@ -258,6 +258,8 @@ class OpenAIChatEncoder:
         return self._frame(self._chunk({"tool_calls": [call]}))
 
     def _done(self, event: Done) -> bytes:
+        if event.stop_reason not in FINISH_REASONS:
+            return self._error(cut_error(event))
         out = self._frame(self._chunk({}, FINISH_REASONS[event.stop_reason]))
         if self._include_usage:
             out += self._frame(

@@ -39,6 +39,7 @@ SOURCES = (
     "pyproject.toml",
     "README.md",
     "LICENSE",
+    "NOTICE",
 )
 
 USER_PROGRAM = """\
@@ -152,6 +153,10 @@ def test_mypy_strict_on_a_user_program(
             (work / "venv").glob("lib/*/site-packages/streamfn-*.dist-info/licenses/LICENSE")
         )
         assert shipped and "Apache License" in shipped[0].read_text(), shipped
+        notice = list(
+            (work / "venv").glob("lib/*/site-packages/streamfn-*.dist-info/licenses/NOTICE")
+        )
+        assert notice and "models.dev" in notice[0].read_text(), notice
     user = work / "user"
     user.mkdir()
     (user / "app.py").write_text(USER_PROGRAM)
