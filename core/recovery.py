@@ -106,10 +106,10 @@ def recovery_mode(model: Model, options: Options) -> RecoverMode | None:
         if model.api == "openai-responses" and model.provider in RESUMABLE_PROVIDERS:
             return mode
         why = "only OpenAI's Responses API (openai, azure) resumes a response"
+    elif _thinking_asked(options):
+        why = "a prefill is refused with thinking on (Anthropic, llama.cpp)"
     elif model.api == "anthropic" and model.provider == "anthropic":
-        if not _thinking_asked(options):
-            return mode
-        why = "Anthropic takes no prefill with thinking on"
+        return mode
     elif model.api == "openai-chat" and model.provider in CONTINUE_SERVERS:
         return mode
     else:

@@ -76,6 +76,7 @@ class _Run:
         rand: Callable[[], float],
         log: logging.Logger,
         wall_clock: Callable[[], datetime],
+        opener: Callable[[Model, Context, Options], Call],
     ) -> None:
         self.environ = environ
         self.clock = clock
@@ -87,7 +88,8 @@ class _Run:
         total = options.total_timeout
         self.deadline = None if total is None else self.began + total
         self.debug = log.isEnabledFor(logging.DEBUG)
-        self.opener: Callable[[Model, Context, Options], Call] = open_call
+        #: makes each attempt's call (`open_call`, or stream recovery's own)
+        self.opener = opener
 
     def feed(self, events: list[Event]) -> list[Event] | Retry:
         """The gate's verdict on a batch, with what is left of the total deadline."""
@@ -146,8 +148,7 @@ def drive(
     replaced without counting an attempt. ``opener`` makes each attempt's call
     (`open_call`; stream recovery passes its own, see `streamfn.core.recovery`).
     """
-    run = _Run(options, environ, clock, rand, log, wall_clock)
-    run.opener = opener
+    run = _Run(options, environ, clock, rand, log, wall_clock, opener)
     fresh = False
     while True:
         if not fresh:

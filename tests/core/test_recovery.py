@@ -200,6 +200,11 @@ def test_resume_asks_for_a_stored_background_response() -> None:
             Options(recover="continue"),
             "continue",
         ),
+        (
+            Model(id="q", provider="llamacpp", api="openai-chat", base_url="http://x/v1"),
+            Options(recover="continue", thinking_budget=512),
+            None,
+        ),
         (RESPONSES, Options(), None),
     ],
 )

@@ -303,3 +303,36 @@ def test_recoveries_are_bounded(shell: str) -> None:
     assert last["content"][0]["text"] == "aa"  # the text of the two requests before
     assert accumulate(events).text == "aaa"
     assert isinstance(events[-1], Error) and events[-1].kind == ErrorKind.NETWORK
+
+
+def _first_text_then_leave(shell: str, model: Model, options: Options) -> list[Event]:
+    """The caller reads up to the first text and leaves the stream."""
+    context = Context.of("Hi")
+    if shell == "sync":
+        with sync_stream(model, context, options) as events:
+            for event in events:
+                if isinstance(event, TextStart):
+                    return [event]
+        return []
+
+    async def run(stream: Any) -> list[Event]:
+        async with stream(model, context, options) as events:
+            async for event in events:
+                if isinstance(event, TextStart):
+                    return [event]
+        return []
+
+    if shell == "trio":
+        result: list[Event] = trio.run(run, trio_stream)
+        return result
+    return asyncio.run(run(asyncio_stream))
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_leaving_the_stream_is_no_cut_and_costs_no_request(shell: str) -> None:
+    """A caller who stops reading is not recovered: one request, nothing resumed."""
+    with Upstream(_resuming) as upstream:
+        model = _responses_model(f"http://127.0.0.1:{upstream.port}")
+        options = msgspec.structs.replace(OPTIONS, recover="resume")
+        assert _first_text_then_leave(shell, model, options) == [TextStart(0)]
+        assert [r.method for r in upstream.requests] == ["POST"]
