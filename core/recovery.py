@@ -36,7 +36,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncGenerator, Callable
 from typing import Final, TypeVar
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
 import msgspec
 
@@ -108,9 +108,9 @@ def recovery_mode(model: Model, options: Options) -> RecoverMode | None:
         why = "only OpenAI's Responses API (openai, azure) resumes a response"
     elif _thinking_asked(options):
         why = "a prefill is refused with thinking on (Anthropic, llama.cpp)"
-    elif model.api == "anthropic" and model.provider == "anthropic":
-        return mode
-    elif model.api == "openai-chat" and model.provider in CONTINUE_SERVERS:
+    elif (model.api, model.provider) == ("anthropic", "anthropic") or (
+        model.api == "openai-chat" and model.provider in CONTINUE_SERVERS
+    ):
         return mode
     else:
         why = "only Anthropic and vLLM/llama.cpp servers continue a partial answer"
@@ -144,8 +144,15 @@ def resume_request(request: HTTPRequest, response_id: str, after: int) -> HTTPRe
     if isinstance(body, dict):
         query += [("include[]", str(item)) for item in body.get("include") or ()]
     headers = [(k, v) for k, v in request.headers if k.lower() != "content-type"]
-    url = f"{request.url.rstrip('/')}/{response_id}?{urlencode(query)}"
-    return HTTPRequest(method="GET", url=url, headers=headers, body=b"")
+    url = urlsplit(request.url)  # a gateway's own query (Azure's api-version) stays
+    path = f"{url.path.rstrip('/')}/{quote(response_id, safe='')}"
+    full = "&".join(q for q in (url.query, urlencode(query)) if q)
+    return HTTPRequest(
+        method="GET",
+        url=urlunsplit((url.scheme, url.netloc, path, full, "")),
+        headers=headers,
+        body=b"",
+    )
 
 
 def continue_request(
@@ -269,7 +276,8 @@ class Splice:
             delta = self._unsaid(event.delta)
             if not delta:
                 return []
-            self._texts.setdefault(mapped, []).append(delta)
+            if self.mode == "continue":  # the prefill, should a cut come
+                self._texts.setdefault(mapped, []).append(delta)
             return [TextDelta(mapped, delta)]
         if isinstance(event, TextEnd | ThinkingEnd | ToolCallEnd):
             self._open.pop(mapped, None)

@@ -331,3 +331,20 @@ def test_an_error_after_a_continuation_carries_the_usage_of_every_request() -> N
     joined = _continued(first, second)
     assert isinstance(joined[-1], Error) and joined[-1].kind == ErrorKind.AUTH
     assert joined[-1].usage == Usage(input=4)
+
+
+def test_the_resume_request_keeps_a_gateways_query() -> None:
+    from streamfn.core.providers._request import HTTPRequest
+
+    posted = HTTPRequest(
+        method="POST",
+        url="https://r.openai.azure.com/openai/v1/responses?api-version=preview",
+        headers=[("content-type", "application/json"), ("api-key", "k")],
+        body=b"{}",
+    )
+    got = resume_request(posted, "resp/1", 3)
+    assert got.url == (
+        "https://r.openai.azure.com/openai/v1/responses/resp%2F1"
+        "?api-version=preview&stream=true&starting_after=3"
+    )
+    assert got.headers == [("api-key", "k")] and got.body == b""
