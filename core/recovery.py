@@ -62,9 +62,10 @@ from .events import (
 from .messages import AssistantMessage, Context, TextContent
 from .model_spec import compute_cost
 from .models import Model
-from .options import Options, RecoverMode, ThinkingLevel
+from .options import Options, RecoverMode
 from .providers._base import ProviderCall
 from .providers._request import HTTPRequest, merge_extra_body
+from .providers.claude_thinking import thinking_asked
 
 __all__ = [
     "CONTINUE_SERVERS",
@@ -91,12 +92,6 @@ EventsFor = Callable[
 ]
 
 
-def _thinking_asked(options: Options) -> bool:
-    if options.thinking_budget is not None:
-        return options.thinking_budget > 0
-    return options.thinking not in (None, ThinkingLevel.OFF)
-
-
 def recovery_mode(model: Model, options: Options) -> RecoverMode | None:
     """The recovery ``options`` ask for, if ``model`` can have it; a warning says when not."""
     mode = options.recover
@@ -106,7 +101,7 @@ def recovery_mode(model: Model, options: Options) -> RecoverMode | None:
         if model.api == "openai-responses" and model.provider in RESUMABLE_PROVIDERS:
             return mode
         why = "only OpenAI's Responses API (openai, azure) resumes a response"
-    elif _thinking_asked(options):
+    elif thinking_asked(options):
         why = "a prefill is refused with thinking on (Anthropic, llama.cpp)"
     elif (model.api, model.provider) == ("anthropic", "anthropic") or (
         model.api == "openai-chat" and model.provider in CONTINUE_SERVERS
