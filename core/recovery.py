@@ -350,15 +350,17 @@ async def _recovered(
     events_for: EventsFor, mode: RecoverMode, model: Model, context: Context, options: Options
 ) -> AsyncGenerator[Event, None]:
     splice = Splice(model, mode, options.max_recoveries)
-    calls: list[Call] = []
+    #: every new call made (a resumed call is no new one), with the request it was made for
+    opened: list[tuple[Call, HTTPRequest]] = []
 
-    def first(m: Model, c: Context, o: Options) -> Call:
-        calls.append(open_call(m, c, o))
-        return calls[-1]
+    def opener(m: Model, c: Context, o: Options) -> Call:
+        call = open_call(m, c, o)
+        opened.append((call, call.request))
+        return call
 
     if mode == "resume":
         options = _background(options)
-    events = events_for(model, context, options, first)
+    events = events_for(model, context, options, opener)
     while True:
         cut: Error | None = None
         try:
@@ -372,10 +374,8 @@ async def _recovered(
             await events.aclose()
         if cut is None:
             return
-        events_next = _next_request(
-            splice, cut, calls[-1] if calls else None, model, context, options
-        )
-        if events_next is None:
+        following = _next_request(splice, cut, opened[-1] if opened else None, context, options)
+        if following is None:
             for out in splice.admit(cut):
                 yield out
             return
@@ -387,19 +387,27 @@ async def _recovered(
             splice.recovered,
             splice.max_recoveries,
         )
-        events = events_for(*events_next)
+        next_context, next_options, next_opener = following
+        events = events_for(model, next_context, next_options, next_opener or opener)
 
 
 def _next_request(
-    splice: Splice, cut: Error, call: Call | None, model: Model, context: Context, options: Options
-) -> tuple[Model, Context, Options, Callable[[Model, Context, Options], Call]] | None:
-    """The request that recovers ``cut`` (with `splice` told of it), or None where none can."""
+    splice: Splice,
+    cut: Error,
+    last: tuple[Call, HTTPRequest] | None,
+    context: Context,
+    options: Options,
+) -> tuple[Context, Options, Callable[[Model, Context, Options], Call] | None] | None:
+    """The request that recovers ``cut`` (with `splice` told of it), or None where none
+    can: its context, options and, to resume, the opener of the resumed call.
+    ``last`` is the last new call and the request it was made for."""
+    call = last[0] if last else None
     if splice.mode == "resume":
-        if not isinstance(call, ProviderCall) or not resumable(call):
+        if last is None or not isinstance(call, ProviderCall) or not resumable(call):
             log.warning("recover=resume: the response id or position was not read yet")
             return None
         splice.resume()
-        return model, context, options, _resumer(call)
+        return context, options, _resumer(call, last[1])
     prefix = splice.prefix()
     if prefix is None:
         log.warning(
@@ -407,15 +415,17 @@ def _next_request(
             "answer holds more than text; prefill continues text only, so the Error stands"
         )
         return None
-    next_context, next_options, held = continue_request(model, context, options, prefix)
+    if cut.usage is None and isinstance(call, ProviderCall) and call.usage.total:
+        cut = msgspec.structs.replace(cut, usage=call.usage)  # what it reported before the cut
+    next_context, next_options, held = continue_request(splice.model, context, options, prefix)
     splice.continue_from(cut, held)
-    return model, next_context, next_options, open_call
+    return next_context, next_options, None
 
 
-def _resumer(call: ProviderCall) -> Callable[[Model, Context, Options], Call]:
-    """Each attempt's call for resuming ``call``: the same decoder, asked for the
-    events after the last one it read (a resumed attempt cut again moves that on)."""
-    posted = call.request
+def _resumer(call: ProviderCall, posted: HTTPRequest) -> Callable[[Model, Context, Options], Call]:
+    """Each attempt's call for resuming ``call`` (first sent as ``posted``): the same
+    decoder, asked for the events after the last one it read (a resumed attempt cut
+    again moves that on)."""
     response_id = call.response_id
 
     def resumed(model: Model, context: Context, options: Options) -> Call:

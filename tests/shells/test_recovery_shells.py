@@ -178,6 +178,31 @@ def test_resume_continues_the_same_response_with_one_get(shell: str, framing: st
     assert upstream.requests[1].headers["authorization"] == "Bearer sk-test"
 
 
+def _resuming_twice(request: Request, n: int) -> tuple[bytes, bool]:
+    """The POST and the first GET are both cut; the second GET serves the rest."""
+    if n == 2:
+        return b"".join(RESPONSES_EVENTS[CUT_AFTER:6]) + RESPONSES_EVENTS[6][:20], True
+    return _resuming(request, n)
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_resumed_stream_cut_again_resumes_from_where_it_got(shell: str) -> None:
+    with Upstream(_resuming_twice, "chunked") as upstream:
+        model = _responses_model(f"http://127.0.0.1:{upstream.port}")
+        options = msgspec.structs.replace(OPTIONS, recover="resume")
+        events = _collect(shell, model, options)
+        paths = [r.path.split("&include")[0] for r in upstream.requests]
+    assert paths == [
+        "/v1/responses",
+        f"/v1/responses/resp_cut?stream=true&starting_after={CUT_AFTER - 1}",
+        "/v1/responses/resp_cut?stream=true&starting_after=5",
+    ]
+    assert accumulate(events).text == "".join(WORDS)
+    done = events[-1]
+    assert isinstance(done, Done) and done.recovered == 2
+    assert sum(isinstance(e, Start) for e in events) == 1
+
+
 @pytest.mark.parametrize("shell", SHELLS)
 def test_without_recover_a_cut_is_an_error_after_one_request(shell: str) -> None:
     with Upstream(_resuming) as upstream:
@@ -226,9 +251,12 @@ def _read(model: Model, data: bytes) -> list[Event]:
     return events + call.receive_data(data) + call.receive_eof()
 
 
+@pytest.mark.parametrize("framing", ["close", "chunked"])
 @pytest.mark.parametrize("shell", SHELLS)
-def test_continue_prefills_the_partial_answer_and_bills_both_requests(shell: str) -> None:
-    with Upstream(_continuing) as upstream:
+def test_continue_prefills_the_partial_answer_and_bills_both_requests(
+    shell: str, framing: str
+) -> None:
+    with Upstream(_continuing, framing) as upstream:
         model = _claude(f"http://127.0.0.1:{upstream.port}")
         options = msgspec.structs.replace(OPTIONS, recover="continue")
         events = _collect(shell, model, options)
