@@ -4,7 +4,7 @@ A provider's API accepts a parameter for some of its models and answers 400
 for others (xAI takes ``reasoning_effort`` from grok-3-mini only; Claude 4.5
 refuses ``temperature`` with ``top_p``; Claude with thinking takes ``top_p``
 only between 0.95 and 1). Those rules are `Capabilities` records in
-``CAPABILITY_RULES`` (the table at the end of this module), matched by wire
+``CAPABILITY_RULES`` (the table in `capability_rules`), matched by wire
 format and model-id family, so an unknown model of a known family gets its
 family's rules. A
 `Model` may carry its own ``capabilities`` to override them.
@@ -21,9 +21,10 @@ import logging
 import re
 from typing import TYPE_CHECKING, Any, Final
 
-import msgspec
 from msgspec.structs import replace
 
+from .capability_rules import CAPABILITY_RULES
+from .capability_spec import SAMPLING_KNOBS, Capabilities, CapabilityRule
 from .errors import UsageError
 
 if TYPE_CHECKING:
@@ -50,77 +51,9 @@ __all__ = [
 
 log = logging.getLogger("streamfn")
 
-#: The generation knobs `fit_sampling` decides on, by their `Options` names.
-SAMPLING_KNOBS: Final = ("temperature", "top_p", "top_k", "stop", "seed")
-
 
 class UnsupportedInput(UsageError):
     """The model's wire format cannot take this input; raised before any request is sent."""
-
-
-class Capabilities(msgspec.Struct, frozen=True, kw_only=True):
-    """The request parameters one model (or family) accepts.
-
-    - ``sampling``: knobs accepted with thinking off (`SAMPLING_KNOBS` names).
-    - ``thinking_sampling``: knobs still accepted while the model thinks.
-    - ``thinking_top_p``: the range ``top_p`` must stay in while thinking.
-    - ``temperature_with_top_p``: False when only one of the two may be sent.
-    - ``thinking``: whether the model can think at all.
-    - ``efforts``: the values the effort knob (``reasoning_effort``,
-      ``reasoning.effort``, Gemini 3's ``thinkingLevel``) accepts; empty when the
-      model has no such knob; None when unknown (low/medium/high are sent).
-    - ``thinking_budget``: (min, max) thinking tokens where the knob is a budget;
-      ``max`` 0 means "below the output limit" (Anthropic); None where the model
-      takes no budget at all (Claude Opus 4.7: adaptive thinking only).
-    - ``adaptive_thinking``: Claude 4.6 and later: a thinking level is sent as
-      ``thinking: {"type": "adaptive"}`` with ``output_config.effort`` (one of
-      ``efforts``) instead of a token budget.
-    - ``thinking_off``: whether thinking can be switched off.
-    - ``max_output``: the output-token limit (None: trust ``Model.max_output``).
-    - ``forced_tool_with_thinking``: whether ``tool_choice`` required/a name may
-      be combined with thinking.
-    - ``replay_tool_calls``: what a replayed assistant tool-call turn must carry:
-      ``thinking_block`` (Anthropic with thinking: the turn starts with a signed
-      thinking block), ``thought_signature`` (Gemini 3: the first function call
-      of a turn is signed), ``reasoning_field`` (DeepSeek thinking: the message
-      has ``reasoning_content``), or None.
-    - ``structured_output``: how ``Options.response_schema`` is sent: ``native``
-      (the wire's JSON-schema mode), ``openapi`` (Gemini's OpenAPI-subset
-      ``responseSchema``), ``tool`` (a forced tool whose input is the answer;
-      see `structured`), or ``none`` (refused with a clear error).
-    - ``cache_breakpoints``: how many explicit prompt-cache breakpoints a request
-      may carry (Anthropic and Bedrock: 4); 0 where the model has no prompt cache
-      to mark (see `cache_points`).
-    """
-
-    sampling: tuple[str, ...] = SAMPLING_KNOBS
-    thinking_sampling: tuple[str, ...] = SAMPLING_KNOBS
-    thinking_top_p: tuple[float, float] | None = None
-    temperature_with_top_p: bool = True
-    thinking: bool = True
-    efforts: tuple[str, ...] | None = None
-    thinking_budget: tuple[int, int] | None = None
-    adaptive_thinking: bool = False
-    thinking_off: bool = True
-    max_output: int | None = None
-    forced_tool_with_thinking: bool = True
-    replay_tool_calls: str | None = None
-    structured_output: str = "native"
-    cache_breakpoints: int = 4
-    inputs: tuple[str, ...] | None = None
-    server_tools: tuple[str, ...] | None = None
-
-
-class CapabilityRule(msgspec.Struct, frozen=True, kw_only=True):
-    """``capabilities`` for models whose wire format is one of ``apis`` (and whose
-    provider is one of ``providers``, when given) and whose id matches ``family``
-    (a regular expression searched in the id, so Bedrock's ``us.anthropic.``
-    prefixes and dated suffixes match too)."""
-
-    apis: tuple[str, ...]
-    family: str
-    capabilities: Capabilities
-    providers: tuple[str, ...] = ()
 
 
 _DEFAULT: Final = Capabilities()
@@ -325,177 +258,3 @@ def fit_max_tokens(model: Model, max_tokens: int) -> int:
         unsupported(model, "max_tokens", f"={max_tokens} exceeds its output limit; sent {limit}")
         return limit
     return max_tokens
-
-
-# ---------------------------------------------------------------------------
-# Capabilities by family: what each model accepts in a request (see capabilities.py).
-# First matching rule wins, so specific families come before general ones.
-# ---------------------------------------------------------------------------
-
-#: Claude: no seed. With extended thinking: no temperature/top_k, top_p only in 0.95-1,
-#: no forced tool use, and a tool-use turn being continued must start with its signed
-#: thinking block. https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking
-_CLAUDE: Final = Capabilities(
-    sampling=("temperature", "top_p", "top_k", "stop"),
-    thinking_sampling=("top_p", "stop"),
-    thinking_top_p=(0.95, 1.0),
-    thinking_budget=(1024, 0),
-    forced_tool_with_thinking=False,
-    replay_tool_calls="thinking_block",
-    # Structured outputs (output_config.format) are Claude 4.5+; older Claude answers
-    # through a forced tool. https://docs.claude.com/en/docs/build-with-claude/structured-outputs
-    structured_output="tool",
-)
-#: Converse has no seed; top_k goes through additionalModelRequestFields (Claude only).
-#: https://docs.aws.amazon.com/bedrock/latest/userguide/conversation-inference-call.html
-_CONVERSE_SAMPLING = ("temperature", "top_p", "stop")
-_CLAUDE_APIS = ("anthropic", "bedrock")
-_OPENAI_APIS = ("openai-chat", "openai-responses")
-#: OpenAI reasoning models take no temperature/top_p/stop.
-#: https://platform.openai.com/docs/guides/reasoning
-_OPENAI_REASONING_SAMPLING = ("seed",)
-
-# fmt: off
-CAPABILITY_RULES: list[CapabilityRule] = [
-    # -- Claude (Anthropic API and Bedrock) ------------------------------------
-    # Claude 4.6 and later think adaptively, steered by output_config.effort (the anthropic
-    # SDK's OutputConfigParam: low/medium/high/xhigh/max). Opus 4.7 (and Mythos, Fable)
-    # take adaptive thinking only (a budget is a 400) and no temperature/top_p/top_k;
-    # Opus 4.6 and Sonnet 4.6 still take a budget (deprecated). Output: 128K Opus, 64K Sonnet.
-    # https://platform.claude.com/docs/en/build-with-claude/adaptive-thinking
-    # https://platform.claude.com/docs/en/build-with-claude/effort
-    # https://platform.claude.com/docs/en/about-claude/models/migration-guide#migrating-to-claude-opus-4-7
-    # https://docs.aws.amazon.com/bedrock/latest/userguide/claude-messages-adaptive-thinking.html
-    CapabilityRule(apis=_CLAUDE_APIS, family=r"claude-opus-4[-.][7-9]|claude-(mythos|fable)",
-                   capabilities=replace(
-        _CLAUDE, sampling=("stop",), thinking_sampling=("stop",), thinking_top_p=None,
-        adaptive_thinking=True, thinking_budget=None,
-        efforts=("low", "medium", "high", "xhigh", "max"), max_output=128_000,
-        structured_output="native")),
-    CapabilityRule(apis=_CLAUDE_APIS, family=r"claude-opus-(4[-.]6|[5-9])", capabilities=replace(
-        _CLAUDE, temperature_with_top_p=False, adaptive_thinking=True,
-        efforts=("low", "medium", "high", "max"), max_output=128_000,
-        structured_output="native")),
-    CapabilityRule(apis=_CLAUDE_APIS, family=r"claude-sonnet-(4[-.]6|[5-9])", capabilities=replace(
-        _CLAUDE, temperature_with_top_p=False, adaptive_thinking=True,
-        efforts=("low", "medium", "high"), max_output=64_000, structured_output="native")),
-    # Claude 4.5: "temperature and top_p cannot both be specified for this model".
-    # https://docs.anthropic.com/en/docs/about-claude/models/migrating-to-claude-4
-    CapabilityRule(apis=_CLAUDE_APIS, family=r"claude-(opus|sonnet|haiku)-4[-.]5", capabilities=replace(
-        _CLAUDE, temperature_with_top_p=False, max_output=64_000, structured_output="native")),
-    # Output limits: https://docs.anthropic.com/en/docs/about-claude/models/overview
-    CapabilityRule(apis=_CLAUDE_APIS, family=r"claude-opus-4", capabilities=replace(
-        _CLAUDE, max_output=32_000)),
-    CapabilityRule(apis=_CLAUDE_APIS, family=r"claude-(sonnet-4|3-7-sonnet)", capabilities=replace(
-        _CLAUDE, max_output=64_000)),
-    CapabilityRule(apis=_CLAUDE_APIS, family=r"claude-3", capabilities=replace(
-        _CLAUDE, thinking=False, max_output=8_192)),
-    CapabilityRule(apis=_CLAUDE_APIS, family=r"claude", capabilities=_CLAUDE),
-    # -- other Bedrock models: Converse's own knobs, no thinking. Structured output rides on
-    # a forced tool, which Converse takes from Claude and Nova only ("SpecificToolChoice:
-    # only supported by Anthropic Claude 3 and Amazon Nova models", botocore's model); so
-    # is prompt caching (cachePoint).
-    # https://docs.aws.amazon.com/bedrock/latest/userguide/prompt-caching.html
-    CapabilityRule(apis=("bedrock",), family=r"amazon\.nova", capabilities=Capabilities(
-        sampling=_CONVERSE_SAMPLING, thinking=False, structured_output="tool")),
-    CapabilityRule(apis=("bedrock",), family=r"", capabilities=Capabilities(
-        sampling=_CONVERSE_SAMPLING, thinking=False, structured_output="none",
-        cache_breakpoints=0)),
-    # -- OpenAI ------------------------------------------------------------------------
-    # Effort levels per model (the openai SDK's ReasoningEffort names them all:
-    # none/minimal/low/medium/high/xhigh/max): gpt-5 takes minimal..high; gpt-5.1 replaced
-    # minimal with none (its default); xhigh came with gpt-5.1-codex-max and every model
-    # after it; the codex models take no none; gpt-5-pro takes high only, the later pro
-    # models medium..xhigh. o-series: low/medium/high. None of them takes temperature,
-    # top_p or stop.
-    # https://developers.openai.com/api/docs/guides/reasoning
-    # https://platform.openai.com/docs/api-reference/chat/create#chat-create-reasoning_effort
-    CapabilityRule(apis=_OPENAI_APIS, family=r"^gpt-5-pro", providers=("openai", "azure"),
-                   capabilities=Capabilities(sampling=_OPENAI_REASONING_SAMPLING,
-                                             thinking_sampling=_OPENAI_REASONING_SAMPLING,
-                                             efforts=("high",), thinking_off=False)),
-    CapabilityRule(apis=_OPENAI_APIS, family=r"^gpt-5\.\d+-pro", providers=("openai", "azure"),
-                   capabilities=Capabilities(sampling=_OPENAI_REASONING_SAMPLING,
-                                             thinking_sampling=_OPENAI_REASONING_SAMPLING,
-                                             efforts=("medium", "high", "xhigh"),
-                                             thinking_off=False)),
-    CapabilityRule(apis=_OPENAI_APIS, family=r"^gpt-5\.1-codex(?!-max)",
-                   providers=("openai", "azure"),
-                   capabilities=Capabilities(sampling=_OPENAI_REASONING_SAMPLING,
-                                             thinking_sampling=_OPENAI_REASONING_SAMPLING,
-                                             efforts=("low", "medium", "high"),
-                                             thinking_off=False)),
-    CapabilityRule(apis=_OPENAI_APIS, family=r"^gpt-5\.\d+-codex", providers=("openai", "azure"),
-                   capabilities=Capabilities(sampling=_OPENAI_REASONING_SAMPLING,
-                                             thinking_sampling=_OPENAI_REASONING_SAMPLING,
-                                             efforts=("low", "medium", "high", "xhigh"),
-                                             thinking_off=False)),
-    CapabilityRule(apis=_OPENAI_APIS, family=r"^gpt-5\.1(?!\d|-chat)",
-                   providers=("openai", "azure"),
-                   capabilities=Capabilities(sampling=_OPENAI_REASONING_SAMPLING,
-                                             thinking_sampling=_OPENAI_REASONING_SAMPLING,
-                                             efforts=("none", "low", "medium", "high"))),
-    CapabilityRule(apis=_OPENAI_APIS, family=r"^gpt-5\.\d+(?!.*chat)",
-                   providers=("openai", "azure"),
-                   capabilities=Capabilities(sampling=_OPENAI_REASONING_SAMPLING,
-                                             thinking_sampling=_OPENAI_REASONING_SAMPLING,
-                                             efforts=("none", "low", "medium", "high", "xhigh"))),
-    CapabilityRule(apis=_OPENAI_APIS, family=r"^gpt-5(?!.*chat)", providers=("openai", "azure"),
-                   capabilities=Capabilities(sampling=_OPENAI_REASONING_SAMPLING,
-                                             thinking_sampling=_OPENAI_REASONING_SAMPLING,
-                                             efforts=("minimal", "low", "medium", "high"),
-                                             thinking_off=False)),
-    CapabilityRule(apis=_OPENAI_APIS, family=r"^o\d", providers=("openai", "azure"),
-                   capabilities=Capabilities(sampling=_OPENAI_REASONING_SAMPLING,
-                                             thinking_sampling=_OPENAI_REASONING_SAMPLING,
-                                             efforts=("low", "medium", "high"),
-                                             thinking_off=False)),
-    # -- xAI: only grok-3-mini takes reasoning_effort (low/high); grok-4 reasons always
-    # and refuses reasoning_effort, stop and penalties.
-    # https://docs.x.ai/docs/guides/reasoning
-    CapabilityRule(apis=("openai-chat",), family=r"^grok-3-mini", providers=("xai",),
-                   capabilities=Capabilities(efforts=("low", "high"))),
-    CapabilityRule(apis=("openai-chat",), family=r"^grok-(4|code)", providers=("xai",),
-                   capabilities=Capabilities(sampling=("temperature", "top_p", "seed"),
-                                             thinking_sampling=("temperature", "top_p", "seed"),
-                                             efforts=(), thinking_off=False)),
-    # -- Groq: gpt-oss takes low/medium/high.
-    # https://console.groq.com/docs/reasoning
-    CapabilityRule(apis=("openai-chat",), family=r"gpt-oss", providers=("groq",),
-                   capabilities=Capabilities(efforts=("low", "medium", "high"))),
-    # -- DeepSeek thinking mode: tool-call turns must carry reasoning_content back.
-    # https://api-docs.deepseek.com/guides/thinking_mode#tool-calls
-    # DeepSeek has JSON mode (json_object) but no JSON-schema output: a schema is refused.
-    # https://api-docs.deepseek.com/guides/json_mode
-    CapabilityRule(apis=("openai-chat",), family=r"reasoner", providers=("deepseek",),
-                   capabilities=Capabilities(replay_tool_calls="reasoning_field",
-                                             thinking_off=False, structured_output="none")),
-    CapabilityRule(apis=("openai-chat",), family=r"", providers=("deepseek",),
-                   capabilities=Capabilities(structured_output="none")),
-    # -- Gemini ------------------------------------------------------------------------
-    # Gemini 3 takes thinkingLevel low/high, cannot switch thinking off, and needs the
-    # first function call of each step signed.
-    # https://ai.google.dev/gemini-api/docs/thinking  https://ai.google.dev/gemini-api/docs/thought-signatures
-    # Levels per model (google-genai's ThinkingLevel names MINIMAL..XHIGH): Gemini 3 Flash
-    # takes minimal/low/medium/high, 3.1 Pro low/medium/high, 3 Pro low/high.
-    CapabilityRule(apis=("gemini",), family=r"gemini-3(\.\d+)?-flash", capabilities=Capabilities(
-        efforts=("minimal", "low", "medium", "high"), thinking_off=False,
-        replay_tool_calls="thought_signature")),
-    CapabilityRule(apis=("gemini",), family=r"gemini-3\.[1-9]", capabilities=Capabilities(
-        efforts=("low", "medium", "high"), thinking_off=False,
-        replay_tool_calls="thought_signature")),
-    CapabilityRule(apis=("gemini",), family=r"gemini-3", capabilities=Capabilities(
-        efforts=("low", "high"), thinking_off=False, replay_tool_calls="thought_signature")),
-    # Budget ranges per model: https://ai.google.dev/gemini-api/docs/thinking#set-budget
-    CapabilityRule(apis=("gemini",), family=r"gemini-2\.5-pro", capabilities=Capabilities(
-        thinking_budget=(128, 32_768), thinking_off=False)),
-    CapabilityRule(apis=("gemini",), family=r"gemini-2\.5-flash-lite", capabilities=Capabilities(
-        thinking_budget=(512, 24_576))),
-    CapabilityRule(apis=("gemini",), family=r"gemini-2\.5-flash", capabilities=Capabilities(
-        thinking_budget=(1, 24_576))),
-    # responseJsonSchema is Gemini 2.5+; older models take the OpenAPI-subset responseSchema.
-    # https://ai.google.dev/gemini-api/docs/structured-output
-    CapabilityRule(apis=("gemini",), family=r"gemini-(1|2\.0)", capabilities=Capabilities(
-        thinking=False, structured_output="openapi")),
-]
-# fmt: on

@@ -4,7 +4,7 @@ Without it, a stream whose connection drops after output began ends in an
 `Error` and the caller starts over. With it, the shells go on where the cut
 left off, and the caller sees one stream: one `Start`, continuous block
 indexes, no text twice, one terminal event, and ``Done.recovered`` counting
-the cuts survived.
+the cuts survived (unset when there was none).
 
 - ``"resume"`` (OpenAI Responses, ``openai`` and ``azure``): the request asks
   for a background response (``background: true``, ``store: true``); after a
@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncGenerator, Callable
-from typing import Final, TypeVar
+from typing import Final
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
 import msgspec
@@ -63,6 +63,7 @@ from .messages import AssistantMessage, Context, TextContent
 from .model_spec import compute_cost
 from .models import Model
 from .options import Options, RecoverMode
+from .pause_turn import summed
 from .providers._base import ProviderCall
 from .providers._request import HTTPRequest, merge_extra_body
 from .providers.claude_thinking import thinking_asked
@@ -180,15 +181,6 @@ def continue_request(
     )
 
 
-_Bill = TypeVar("_Bill", Usage, Cost)
-
-
-def _plus(a: _Bill, b: _Bill) -> _Bill:
-    """Two requests' `Usage` (or `Cost`) as one, field by field (``total`` recomputed)."""
-    fields = [name for name in a.__struct_fields__ if name != "total"]
-    return type(a)(**{name: getattr(a, name) + getattr(b, name) for name in fields})
-
-
 _STARTS: Final = {TextStart: "text", ThinkingStart: "thinking", ToolCallStart: "tool"}
 
 
@@ -244,8 +236,8 @@ class Splice:
         """The next events are a continuation of the text so far (a new response)."""
         self.recovered += 1
         if cut.usage is not None:
-            self._usage = _plus(self._usage, cut.usage)
-            self._cost = _plus(self._cost, compute_cost(self.model, cut.usage))
+            self._usage = summed(self._usage, cut.usage)
+            self._cost = summed(self._cost, compute_cost(self.model, cut.usage))
         self._map = {}
         open_text = [i for i, kind in self._open.items() if kind == "text"]
         self._merge = open_text[-1] if open_text else None
@@ -322,12 +314,12 @@ class Splice:
         if isinstance(event, Done):
             event = msgspec.structs.replace(
                 event,
-                usage=_plus(self._usage, event.usage),
-                cost=_plus(self._cost, event.cost),
-                recovered=self.recovered,
+                usage=summed(self._usage, event.usage),
+                cost=summed(self._cost, event.cost),
+                recovered=self.recovered or msgspec.UNSET,
             )
         elif self._usage.total:
-            usage = self._usage if event.usage is None else _plus(self._usage, event.usage)
+            usage = self._usage if event.usage is None else summed(self._usage, event.usage)
             event = msgspec.structs.replace(event, usage=usage)
         out.append(event)
         return out
