@@ -22,7 +22,7 @@ import queue
 import threading
 import weakref
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Generator
 from pathlib import Path
 from typing import Any, Final
 
@@ -54,6 +54,11 @@ __all__ = ["LocalModel"]
 #: CTranslate2's RNG is per worker thread and seeded once; serialise seeded loads.
 _SEED_LOCK: Final = threading.Lock()
 _DEFAULT_MAX_TOKENS: Final = 2048
+#: the repetition guard's knobs (CTranslate2's names), settable per model or per
+#: request in ``Options.extra_body`` as for vLLM: ``repetition_penalty`` > 1 lowers the
+#: score of tokens already generated; ``no_repeat_ngram_size`` n > 0 forbids
+#: generating any n tokens twice. 1.0 and 0 switch them off.
+GUARD_KNOBS: Final = ("repetition_penalty", "no_repeat_ngram_size")
 
 #: models still holding a CTranslate2 generator (see `_close_all_at_exit`)
 _LIVE: Final[weakref.WeakSet[LocalModel]] = weakref.WeakSet()
@@ -139,6 +144,14 @@ class LocalModel:
     where they were. Seeded sampling (``temperature > 0`` with a ``seed``) runs
     alone, so the seed reproduces the same text. Greedy output (temperature 0)
     does not depend on who else is in the batch.
+
+    The repetition guard (``repetition_penalty`` > 1 lowers the score of tokens
+    already in the answer; ``no_repeat_ngram_size`` forbids repeating an
+    n-gram; see `GUARD_KNOBS`) is off unless set here or in a request's
+    ``Options.extra_body``; small models decoding greedily loop without it
+    (``streamfn chat`` turns it on). A guarded stream never yields its lane
+    mid-answer: CTranslate2 counts only the tokens of the current call, so a
+    resume would change what it guards against.
     """
 
     def __init__(
@@ -151,8 +164,21 @@ class LocalModel:
         max_batch_size: int = 8,
         parallel_batches: int | None = None,
         max_queue_wait: float = 5.0,
+        repetition_penalty: float = 1.0,
+        no_repeat_ngram_size: int = 0,
     ) -> None:
         import ctranslate2
+
+        guard = _guard(
+            {
+                "repetition_penalty": repetition_penalty,
+                "no_repeat_ngram_size": no_repeat_ngram_size,
+            },
+            {},
+        )
+        if isinstance(guard, str):
+            raise ValueError(guard)
+        self._guard = guard
 
         self.model_dir = Path(model_dir)
         if not (self.model_dir / "model.bin").is_file():
@@ -287,6 +313,10 @@ class LocalModel:
             }
         else:
             sampling = {"sampling_topk": 1}
+        guard = _guard(options.extra_body or {}, self._guard)
+        if isinstance(guard, str):
+            return Error.invalid_request(guard)
+        sampling.update(guard)
         return _Plan(
             prompt=tokens,
             max_tokens=max(1, min(wanted, room)),
@@ -342,7 +372,9 @@ class LocalModel:
                 del seeded
 
     # -- streams ----------------------------------------------------------
-    def stream_sync(self, context: Context, options: Options | None = None) -> Iterator[Event]:
+    def stream_sync(
+        self, context: Context, options: Options | None = None
+    ) -> Generator[Event, None, None]:
         """Events as a plain iterator, for scripts; leaving the loop early stops generation.
 
         Wrap in `contextlib.closing` where the iterator may not be dropped at once
@@ -483,6 +515,30 @@ class _Finished:
         if not self._events:
             raise StopAsyncIteration
         return self._events.popleft()
+
+
+def _guard(asked: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any] | str:
+    """The repetition guard's CTranslate2 arguments (`GUARD_KNOBS`): ``asked`` over
+    ``defaults``, only those that are on; or what is wrong with ``asked``."""
+    unknown = sorted(set(asked) - set(GUARD_KNOBS))
+    if unknown:
+        return (
+            f"the local model takes no {', '.join(unknown)} in extra_body; "
+            f"it knows {', '.join(GUARD_KNOBS)}"
+        )
+    merged = {**defaults, **asked}
+    penalty = merged.get("repetition_penalty", 1.0)
+    ngram = merged.get("no_repeat_ngram_size", 0)
+    if isinstance(penalty, bool) or not isinstance(penalty, (int, float)) or not penalty > 0:
+        return f"repetition_penalty must be a number above 0 (1.0: off), not {penalty!r}"
+    if isinstance(ngram, bool) or not isinstance(ngram, int) or ngram < 0:
+        return f"no_repeat_ngram_size must be a whole number, 0 (off) or more, not {ngram!r}"
+    on: dict[str, Any] = {}
+    if penalty != 1.0:
+        on["repetition_penalty"] = float(penalty)
+    if ngram:
+        on["no_repeat_ngram_size"] = ngram
+    return on
 
 
 def _token_text(value: Any) -> str:

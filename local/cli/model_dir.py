@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import Final
 
+from ..provider import LOCAL_EXTRA_HINT, MODEL_DIR_ENV
 from .command import CommandError
 
 __all__ = [
@@ -22,15 +23,7 @@ __all__ = [
     "require_prepared",
 ]
 
-#: where `streamfn chat` finds the local model when --model-dir is not given
-MODEL_DIR_ENV: Final = "STREAMFN_LOCAL_MODEL_DIR"
 LOCAL_PREFIX: Final = "local"
-
-#: how to get the local model's dependencies, said wherever they are missing
-LOCAL_EXTRA_HINT: Final = (
-    "install the [local] extra: `pip install 'streamfn[local]'` "
-    "(from a checkout: `pip install -e '.[local]'`)"
-)
 
 
 def add_model_dir(parser: argparse.ArgumentParser) -> None:
