@@ -34,11 +34,16 @@ from .model_dir import LOCAL_PREFIX, add_model_dir
 from .progress import progress_printer
 from .render import Renderer
 
-__all__ = ["COMMAND", "DEFAULT_LOCAL_MAX_TOKENS"]
+__all__ = ["COMMAND", "DEFAULT_LOCAL_MAX_TOKENS", "LOCAL_REPETITION_GUARD"]
 
 #: the local chat's cap on generated tokens unless --max-tokens says otherwise: a
 #: small model's useful answers fit (a few seconds on a laptop CPU), a runaway one stops
 DEFAULT_LOCAL_MAX_TOKENS: Final = 512
+
+#: the local chat's repetition guard (CTranslate2's knobs, see `streamfn.local.model`):
+#: small models decoding greedily fall into loops; this mild penalty breaks them and
+#: leaves short factual answers meaningful ("The capital of France is Paris ...")
+LOCAL_REPETITION_GUARD: Final = {"repetition_penalty": 1.1}
 
 #: the assistant turn kept when Ctrl-C ended it
 INTERRUPTED: Final = "interrupted by the user (Ctrl-C)"
@@ -114,6 +119,7 @@ def _options(args: argparse.Namespace, local: bool) -> Options:
         max_tokens=max_tokens,
         temperature=args.temperature,
         thinking=ThinkingLevel(args.thinking) if args.thinking else None,
+        extra_body=dict(LOCAL_REPETITION_GUARD) if local else None,
     )
 
 
