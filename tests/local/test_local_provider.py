@@ -66,18 +66,22 @@ def _sync(chosen: Model, environ: dict[str, str]) -> list[Event]:
 
 def _trio(chosen: Model, environ: dict[str, str]) -> list[Event]:
     async def main() -> list[Event]:
-        async with io_trio.Client(environ=environ) as client:
-            async with client.stream(chosen, PROMPT, OPTIONS) as events:
-                return [event async for event in events]
+        async with (
+            io_trio.Client(environ=environ) as client,
+            client.stream(chosen, PROMPT, OPTIONS) as events,
+        ):
+            return [event async for event in events]
 
     return trio.run(main)
 
 
 def _asyncio(chosen: Model, environ: dict[str, str]) -> list[Event]:
     async def main() -> list[Event]:
-        async with io_asyncio.Client(environ=environ) as client:
-            async with client.stream(chosen, PROMPT, OPTIONS) as events:
-                return [event async for event in events]
+        async with (
+            io_asyncio.Client(environ=environ) as client,
+            client.stream(chosen, PROMPT, OPTIONS) as events,
+        ):
+            return [event async for event in events]
 
     return asyncio.run(main())
 
@@ -186,9 +190,7 @@ def test_trio_cancellation_stops_the_local_stream(
 def test_the_repetition_guard_is_asked_per_request_and_checked(tiny_dir: Path) -> None:
     chosen = model(f"local:{tiny_dir}")
     plain = _sync_events(chosen, Options(max_tokens=40))
-    guarded = _sync_events(
-        chosen, Options(max_tokens=40, extra_body={"no_repeat_ngram_size": 2})
-    )
+    guarded = _sync_events(chosen, Options(max_tokens=40, extra_body={"no_repeat_ngram_size": 2}))
     assert isinstance(plain[-1], Done) and isinstance(guarded[-1], Done)
 
     def text(events: list[Event]) -> str:
