@@ -24,7 +24,7 @@ import msgspec
 
 from streamfn.core.accumulate import accumulate
 from streamfn.core.events import Done, Error, Event, StopReason, encode_event_json
-from streamfn.core.messages import AssistantMessage, Context, Message, UserMessage
+from streamfn.core.messages import AssistantMessage, Context, Message, TextContent, UserMessage
 from streamfn.core.models import Model
 from streamfn.core.options import Options, ThinkingLevel
 
@@ -45,8 +45,8 @@ DEFAULT_LOCAL_MAX_TOKENS: Final = 512
 #: leaves short factual answers meaningful ("The capital of France is Paris ...")
 LOCAL_REPETITION_GUARD: Final = {"repetition_penalty": 1.1}
 
-#: the assistant turn kept when Ctrl-C ended it
-INTERRUPTED: Final = "interrupted by the user (Ctrl-C)"
+#: how an answer Ctrl-C ended is marked in the conversation
+INTERRUPTED_MARK: Final = " [interrupted by the user]"
 
 
 class _Transcript:
@@ -59,9 +59,18 @@ class _Transcript:
         return accumulate(self.events)
 
     def interrupted(self) -> AssistantMessage:
-        """The partial answer, marked: ``stop_reason`` aborted, ``error_message`` saying why."""
-        ended = self.events and isinstance(self.events[-1], (Done, Error))
-        return accumulate(self.events if ended else [*self.events, Error.aborted(INTERRUPTED)])
+        """The partial answer as the conversation keeps it: its text so far, then a mark.
+
+        Only the text: a thinking block or a tool call cut off half-way cannot
+        be replayed (providers skip a whole turn that ended aborted, so the
+        model would not see what it said). The mark tells the model, and the
+        reader of a saved conversation, that the user stopped the answer here.
+        """
+        partial = accumulate(self.events)
+        text = "".join(b.text for b in partial.content if isinstance(b, TextContent))
+        return msgspec.structs.replace(
+            partial, content=[TextContent(text=f"{text}{INTERRUPTED_MARK}")], error_message=None
+        )
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:

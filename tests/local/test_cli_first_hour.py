@@ -298,12 +298,22 @@ def test_broken_pipe_is_a_quiet_exit(fake: FakeProvider) -> None:
     assert err == ""
 
 
-def test_ctrl_c_exits_130_with_one_line(fake: FakeProvider) -> None:
-    proc = _spawn_chat("--base-url", fake.base_url("stall-first", "openai-chat"))
+@pytest.fixture
+def stalled() -> Any:
+    """A fake whose stalls end only when the test is over, so nothing but the interrupt
+    can end the stream. (With ``fake``'s one-second stall, a busy machine could take
+    longer than the stalls of all three attempts to deliver the interrupt: the stream
+    then failed first, exit 1.)"""
+    with FakeProvider(stall=3600) as server:
+        yield server
+
+
+def test_ctrl_c_exits_130_with_one_line(stalled: FakeProvider) -> None:
+    proc = _spawn_chat("--base-url", stalled.base_url("stall-first", "openai-chat"))
     deadline = time.monotonic() + 60
-    while not fake.requests and time.monotonic() < deadline:
+    while not stalled.requests and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert fake.requests, "the CLI never reached the fake provider"
+    assert stalled.requests, "the CLI never reached the fake provider"
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == cli.EXIT_INTERRUPTED
