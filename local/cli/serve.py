@@ -440,7 +440,8 @@ def _run(args: argparse.Namespace) -> int:
         import hypercorn  # noqa: F401
     except ImportError as exc:
         raise CommandError(
-            f"streamfn serve needs hypercorn ({exc}); install it with: pip install 'streamfn[serve]'"
+            f"streamfn serve needs hypercorn ({exc}); install the [serve] extra: "
+            "`pip install 'streamfn[serve]'` (from a checkout: `pip install -e '.[serve]'`)"
         ) from exc
     base_urls = _check(args)
     sock = _listen(args.host, args.port)
