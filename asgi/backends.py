@@ -19,7 +19,7 @@ from typing import Any
 
 import msgspec
 
-from streamfn.core.credentials import MissingCredentials
+from streamfn.core.credentials import MissingCredentials, resolve_api_key
 from streamfn.core.events import Event
 from streamfn.core.http.client_base import ClientBase
 from streamfn.core.messages import Context
@@ -68,11 +68,15 @@ class ProviderBackend:
         served: Iterable[ServedModel] = (),
         registry: bool = True,
         base_urls: Mapping[str, str] | None = None,
+        list_all: bool = False,
     ) -> None:
         """``models`` are served by ``provider:id`` ahead of the registry's (a
         gateway's own vLLM box, a renamed deployment ...); ``served`` under
         their own names; ``registry`` False serves only those two.
-        ``base_urls`` sends every model of a provider to another upstream."""
+        ``base_urls`` sends every model of a provider to another upstream.
+        `list_models` names only the models whose key this server holds (a
+        client cannot use the others: they answer that the server has no
+        key); ``list_all`` names every model it knows, keys or not."""
         self.environ = environment(environ)
         if client is None:
             raise TypeError(
@@ -85,16 +89,36 @@ class ProviderBackend:
         self.served = {s.name: s for s in served}
         self.registry = registry
         self.base_urls = dict(base_urls or {})
+        self.list_all = list_all
 
     async def aclose(self) -> None:
         """Close idle upstream connections (the server calls this at shutdown)."""
         await self.client.aclose()
 
     def list_models(self) -> list[str]:
-        names = list(self.served) + list(self.models)
+        """What a client can ask for: the models whose upstream key is set here (all
+        the models known, with ``list_all``)."""
+        names = [s.name for s in self.served.values() if self._servable(s.model, s.api_key_env)]
+        names += [key for key, m in self.models.items() if self._servable(m)]
         if self.registry:
-            names += [m.key for m in list_models() if m.key not in self.models]
+            names += [
+                m.key
+                for m in list_models()
+                if m.key not in self.models and m.api != "local" and self._servable(m)
+            ]
         return names
+
+    def _servable(self, model: Model, api_key_env: str | None = None) -> bool:
+        """Whether this server holds ``model``'s key (keyless servers always do)."""
+        if self.list_all:
+            return True
+        if api_key_env:
+            return bool(self.environ.get(api_key_env))
+        try:
+            resolve_api_key(model, Options(), self.environ)
+        except MissingCredentials:
+            return False
+        return True
 
     def _resolve(self, name: str) -> tuple[Model, ServedModel | None]:
         served = self.served.get(name)

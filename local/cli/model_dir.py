@@ -30,6 +30,7 @@ def add_model_dir(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model-dir",
         type=Path,
+        metavar="DIR",
         help=f"local model directory (default: ${MODEL_DIR_ENV} or the user cache)",
     )
 

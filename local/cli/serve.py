@@ -1,12 +1,10 @@
 """``streamfn serve``: serve the local model and upstream providers over HTTP.
 
-OpenAI clients use ``/v1/chat/completions``, Anthropic clients
-``/v1/messages``, streamfn's own proxy provider ``/v1/stream``. The server
-is the ASGI app `streamfn.asgi.App`, run by hypercorn on asyncio
-(`streamfn.io_asyncio.serve`) or trio (``--shell trio``, `streamfn.io_trio.server`);
-this module is the composition root: it picks the shell, its upstream client
-and the local model's backend, and hands them to the app. ``--workers N`` runs N such processes on one
-listening socket (the server keeps no state between requests).
+The server is the ASGI app `streamfn.asgi.App`, run by hypercorn on asyncio
+(`streamfn.io_asyncio.serve`) or trio (`streamfn.io_trio.server`). This
+module puts the pieces together: it picks the shell, its upstream client and
+the local model's backend, and hands them to the app. Its help text for
+users is `_DESCRIPTION` and `_EPILOG`.
 """
 
 from __future__ import annotations
@@ -21,12 +19,22 @@ from pathlib import Path
 from typing import Any
 
 from .command import EXIT_OK, EXIT_USAGE, Command, CommandError
+from .flags import check_base_url
 from .model_dir import add_model_dir, model_dir, require_prepared
 from .progress import progress_printer
 
 __all__ = ["API_KEY_ENV", "COMMAND"]
 
 API_KEY_ENV = "STREAMFN_SERVER_API_KEY"
+
+_DESCRIPTION = """\
+Serve models over HTTP: the local model and every provider whose key is set here,
+to any OpenAI client (/v1/chat/completions), Anthropic client (/v1/messages) or
+streamfn's own proxy provider (/v1/stream, -m proxy:MODEL). Clients pick a model
+by name ("local", "openai:gpt-4o-mini" ...); GET /v1/models lists those this
+server can serve. The server keeps no state between requests, so --workers N
+processes can share one port.
+"""
 
 _EPILOG = f"""\
 examples:
@@ -43,8 +51,18 @@ then, from any OpenAI client:
   curl -N http://127.0.0.1:8000/v1/chat/completions -H 'content-type: application/json' \\
     -d '{{"model": "local", "stream": true, "messages": [{{"role": "user", "content": "Hi"}}]}}'
 
-The token may also come from ${API_KEY_ENV}. Stop with Ctrl-C or SIGTERM: open streams
-get --shutdown-grace seconds to finish, then end with an error event in their dialect.
+environment:
+  {API_KEY_ENV:<28}the token clients must send (like --api-key); streamfn
+                              clients send theirs from STREAMFN_PROXY_TOKEN
+  OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY ...
+                              the upstream keys, read once at start; a model whose key
+                              is missing is not listed, and asking for it is an error
+                              saying the server lacks its key
+  STREAMFN_LOCAL_MODEL_DIR    the local model's directory (like --model-dir)
+  STREAMFN_DEBUG=1            a traceback instead of a one-line error
+
+Stop with Ctrl-C or SIGTERM: open streams get --shutdown-grace seconds to finish,
+then end with an error event in their dialect.
 """
 
 
@@ -61,9 +79,17 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 def _add_access(parser: argparse.ArgumentParser) -> None:
     """Where the server listens and who may call it."""
     add = parser.add_argument
-    add("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    add("--port", type=int, default=8000, help="port (default 8000; 0 picks a free one)")
-    add("--api-key", help=f"require this bearer token (or set {API_KEY_ENV})")
+    add(
+        "--host", default="127.0.0.1", metavar="ADDRESS", help="address to bind (default 127.0.0.1)"
+    )
+    add(
+        "--port",
+        type=int,
+        default=8000,
+        metavar="PORT",
+        help="port (default 8000; 0 picks a free one)",
+    )
+    add("--api-key", metavar="TOKEN", help=f"require this bearer token (or set {API_KEY_ENV})")
     add(
         "--insecure-no-auth",
         action="store_true",
@@ -84,7 +110,14 @@ def _add_sources(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="PROVIDER=URL",
-        help="send every PROVIDER:* model to URL instead (repeatable)",
+        help="send every PROVIDER:* model to URL instead, --config models of PROVIDER too "
+        "(repeatable)",
+    )
+    add(
+        "--list-all-models",
+        action="store_true",
+        help="GET /v1/models lists every known model (default: only those whose provider "
+        "key is set here, the ones a client can use)",
     )
 
 
@@ -101,25 +134,35 @@ def _add_capacity(parser: argparse.ArgumentParser) -> None:
     )
     add(
         "--max-concurrency",
+        metavar="N",
         type=int,
         default=1024,
         help="model streams running at once (default 1024)",
     )
     add(
         "--max-queue",
+        metavar="N",
         type=int,
         default=1024,
         help="requests waiting for a stream or sending their body; past it 429 (default 1024)",
     )
     add(
         "--max-connections",
+        metavar="N",
         type=int,
         default=4096,
         help="open connections; past it 503 at once (default 4096)",
     )
-    add("--max-body-bytes", type=int, default=8 << 20, help="request body cap (default 8 MiB)")
+    add(
+        "--max-body-bytes",
+        type=int,
+        default=8 << 20,
+        metavar="BYTES",
+        help="request body cap (default 8 MiB)",
+    )
     add(
         "--max-buffered-bytes",
+        metavar="BYTES",
         type=int,
         default=256 << 20,
         help="request bodies held in memory at once, all requests together; past it a "
@@ -132,26 +175,36 @@ def _add_timeouts(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     add(
         "--head-timeout",
+        metavar="SECONDS",
         type=float,
         default=10.0,
         help="seconds a connection may take to send a request head (default 10)",
     )
     add(
         "--body-timeout",
+        metavar="SECONDS",
         type=float,
         default=30.0,
         help="seconds a request may take to send its body (default 30)",
     )
     add(
         "--head-wait",
+        metavar="SECONDS",
         type=float,
         default=1.0,
         help="seconds a stream waits for the model before sending headers and an SSE "
         "comment; errors before it are HTTP errors (default 1)",
     )
-    add("--keepalive", type=float, default=15.0, help="seconds between keep-alives (default 15)")
+    add(
+        "--keepalive",
+        type=float,
+        default=15.0,
+        metavar="SECONDS",
+        help="seconds between keep-alives (default 15)",
+    )
     add(
         "--shutdown-grace",
+        metavar="SECONDS",
         type=float,
         default=10.0,
         help="seconds open streams get at shutdown (default 10)",
@@ -244,12 +297,19 @@ def _check(args: argparse.Namespace) -> dict[str, str]:
     base_urls = {}
     for item in args.base_url:
         provider, sep, url = item.partition("=")
-        if not sep or not provider or not url.startswith(("http://", "https://")):
+        if not sep or not provider:
             raise CommandError(
                 f"--base-url {item!r}: expected PROVIDER=URL, e.g. openai=http://127.0.0.1:4000/v1",
                 EXIT_USAGE,
             )
-        base_urls[provider] = url.rstrip("/")
+        base_urls[provider] = check_base_url(f"--base-url {provider}=", url).rstrip("/")
+    if args.config is not None:  # read again when serving; here only to refuse it early
+        from .serve_config import ConfigError, load_gateway_config, with_base_urls
+
+        try:
+            with_base_urls(load_gateway_config(args.config), base_urls)
+        except ConfigError as exc:
+            raise CommandError(str(exc), EXIT_USAGE) from exc
     if not args.no_local:
         require_prepared(model_dir(args))
     return base_urls
@@ -276,7 +336,7 @@ def _backend(args: argparse.Namespace, base_urls: dict[str, str]) -> Any:
     from streamfn.asgi.backends import ProviderBackend, RouterBackend, environment
 
     from .serve_client import upstream_client
-    from .serve_config import ConfigError, load_gateway_config
+    from .serve_config import ConfigError, load_gateway_config, with_base_urls
 
     providers = None
     if not args.no_providers:
@@ -284,14 +344,19 @@ def _backend(args: argparse.Namespace, base_urls: dict[str, str]) -> Any:
         registry = True
         if args.config is not None:
             try:
-                gateway = load_gateway_config(args.config)
+                gateway = with_base_urls(load_gateway_config(args.config), base_urls)
             except ConfigError as exc:
                 raise CommandError(str(exc), EXIT_USAGE) from exc
             served, registry = gateway.models, gateway.registry
         environ = environment(None)
         client = upstream_client(args.shell, environ, args.max_concurrency)
         providers = ProviderBackend(
-            client, environ, served=served, registry=registry, base_urls=base_urls
+            client,
+            environ,
+            served=served,
+            registry=registry,
+            base_urls=base_urls,
+            list_all=args.list_all_models,
         )
     local = None
     if not args.no_local:
@@ -465,5 +530,5 @@ COMMAND = Command(
     "serve models over HTTP to OpenAI and Anthropic clients",
     _configure,
     _run,
-    description=(__doc__ or "").replace("``", ""),
+    description=_DESCRIPTION,
 )
