@@ -233,3 +233,25 @@ def test_without_the_extra_the_error_names_it() -> None:
     assert done.returncode == 0, done.stderr
     assert "pip install 'streamfn[local]'" in done.stdout
     assert "pip install -e '.[local]'" in done.stdout
+
+
+def test_the_gateway_serves_the_same_answer_as_the_shells(tiny_dir: Path) -> None:
+    """``model("proxy:local")`` through `streamfn serve` streams what ``model("local:DIR")``
+    streams in this process: the same text, the same stop reason."""
+    from loopback_server import KEY, Server, runtime_for
+
+    from streamfn.asgi import App, ServerConfig
+    from streamfn.asgi.backends import RouterBackend
+    from streamfn.local.serve_backend import LocalBackend
+
+    backend = LocalBackend(tiny_dir, runtime=runtime_for("asyncio"))
+    try:
+        app = App(RouterBackend(backend, None), ServerConfig(api_key=KEY))
+        with Server(app, shell="asyncio") as server:
+            keyed = Options(max_tokens=8, api_key=KEY)
+            served = io_sync.complete(model("proxy:local", base_url=server.url), PROMPT, keyed)
+    finally:
+        backend.close()
+    here = io_sync.complete(model(f"local:{tiny_dir}"), PROMPT, OPTIONS)
+    assert served.text == here.text and served.text
+    assert served.stop_reason == here.stop_reason == "length"
