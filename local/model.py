@@ -46,19 +46,15 @@ from .cache import (
     read_json,
     read_vocabulary,
 )
+from .guard import model_guard, repetition_guard
 from .prompt import ChatTemplate, TemplateError
-from .tokens import token_bytes_table
+from .tokens import special_token_text, token_bytes_table
 
 __all__ = ["LocalModel"]
 
 #: CTranslate2's RNG is per worker thread and seeded once; serialise seeded loads.
 _SEED_LOCK: Final = threading.Lock()
 _DEFAULT_MAX_TOKENS: Final = 2048
-#: the repetition guard's knobs (CTranslate2's names), settable per model or per
-#: request in ``Options.extra_body`` as for vLLM: ``repetition_penalty`` > 1 lowers the
-#: score of tokens already generated; ``no_repeat_ngram_size`` n > 0 forbids
-#: generating any n tokens twice. 1.0 and 0 switch them off.
-GUARD_KNOBS: Final = ("repetition_penalty", "no_repeat_ngram_size")
 
 #: models still holding a CTranslate2 generator (see `_close_all_at_exit`)
 _LIVE: Final[weakref.WeakSet[LocalModel]] = weakref.WeakSet()
@@ -145,13 +141,8 @@ class LocalModel:
     alone, so the seed reproduces the same text. Greedy output (temperature 0)
     does not depend on who else is in the batch.
 
-    The repetition guard (``repetition_penalty`` > 1 lowers the score of tokens
-    already in the answer; ``no_repeat_ngram_size`` forbids repeating an
-    n-gram; see `GUARD_KNOBS`) is off unless set here or in a request's
-    ``Options.extra_body``; small models decoding greedily loop without it
-    (``streamfn chat`` turns it on). A guarded stream never yields its lane
-    mid-answer: CTranslate2 counts only the tokens of the current call, so a
-    resume would change what it guards against.
+    The repetition guard (`streamfn.local.guard`) is off unless set here or in a
+    request's ``Options.extra_body``; a guarded stream never yields its lane.
     """
 
     def __init__(
@@ -169,16 +160,7 @@ class LocalModel:
     ) -> None:
         import ctranslate2
 
-        guard = _guard(
-            {
-                "repetition_penalty": repetition_penalty,
-                "no_repeat_ngram_size": no_repeat_ngram_size,
-            },
-            {},
-        )
-        if isinstance(guard, str):
-            raise ValueError(guard)
-        self._guard = guard
+        self._guard = model_guard(repetition_penalty, no_repeat_ngram_size)
 
         self.model_dir = Path(model_dir)
         if not (self.model_dir / "model.bin").is_file():
@@ -218,13 +200,13 @@ class LocalModel:
         vocabulary = read_vocabulary(self.model_dir)
         self._token_bytes = token_bytes_table(vocabulary, tokenizer_json)
         ids = {token: i for i, token in enumerate(vocabulary)}
-        eos = config.get("eos_token") or _token_text(tokenizer_config.get("eos_token"))
+        eos = config.get("eos_token") or special_token_text(tokenizer_config.get("eos_token"))
         end_tokens = meta.get("end_tokens") or [eos, "<|im_end|>", "<|endoftext|>", "<|eot_id|>"]
         self._end_tokens = [t for t in dict.fromkeys(end_tokens) if t and t in ids]
         self._end_ids = frozenset(ids[t] for t in self._end_tokens)
         self.template = ChatTemplate.from_model_dir(
             self.model_dir,
-            bos_token=config.get("bos_token") or _token_text(tokenizer_config.get("bos_token")),
+            bos_token=config.get("bos_token") or special_token_text(tokenizer_config.get("bos_token")),
             eos_token=eos or "",
             tokenizer_config=tokenizer_config,
         )
@@ -313,7 +295,7 @@ class LocalModel:
             }
         else:
             sampling = {"sampling_topk": 1}
-        guard = _guard(options.extra_body or {}, self._guard)
+        guard = repetition_guard(options.extra_body or {}, self._guard)
         if isinstance(guard, str):
             return Error.invalid_request(guard)
         sampling.update(guard)
@@ -516,33 +498,3 @@ class _Finished:
             raise StopAsyncIteration
         return self._events.popleft()
 
-
-def _guard(asked: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any] | str:
-    """The repetition guard's CTranslate2 arguments (`GUARD_KNOBS`): ``asked`` over
-    ``defaults``, only those that are on; or what is wrong with ``asked``."""
-    unknown = sorted(set(asked) - set(GUARD_KNOBS))
-    if unknown:
-        return (
-            f"the local model takes no {', '.join(unknown)} in extra_body; "
-            f"it knows {', '.join(GUARD_KNOBS)}"
-        )
-    merged = {**defaults, **asked}
-    penalty = merged.get("repetition_penalty", 1.0)
-    ngram = merged.get("no_repeat_ngram_size", 0)
-    if isinstance(penalty, bool) or not isinstance(penalty, (int, float)) or not penalty > 0:
-        return f"repetition_penalty must be a number above 0 (1.0: off), not {penalty!r}"
-    if isinstance(ngram, bool) or not isinstance(ngram, int) or ngram < 0:
-        return f"no_repeat_ngram_size must be a whole number, 0 (off) or more, not {ngram!r}"
-    on: dict[str, Any] = {}
-    if penalty != 1.0:
-        on["repetition_penalty"] = float(penalty)
-    if ngram:
-        on["no_repeat_ngram_size"] = ngram
-    return on
-
-
-def _token_text(value: Any) -> str:
-    """``tokenizer_config.json`` spells special tokens as strings or as AddedToken dicts."""
-    if isinstance(value, dict):
-        return str(value.get("content") or "")
-    return str(value or "")

@@ -4,7 +4,7 @@ The server is the ASGI app `streamfn.asgi.App`, run by hypercorn on asyncio
 (`streamfn.io_asyncio.serve`) or trio (`streamfn.io_trio.server`). This
 module puts the pieces together: it picks the shell, its upstream client and
 the local model's backend, and hands them to the app. Its help text for
-users is `_DESCRIPTION` and `_EPILOG`.
+users is in `serve_help`.
 """
 
 from __future__ import annotations
@@ -22,53 +22,16 @@ from .command import EXIT_OK, EXIT_USAGE, Command, CommandError
 from .flags import check_base_url
 from .model_dir import add_model_dir, model_dir, require_prepared
 from .progress import progress_printer
+from .serve_help import API_KEY_ENV, DESCRIPTION, EPILOG
 
 __all__ = ["API_KEY_ENV", "COMMAND"]
 
-API_KEY_ENV = "STREAMFN_SERVER_API_KEY"
 
-_DESCRIPTION = """\
-Serve models over HTTP: the local model and every provider whose key is set here,
-to any OpenAI client (/v1/chat/completions), Anthropic client (/v1/messages) or
-streamfn's own proxy provider (/v1/stream, -m proxy:MODEL). Clients pick a model
-by name ("local", "openai:gpt-4o-mini" ...); GET /v1/models lists those this
-server can serve. The server keeps no state between requests, so --workers N
-processes can share one port.
-"""
-
-_EPILOG = f"""\
-examples:
-  streamfn serve
-      the local model on http://127.0.0.1:8000 (plus every provider whose key is set)
-  streamfn serve --host 0.0.0.0 --port 9000 --api-key "$TOKEN"
-      reachable from other machines; clients must send the token
-  streamfn serve --no-local --config gateway.toml --workers 4
-      a gateway serving the models named in gateway.toml, in 4 processes
-  streamfn serve --no-local --base-url openai=http://127.0.0.1:4000/v1
-      every openai:* model through another OpenAI-compatible upstream
-
-then, from any OpenAI client:
-  curl -N http://127.0.0.1:8000/v1/chat/completions -H 'content-type: application/json' \\
-    -d '{{"model": "local", "stream": true, "messages": [{{"role": "user", "content": "Hi"}}]}}'
-
-environment:
-  {API_KEY_ENV:<28}the token clients must send (like --api-key); streamfn
-                              clients send theirs from STREAMFN_PROXY_TOKEN
-  OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY ...
-                              the upstream keys, read once at start; a model whose key
-                              is missing is not listed, and asking for it is an error
-                              saying the server lacks its key
-  STREAMFN_LOCAL_MODEL_DIR    the local model's directory (like --model-dir)
-  STREAMFN_DEBUG=1            a traceback instead of a one-line error
-
-Stop with Ctrl-C or SIGTERM: open streams get --shutdown-grace seconds to finish,
-then end with an error event in their dialect.
-"""
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = _EPILOG
+    parser.epilog = EPILOG
     _add_access(parser)
     _add_sources(parser)
     _add_capacity(parser)
@@ -530,5 +493,5 @@ COMMAND = Command(
     "serve models over HTTP to OpenAI and Anthropic clients",
     _configure,
     _run,
-    description=_DESCRIPTION,
+    description=DESCRIPTION,
 )

@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 from fake_provider import FakeProvider
+from test_cli_interrupt import wait_until_blocked
 
 from streamfn.local import cli
 from streamfn.local.cache import file_record
@@ -314,6 +315,7 @@ def test_ctrl_c_exits_130_with_one_line(stalled: FakeProvider) -> None:
     while not stalled.requests and time.monotonic() < deadline:
         time.sleep(0.02)
     assert stalled.requests, "the CLI never reached the fake provider"
+    wait_until_blocked(proc.pid)  # waiting for the stalled answer
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == cli.EXIT_INTERRUPTED

@@ -58,6 +58,11 @@ class _Terminal:
                     assert marker in self.seen[self.read_from :], bytes(self.seen)
         self.read_from = found + len(marker)
 
+    def interrupt(self) -> None:
+        """Ctrl-C, once the process waits for the stream or the keyboard."""
+        wait_until_blocked(self.proc.pid)
+        self.proc.send_signal(signal.SIGINT)
+
     def type(self, text: bytes) -> None:
         os.write(self.primary, text)
 
@@ -66,6 +71,24 @@ class _Terminal:
             self.proc.kill()
             self.proc.wait()
         os.close(self.primary)
+
+
+def wait_until_blocked(pid: int) -> None:
+    """Wait until the process sleeps in poll/select (a socket read, readline's prompt).
+
+    A signal is only sure to be seen by a process blocked in the call: one that
+    arrives just before it (after the interpreter's last check for signals) is
+    noticed when the call returns, which for a stalled stream or an idle prompt
+    is never. So each Ctrl-C here is sent once the process is blocked (Linux's
+    ``/proc/PID/wchan``), an ordering rather than a delay.
+    """
+    deadline = time.monotonic() + PATIENCE
+    while True:
+        with open(f"/proc/{pid}/wchan") as wchan:
+            if any(call in wchan.read() for call in ("poll", "select")):
+                return
+        assert time.monotonic() < deadline, "the process never blocked"
+        time.sleep(0.01)
 
 
 def _wait_for(condition: Any) -> None:
@@ -81,16 +104,16 @@ def test_ctrl_c_ends_the_answer_and_the_chat_goes_on(stalled: FakeProvider) -> N
         term.expect(b"> ")
         term.type(b"first question\r")
         term.expect(b"Hello")  # half the answer, then the stall
-        term.proc.send_signal(signal.SIGINT)
+        term.interrupt()
         term.expect(b"answer interrupted; the conversation goes on")
         term.expect(b"> ")
         assert term.proc.poll() is None  # the session survived
         term.type(b"second question\r")
         _wait_for(lambda: len(stalled.requests) == 2)
         term.expect(b"Hello")
-        term.proc.send_signal(signal.SIGINT)  # stops the second answer too
+        term.interrupt()  # stops the second answer too
         term.expect(b"> ")
-        term.proc.send_signal(signal.SIGINT)  # at the prompt: the chat ends
+        term.interrupt()  # at the prompt: the chat ends
         assert term.proc.wait(timeout=PATIENCE) == 130
         term.expect(b"streamfn: interrupted")
     finally:
