@@ -23,7 +23,7 @@ from streamfn.core.credentials import MissingCredentials, resolve_api_key
 from streamfn.core.events import Event
 from streamfn.core.http.client_base import ClientBase
 from streamfn.core.messages import Context
-from streamfn.core.models import Model, UnknownModel, get_model, list_models
+from streamfn.core.models import LOCAL_DEFAULT_ID, Model, UnknownModel, get_model, list_models
 from streamfn.core.options import Options, client_fields
 
 from .contract import Backend, UnknownModelError
@@ -47,7 +47,7 @@ class ServedModel(msgspec.Struct, kw_only=True):
 
 
 #: the names the local model answers to
-LOCAL_NAMES = ("local", "local:smollm2-135m-instruct", "smollm2-135m-instruct")
+LOCAL_NAMES = ("local", f"local:{LOCAL_DEFAULT_ID}", LOCAL_DEFAULT_ID)
 
 
 def environment(environ: Mapping[str, str] | None) -> dict[str, str]:

@@ -31,6 +31,7 @@ __all__ = [
     "LOCAL_EXTRA_HINT",
     "MODEL_DIR_ENV",
     "LocalModelError",
+    "check_prepared",
     "close_loaded",
     "load_local",
     "model_directory",
@@ -93,23 +94,31 @@ def close_loaded() -> None:
         loaded.close()
 
 
+def check_prepared(directory: Path | None) -> None:
+    """Only the default directory is prepared on first use; any other must hold a
+    model already. Raises `LocalModelError` saying how to prepare it."""
+    from .fetch import default_model_dir, is_prepared
+
+    if directory is not None and directory != default_model_dir() and not is_prepared(directory):
+        raise LocalModelError(
+            f"{directory} holds no prepared model; run `streamfn local prepare "
+            f"--model-dir {directory}` or point at a CTranslate2 model directory"
+        )
+
+
 def _load(directory: Path | None, progress: Progress | None) -> LocalModel:
     try:  # what loading needs, checked before any work (prepare checks its own)
         import ctranslate2  # noqa: F401
         import jinja2  # noqa: F401
         import tokenizers  # noqa: F401
 
-        from .fetch import PrepareError, default_model_dir, is_prepared
+        from .fetch import PrepareError, default_model_dir
         from .model import LocalModel
     except ImportError as exc:
         raise LocalModelError(
             f"the local model needs packages that are not installed ({exc}); {LOCAL_EXTRA_HINT}"
         ) from exc
-    if directory is not None and directory != default_model_dir() and not is_prepared(directory):
-        raise LocalModelError(
-            f"{directory} holds no prepared model; run `streamfn local prepare "
-            f"--model-dir {directory}` or name a CTranslate2 model directory"
-        )
+    check_prepared(directory)
     try:
         return LocalModel.default(directory, progress=progress)
     except PrepareError as exc:

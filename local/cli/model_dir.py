@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Final
 
-from ..provider import LOCAL_EXTRA_HINT, MODEL_DIR_ENV
+from ..provider import LOCAL_EXTRA_HINT, MODEL_DIR_ENV, LocalModelError, check_prepared
 from .command import CommandError
 
 __all__ = [
@@ -44,11 +44,8 @@ def model_dir(args: argparse.Namespace) -> Path | None:
 
 
 def require_prepared(directory: Path | None) -> None:
-    """Only the default directory is prepared on first use; others must hold a model already."""
-    from ..fetch import default_model_dir, is_prepared
-
-    if directory is not None and not is_prepared(directory) and directory != default_model_dir():
-        raise CommandError(
-            f"{directory} holds no prepared model; run `streamfn local prepare "
-            f"--model-dir {directory}` or point --model-dir at a CTranslate2 model"
-        )
+    """`check_prepared`, as the command line reports it."""
+    try:
+        check_prepared(directory)
+    except LocalModelError as exc:
+        raise CommandError(str(exc)) from exc

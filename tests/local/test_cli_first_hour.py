@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from blocked_imports import blocking
 from fake_provider import FakeProvider
 from test_cli_interrupt import wait_until_blocked
 
@@ -37,20 +38,8 @@ from streamfn.local.fetch import WHEEL_FILENAME
 
 LOCAL_EXTRA = ("numpy", "ctranslate2", "gguf", "tokenizers", "jinja2")
 
-#: runs the CLI with the [local] extra's packages made unimportable
-_BOOT = """
-import sys
-
-class _NotInstalled:
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in {blocked!r}:
-            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
-        return None
-
-sys.meta_path.insert(0, _NotInstalled())
-from streamfn.local.cli import main
-raise SystemExit(main(sys.argv[1:]))
-"""
+#: runs the CLI (with the [local] extra's packages made unimportable: `blocking`)
+_MAIN = "from streamfn.local.cli import main\nraise SystemExit(main(sys.argv[1:]))\n"
 
 ANSWER = "Hello, wor" + "ld — café 🙂!"
 
@@ -67,7 +56,7 @@ def _env(**changes: str | None) -> dict[str, str]:
 
 
 def _command(args: list[str], blocked: tuple[str, ...]) -> list[str]:
-    return [sys.executable, "-c", _BOOT.format(blocked=blocked), *args]
+    return [sys.executable, "-c", blocking(blocked, _MAIN), *args]
 
 
 def run_cli(

@@ -7,12 +7,14 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 pytest.importorskip("ctranslate2")
 
 import trio
+from blocked_imports import blocking
 from test_local import _StepCounter
 from tiny_model import build_tiny_model
 
@@ -64,26 +66,22 @@ def _sync(chosen: Model, environ: dict[str, str]) -> list[Event]:
         return list(ev)
 
 
-def _trio(chosen: Model, environ: dict[str, str]) -> list[Event]:
-    async def main() -> list[Event]:
-        async with (
-            io_trio.Client(environ=environ) as client,
-            client.stream(chosen, PROMPT, OPTIONS) as events,
-        ):
+def _collect(client: Any, chosen: Model) -> Any:
+    """A coroutine: ``chosen``'s events through an async shell's ``client``."""
+
+    async def collect() -> list[Event]:
+        async with client, client.stream(chosen, PROMPT, OPTIONS) as events:
             return [event async for event in events]
 
-    return trio.run(main)
+    return collect
+
+
+def _trio(chosen: Model, environ: dict[str, str]) -> list[Event]:
+    return trio.run(_collect(io_trio.Client(environ=environ), chosen))
 
 
 def _asyncio(chosen: Model, environ: dict[str, str]) -> list[Event]:
-    async def main() -> list[Event]:
-        async with (
-            io_asyncio.Client(environ=environ) as client,
-            client.stream(chosen, PROMPT, OPTIONS) as events,
-        ):
-            return [event async for event in events]
-
-    return asyncio.run(main())
+    return asyncio.run(_collect(io_asyncio.Client(environ=environ), chosen)())
 
 
 SHELLS = {"sync": _sync, "trio": _trio, "asyncio": _asyncio}
@@ -142,26 +140,17 @@ def test_leaving_early_stops_the_generation_in_every_shell(
                 seen.append(event)
                 if isinstance(event, TextDelta):
                     break
-    elif shell == "trio":
-
-        async def main_trio() -> None:
-            async with io_trio.stream(chosen, PROMPT, long) as events:
-                async for event in events:
-                    seen.append(event)
-                    if isinstance(event, TextDelta):
-                        break
-
-        trio.run(main_trio)
     else:
+        stream = io_trio.stream if shell == "trio" else io_asyncio.stream
 
-        async def main_asyncio() -> None:
-            async with io_asyncio.stream(chosen, PROMPT, long) as events:
+        async def until_text() -> None:
+            async with stream(chosen, PROMPT, long) as events:
                 async for event in events:
                     seen.append(event)
                     if isinstance(event, TextDelta):
                         break
 
-        asyncio.run(main_asyncio())
+        trio.run(until_text) if shell == "trio" else asyncio.run(until_text())
     assert isinstance(seen[-1], TextDelta)
     steps.assert_stopped_early(2000)
 
@@ -202,15 +191,6 @@ def test_the_repetition_guard_is_asked_per_request_and_checked(tiny_dir: Path) -
 
 
 _WITHOUT_LOCAL = """
-import sys
-
-class _NotInstalled:
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in {"ctranslate2", "tokenizers", "jinja2", "gguf"}:
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        return None
-
-sys.meta_path.insert(0, _NotInstalled())
 from streamfn import io_sync
 from streamfn.core.messages import Context
 from streamfn.core.models import model
@@ -224,7 +204,7 @@ except LocalModelError as exc:
 
 def test_without_the_extra_the_error_names_it() -> None:
     done = subprocess.run(
-        [sys.executable, "-c", _WITHOUT_LOCAL],
+        [sys.executable, "-c", blocking(("ctranslate2", "tokenizers", "jinja2"), _WITHOUT_LOCAL)],
         capture_output=True,
         text=True,
         timeout=120,

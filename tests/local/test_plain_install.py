@@ -9,22 +9,10 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from blocked_imports import blocking
 from fake_provider import FakeProvider
 
 ROOT = Path(__file__).resolve().parents[2]
-
-#: runs Python code with some top-level packages made unimportable
-_BLOCKING = """
-import sys
-
-class _NotInstalled:
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in {blocked!r}:
-            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
-        return None
-
-sys.meta_path.insert(0, _NotInstalled())
-"""
 
 #: what a plain install lacks: every optional extra's packages
 EXTRAS_ONLY = ("trio", "hypercorn", "ctranslate2", "tokenizers", "jinja2", "gguf", "numpy")
@@ -32,7 +20,7 @@ EXTRAS_ONLY = ("trio", "hypercorn", "ctranslate2", "tokenizers", "jinja2", "gguf
 
 def _python(code: str, blocked: tuple[str, ...], *args: str, **env: str) -> str:
     done = subprocess.run(
-        [sys.executable, "-c", _BLOCKING.format(blocked=set(blocked)) + code, *args],
+        [sys.executable, "-c", blocking(blocked, code), *args],
         capture_output=True,
         text=True,
         timeout=120,
