@@ -3,11 +3,14 @@ that names the flag, never an unexpected error from deep inside a stream."""
 
 from __future__ import annotations
 
+import argparse
+import math
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from .command import EXIT_USAGE, CommandError
 
-__all__ = ["check_base_url"]
+__all__ = ["at_least", "check_base_url", "port", "seconds"]
 
 
 def check_base_url(flag: str, value: str) -> str:
@@ -24,3 +27,39 @@ def check_base_url(flag: str, value: str) -> str:
             EXIT_USAGE,
         )
     return value
+
+
+def port(text: str) -> int:
+    """``--port``: 0 (any free port) to 65535."""
+    number = int(text)
+    if not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"{number} is not a port: 0 (any free one) to 65535")
+    return number
+
+
+def at_least(minimum: int) -> Callable[[str], int]:
+    """A whole number of at least ``minimum`` (counts, sizes)."""
+
+    def whole(text: str) -> int:
+        number = int(text)
+        if number < minimum:
+            raise argparse.ArgumentTypeError(f"{number} is below {minimum}")
+        return number
+
+    whole.__name__ = "number"  # argparse names the type in "invalid number value"
+    return whole
+
+
+def seconds(*, zero: bool) -> Callable[[str], float]:
+    """A duration in seconds: above 0, or (``zero``) 0 or more."""
+
+    def duration(text: str) -> float:
+        number = float(text)
+        if not math.isfinite(number) or number < 0 or (number == 0 and not zero):
+            raise argparse.ArgumentTypeError(
+                f"{text} is not a duration: seconds {'0 or more' if zero else 'above 0'}"
+            )
+        return number
+
+    duration.__name__ = "seconds"
+    return duration

@@ -19,14 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from .command import EXIT_OK, EXIT_USAGE, Command, CommandError
-from .flags import check_base_url
+from .flags import at_least, check_base_url, port, seconds
 from .model_dir import add_model_dir, model_dir, require_prepared
 from .progress import progress_printer
 from .serve_help import API_KEY_ENV, DESCRIPTION, EPILOG
 
 __all__ = ["API_KEY_ENV", "COMMAND"]
-
-
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
@@ -47,7 +45,7 @@ def _add_access(parser: argparse.ArgumentParser) -> None:
     )
     add(
         "--port",
-        type=int,
+        type=port,
         default=8000,
         metavar="PORT",
         help="port (default 8000; 0 picks a free one)",
@@ -87,7 +85,7 @@ def _add_sources(parser: argparse.ArgumentParser) -> None:
 def _add_capacity(parser: argparse.ArgumentParser) -> None:
     """How much the server takes on at once before it refuses (429, 503, 413)."""
     add = parser.add_argument
-    add("--workers", type=int, default=1, metavar="N", help="server processes (default 1)")
+    add("--workers", type=at_least(1), default=1, metavar="N", help="server processes (default 1)")
     add(
         "--shell",
         choices=("asyncio", "trio"),
@@ -98,27 +96,27 @@ def _add_capacity(parser: argparse.ArgumentParser) -> None:
     add(
         "--max-concurrency",
         metavar="N",
-        type=int,
+        type=at_least(1),
         default=1024,
         help="model streams running at once (default 1024)",
     )
     add(
         "--max-queue",
         metavar="N",
-        type=int,
+        type=at_least(0),
         default=1024,
         help="requests waiting for a stream or sending their body; past it 429 (default 1024)",
     )
     add(
         "--max-connections",
         metavar="N",
-        type=int,
+        type=at_least(1),
         default=4096,
         help="open connections; past it 503 at once (default 4096)",
     )
     add(
         "--max-body-bytes",
-        type=int,
+        type=at_least(1),
         default=8 << 20,
         metavar="BYTES",
         help="request body cap (default 8 MiB)",
@@ -126,7 +124,7 @@ def _add_capacity(parser: argparse.ArgumentParser) -> None:
     add(
         "--max-buffered-bytes",
         metavar="BYTES",
-        type=int,
+        type=at_least(1),
         default=256 << 20,
         help="request bodies held in memory at once, all requests together; past it a "
         "request is a 503 with Retry-After (default 256 MiB)",
@@ -139,28 +137,28 @@ def _add_timeouts(parser: argparse.ArgumentParser) -> None:
     add(
         "--head-timeout",
         metavar="SECONDS",
-        type=float,
+        type=seconds(zero=False),
         default=10.0,
         help="seconds a connection may take to send a request head (default 10)",
     )
     add(
         "--body-timeout",
         metavar="SECONDS",
-        type=float,
+        type=seconds(zero=False),
         default=30.0,
         help="seconds a request may take to send its body (default 30)",
     )
     add(
         "--head-wait",
         metavar="SECONDS",
-        type=float,
+        type=seconds(zero=True),
         default=1.0,
         help="seconds a stream waits for the model before sending headers and an SSE "
         "comment; errors before it are HTTP errors (default 1)",
     )
     add(
         "--keepalive",
-        type=float,
+        type=seconds(zero=False),
         default=15.0,
         metavar="SECONDS",
         help="seconds between keep-alives (default 15)",
@@ -168,7 +166,7 @@ def _add_timeouts(parser: argparse.ArgumentParser) -> None:
     add(
         "--shutdown-grace",
         metavar="SECONDS",
-        type=float,
+        type=seconds(zero=True),
         default=10.0,
         help="seconds open streams get at shutdown (default 10)",
     )
@@ -233,8 +231,6 @@ def _check(args: argparse.Namespace) -> dict[str, str]:
     _server_tools(args)
     if args.no_local and args.no_providers:
         raise CommandError("--no-local and --no-providers leave nothing to serve", EXIT_USAGE)
-    if args.workers < 1:
-        raise CommandError("--workers must be at least 1", EXIT_USAGE)
     if args.max_buffered_bytes < args.max_body_bytes:
         raise CommandError(
             "--max-buffered-bytes must be at least --max-body-bytes "

@@ -129,3 +129,26 @@ def test_serve_refuses_a_base_url_that_contradicts_the_config(
     assert code == 2
     err = capsys.readouterr().err
     assert "'own'" in err and "drop one of the two" in err
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--port", "70000"),
+        ("--port", "-5"),
+        ("--workers", "0"),
+        ("--max-concurrency", "0"),
+        ("--max-connections", "0"),
+        ("--max-body-bytes", "0"),
+        ("--head-timeout", "-1"),
+        ("--keepalive", "0"),
+        ("--shutdown-grace", "nan"),
+    ],
+)
+def test_serve_flag_values_are_usage_errors_naming_the_flag(
+    flag: str, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as caught:
+        cli.main(["serve", "--no-local", flag, value])
+    assert caught.value.code == 2
+    assert f"argument {flag}: " in capsys.readouterr().err
