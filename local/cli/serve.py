@@ -115,6 +115,14 @@ def _add_capacity(parser: argparse.ArgumentParser) -> None:
         help="open connections; past it 503 at once (default 4096)",
     )
     add(
+        "--upstream-attempts",
+        type=at_least(1),
+        default=1,
+        metavar="N",
+        help="requests sent upstream per client request (default 1: a 429 or 5xx goes to "
+        "the client with its Retry-After and the client retries; N multiplies its retries)",
+    )
+    add(
         "--max-body-bytes",
         type=at_least(1),
         default=8 << 20,
@@ -316,6 +324,7 @@ def _backend(args: argparse.Namespace, base_urls: dict[str, str]) -> Any:
             registry=registry,
             base_urls=base_urls,
             list_all=args.list_all_models,
+            upstream_attempts=args.upstream_attempts,
         )
     local = None
     if not args.no_local:
