@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from .command import EXIT_USAGE, CommandError
 
-__all__ = ["at_least", "check_base_url", "port", "seconds"]
+__all__ = ["at_least", "check_base_url", "port", "seconds", "server_tools"]
 
 
 def check_base_url(flag: str, value: str) -> str:
@@ -63,3 +63,18 @@ def seconds(*, zero: bool) -> Callable[[str], float]:
 
     duration.__name__ = "seconds"
     return duration
+
+
+def server_tools(value: str) -> tuple[str, ...]:
+    """``--allow-server-tools``: comma-separated names, each a known server tool type."""
+    from streamfn.core.server_tools import SERVER_TOOL_TYPES
+
+    names = tuple(t.strip() for t in value.split(",") if t.strip())
+    for name in names:
+        if name not in SERVER_TOOL_TYPES:
+            raise CommandError(
+                f"--allow-server-tools: unknown type {name!r} "
+                f"(known: {', '.join(SERVER_TOOL_TYPES)})",
+                EXIT_USAGE,
+            )
+    return names

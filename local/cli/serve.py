@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .command import EXIT_OK, EXIT_USAGE, Command, CommandError
-from .flags import at_least, check_base_url, port, seconds
+from .flags import at_least, check_base_url, port, seconds, server_tools
 from .model_dir import add_model_dir, model_dir, require_prepared
 from .progress import progress_printer
 from .serve_help import API_KEY_ENV, DESCRIPTION, EPILOG
@@ -218,25 +218,11 @@ def _add_web(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _server_tools(args: argparse.Namespace) -> tuple[str, ...]:
-    from streamfn.core.server_tools import SERVER_TOOL_TYPES
-
-    names = tuple(t.strip() for t in args.allow_server_tools.split(",") if t.strip())
-    for name in names:
-        if name not in SERVER_TOOL_TYPES:
-            raise CommandError(
-                f"--allow-server-tools: unknown type {name!r} "
-                f"(known: {', '.join(SERVER_TOOL_TYPES)})",
-                EXIT_USAGE,
-            )
-    return names
-
-
 def _check(args: argparse.Namespace) -> dict[str, str]:
     """Usage errors, before anything is loaded or bound; returns the --base-url map."""
     from streamfn.core.serve.guard import is_loopback
 
-    _server_tools(args)
+    server_tools(args.allow_server_tools)
     if args.no_local and args.no_providers:
         raise CommandError("--no-local and --no-providers leave nothing to serve", EXIT_USAGE)
     if args.max_buffered_bytes < args.max_body_bytes:
@@ -373,7 +359,7 @@ def _app(args: argparse.Namespace, backend: Any) -> Any:
             allowed_hosts=allowed,
             cors_origins=tuple(args.cors_origin),
             append_sources=args.append_sources,
-            allow_server_tools=_server_tools(args),
+            allow_server_tools=server_tools(args.allow_server_tools),
             allow_input_urls=args.allow_input_urls,
         ),
     )
