@@ -69,6 +69,7 @@ from streamfn.core.serve.routes import (
     disconnected_early,
     models_body,
     parse_request,
+    parsed_cost,
     route,
 )
 from streamfn.core.serve.status import (
@@ -133,7 +134,7 @@ class App:
         self.active = 0
         #: requests admitted: reading their body, waiting for a slot, or running
         self.admitted = 0
-        #: request bodies held in memory (see ServerConfig.max_buffered_bytes)
+        #: requests held in memory, bodies and parsed forms (see ServerConfig.max_buffered_bytes)
         self.budget = BodyBudget(self.config.max_body_bytes, self.config.max_buffered_bytes)
         self._closing = False
         self._aborted = False
@@ -170,7 +171,7 @@ class App:
 
     @property
     def buffered(self) -> int:
-        """Bytes of request bodies held right now."""
+        """Bytes of requests held right now (bodies, and their parsed forms until they end)."""
         return self.budget.buffered
 
     # -- ASGI entry -------------------------------------------------------------
@@ -279,17 +280,18 @@ class App:
         self.admitted += 1
         started = time.perf_counter()
         request: ClientRequest | None = None
-        held = [0]  # this request's share of the budget, until its body is parsed
+        held = [0]  # this request's share of the budget, until it ends
         try:
-            try:
-                body = await self._read_body(receive, held)
-                request = await self._parse(path, body)
-                del body
-            finally:
-                self.budget.release(held[0])
+            body = await self._read_body(receive, held)
+            extra = parsed_cost(body)
+            self.budget.hold_parsed(held[0], extra)
+            held[0] += extra
+            request = await self._parse(path, body)
+            del body
             check_model(path, request, self._max_output(request.model))
             await self._run(receive, send, path, request)
         finally:
+            self.budget.release(held[0])
             self.admitted -= 1
             if self.admitted == 0:
                 waiters, self._idle_waiters = self._idle_waiters, []
@@ -339,7 +341,7 @@ class App:
             raise HTTPError(404, "not_found", str(exc)) from None
 
     async def _run(self, receive: Receive, send: Send, path: str, request: ClientRequest) -> None:
-        mailbox = Mailbox(self.runtime)
+        mailbox = Mailbox(self.runtime, max_bytes=self.config.max_unsent_bytes)
         if self._aborted:
             mailbox.signal(ABORTED)
         self._mailboxes.add(mailbox)

@@ -57,14 +57,19 @@ class ServerConfig(msgspec.Struct, kw_only=True):
     ``keepalive_interval`` seconds. ``allowed_hosts`` None accepts any
     ``Host`` (a server bound to a public address); ``cors_origins`` empty
     sends no CORS headers and refuses requests carrying an ``Origin``.
-    ``max_buffered_bytes`` bounds the request bodies held in memory at once
-    (read or being parsed), whatever their number: past it a request is a 503
-    with ``Retry-After``, so many slow or large bodies cannot exhaust memory.
+    ``max_buffered_bytes`` bounds the requests held in memory at once, whatever
+    their number: each body as it arrives, then its parsed form (charged from
+    above by `streamfn.core.serve.routes.parsed_cost`) until the request ends;
+    past it a request is a 503 with ``Retry-After`` (a 413 if it alone would
+    not fit), so many slow or large requests cannot exhaust memory.
+    ``max_unsent_bytes`` bounds the events waiting for one client: past it the
+    model's stream waits for the client to read (logged once per request).
     """
 
     api_key: str | None = None
     max_body_bytes: int = 8 << 20
     max_buffered_bytes: int = 256 << 20
+    max_unsent_bytes: int = 1 << 20
     max_concurrency: int = 1024
     max_queue: int = 1024
     keepalive_interval: float = 15.0

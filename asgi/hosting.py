@@ -15,18 +15,30 @@ __all__ = ["hypercorn_arguments"]
 
 
 def hypercorn_arguments(
-    app: App, sock: socket.socket, stop: Flag, *, head_timeout: float, log_errors: bool
+    app: App,
+    sock: socket.socket,
+    stop: Flag,
+    *,
+    head_timeout: float,
+    log_errors: bool,
+    allow_h2c: bool = False,
 ) -> tuple[Any, Any, dict[str, Any]]:
     """``(app, config, keywords)`` for a hypercorn ``worker_serve`` (asyncio's or trio's).
 
     ``head_timeout`` bounds how long a request head may take (hypercorn's
-    keep-alive timer runs until a whole head has arrived).
+    keep-alive timer runs until a whole head has arrived), and as long an idle
+    connection. Cleartext HTTP/2 is refused unless ``allow_h2c``; a peer that
+    closed its side frees its connection at once (`streamfn.asgi.connections`).
     """
     import hypercorn.config
     from hypercorn.config import Sockets
     from hypercorn.utils import wrap_app
 
+    from .connections import ConnectionRules, apply, install
+
+    install()
     config = hypercorn.config.Config()
+    apply(config, ConnectionRules(allow_h2c=allow_h2c))
     config.keep_alive_timeout = head_timeout
     config.graceful_timeout = app.config.shutdown_grace + 3.0
     config.accesslog = None

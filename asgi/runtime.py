@@ -14,6 +14,7 @@ that bound how many backend streams run at once.
 
 from __future__ import annotations
 
+import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
@@ -24,6 +25,7 @@ from streamfn.core.events import Done, Error, Event
 __all__ = [
     "ABORTED",
     "DISCONNECTED",
+    "EVENT_OVERHEAD",
     "TIMEOUT",
     "Flag",
     "Mailbox",
@@ -32,9 +34,15 @@ __all__ = [
     "Slots",
     "TaskGroup",
     "ended_early",
+    "event_bytes",
 ]
 
 T = TypeVar("T")
+
+log = logging.getLogger("streamfn")
+
+#: what an event costs in a mailbox beside its text (the object and its fields)
+EVENT_OVERHEAD: Final = 200
 
 
 class Flag(Protocol):
@@ -112,23 +120,35 @@ Got = Event | Marker | None
 
 
 class Mailbox:
-    """One request's backend events, at most ``capacity`` waiting (the producer waits
-    for room), and the signals that end it early.
+    """One request's backend events, at most ``capacity`` of them and ``max_bytes`` of
+    their text waiting (the producer waits for room: a client that reads slowly or
+    not at all holds the model's stream back, never more memory), and the signals that
+    end it early. One event larger than ``max_bytes`` still passes, alone.
 
     Events come first: a signal is seen once the events already here are taken.
     """
 
-    def __init__(self, runtime: Runtime, capacity: int = 256) -> None:
+    def __init__(self, runtime: Runtime, capacity: int = 256, max_bytes: int = 1 << 20) -> None:
         self.runtime = runtime
         self.capacity = capacity
+        self.max_bytes = max_bytes
         self.items: deque[Event | None] = deque()
+        #: what the waiting events cost (`event_bytes`)
+        self.bytes = 0
         self.signalled: Marker | None = None
         self._reader: Flag | None = None
         self._writer: Flag | None = None
+        self._said_full = False
+
+    def full(self) -> bool:
+        return len(self.items) >= self.capacity or (
+            bool(self.items) and self.bytes >= self.max_bytes
+        )
 
     def put_nowait(self, item: Event | None) -> None:
         """Add ``item`` whatever the capacity (the producer's last word)."""
         self.items.append(item)
+        self.bytes += event_bytes(item)
         self._wake_reader()
 
     def offer(self, item: Event | None) -> bool:
@@ -136,13 +156,21 @@ class Mailbox:
 
         The producer's per-event path: no coroutine per event while the reader keeps up.
         """
-        if len(self.items) >= self.capacity:
+        if self.full():
             return False
         self.put_nowait(item)
         return True
 
     async def put(self, item: Event | None) -> None:
-        while len(self.items) >= self.capacity:
+        while self.full():
+            if self.bytes >= self.max_bytes and not self._said_full:
+                self._said_full = True
+                log.warning(
+                    "a client is reading slower than its model writes: %d bytes of events "
+                    "wait for it (cap %d); the model's stream waits until the client reads",
+                    self.bytes,
+                    self.max_bytes,
+                )
             self._writer = flag = self.runtime.flag()
             await flag.wait()
         self.put_nowait(item)
@@ -178,6 +206,7 @@ class Mailbox:
             self._reader = None
         if self.items:
             item = self.items.popleft()
+            self.bytes -= event_bytes(item)
             self._wake_writer()
             return item
         return self.signalled or TIMEOUT
@@ -187,6 +216,7 @@ class Mailbox:
         items = self.items
         while items and len(batch) < limit and not isinstance(batch[-1], (Done, Error)):
             ready = items.popleft()
+            self.bytes -= event_bytes(ready)
             batch.append(ready if ready is not None else ended_early())
         self._wake_writer()
 
@@ -196,9 +226,20 @@ class Mailbox:
             self._reader = None
 
     def _wake_writer(self) -> None:
-        if self._writer is not None and len(self.items) < self.capacity:
+        if self._writer is not None and not self.full():
             self._writer.set()
             self._writer = None
+
+
+def event_bytes(event: Event | None) -> int:
+    """What ``event`` costs while it waits: its text (a delta, a signature) and a
+    fixed `EVENT_OVERHEAD`; a close estimate, read without encoding anything."""
+    text = getattr(event, "delta", None)
+    size = len(text) if isinstance(text, str) else 0
+    signature = getattr(event, "signature", None)
+    if isinstance(signature, str):
+        size += len(signature)
+    return size + EVENT_OVERHEAD
 
 
 def ended_early() -> Error:

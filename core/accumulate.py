@@ -148,7 +148,22 @@ class WholeToolCalls:
 
     def end(self, event: ToolCallEnd) -> tuple[str, str, dict[str, Any]]:
         ident, name, pieces = self._calls.pop(event.index)
-        return ident, name, parse_arguments("".join(pieces))[0]  # {} when not one object
+        text = "".join(pieces) if event.arguments is None else event.arguments  # as repaired
+        return ident, event.name or name, parse_arguments(text)[0]  # {} when not one object
+
+
+def _apply_checks(call: ToolCall, end: ToolCallEnd) -> None:
+    """What the tool-call checks said at the call's end (`streamfn.core.tool_checks`):
+    the repaired name and arguments (the streamed text kept), the repairs, the errors."""
+    if end.name is not None:
+        call.name = end.name
+    if end.arguments is not None:
+        call.streamed_arguments = call.arguments_json
+        call.arguments_json = end.arguments
+    if end.repairs:
+        call.repairs = list(end.repairs)
+    if end.errors:
+        call.errors = list(end.errors)
 
 
 def parse_arguments(text: str) -> tuple[dict[str, Any], str | None]:
@@ -259,6 +274,7 @@ class Accumulator:
             call = self._close(event.index)
             assert isinstance(call, ToolCall)
             call.signature = event.signature
+            _apply_checks(call, event)
             call.arguments, call.parse_error = parse_arguments(call.arguments_json)
         elif isinstance(event, OpaqueBlock):
             self._message.content.append(

@@ -21,9 +21,10 @@ import logging
 import re
 from typing import TYPE_CHECKING, Any, Final
 
-import msgspec
 from msgspec.structs import replace
 
+from .capability_rules import CAPABILITY_RULES
+from .capability_spec import SAMPLING_KNOBS, Capabilities, CapabilityRule
 from .errors import UsageError
 
 if TYPE_CHECKING:
@@ -50,77 +51,9 @@ __all__ = [
 
 log = logging.getLogger("streamfn")
 
-#: The generation knobs `fit_sampling` decides on, by their `Options` names.
-SAMPLING_KNOBS: Final = ("temperature", "top_p", "top_k", "stop", "seed")
-
 
 class UnsupportedInput(UsageError):
     """The model's wire format cannot take this input; raised before any request is sent."""
-
-
-class Capabilities(msgspec.Struct, frozen=True, kw_only=True):
-    """The request parameters one model (or family) accepts.
-
-    - ``sampling``: knobs accepted with thinking off (`SAMPLING_KNOBS` names).
-    - ``thinking_sampling``: knobs still accepted while the model thinks.
-    - ``thinking_top_p``: the range ``top_p`` must stay in while thinking.
-    - ``temperature_with_top_p``: False when only one of the two may be sent.
-    - ``thinking``: whether the model can think at all.
-    - ``efforts``: the values the effort knob (``reasoning_effort``,
-      ``reasoning.effort``, Gemini 3's ``thinkingLevel``) accepts; empty when the
-      model has no such knob; None when unknown (low/medium/high are sent).
-    - ``thinking_budget``: (min, max) thinking tokens where the knob is a budget;
-      ``max`` 0 means "below the output limit" (Anthropic); None where the model
-      takes no budget at all (Claude Opus 4.7: adaptive thinking only).
-    - ``adaptive_thinking``: Claude 4.6 and later: a thinking level is sent as
-      ``thinking: {"type": "adaptive"}`` with ``output_config.effort`` (one of
-      ``efforts``) instead of a token budget.
-    - ``thinking_off``: whether thinking can be switched off.
-    - ``max_output``: the output-token limit (None: trust ``Model.max_output``).
-    - ``forced_tool_with_thinking``: whether ``tool_choice`` required/a name may
-      be combined with thinking.
-    - ``replay_tool_calls``: what a replayed assistant tool-call turn must carry:
-      ``thinking_block`` (Anthropic with thinking: the turn starts with a signed
-      thinking block), ``thought_signature`` (Gemini 3: the first function call
-      of a turn is signed), ``reasoning_field`` (DeepSeek thinking: the message
-      has ``reasoning_content``), or None.
-    - ``structured_output``: how ``Options.response_schema`` is sent: ``native``
-      (the wire's JSON-schema mode), ``openapi`` (Gemini's OpenAPI-subset
-      ``responseSchema``), ``tool`` (a forced tool whose input is the answer;
-      see `structured`), or ``none`` (refused with a clear error).
-    - ``cache_breakpoints``: how many explicit prompt-cache breakpoints a request
-      may carry (Anthropic and Bedrock: 4); 0 where the model has no prompt cache
-      to mark (see `cache_points`).
-    """
-
-    sampling: tuple[str, ...] = SAMPLING_KNOBS
-    thinking_sampling: tuple[str, ...] = SAMPLING_KNOBS
-    thinking_top_p: tuple[float, float] | None = None
-    temperature_with_top_p: bool = True
-    thinking: bool = True
-    efforts: tuple[str, ...] | None = None
-    thinking_budget: tuple[int, int] | None = None
-    adaptive_thinking: bool = False
-    thinking_off: bool = True
-    max_output: int | None = None
-    forced_tool_with_thinking: bool = True
-    replay_tool_calls: str | None = None
-    structured_output: str = "native"
-    cache_breakpoints: int = 4
-    inputs: tuple[str, ...] | None = None
-    server_tools: tuple[str, ...] | None = None
-
-
-class CapabilityRule(msgspec.Struct, frozen=True, kw_only=True):
-    """``capabilities`` for models whose wire format is one of ``apis`` (and whose
-    provider is one of ``providers``, when given) and whose id matches ``family``
-    (a regular expression searched in the id, so Bedrock's ``us.anthropic.``
-    prefixes and dated suffixes match too)."""
-
-    apis: tuple[str, ...]
-    family: str
-    capabilities: Capabilities
-    providers: tuple[str, ...] = ()
 
 
 _DEFAULT: Final = Capabilities()
@@ -325,7 +258,3 @@ def fit_max_tokens(model: Model, max_tokens: int) -> int:
         unsupported(model, "max_tokens", f"={max_tokens} exceeds its output limit; sent {limit}")
         return limit
     return max_tokens
-
-
-# The table lives in its own module; imported last because it builds on the types above.
-from .capability_rules import CAPABILITY_RULES  # noqa: E402

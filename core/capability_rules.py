@@ -10,7 +10,7 @@ from typing import Final
 
 from msgspec.structs import replace
 
-from .capabilities import Capabilities, CapabilityRule
+from .capability_spec import Capabilities, CapabilityRule
 
 __all__ = ["CAPABILITY_RULES"]
 

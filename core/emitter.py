@@ -296,8 +296,11 @@ class Emitter:
             self.end(key)
 
     # -- terminal ---------------------------------------------------------
-    def done(self, stop_reason: StopReason, usage: Usage, cost: Cost) -> None:
-        self._terminal(Done(stop_reason=stop_reason, usage=usage, cost=cost))
+    def done(
+        self, stop_reason: StopReason, usage: Usage, cost: Cost, *, paused: bool = False
+    ) -> None:
+        mark: bool | msgspec.UnsetType = True if paused else msgspec.UNSET
+        self._terminal(Done(stop_reason=stop_reason, usage=usage, cost=cost, paused=mark))
 
     def error(self, error: Error) -> None:
         self._terminal(error)

@@ -29,6 +29,7 @@ from typing import Any, Final, TypeAlias, cast
 import msgspec
 
 from .citations import Citation
+from .schema_check import SchemaMismatch
 
 __all__ = [
     "EVENT_TYPES",
@@ -218,9 +219,26 @@ class ToolCallDelta(msgspec.Struct, tag="toolcall_delta", frozen=True, gc=False)
     delta: str
 
 
-class ToolCallEnd(msgspec.Struct, tag="toolcall_end", frozen=True, gc=False):
+class ToolCallEnd(msgspec.Struct, tag="toolcall_end", frozen=True, omit_defaults=True, gc=False):
+    """Closes a tool call. A call an error cut off never gets one, so what is here is
+    about complete calls only (the shells' `streamfn.core.tool_checks` fills it in):
+
+    - ``name``: the tool name as repaired (surrounding whitespace removed, or a
+      replacement from ``Options.repair_tool_call``); None when the start's name stands;
+    - ``arguments``: the arguments JSON as repaired, replacing the streamed text (two
+      objects concatenated, text after the object...); None when the streamed text stands;
+    - ``repairs``: each repair made, in words;
+    - ``errors``: where the arguments still break the tool's JSON Schema (or are not
+      one JSON object, or the tool is not declared): answer the model with these
+      rather than running the call.
+    """
+
     index: int
     signature: str | None = None
+    name: str | None = None
+    arguments: str | None = None
+    repairs: tuple[str, ...] = ()
+    errors: tuple[SchemaMismatch, ...] = ()
 
 
 class OpaqueBlock(msgspec.Struct, tag="opaque", frozen=True, gc=False):
@@ -239,11 +257,21 @@ class OpaqueBlock(msgspec.Struct, tag="opaque", frozen=True, gc=False):
 
 
 class Done(msgspec.Struct, tag="done", frozen=True, kw_only=True, gc=False):
-    """The stream ended normally."""
+    """The stream ended normally.
+
+    ``paused`` is True when the provider paused the turn rather than ending it
+    (Anthropic's ``pause_turn`` in a long server-tool turn): sending the
+    conversation back with this answer as its last assistant turn continues it.
+    The shells do that themselves (``Options.pause_turn_continuations``), so a
+    caller sees it only when continuing was turned off or its bound reached.
+    Left unset otherwise, and then never encoded: a stream without a pause
+    encodes as it always did.
+    """
 
     stop_reason: StopReason = StopReason.STOP
     usage: Usage = msgspec.field(default_factory=Usage)
     cost: Cost = msgspec.field(default_factory=Cost)
+    paused: bool | msgspec.UnsetType = msgspec.UNSET
 
 
 class Error(msgspec.Struct, tag="error", frozen=True, kw_only=True, gc=False):

@@ -18,6 +18,7 @@ import msgspec
 
 from .citations import Citation
 from .events import Cost, ErrorKind, StopReason, Usage
+from .schema_check import SchemaMismatch
 
 __all__ = [
     "AssistantContent",
@@ -62,6 +63,11 @@ class ToolCall(msgspec.Struct, tag="tool_call", kw_only=True):
     ``arguments`` is the parsed JSON object (empty while unparsable);
     ``arguments_json`` the exact text streamed, kept so nothing is lost when the
     model emits invalid JSON; ``parse_error`` says why parsing failed, if it did.
+
+    Where the call's tool was declared with a schema, ``errors`` says where the
+    arguments break it and ``repairs`` what was repaired first (then
+    ``arguments_json`` is the repaired text and ``streamed_arguments`` the text
+    as streamed). See `streamfn.core.tool_checks`.
     """
 
     id: str
@@ -70,6 +76,9 @@ class ToolCall(msgspec.Struct, tag="tool_call", kw_only=True):
     arguments_json: str = ""
     parse_error: str | None = None
     signature: str | None = None
+    errors: list[SchemaMismatch] = msgspec.field(default_factory=list)
+    repairs: list[str] = msgspec.field(default_factory=list)
+    streamed_arguments: str | None = None
 
 
 def _base64(raw: bytes | bytearray | memoryview) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import msgspec
 
-from .capabilities import Capabilities
+from .capability_spec import Capabilities
 from .events import Cost, Usage
 from .redact import redacted_repr
 

@@ -17,6 +17,9 @@ import msgspec
 from .errors import UsageError
 from .redact import redacted_repr
 
+if TYPE_CHECKING:
+    from .tool_checks import ToolCallRepair
+
 __all__ = [
     "CLIENT_FIELDS",
     "AWSCredentials",
@@ -140,6 +143,15 @@ class Options(msgspec.Struct, kw_only=True):
     max_attempts: int = 3
     retry_base_delay: float = 0.5
     retry_max_delay: float = 30.0
+    # what the shells' pipeline does after the stream (see the modules named)
+    #: how many times a turn the provider paused (Anthropic ``pause_turn``) is continued
+    #: by one more request each, its whole input billed again; 0 turns it off and the
+    #: caller sees ``Done.paused``. See `streamfn.core.pause_turn`.
+    pause_turn_continuations: int = 5
+    #: called with a finished tool call whose arguments still break its tool's schema
+    #: after the deterministic repairs, and the errors; returns a replacement `ToolCall`
+    #: or None. See `streamfn.core.tool_checks`.
+    repair_tool_call: Any = None
 
     def __post_init__(self) -> None:
         if self.thinking is not None and not isinstance(self.thinking, ThinkingLevel):
@@ -188,6 +200,8 @@ class Options(msgspec.Struct, kw_only=True):
             max_attempts: int = 3,
             retry_base_delay: float = 0.5,
             retry_max_delay: float = 30.0,
+            pause_turn_continuations: int = 5,
+            repair_tool_call: ToolCallRepair | None = None,
         ) -> None: ...
 
     def __repr__(self) -> str:

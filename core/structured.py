@@ -22,7 +22,7 @@ qualifies for strict mode (every object lists all its properties as required);
 objects are closed (``additionalProperties: false``) where the schema left
 that open. `parse_output` reads the answer back: JSON-decoded, then validated
 with msgspec (or pydantic's own ``model_validate``) where a type was given,
-with a small structural check for a plain dict schema. A failure raises
+with `streamfn.core.schema_check` for a plain dict schema. A failure raises
 `OutputValidationError` naming the provider, what failed and the raw text.
 """
 
@@ -46,6 +46,7 @@ from .schema import (
     strict_schema,
     without_refs,
 )
+from .schema_check import check_json
 
 if TYPE_CHECKING:
     from .models import Model
@@ -153,9 +154,9 @@ def parse_output(message: AssistantMessage, spec: Any) -> Any:
         raise fail(f"is not JSON ({exc})") from None
     target = out.target
     if target is None:
-        problem = _check(value, out.schema, "$")
-        if problem is not None:
-            raise fail(f"does not match the schema: {problem}")
+        problems = check_json(value, out.schema, limit=1)
+        if problems:
+            raise fail(f"does not match the schema: {problems[0]}")
         return value
     if is_pydantic_model(target):
         try:
@@ -166,54 +167,6 @@ def parse_output(message: AssistantMessage, spec: Any) -> Any:
         return msgspec.convert(value, target)
     except msgspec.ValidationError as exc:
         raise fail(f"does not validate as {getattr(target, '__name__', target)}: {exc}") from None
-
-
-_JSON_TYPES: Final[dict[str, tuple[type, ...]]] = {
-    "object": (dict,),
-    "array": (list,),
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "null": (type(None),),
-}
-
-
-def _check(value: Any, schema: Any, path: str) -> str | None:
-    """The first structural mismatch (type, enum, const, required, nested properties and
-    items, anyOf), or None. Not a full validator: the provider enforced the schema; this
-    catches an answer that ignored it (a refusal, an emulation that drifted)."""
-    if not isinstance(schema, dict):
-        return None
-    kind = schema.get("type")
-    if kind is not None:
-        kinds = kind if isinstance(kind, list) else [kind]
-        allowed = tuple(t for k in kinds for t in _JSON_TYPES.get(k, (object,)))
-        is_bool = isinstance(value, bool)
-        if not isinstance(value, allowed) or (is_bool and "boolean" not in kinds):
-            return f"{path} is {type(value).__name__}, expected {kind}"
-    if "enum" in schema and value not in schema["enum"]:
-        return f"{path} is {value!r}, not one of {schema['enum']!r}"
-    if "const" in schema and value != schema["const"]:
-        return f"{path} is {value!r}, expected {schema['const']!r}"
-    branches = schema.get("anyOf") or schema.get("oneOf")
-    if isinstance(branches, list) and all(_check(value, b, path) for b in branches):
-        return f"{path} matches none of its anyOf branches"
-    if isinstance(value, dict):
-        for name in schema.get("required") or ():
-            if name not in value:
-                return f"{path} lacks the required {name!r}"
-        for name, sub in (schema.get("properties") or {}).items():
-            if name in value:
-                problem = _check(value[name], sub, f"{path}.{name}")
-                if problem:
-                    return problem
-    if isinstance(value, list) and isinstance(schema.get("items"), dict):
-        for i, item in enumerate(value):
-            problem = _check(item, schema["items"], f"{path}[{i}]")
-            if problem:
-                return problem
-    return None
 
 
 def attach_parsed(message: AssistantMessage, options: Options | None) -> None:

@@ -231,7 +231,7 @@ class TextToolCalls:
             reason = event.stop_reason
             if self._calls and reason == StopReason.STOP:
                 reason = StopReason.TOOL_USE
-            emit.done(reason, event.usage, event.cost)
+            emit.done(reason, event.usage, event.cost, paused=event.paused is True)
         elif isinstance(event, Error):
             # Cut off mid-answer: what was held back goes out as text, then the error.
             for block in self._blocks.values():

@@ -75,6 +75,8 @@ FAULTS = (
     "stall-first",  # headers, then nothing
     "stall-mid",  # half the body, then nothing
     "slow-headers",  # header bytes one at a time, slowly, forever
+    "flood-1xx",  # interim (103) responses as fast as the socket takes them, for the stall
+    "flood-comments",  # headers, then SSE comments as fast as the socket takes them
     "reset",  # half the body, then a TCP reset
     "truncated",  # half the body, then a clean close without the last chunk
     "no-terminal",  # a well-framed body without the provider's terminal event
@@ -237,6 +239,28 @@ def _slow_headers(ex: Exchange) -> bool:
     return False
 
 
+def _flood(ex: Exchange, start: bytes, unit: bytes) -> bool:
+    """``start``, then ``unit`` over and over for the stall, or until the client leaves:
+    bytes that never make an event, faster than a client decodes them."""
+    batch = unit * max(1, (64 << 10) // len(unit))
+    ends = time.monotonic() + ex.stall
+    try:
+        ex.sock.sendall(start)
+        while time.monotonic() < ends:
+            ex.sock.sendall(batch)
+    except OSError:  # the client gave up: what the flood is for
+        pass
+    return False
+
+
+def _flood_1xx(ex: Exchange) -> bool:
+    return _flood(ex, b"", b"HTTP/1.1 103 Early Hints\r\nlink: </a>; rel=preload\r\n\r\n")
+
+
+def _flood_comments(ex: Exchange) -> bool:
+    return _flood(ex, ex.chunked(), chunk(b": " + b"x" * 4000 + b"\n\n"))
+
+
 def _reset(ex: Exchange) -> bool:
     ex.sock.sendall(ex.chunked() + chunk(ex.body[: ex.half]))
     time.sleep(0.05)
@@ -380,6 +404,8 @@ def _bomb(ctype: str) -> bytes:
 
 
 _REPLIES: dict[str, Reply] = {
+    "flood-1xx": _flood_1xx,
+    "flood-comments": _flood_comments,
     "ok": _ok,
     "429-then-ok": _ok,
     "500-then-ok": _ok,

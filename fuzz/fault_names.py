@@ -22,7 +22,7 @@ FAULT_GROUPS: Final[dict[str, tuple[str, ...]]] = {
     "ok": ("ok", "ok-length", "ok-close", "drip", "keepalive-comments", "late-tail"),
     "status": ("401", "403", "400-context", "429", "429-then-ok", "500-then-ok", "503",
                "429-date-then-ok", "429-date-far", "overloaded-then-ok"),
-    "stall": ("stall-first", "stall-mid", "slow-headers"),
+    "stall": ("stall-first", "stall-mid", "slow-headers", "flood-1xx", "flood-comments"),
     "drop": ("reset", "truncated", "no-terminal", "close-before-response"),
     "garbage": ("wrong-ctype", "garbage-body", "garbage-http", "big", "oversized"),
     "redirect": ("redirect-301", "redirect-302", "redirect-303", "redirect-307",

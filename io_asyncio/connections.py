@@ -22,9 +22,14 @@ from typing import Final, Self
 from streamfn.core.http.pool import PooledConnection, PoolKey
 from streamfn.io_sync.sockets import socket_readable
 
-__all__ = ["READ_SIZE", "Connection", "SocketConnection", "StreamConnection"]
+__all__ = ["READ_SIZE", "TURN", "Connection", "SocketConnection", "StreamConnection"]
 
 READ_SIZE: Final = 64 << 10
+
+#: The longest a socket's reads keep the event loop to themselves: ``sock_recv``
+#: returns at once while bytes are waiting, so a peer that sends faster than we
+#: decode would otherwise never let another task (or a timer) run.
+TURN: Final = 0.01
 
 
 class Connection(PooledConnection):
@@ -58,11 +63,13 @@ class Connection(PooledConnection):
 class SocketConnection(Connection):
     """A connected non-blocking TCP socket, used through the loop's ``sock_*`` calls."""
 
-    __slots__ = ("sock",)
+    __slots__ = ("sock", "turn_ends")
 
     def __init__(self, key: PoolKey, sock: socket.socket) -> None:
         super().__init__(key)
         self.sock = sock
+        #: when the loop is next given a turn (see `TURN`)
+        self.turn_ends = self.loop.time() + TURN
 
     @classmethod
     async def open(cls, key: PoolKey, family: socket.AddressFamily, host: str, port: int) -> Self:
@@ -80,7 +87,11 @@ class SocketConnection(Connection):
         await self.loop.sock_sendall(self.sock, data)
 
     async def receive(self) -> bytes:
-        return await self.loop.sock_recv(self.sock, READ_SIZE)
+        loop = self.loop
+        if loop.time() >= self.turn_ends:
+            await asyncio.sleep(0)  # let the loop run its other tasks and timers
+            self.turn_ends = loop.time() + TURN
+        return await loop.sock_recv(self.sock, READ_SIZE)
 
     async def readable(self) -> bool:
         return socket_readable(self.sock.fileno())

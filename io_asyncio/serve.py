@@ -93,6 +93,7 @@ async def serve(
     max_connections: int = 4096,
     head_timeout: float = 10.0,
     log_errors: bool = True,
+    allow_h2c: bool = False,
 ) -> None:
     """Serve ``app`` on the listening ``sock`` until ``stop`` is set, then shut down."""
     from hypercorn.asyncio.run import worker_serve
@@ -100,6 +101,6 @@ async def serve(
     capped = CappedSocket(sock, max_connections)
     app.bind(AsyncioRuntime())
     wrapped, config, options = hypercorn_arguments(
-        app, capped, stop, head_timeout=head_timeout, log_errors=log_errors
+        app, capped, stop, head_timeout=head_timeout, log_errors=log_errors, allow_h2c=allow_h2c
     )
     await worker_serve(wrapped, config, **options)

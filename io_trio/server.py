@@ -102,6 +102,7 @@ async def serve(
     *,
     head_timeout: float = 10.0,
     log_errors: bool = True,
+    allow_h2c: bool = False,
 ) -> None:
     """Serve ``app`` on the listening ``sock`` until ``stop`` is set, then shut down
     (the order of `streamfn.io_asyncio.serve.serve`: hypercorn stops accepting
@@ -110,6 +111,6 @@ async def serve(
 
     app.bind(TrioRuntime())
     wrapped, config, options = hypercorn_arguments(
-        app, sock, stop, head_timeout=head_timeout, log_errors=log_errors
+        app, sock, stop, head_timeout=head_timeout, log_errors=log_errors, allow_h2c=allow_h2c
     )
     await worker_serve(wrapped, config, **options)

@@ -211,7 +211,9 @@ def serving(**config: Any) -> Iterator[tuple[Server, EventsBackend]]:
     backend_options = {
         k: config.pop(k) for k in ("delay", "first_delay", "max_output") if k in config
     }
-    serve_options = {k: config.pop(k) for k in ("max_connections", "head_timeout") if k in config}
+    serve_options = {
+        k: config.pop(k) for k in ("max_connections", "head_timeout", "allow_h2c") if k in config
+    }
     backend = EventsBackend(STREAMS, **backend_options)
     with Server(App(backend, ServerConfig(api_key=KEY, **config)), **serve_options) as server:
         yield server, backend

@@ -24,8 +24,10 @@ from ..fallback import FallbackModel, check_chain, fall_back
 from ..messages import AssistantMessage, Context
 from ..models import Model
 from ..options import Options
+from ..pause_turn import continue_paused_turns
 from ..responses_upgrade import upgrade_to_responses
 from ..text_tools import with_text_tool_calls
+from ..tool_checks import with_checked_tool_calls
 from ..tracing import traced
 from .driver import drive
 from .exchange import Exchange
@@ -235,15 +237,24 @@ class ClientBase(Generic[ConnT], abc.ABC):
     def _open_events(
         self, model: Model, context: Context, options: Options
     ) -> AsyncGenerator[Event, None]:
-        """One model's stream, with the upgrades and transforms it asks for.
+        """One model's stream, with the upgrades and transforms it asks for: the Responses
+        upgrade per request, paused turns continued, tool calls read from text, then
+        every complete tool call checked against its tool's schema.
 
         Raises `MissingCredentials` at once (before any connection) without a key.
         """
         options = with_credentials(model, options, self.environ)
-        events = upgrade_to_responses(
+        events = continue_paused_turns(self._upgraded_events, model, context, options)
+        events = with_text_tool_calls(events, model, context, options)
+        return with_checked_tool_calls(events, context, options)
+
+    def _upgraded_events(
+        self, model: Model, context: Context, options: Options
+    ) -> AsyncGenerator[Event, None]:
+        """One request's stream, sent to the Responses API where the model needs it."""
+        return upgrade_to_responses(
             self._traced_events, self.responses_upgraded, model, context, options
         )
-        return with_text_tool_calls(events, model, context, options)
 
     def _traced_events(
         self, model: Model, context: Context, options: Options

@@ -111,9 +111,16 @@ def _answer(exchange: Exchange, result: Answer, on_expiry: Error) -> list[Event]
 
 
 def _receive(
-    exchange: Exchange, until: float, on_expiry: Error
+    run: _Run, exchange: Exchange, until: float, on_expiry: Error
 ) -> Generator[Step, Answer, list[Event]]:
-    """One `Receive` step, its answer (`ReceiveAnswer`) fed to the exchange."""
+    """One `Receive` step, its answer (`ReceiveAnswer`) fed to the exchange.
+
+    A deadline already past ends the exchange here, whatever the shell's read
+    would do: a read that finds bytes waiting may return without ever letting
+    the shell's timer fire (asyncio's ``sock_recv`` under a flood does).
+    """
+    if run.clock() >= until:
+        return exchange.fail(on_expiry)
     return _answer(exchange, (yield Receive(until)), on_expiry)
 
 
@@ -121,7 +128,7 @@ def _drain_tail(run: _Run, exchange: Exchange) -> Generator[Step, Answer, None]:
     """Read what is left of the HTTP body after the terminal event, briefly and boundedly."""
     until = run.capped(run.clock() + TAIL_GRACE)
     while exchange.needs_tail:
-        yield from _receive(exchange, until, Error.network("tail"))
+        yield from _receive(run, exchange, until, Error.network("tail"))
 
 
 def drive(
@@ -214,7 +221,7 @@ def _exchange(
             events = exchange.pump(some=True)  # what the last read still holds first
         if not events and not exchange.finished:
             until, on_expiry = exchange.timer(run.clock())
-            events = yield from _receive(exchange, until, on_expiry)
+            events = yield from _receive(run, exchange, until, on_expiry)
         if exchange.stale_keep_alive:
             run.log.debug("pooled connection was closed by the server; reconnecting")
             yield Release(None)

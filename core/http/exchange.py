@@ -33,7 +33,8 @@ from ..models import Model
 from ..options import Options
 from .chunked import ChunkedBody, is_chunked, keeps_alive
 from .content_coding import BodyDecoder, CodingError, decoder_for
-from .target import MAX_HEADER_BYTES, USER_AGENT, parse_target, seconds_text
+from .read_timer import ReadTimer
+from .target import MAX_HEADER_BYTES, USER_AGENT, parse_target
 
 __all__ = ["MAX_TAIL_BYTES", "Exchange"]
 
@@ -73,7 +74,7 @@ class Exchange:
         self._model = model
         self._options = options
         self._headers = list(self.request.headers if headers is None else headers)
-        self._deadline = deadline
+        self._timer = ReadTimer(options, deadline)
         #: wall-clock time of sending: the reference for a Retry-After HTTP-date
         #: when the response carries no Date header
         self._sent_at = sent_at
@@ -96,22 +97,8 @@ class Exchange:
         self._broken = False
         #: an eager `receive_bytes` returned before h11 had given all it holds
         self._unpumped = False
-        self._fresh_data = False
-        self._phase_ref: float | None = None
-        self._body_seen = False
         self._body_ended = False
         self._closed_by_peer = False
-        # what each timer says when it fires: fixed for the exchange, built once
-        self._idle_error = Error.network(
-            f"idle timeout: no data for {seconds_text(options.idle_timeout)}"
-        )
-        self._first_byte_error = Error.network(
-            f"first-byte timeout: no response body within {seconds_text(options.first_byte_timeout)}"
-        )
-        total = options.total_timeout if options.total_timeout is not None else 0.0
-        self._total_error = Error.network(
-            f"total timeout: the stream did not finish within {seconds_text(total)}"
-        )
 
     def _take_over(self) -> h11.Connection:
         """The HTTP state for the next exchange on this socket (this one is then not `reusable`)."""
@@ -145,24 +132,10 @@ class Exchange:
 
     # -- timers ----------------------------------------------------------------
     def timer(self, now: float) -> tuple[float, Error]:
-        """The deadline for the next receive and the `Error` to end with if it passes.
-
-        Until the first body byte: ``first_byte_timeout`` from the first call
-        (the request was just sent; header bytes do not reset it, so a server
-        dripping its headers cannot hold us forever). After it:
-        ``idle_timeout`` from the last receive that brought bytes.
-        """
-        opts = self._options
-        if self._phase_ref is None or (self._body_seen and self._fresh_data):
-            self._phase_ref = now
-            self._fresh_data = False
-        if self._body_seen:
-            deadline, error = self._phase_ref + opts.idle_timeout, self._idle_error
-        else:
-            deadline, error = self._phase_ref + opts.first_byte_timeout, self._first_byte_error
-        if self._deadline is not None and self._deadline <= deadline:
-            return self._deadline, self._total_error
-        return deadline, error
+        """The deadline for the next receive and the `Error` to end with if it passes
+        (`streamfn.core.http.read_timer`: first byte, idle with a heartbeat allowance,
+        total)."""
+        return self._timer.next(now)
 
     # -- receiving -----------------------------------------------------------
     def receive_bytes(self, data: bytes | bytearray, *, eager: bool = False) -> list[Event]:
@@ -378,14 +351,14 @@ class Exchange:
     def _data(self, data: bytes, events: list[Event], eager: bool) -> bool:
         """Body bytes to the call, its events onto ``events``; True: stop reading for now
         (a cap was hit, or, ``eager``, the events may go out before the rest is decoded)."""
-        self._body_seen = True
-        self._fresh_data = True
         self.body_bytes += len(data)
         if self.body_bytes > self._options.max_response_bytes:
             events += self._too_big()
             return True
         if not self.finished:
+            before = len(events)
             events += self._body(data)
+            self._timer.body(len(data), len(events) > before)
             if eager and events and not self.finished:
                 self._unpumped = True
                 return True

@@ -213,9 +213,10 @@ class ProviderCall(abc.ABC):
     def _eof(self) -> None:
         """Flush the decoder; emit the terminal event if the wire said it is done."""
 
-    def finish(self, stop_reason: StopReason) -> None:
-        """Emit `Done` with the usage gathered so far, priced with the model."""
-        self.emit.done(stop_reason, self.usage, compute_cost(self.model, self.usage))
+    def finish(self, stop_reason: StopReason, *, paused: bool = False) -> None:
+        """Emit `Done` with the usage gathered so far, priced with the model (``paused``:
+        the provider paused the turn, see `Done.paused`)."""
+        self.emit.done(stop_reason, self.usage, compute_cost(self.model, self.usage), paused=paused)
 
     def fail(self, error: Error) -> None:
         if error.usage is None and self._usage_or_none() is not None:

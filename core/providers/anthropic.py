@@ -21,9 +21,8 @@ Decisions a caller can rely on (each one is a choice the wire leaves open):
   protocol error.
 - **Stop reasons**: ``end_turn``/``stop_sequence`` -> stop; ``max_tokens`` ->
   length (a tool call cut by it is closed; the fold reports its unparsable
-  arguments); ``tool_use`` -> tool_use; ``pause_turn`` -> stop: the server
-  paused a long server-tool turn, and the caller continues it by sending the
-  conversation (this message included) back as is.
+  arguments); ``tool_use`` -> tool_use; ``pause_turn`` -> stop with ``Done.paused``:
+  a long server-tool turn paused; the shells continue it (`streamfn.core.pause_turn`).
   ``refusal`` -> ``Error(kind=content_filter)``: it is set by Anthropic's
   streaming safety classifiers, not by the model declining in words, so it is
   the provider's safety system, as ``content_filter`` is for OpenAI; the text
@@ -459,7 +458,7 @@ class AnthropicCall(SSECall):
         if reason is None:
             log.warning("anthropic: message_stop without a stop_reason")
         if stop is not None:
-            self.finish(stop)
+            self.finish(stop, paused=reason == "pause_turn")
         elif reason == "refusal":
             self.fail(
                 Error.content_filter(

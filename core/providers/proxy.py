@@ -134,7 +134,7 @@ class ProxyCall(SSECall):
             emit.opaque(event.provider, event.block_type, event.json)
         elif isinstance(event, Done):
             self.usage = event.usage
-            emit.done(event.stop_reason, event.usage, event.cost)
+            emit.done(event.stop_reason, event.usage, event.cost, paused=event.paused is True)
         else:
             emit.error(event)
 

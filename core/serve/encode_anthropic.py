@@ -301,7 +301,10 @@ class AnthropicEncoder:
                 {
                     "type": "message_delta",
                     "delta": {
-                        "stop_reason": STOP_REASONS[event.stop_reason],
+                        # a turn paused and not continued here is Anthropic's own word
+                        "stop_reason": "pause_turn"
+                        if event.paused is True
+                        else STOP_REASONS[event.stop_reason],
                         "stop_sequence": None,
                     },
                     "usage": anthropic_usage(event.usage),

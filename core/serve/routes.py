@@ -30,6 +30,8 @@ __all__ = [
     "CHAT_PATH",
     "MESSAGES_PATH",
     "NATIVE_PATH",
+    "PARSED_BASE_BYTES",
+    "PARSED_BYTES_PER_CONTAINER",
     "PARSE_INLINE_BYTES",
     "ROUTES",
     "SOURCELESS",
@@ -43,6 +45,7 @@ __all__ = [
     "disconnected_early",
     "models_body",
     "parse_request",
+    "parsed_cost",
     "route",
 ]
 
@@ -173,17 +176,37 @@ def admit(*, closing: bool, admitted: int, capacity: int) -> None:
         )
 
 
+#: What a parsed request holds beyond its body, per JSON object or array in it. Measured
+#: as Python objects: a message, a content part or a tool costs 100 to 310 bytes beyond
+#: its JSON text (a long prompt costs its length and nothing more).
+PARSED_BYTES_PER_CONTAINER: Final = 320
+#: What any parsed request holds beside that (its options, context and request objects).
+PARSED_BASE_BYTES: Final = 16 << 10
+
+
+def parsed_cost(body: bytes) -> int:
+    """The memory a parsed ``body`` holds beyond the body's own bytes: an estimate from
+    above, read off the raw bytes before parsing (two C-speed counts; a brace inside a
+    string is counted too, which only overestimates)."""
+    containers = body.count(b"{") + body.count(b"[")
+    return PARSED_BASE_BYTES + PARSED_BYTES_PER_CONTAINER * containers
+
+
 class BodyBudget:
     """Request bytes held in memory, all requests together, and each body's cap.
 
-    Past ``max_buffered`` a request is a 503 with ``Retry-After`` (many slow or
-    large bodies cannot exhaust memory); past ``max_body`` it is a 413.
+    A body is charged as it arrives, then (`hold_parsed`) with what its parsed form
+    will hold, and the charge stays until the request ends: requests waiting on a
+    slow model hold their parsed form all that time. Past ``max_buffered`` a
+    request is a 503 with ``Retry-After`` (many slow or large bodies cannot
+    exhaust memory); past ``max_body`` it is a 413, and so is a request whose
+    parsed form alone would never fit.
     """
 
     def __init__(self, max_body: int, max_buffered: int) -> None:
         self.max_body = max_body
         self.max_buffered = max_buffered
-        #: bytes of request bodies held right now
+        #: bytes of requests held right now (bodies, and their parsed forms)
         self.buffered = 0
 
     def hold(self, held: int, chunk: int) -> None:
@@ -192,14 +215,29 @@ class BodyBudget:
             raise HTTPError(
                 413, "too_large", f"request body larger than {self.max_body} bytes (server limit)"
             )
-        if self.buffered + chunk > self.max_buffered:
+        self._take(chunk)
+
+    def hold_parsed(self, held: int, extra: int) -> None:
+        """Count ``extra`` bytes (`parsed_cost`) for a request that holds ``held`` already."""
+        if held + extra > self.max_buffered:
+            raise HTTPError(
+                413,
+                "too_large",
+                f"request too complex: parsed, it would hold about {(held + extra) >> 10} KiB, "
+                f"more than the server's memory budget ({self.max_buffered >> 10} KiB); send "
+                "fewer or larger messages, parts or tools",
+            )
+        self._take(extra)
+
+    def _take(self, size: int) -> None:
+        if self.buffered + size > self.max_buffered:
             raise HTTPError(
                 503,
                 "overloaded",
-                "server busy: too many request bodies in memory; retry shortly",
+                "server busy: too many requests in memory; retry shortly",
                 retry_after=1,
             )
-        self.buffered += chunk
+        self.buffered += size
 
     def release(self, held: int) -> None:
         self.buffered -= held

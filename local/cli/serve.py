@@ -57,6 +57,12 @@ def _add_access(parser: argparse.ArgumentParser) -> None:
         help="allow a non-loopback --host without --api-key (anyone who reaches it spends "
         "your provider keys)",
     )
+    add(
+        "--allow-h2c",
+        action="store_true",
+        help="serve cleartext HTTP/2 (prior knowledge or Upgrade: h2c), bounded by "
+        "--head-timeout like HTTP/1.1 (default: refused, asking the client for HTTP/1.1)",
+    )
 
 
 def _add_sources(parser: argparse.ArgumentParser) -> None:
@@ -134,8 +140,15 @@ def _add_capacity(parser: argparse.ArgumentParser) -> None:
         metavar="BYTES",
         type=at_least(1),
         default=256 << 20,
-        help="request bodies held in memory at once, all requests together; past it a "
-        "request is a 503 with Retry-After (default 256 MiB)",
+        help="requests held in memory at once, all together (each body, then its parsed "
+        "form until it ends); past it a request is a 503 with Retry-After (default 256 MiB)",
+    )
+    add(
+        "--max-unsent-bytes",
+        type=int,
+        default=1 << 20,
+        help="events waiting for one client that reads slowly; past it the model's stream "
+        "waits for the client (default 1 MiB)",
     )
 
 
@@ -350,6 +363,7 @@ def _app(args: argparse.Namespace, backend: Any) -> Any:
             api_key=_api_key(args),
             max_body_bytes=args.max_body_bytes,
             max_buffered_bytes=args.max_buffered_bytes,
+            max_unsent_bytes=args.max_unsent_bytes,
             max_concurrency=args.max_concurrency,
             max_queue=args.max_queue,
             keepalive_interval=args.keepalive,
@@ -394,6 +408,7 @@ def _serve_asyncio(args: argparse.Namespace, app: Any, sock: socket.socket) -> N
             stop,
             max_connections=args.max_connections,
             head_timeout=args.head_timeout,
+            allow_h2c=args.allow_h2c,
         )
 
     asyncio.run(main())
@@ -414,7 +429,7 @@ def _serve_trio(args: argparse.Namespace, app: Any, sock: socket.socket) -> None
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(on_signal)
-            await serve(app, sock, stop, head_timeout=args.head_timeout)
+            await serve(app, sock, stop, head_timeout=args.head_timeout, allow_h2c=args.allow_h2c)
             nursery.cancel_scope.cancel()
 
     trio.run(main)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import json
+import select
 import socket
 import threading
 import time
@@ -40,6 +41,7 @@ from streamfn.asgi.backends import RouterBackend
 from streamfn.core import Model
 from streamfn.core.events import Done, Error, Start, TextDelta, TextEnd, TextStart
 from streamfn.core.models import openai_compatible
+from streamfn.core.serve.routes import parsed_cost
 from streamfn.fuzz.events_backend import EventsBackend
 from streamfn.io_asyncio.serve import serve
 
@@ -374,14 +376,23 @@ def test_a_slow_request_head_is_cut_after_the_head_timeout() -> None:
 def test_open_connections_are_capped(shell: str) -> None:
     if shell == "trio":
         pytest.skip("the connection cap is the asyncio server's (io_asyncio/serve.py)")
-    # hypercorn closes a connection the client left at most head_timeout later
-    with serving(max_connections=2, head_timeout=1.0) as (server, _):
-        idle = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(2)]
+    # a connection the client closed gives its place back at once, not at the head timeout
+    with serving(max_connections=2, head_timeout=SLOW) as (server, _):
+        # of four idle connections at most two are held (more are refused while the
+        # server's start-up probe still holds its place): the others read a 503 at once
+        idle = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(4)]
         try:
-            time.sleep(0.1)
-            with socket.create_connection(("127.0.0.1", server.port)) as extra:
-                data = read_all(extra)
-            assert data.startswith(b"HTTP/1.1 503") and b"too many open connections" in data
+            refused = 0
+            while refused < 2:  # without the cap: none is refused and this times out
+                ready, _, _ = select.select(idle, [], [], HANG_GUARD)
+                assert ready, "no connection past the cap was refused"
+                for sock in ready:
+                    idle.remove(sock)
+                    with sock:
+                        data = read_all(sock)
+                    assert data.startswith(b"HTTP/1.1 503"), data
+                    assert b"too many open connections" in data
+                    refused += 1
         finally:
             for sock in idle:
                 sock.close()
@@ -672,24 +683,26 @@ def test_bodies_held_at_once_are_bounded_whatever_their_number() -> None:
     """Many large or slow bodies cannot add up past the server's memory budget: the
     request that would is a 503 with Retry-After, and the budget comes back after."""
     events = [Start(), TextStart(0), TextDelta(0, "ok"), TextEnd(0), Done()]
-    config = ServerConfig(api_key=KEY, max_buffered_bytes=4096, body_timeout=5)
+    body = json.dumps(
+        {"model": "m", "messages": [{"role": "user", "content": "x" * 2000}]}
+    ).encode()
+    # room for this request alone (its body and its parsed form), not beside 20 KB more
+    budget = len(body) + parsed_cost(body) + 10000
+    config = ServerConfig(api_key=KEY, max_buffered_bytes=budget, body_timeout=5)
     with Server(App(EventsBackend({"m": events}), config)) as server:
-        # a body sent halfway holds its first 3 KiB...
+        # a body sent halfway holds its first 20 KB...
         slow = socket.create_connection(("127.0.0.1", server.port))
         head = (
             "POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\n"
             f"authorization: Bearer {KEY}\r\ncontent-type: application/json\r\n"
-            "content-length: 6000\r\n\r\n"
+            "content-length: 40000\r\n\r\n"
         )
-        slow.sendall(head.encode() + b" " * 3000)
+        slow.sendall(head.encode() + b" " * 20000)
         deadline = time.monotonic() + 5
-        while server.app.buffered < 3000 and time.monotonic() < deadline:
+        while server.app.buffered < 20000 and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert server.app.buffered == 3000
-        # ...so another 2 KiB body does not fit
-        body = json.dumps(
-            {"model": "m", "messages": [{"role": "user", "content": "x" * 2000}]}
-        ).encode()
+        assert server.app.buffered == 20000
+        # ...so another request does not fit beside it
         status, _, raw = _request(server.port, "/v1/chat/completions", body)
         assert status == 503 and b"retry-after: 1" in raw.lower()
         slow.close()

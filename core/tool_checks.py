@@ -1,0 +1,208 @@
+"""Tool calls checked against their tools' schemas, and the known glitches repaired.
+
+A model's tool call is only worth running if its arguments are what the tool
+declared (`Tool.parameters`, a JSON Schema). `ToolCallChecks` looks at each call
+when it is complete (its `ToolCallEnd`; a call an error cut off never gets one,
+so it is never checked nor repaired) and says on that event:
+
+1. **Repairs** made deterministically, for glitches providers are known to
+   produce, each one named in ``ToolCallEnd.repairs``:
+
+   - two JSON objects concatenated in one arguments string (``{}{"city": "Paris"}``,
+     seen from Gemini's OpenAI-compatible endpoint and Hermes-style models): when
+     all of them but one are empty or the same object, that one is kept;
+     different objects are not guessed between;
+   - text after the arguments object (``{"city": "Paris"}</tool_call>``): dropped,
+     unless it could be the start of more JSON (``{``, ``[``, a quote), which is
+     what arguments cut short look like;
+   - a tool name with whitespace around it (``" get_weather"``).
+
+2. **Errors**: where the (repaired) arguments break the tool's schema
+   (`streamfn.core.schema_check`), arguments that are not one JSON object, or a
+   name no declared tool has. An agent answers the model with these instead of
+   running the call.
+
+3. The rest goes to the caller's hook, ``Options.repair_tool_call``: called with
+   the call (after the repairs above) and its errors, it returns a replacement
+   `ToolCall` (its name and ``arguments`` are used, and checked again) or None to
+   leave the call as it is.
+
+The fold (`Accumulator`) puts the result on the `ToolCall`: ``name`` and
+``arguments`` as repaired (the streamed text kept in ``streamed_arguments``),
+``repairs``, ``errors``. The shells apply this to every stream whose context
+declares function tools (`with_checked_tool_calls`); the cost is one pass over
+each call's arguments at its end.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator, Callable, Sequence
+from typing import Any, Final, TypeAlias
+
+import msgspec
+
+from .accumulate import parse_arguments
+from .events import Error, Event, ToolCallDelta, ToolCallEnd, ToolCallStart
+from .messages import Context, Tool, ToolCall
+from .options import Options
+from .schema_check import SchemaMismatch, check_json
+
+__all__ = [
+    "ToolCallChecks",
+    "ToolCallRepair",
+    "repair_arguments",
+    "with_checked_tool_calls",
+]
+
+#: ``Options.repair_tool_call``: (the call, its errors) -> a replacement call, or None
+ToolCallRepair: TypeAlias = Callable[[ToolCall, list[SchemaMismatch]], ToolCall | None]
+
+_DECODER: Final = json.JSONDecoder()
+_WHITESPACE: Final = " \t\r\n"
+#: what text after a value starts with when it may be more (cut) JSON, not prose
+_MORE_JSON: Final = frozenset('{["')
+_SHOWN: Final = 40
+
+
+def _values(text: str) -> tuple[list[tuple[Any, str]], str]:
+    """The JSON values at the start of ``text`` one after another (each with its exact
+    text), and what follows the last one (from its first non-blank character)."""
+    out: list[tuple[Any, str]] = []
+    at = len(text) - len(text.lstrip(_WHITESPACE))
+    while at < len(text):
+        try:
+            value, end = _DECODER.raw_decode(text, at)
+        except (ValueError, RecursionError):
+            break
+        out.append((value, text[at:end]))
+        at = end + len(text[end:]) - len(text[end:].lstrip(_WHITESPACE))
+    return out, text[at:]
+
+
+def repair_arguments(text: str) -> tuple[str, list[str]] | None:
+    """The arguments text with the known glitches repaired, and the repairs in words;
+    None when it needs none (it is one JSON object, or empty) or none applies."""
+    if not text.strip() or parse_arguments(text)[1] is None:
+        return None
+    values, rest = _values(text)
+    if not values or not all(isinstance(v, dict) for v, _ in values):
+        return None
+    repairs: list[str] = []
+    kept = values[0][1]
+    if len(values) > 1:
+        distinct = {msgspec.json.encode(v) for v, _ in values if v}
+        if len(distinct) > 1:
+            return None  # different objects: which one was meant is not ours to guess
+        kept = next((raw for v, raw in values if v), values[0][1])
+        repairs.append(
+            f"{len(values)} JSON objects were concatenated in the arguments; "
+            "kept the one with content"
+        )
+    if rest:
+        if rest[0] in _MORE_JSON:
+            return None  # more JSON that does not parse: cut or broken, not a glitch
+        shown = rest if len(rest) <= _SHOWN else rest[:_SHOWN] + "..."
+        repairs.append(f"dropped the text after the arguments object: {shown!r}")
+    if not repairs:
+        return None  # one value our decoder reads and the fold's does not (NaN ...): not ours
+    return kept, repairs
+
+
+class ToolCallChecks:
+    """Checks and repairs tool calls one event at a time; `feed` returns the event to
+    pass on (the `ToolCallEnd` of a call with something to say carries it)."""
+
+    def __init__(self, tools: Sequence[Tool], repair: ToolCallRepair | None = None) -> None:
+        self._schemas = {tool.name: tool.parameters for tool in tools}
+        self._repair = repair
+        self._calls: dict[int, tuple[str, str, list[str]]] = {}
+
+    def feed(self, event: Event) -> Event:
+        if isinstance(event, ToolCallDelta):
+            call = self._calls.get(event.index)
+            if call is not None:
+                call[2].append(event.delta)
+        elif isinstance(event, ToolCallStart):
+            self._calls[event.index] = (event.id, event.name, [])
+        elif isinstance(event, ToolCallEnd):
+            call = self._calls.pop(event.index, None)
+            if call is not None:
+                return self._end(event, *call)
+        elif isinstance(event, Error):
+            self._calls.clear()  # cut calls are never checked nor repaired
+        return event
+
+    def errors(
+        self, name: str, arguments: dict[str, Any], parse_error: str | None
+    ) -> list[SchemaMismatch]:
+        """Why a call of ``name`` with these arguments should not run (empty: it may)."""
+        if parse_error is not None:
+            return [SchemaMismatch("", parse_error)]
+        schema = self._schemas.get(name)
+        if schema is None:
+            declared = ", ".join(sorted(self._schemas))
+            return [
+                SchemaMismatch("", f"no tool named {name!r} was declared (declared: {declared})")
+            ]
+        return check_json(arguments, schema)
+
+    def _end(self, event: ToolCallEnd, ident: str, name: str, pieces: list[str]) -> ToolCallEnd:
+        streamed = "".join(pieces)
+        repairs: list[str] = []
+        new_name: str | None = None
+        if name.strip() and name.strip() != name:
+            new_name = name.strip()
+            repairs.append(f"removed the whitespace around the tool name {name!r}")
+        new_arguments: str | None = None
+        repaired = repair_arguments(streamed)
+        if repaired is not None:
+            new_arguments, notes = repaired
+            repairs += notes
+        text = streamed if new_arguments is None else new_arguments
+        arguments, parse_error = parse_arguments(text)
+        errors = self.errors(new_name or name, arguments, parse_error)
+        if errors and self._repair is not None:
+            call = ToolCall(
+                id=ident,
+                name=new_name or name,
+                arguments=arguments,
+                arguments_json=text,
+                parse_error=parse_error,
+            )
+            replacement = self._repair(call, list(errors))
+            if replacement is not None:
+                if replacement.name != name:
+                    new_name = replacement.name
+                new_arguments = msgspec.json.encode(replacement.arguments).decode()
+                repairs.append("replaced by Options.repair_tool_call")
+                errors = self.errors(replacement.name, replacement.arguments, None)
+        if new_name is None and new_arguments is None and not errors:
+            return event
+        return msgspec.structs.replace(
+            event,
+            name=new_name,
+            arguments=new_arguments,
+            repairs=tuple(repairs),
+            errors=tuple(errors),
+        )
+
+
+def with_checked_tool_calls(
+    events: AsyncGenerator[Event, None], context: Context, options: Options
+) -> AsyncGenerator[Event, None]:
+    """``events`` through `ToolCallChecks` when ``context`` declares function tools."""
+    tools = context.function_tools
+    if not tools:
+        return events
+    return _checked(events, ToolCallChecks(tools, options.repair_tool_call))
+
+
+async def _checked(
+    events: AsyncGenerator[Event, None], checks: ToolCallChecks
+) -> AsyncGenerator[Event, None]:
+    try:
+        async for event in events:
+            yield checks.feed(event)
+    finally:
+        await events.aclose()

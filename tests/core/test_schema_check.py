@@ -1,0 +1,159 @@
+"""The JSON Schema subset validator, held to the ``jsonschema`` package as an oracle."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from streamfn.core.schema_check import MAX_REF_CHAIN, SchemaMismatch, check_json
+
+KEYS = ["a", "b", "c/d", "e~"]
+TYPES = ["object", "array", "string", "integer", "number", "boolean", "null"]
+
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-5, 5)
+    | st.sampled_from([0.0, 1.0, 2.5, -1.5])
+    | st.sampled_from(["", "x", "héllo", "abcdef"])
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(KEYS), inner),
+    max_leaves=12,
+)
+
+
+def _leaf() -> st.SearchStrategy[dict[str, Any]]:
+    number = st.integers(-3, 3) | st.sampled_from([0.5, 1.5])
+    return st.one_of(
+        st.builds(lambda t: {"type": t}, st.sampled_from(TYPES)),
+        st.builds(
+            lambda ts: {"type": ts},
+            st.lists(st.sampled_from(TYPES), min_size=1, max_size=3, unique=True),
+        ),
+        st.builds(lambda v: {"enum": v}, st.lists(scalars, min_size=1, max_size=3)),
+        st.builds(lambda v: {"const": v}, scalars),
+        st.builds(lambda n: {"minimum": n}, number),
+        st.builds(lambda n: {"maximum": n}, number),
+        st.builds(lambda n: {"exclusiveMinimum": n}, number),
+        st.builds(lambda n: {"exclusiveMaximum": n}, number),
+        st.builds(lambda n: {"type": "string", "minLength": n}, st.integers(0, 4)),
+        st.builds(lambda n: {"maxLength": n}, st.integers(0, 4)),
+        st.builds(lambda n: {"minItems": n}, st.integers(0, 3)),
+        st.builds(lambda n: {"maxItems": n}, st.integers(0, 3)),
+        st.just({"$ref": "#/$defs/leaf"}),
+        st.just({}),
+    )
+
+
+def _compound(inner: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[dict[str, Any]]:
+    return st.one_of(
+        st.builds(
+            lambda props, req, extra: {
+                "type": "object",
+                "properties": props,
+                "required": req,
+                **({} if extra is None else {"additionalProperties": extra}),
+            },
+            st.dictionaries(st.sampled_from(KEYS), inner, max_size=3),
+            st.lists(st.sampled_from(KEYS), max_size=2, unique=True),
+            st.none() | st.booleans() | inner,
+        ),
+        st.builds(lambda items: {"type": "array", "items": items}, inner),
+        st.builds(lambda subs: {"anyOf": subs}, st.lists(inner, min_size=1, max_size=3)),
+        st.builds(lambda subs: {"oneOf": subs}, st.lists(inner, min_size=1, max_size=3)),
+        st.builds(lambda subs: {"allOf": subs}, st.lists(inner, min_size=1, max_size=3)),
+        st.builds(lambda a, b: {**a, **b}, inner, inner),
+        # a recursive definition: reached again only by moving into the value
+        st.just({"$ref": "#/$defs/tree"}),
+    )
+
+
+schemas = st.recursive(_leaf(), _compound, max_leaves=8)
+roots = st.builds(
+    lambda body, leaf: {
+        **body,
+        "$defs": {
+            "leaf": leaf,
+            "tree": {"type": "object", "properties": {"a": {"$ref": "#/$defs/tree"}, "b": leaf}},
+        },
+    },
+    schemas,
+    _leaf().filter(lambda s: "$ref" not in s),
+)
+
+
+def pointer(path: Any) -> str:
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(roots, values)
+def test_agrees_with_jsonschema(schema: dict[str, Any], value: Any) -> None:
+    oracle = jsonschema.Draft202012Validator(schema)
+    expected = {pointer(e.absolute_path) for e in oracle.iter_errors(value)}
+    found = check_json(value, schema, limit=10_000)
+    assert (not found) == oracle.is_valid(value), (schema, value, found)
+    assert {m.path for m in found} == expected, (schema, value, found)
+
+
+def test_mismatches_name_the_path_and_the_reason() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "city": {"type": "string", "minLength": 2},
+            "days": {"type": "integer", "minimum": 1, "maximum": 14},
+            "units": {"enum": ["c", "f"]},
+            "stops": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["city", "days"],
+        "additionalProperties": False,
+    }
+    found = check_json({"city": "P", "days": 30, "units": "k", "stops": ["a", 3], "x": 1}, schema)
+    assert set(map(str, found)) == {
+        '/city: "P" is shorter than 2 characters',
+        "/days: 30 is more than the maximum 14",
+        '/units: "k" is not one of ["c","f"]',
+        "/stops/1: 3 is not of type string",
+        "/: the property 'x' is not allowed (additionalProperties)",
+    }
+    assert check_json({"city": "Paris", "days": 2.0}, schema) == []  # 2.0 is an integer
+    assert check_json({}, schema)[0] == SchemaMismatch(
+        "", "the required property 'city' is missing"
+    )
+
+
+def test_a_ref_loop_is_a_mismatch_not_a_hang() -> None:
+    schema = {
+        "$defs": {"x": {"$ref": "#/$defs/y"}, "y": {"$ref": "#/$defs/x"}},
+        "$ref": "#/$defs/x",
+    }
+    found = check_json(1, schema)
+    assert len(found) == 1 and f"longer than {MAX_REF_CHAIN}" in found[0].message
+    assert "not in this schema" in check_json(1, {"$ref": "https://example.com/s.json"})[0].message
+
+
+@pytest.mark.parametrize("limit", [1, 3])
+def test_the_number_of_mismatches_kept_is_bounded(limit: int) -> None:
+    found = check_json(list(range(100)), {"items": {"type": "string"}}, limit=limit)
+    assert len(found) == limit
+
+
+BOUNDS = [
+    {key: bound}
+    for key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+    for bound in (-1, 0, 1.5)
+] + [{key: n} for key in ("minLength", "maxLength", "minItems", "maxItems") for n in (0, 1, 2)]
+EDGES = [-1, -1.0, 0, 0.0, 1, 1.5, 2, True, "", "a", "ab", "é", [], [1], [1, 2], None]
+
+
+@pytest.mark.parametrize("schema", BOUNDS, ids=str)
+def test_every_bound_at_its_edges_agrees_with_jsonschema(schema: dict[str, Any]) -> None:
+    oracle = jsonschema.Draft202012Validator(schema)
+    for value in EDGES:
+        assert (not check_json(value, schema)) == oracle.is_valid(value), value

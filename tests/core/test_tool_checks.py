@@ -1,0 +1,250 @@
+"""Tool calls checked against their tools' schemas at their end, the known glitches
+repaired and flagged, the rest handed to the caller's hook; never a cut call."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import msgspec
+import pytest
+from fake_provider import FakeProvider
+from shell_runner import FAST, SHELLS, run
+
+from streamfn.core import (
+    Context,
+    Done,
+    Error,
+    Model,
+    Options,
+    StopReason,
+    Tool,
+    ToolCall,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    accumulate,
+    check_protocol,
+)
+from streamfn.core.events import Event, Start, decode_event_json, encode_event_json
+from streamfn.core.schema_check import SchemaMismatch
+from streamfn.core.tool_checks import ToolCallChecks, repair_arguments
+from streamfn.fuzz.fake_bodies import sse
+
+WEATHER = Tool(
+    name="get_weather",
+    parameters={
+        "type": "object",
+        "properties": {
+            "city": {"type": "string"},
+            "units": {"enum": ["c", "f"]},
+        },
+        "required": ["city"],
+        "additionalProperties": False,
+    },
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "repaired"),
+    [
+        ('{}{"city": "Paris"}', '{"city": "Paris"}'),
+        ('{"city": "Paris"}{}', '{"city": "Paris"}'),
+        ('{"city": "Paris"} {"city": "Paris"}', '{"city": "Paris"}'),
+        ('{"city": "Paris"}</tool_call>', '{"city": "Paris"}'),
+        ('  {"city": "Paris"}\n```', '{"city": "Paris"}'),
+        ('{}{"city": "Paris"} done', '{"city": "Paris"}'),
+    ],
+)
+def test_the_known_glitches_are_repaired(text: str, repaired: str) -> None:
+    result = repair_arguments(text)
+    assert result is not None and result[0] == repaired and result[1]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"city": "Paris"}',  # nothing to repair
+        "",
+        '{"city": "Paris"}{"city": "Oslo"}',  # two different calls: not ours to choose
+        '{"city": "Paris"}{"cit',  # more JSON, cut: never "repaired" into a smaller call
+        '{"city": "Paris"} ["x"',
+        '{"city": "Par',
+        "[1, 2] tail",  # not an object
+        "hello",
+        '{"city": NaN}',  # not JSON, though Python's json module reads it
+    ],
+)
+def test_what_is_not_a_known_glitch_is_left_alone(text: str) -> None:
+    assert repair_arguments(text) is None
+
+
+def call_events(name: str, *pieces: str, end: bool = True) -> list[Event]:
+    out: list[Event] = [Start(), ToolCallStart(0, "call_1", name)]
+    out += [ToolCallDelta(0, p) for p in pieces]
+    if end:
+        out += [ToolCallEnd(0), Done(stop_reason=StopReason.TOOL_USE)]
+    else:
+        out.append(Error.network("connection dropped"))
+    return out
+
+
+def checked(events: list[Event], **kwargs: Any) -> list[Event]:
+    checks = ToolCallChecks([WEATHER], **kwargs)
+    out = [checks.feed(e) for e in events]
+    check_protocol(out)
+    return out
+
+
+def test_a_valid_call_passes_unchanged() -> None:
+    events = call_events("get_weather", '{"city": ', '"Paris"}')
+    assert checked(events) == events
+
+
+def test_schema_errors_ride_on_the_end_and_reach_the_folded_call() -> None:
+    out = checked(call_events("get_weather", '{"units": "k", "x": 1}'))
+    end = out[-2]
+    assert isinstance(end, ToolCallEnd)
+    assert {(e.path, e.message) for e in end.errors} == {
+        ("", "the required property 'city' is missing"),
+        ("/units", '"k" is not one of ["c","f"]'),
+        ("", "the property 'x' is not allowed (additionalProperties)"),
+    }
+    call = accumulate(out).tool_calls[0]
+    assert call.errors == list(end.errors) and call.arguments == {"units": "k", "x": 1}
+
+
+def test_repairs_are_flagged_and_the_streamed_text_is_kept() -> None:
+    out = checked(call_events(" get_weather\n", "{}", '{"city": "Paris"}'))
+    end = out[-2]
+    assert isinstance(end, ToolCallEnd)
+    assert end.name == "get_weather" and end.arguments == '{"city": "Paris"}' and not end.errors
+    assert len(end.repairs) == 2
+    call = accumulate(out).tool_calls[0]
+    assert call.name == "get_weather" and call.arguments == {"city": "Paris"}
+    assert call.parse_error is None and call.streamed_arguments == '{}{"city": "Paris"}'
+    assert call.repairs == list(end.repairs)
+
+
+def test_unparsable_arguments_and_unknown_tools_are_errors() -> None:
+    end = checked(call_events("get_weather", '{"city": "Paris", '))[-2]
+    assert isinstance(end, ToolCallEnd) and "not valid JSON" in end.errors[0].message
+    end = checked(call_events("get_wether", '{"city": "Paris"}'))[-2]
+    assert isinstance(end, ToolCallEnd)
+    assert end.errors == (
+        SchemaMismatch("", "no tool named 'get_wether' was declared (declared: get_weather)"),
+    )
+
+
+def test_the_hook_sees_the_rest_and_its_replacement_is_checked() -> None:
+    seen: list[tuple[ToolCall, list[SchemaMismatch]]] = []
+
+    def repair(call: ToolCall, errors: list[SchemaMismatch]) -> ToolCall | None:
+        seen.append((call, errors))
+        return msgspec.structs.replace(call, name="get_weather", arguments={"city": "Oslo"})
+
+    out = checked(call_events("get_wether", '{"town": "Oslo"}'), repair=repair)
+    assert len(seen) == 1 and seen[0][0].arguments == {"town": "Oslo"} and seen[0][1]
+    call = accumulate(out).tool_calls[0]
+    assert call.name == "get_weather" and call.arguments == {"city": "Oslo"} and not call.errors
+    assert call.repairs == ["replaced by Options.repair_tool_call"]
+
+
+def test_the_hook_is_not_called_for_a_valid_call_and_none_keeps_the_call() -> None:
+    calls: list[ToolCall] = []
+
+    def keep(call: ToolCall, errors: list[SchemaMismatch]) -> None:
+        calls.append(call)
+
+    assert checked(call_events("get_weather", '{"city": "Rome"}'), repair=keep)[-2] == ToolCallEnd(
+        0
+    )
+    end = checked(call_events("get_weather", "{}"), repair=keep)[-2]
+    assert len(calls) == 1 and isinstance(end, ToolCallEnd) and end.errors
+
+
+def test_a_call_cut_by_an_error_is_never_repaired_nor_checked() -> None:
+    hook_calls: list[ToolCall] = []
+
+    def hook(call: ToolCall, errors: list[SchemaMismatch]) -> None:
+        hook_calls.append(call)
+
+    events = call_events(" get_weather", "{}", '{"city": "Par', end=False)
+    out = checked(events, repair=hook)
+    assert out == events and not hook_calls
+    call = accumulate(out).tool_calls[0]
+    assert call.name == " get_weather" and not call.repairs and not call.errors
+    assert call.parse_error is not None  # the fold marks it unusable
+
+
+def test_the_end_encodes_as_before_when_there_is_nothing_to_say() -> None:
+    assert encode_event_json(ToolCallEnd(1)) == b'{"type":"toolcall_end","index":1}'
+    rich = ToolCallEnd(1, name="f", errors=(SchemaMismatch("/a", "bad"),), repairs=("x",))
+    assert decode_event_json(encode_event_json(rich)) == rich
+
+
+# -- through every shell --------------------------------------------------------------
+
+
+def openai_tool_body(name: str, pieces: list[str]) -> bytes:
+    base = {"id": "chatcmpl-t", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        return sse(base | {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+
+    head = {
+        "index": 0,
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": name, "arguments": ""},
+    }
+    out = [chunk({"role": "assistant", "tool_calls": [head]})]
+    out += [chunk({"tool_calls": [{"index": 0, "function": {"arguments": p}}]}) for p in pieces]
+    out.append(chunk({}, "tool_calls"))
+    out.append(sse("[DONE]"))
+    return b"".join(out)
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[FakeProvider]:
+    with FakeProvider() as fake:
+        fake.register_body("glitch", openai_tool_body(" get_weather", ["{}", '{"city"', ": 3}"]))
+        yield fake
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_every_shell_checks_and_repairs(upstream: FakeProvider, shell: str) -> None:
+    model = Model(
+        id="gpt-4o",
+        provider="openai",
+        api="openai-chat",
+        base_url=upstream.base_url("ok", "glitch", f"tools-{shell}"),
+    )
+    context = Context.of("weather?")
+    context.tools = [WEATHER]
+    hooked: list[list[SchemaMismatch]] = []
+
+    def repair(call: ToolCall, errors: list[SchemaMismatch]) -> ToolCall | None:
+        hooked.append(errors)
+        return msgspec.structs.replace(call, arguments={"city": str(call.arguments["city"])})
+
+    async def go(client: Any) -> tuple[list[Event], list[Event]]:
+        async with client.stream(model, context, FAST) as events:
+            plain = [e async for e in events]
+        with_hook = msgspec.structs.replace(FAST, repair_tool_call=repair)
+        async with client.stream(model, context, with_hook) as events:
+            return plain, [e async for e in events]
+
+    plain, hooked_events = run(shell, go)
+    call = accumulate(plain).tool_calls[0]
+    assert call.name == "get_weather" and call.arguments == {"city": 3}
+    assert [str(e) for e in call.errors] == ["/city: 3 is not of type string"]
+    assert len(call.repairs) == 2 and call.streamed_arguments == '{}{"city": 3}'
+    fixed = accumulate(hooked_events).tool_calls[0]
+    assert fixed.arguments == {"city": "3"} and not fixed.errors and len(hooked) == 1
+    assert json.loads(fixed.arguments_json) == {"city": "3"}
+
+
+def test_options_take_a_hook() -> None:
+    assert Options().repair_tool_call is None

@@ -1,0 +1,194 @@
+"""Memory a request holds is bounded in bytes, end to end.
+
+- A request is charged to ``max_buffered_bytes`` as its body arrives, then with
+  what its parsed form holds (`parsed_cost`, checked here against Python's own
+  allocator count), and the charge stays until the request ends: requests
+  parked on a stalled model cannot add up past the budget.
+- The events waiting for a client that does not read are bounded in bytes
+  (``max_unsent_bytes``), not only in number: the model's stream waits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import logging
+import socket
+import time
+import tracemalloc
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+import trio
+from loopback_server import HANG_GUARD, KEY, SLOW, Server, raw_post, read_all, wait_until
+
+from streamfn.asgi import App, Runtime, ServerConfig
+from streamfn.asgi.runtime import Mailbox
+from streamfn.core.events import Done, Start, TextDelta, TextEnd, TextStart
+from streamfn.core.serve.routes import BodyBudget, HTTPError, parse_request, parsed_cost
+from streamfn.fuzz.events_backend import EventsBackend
+from streamfn.io_asyncio.server import AsyncioRuntime
+from streamfn.io_trio.server import TrioRuntime
+
+CHAT = "/v1/chat/completions"
+
+
+def _chat(**fields: Any) -> bytes:
+    return json.dumps({"model": "m", **fields}).encode()
+
+
+#: request shapes that cost the most per byte once parsed, and the cheapest one
+SHAPES = {
+    "one long prompt": _chat(messages=[{"role": "user", "content": "x" * (1 << 20)}]),
+    "many short messages": _chat(messages=[{"role": "user", "content": "hi"}] * 30000),
+    "many empty messages": _chat(messages=[{"role": "user", "content": ""}] * 30000),
+    "many content parts": _chat(
+        messages=[{"role": "user", "content": [{"type": "text", "text": "a"}] * 30000}]
+    ),
+    "many tools": _chat(
+        messages=[{"role": "user", "content": "hi"}],
+        tools=[
+            {
+                "type": "function",
+                "function": {
+                    "name": f"f{i}",
+                    "parameters": {"type": "object", "properties": {"a": {"type": "string"}}},
+                },
+            }
+            for i in range(8000)
+        ],
+    ),
+    "a schema of many properties": _chat(
+        messages=[{"role": "user", "content": "hi"}],
+        tools=[
+            {
+                "type": "function",
+                "function": {
+                    "name": "f",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {f"p{i}": {"type": "integer"} for i in range(30000)},
+                    },
+                },
+            }
+        ],
+    ),
+}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_charge_for_a_parsed_request_bounds_what_it_holds(shape: str) -> None:
+    body = SHAPES[shape]
+    gc.collect()
+    tracemalloc.start()
+    try:
+        request = parse_request(CHAT, body)
+        gc.collect()
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert request.model == "m"
+    assert held <= len(body) + parsed_cost(body), (held, len(body), parsed_cost(body))
+
+
+def test_a_request_too_complex_for_the_budget_alone_is_a_413_others_a_503() -> None:
+    budget = BodyBudget(max_body=100, max_buffered=1000)
+    with pytest.raises(HTTPError) as info:
+        budget.hold_parsed(100, 901)  # would never fit, however long it waited
+    assert info.value.status == 413 and "memory budget" in info.value.message
+    budget.hold_parsed(100, 600)
+    with pytest.raises(HTTPError) as info:
+        budget.hold_parsed(100, 600)  # fits alone, not beside the other one
+    assert info.value.status == 503 and info.value.retry_after == 1
+    budget.release(600)
+    budget.hold_parsed(100, 600)
+
+
+@pytest.mark.usefixtures("shell")
+def test_requests_parked_on_a_stalled_model_stay_charged_until_they_end() -> None:
+    events = [Start(), TextStart(0), TextDelta(0, "ok"), TextEnd(0), Done()]
+    backend = EventsBackend({"m": events}, first_delay=SLOW)  # the model never starts
+    body = _chat(messages=[{"role": "user", "content": "x" * 20000}])
+    charge = len(body) + parsed_cost(body)
+    config = ServerConfig(api_key=KEY, max_body_bytes=1 << 20, max_buffered_bytes=3 * charge + 100)
+    with Server(App(backend, config)) as server:
+        parked = [raw_post(server.port, CHAT, body) for _ in range(3)]
+        try:
+            wait_until(lambda: server.app.active == 3, HANG_GUARD)  # all three parsed, running
+            assert server.app.buffered == 3 * charge
+            with raw_post(server.port, CHAT, body) as extra:
+                data = read_all(extra, HANG_GUARD)
+            assert data.startswith(b"HTTP/1.1 503") and b"retry-after: 1" in data.lower()
+        finally:
+            for sock in parked:
+                sock.close()
+        wait_until(lambda: server.app.buffered == 0, HANG_GUARD)  # given back as they end
+
+
+# -- events waiting for a client ------------------------------------------------------------
+
+RUNS: dict[str, Callable[[Callable[[Runtime], Awaitable[None]]], None]] = {
+    "asyncio": lambda fn: asyncio.run(fn(AsyncioRuntime())),
+    "trio": lambda fn: trio.run(fn, TrioRuntime()),
+}
+
+
+@pytest.mark.parametrize("shell", RUNS)
+def test_the_mailbox_holds_the_producer_by_bytes_and_says_so_once(
+    shell: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    big = "x" * 600
+
+    async def main(runtime: Runtime) -> None:
+        box = Mailbox(runtime, capacity=256, max_bytes=1000)
+        await box.put(TextDelta(0, "y" * 5000))  # one event past the cap passes alone
+        assert box.get is not None and await box.get(0.01) == TextDelta(0, "y" * 5000)
+        assert box.bytes == 0
+        await box.put(TextDelta(0, big))
+        await box.put(TextDelta(0, big))  # 1600 bytes now: full by bytes, not by count
+        assert not box.offer(TextDelta(0, big))
+        async with runtime.task_group() as tasks:
+            for _ in range(2):
+                tasks.start_soon(box.put, TextDelta(0, big))
+            await runtime.wait(runtime.flag(), 0.05)
+            assert len(box.items) == 2  # both producers wait
+            await box.get(1.0)
+            await runtime.wait(runtime.flag(), 0.05)
+            assert len(box.items) == 2  # room made: one went on, the other waits
+            for _ in range(3):
+                await box.get(1.0)
+                await runtime.wait(runtime.flag(), 0.05)
+        assert box.bytes == 0 and not box.items
+
+    with caplog.at_level(logging.WARNING, logger="streamfn"):
+        RUNS[shell](main)
+    warnings = [r for r in caplog.records if "reading slower than its model" in r.getMessage()]
+    assert len(warnings) == 1
+
+
+@pytest.mark.usefixtures("shell")
+def test_a_client_that_never_reads_holds_a_bounded_number_of_bytes() -> None:
+    delta = "z" * (100 << 10)
+    events = [Start(), TextStart(0), *[TextDelta(0, delta)] * 200, TextEnd(0), Done()]
+    cap = 256 << 10
+    config = ServerConfig(api_key=KEY, max_unsent_bytes=cap)
+    body = _chat(stream=True, messages=[{"role": "user", "content": "hi"}])
+    with Server(App(EventsBackend({"m": events}), config)) as server:
+        sock = socket.create_connection(("127.0.0.1", server.port))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.sendall(
+            f"POST {CHAT} HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer {KEY}\r\n"
+            f"content-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        try:
+            boxes = server.app._mailboxes
+            wait_until(lambda: any(box.bytes >= cap for box in boxes), HANG_GUARD)
+            time.sleep(0.3)  # the producer had time to run on, were it not held
+            for box in list(boxes):
+                assert box.bytes < cap + len(delta) + 1024, box.bytes
+                assert len(box.items) < 200
+        finally:
+            sock.close()
