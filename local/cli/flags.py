@@ -10,7 +10,14 @@ from urllib.parse import urlsplit
 
 from .command import EXIT_USAGE, CommandError
 
-__all__ = ["at_least", "check_base_url", "port", "seconds", "server_tools"]
+__all__ = [
+    "at_least",
+    "check_base_url",
+    "port",
+    "provider_base_urls",
+    "seconds",
+    "server_tools",
+]
 
 
 def check_base_url(flag: str, value: str) -> str:
@@ -78,3 +85,17 @@ def server_tools(value: str) -> tuple[str, ...]:
                 EXIT_USAGE,
             )
     return names
+
+
+def provider_base_urls(items: list[str]) -> dict[str, str]:
+    """``serve --base-url PROVIDER=URL`` (repeatable) as {provider: url}."""
+    base_urls = {}
+    for item in items:
+        provider, sep, url = item.partition("=")
+        if not sep or not provider:
+            raise CommandError(
+                f"--base-url {item!r}: expected PROVIDER=URL, e.g. openai=http://127.0.0.1:4000/v1",
+                EXIT_USAGE,
+            )
+        base_urls[provider] = check_base_url(f"--base-url {provider}=", url).rstrip("/")
+    return base_urls

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from .command import EXIT_OK, EXIT_USAGE, Command, CommandError
-from .flags import at_least, check_base_url, port, seconds, server_tools
+from .flags import at_least, port, provider_base_urls, seconds, server_tools
 from .model_dir import add_model_dir, model_dir, require_prepared
 from .progress import progress_printer
-from .serve_help import API_KEY_ENV, DESCRIPTION, EPILOG
+from .serve_help import API_KEY_ENV, DESCRIPTION, EPILOG, LIST_ALL_MODELS_HELP
 
 __all__ = ["API_KEY_ENV", "COMMAND"]
 
@@ -33,6 +33,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     _add_access(parser)
     _add_sources(parser)
     _add_capacity(parser)
+    _add_memory(parser)
     _add_timeouts(parser)
     _add_web(parser)
 
@@ -80,12 +81,7 @@ def _add_sources(parser: argparse.ArgumentParser) -> None:
         help="send every PROVIDER:* model to URL instead, --config models of PROVIDER too "
         "(repeatable)",
     )
-    add(
-        "--list-all-models",
-        action="store_true",
-        help="GET /v1/models lists every known model (default: only those whose provider "
-        "key is set here, the ones a client can use)",
-    )
+    add("--list-all-models", action="store_true", help=LIST_ALL_MODELS_HELP)
 
 
 def _add_capacity(parser: argparse.ArgumentParser) -> None:
@@ -128,6 +124,11 @@ def _add_capacity(parser: argparse.ArgumentParser) -> None:
         help="requests sent upstream per client request (default 1: a 429 or 5xx goes to "
         "the client with its Retry-After and the client retries; N multiplies its retries)",
     )
+
+
+def _add_memory(parser: argparse.ArgumentParser) -> None:
+    """How many bytes the server holds for requests and unsent answers before it refuses."""
+    add = parser.add_argument
     add(
         "--max-body-bytes",
         type=at_least(1),
@@ -146,6 +147,7 @@ def _add_capacity(parser: argparse.ArgumentParser) -> None:
     add(
         "--max-unsent-bytes",
         type=int,
+        metavar="BYTES",
         default=1 << 20,
         help="events waiting for one client that reads slowly; past it the model's stream "
         "waits for the client (default 1 MiB)",
@@ -260,22 +262,9 @@ def _check(args: argparse.Namespace) -> dict[str, str]:
         )
     if args.config is not None and args.no_providers:
         raise CommandError("--config names upstream models; drop --no-providers", EXIT_USAGE)
-    base_urls = {}
-    for item in args.base_url:
-        provider, sep, url = item.partition("=")
-        if not sep or not provider:
-            raise CommandError(
-                f"--base-url {item!r}: expected PROVIDER=URL, e.g. openai=http://127.0.0.1:4000/v1",
-                EXIT_USAGE,
-            )
-        base_urls[provider] = check_base_url(f"--base-url {provider}=", url).rstrip("/")
+    base_urls = provider_base_urls(args.base_url)
     if args.config is not None:  # read again when serving; here only to refuse it early
-        from .serve_config import ConfigError, load_gateway_config, with_base_urls
-
-        try:
-            with_base_urls(load_gateway_config(args.config), base_urls)
-        except ConfigError as exc:
-            raise CommandError(str(exc), EXIT_USAGE) from exc
+        _gateway(args.config, base_urls)
     if not args.no_local:
         require_prepared(model_dir(args))
     return base_urls
@@ -298,21 +287,27 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _gateway(path: Path, base_urls: dict[str, str]) -> Any:
+    """The --config file with --base-url applied; its errors are usage errors."""
+    from .serve_config import ConfigError, load_gateway_config, with_base_urls
+
+    try:
+        return with_base_urls(load_gateway_config(path), base_urls)
+    except ConfigError as exc:
+        raise CommandError(str(exc), EXIT_USAGE) from exc
+
+
 def _backend(args: argparse.Namespace, base_urls: dict[str, str]) -> Any:
     from streamfn.asgi.backends import ProviderBackend, RouterBackend, environment
 
     from .serve_client import upstream_client
-    from .serve_config import ConfigError, load_gateway_config, with_base_urls
 
     providers = None
     if not args.no_providers:
         served: list[Any] = []
         registry = True
         if args.config is not None:
-            try:
-                gateway = with_base_urls(load_gateway_config(args.config), base_urls)
-            except ConfigError as exc:
-                raise CommandError(str(exc), EXIT_USAGE) from exc
+            gateway = _gateway(args.config, base_urls)
             served, registry = gateway.models, gateway.registry
         environ = environment(None)
         client = upstream_client(args.shell, environ, args.max_concurrency)

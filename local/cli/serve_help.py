@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["API_KEY_ENV", "DESCRIPTION", "EPILOG"]
+__all__ = ["API_KEY_ENV", "DESCRIPTION", "EPILOG", "LIST_ALL_MODELS_HELP"]
+
+#: ``--list-all-models``
+LIST_ALL_MODELS_HELP: Final = (
+    "GET /v1/models lists every known model (default: only those whose provider key "
+    "is set here, the ones a client can use)"
+)
 
 #: the token clients must send, when --api-key is not given
 API_KEY_ENV: Final = "STREAMFN_SERVER_API_KEY"
