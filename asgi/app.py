@@ -73,6 +73,7 @@ from streamfn.core.serve.routes import (
     route,
 )
 from streamfn.core.serve.status import (
+    NO_UPSTREAM_KEY,
     HTTPError,
     dialect_for,
     early_error,
@@ -396,7 +397,7 @@ class App:
             await fail(Error.invalid_request(str(exc), status=400))
         except MissingCredentials as exc:
             log.error("no upstream key for model %s: %s", loggable(request.model), loggable(exc))
-            await fail(Error.auth("the server has no upstream key for this model"))
+            await fail(Error.auth(NO_UPSTREAM_KEY))
         except StructuredOutputUnsupported as exc:  # the client's schema, this model
             await fail(Error.invalid_request(str(exc)))
         except Exception:  # a backend failure is the client's Error, not a 500 page

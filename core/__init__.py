@@ -127,6 +127,16 @@ __all__ = [
 ]
 
 
+#: the installed distribution's version (read from its metadata on first use)
+__version__: str
+
+
 def __getattr__(name: str) -> object:
-    """A name that moved out of `streamfn.core`: still there for one release, with a warning."""
+    """``__version__`` (read once), or a name that moved out of `streamfn.core`: still
+    there for one release, with a warning."""
+    if name == "__version__":
+        from .version import installed_version
+
+        globals()[name] = found = installed_version()
+        return found
     return _moved_attribute(__name__, name)

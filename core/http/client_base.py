@@ -204,6 +204,16 @@ class ClientBase(Generic[ConnT], abc.ABC):
         closed anyway.
         """
 
+    def _local_stream(
+        self, model: Model, context: Context, options: Options
+    ) -> AbstractAsyncContextManager[AsyncIterator[Event]]:
+        """The local model's stream (``api="local"``) in this shell's flavour.
+
+        Each shell loads the model with `streamfn.local.provider.load_local`
+        (off its event loop) and opens the `LocalModel` stream that matches it.
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot run the local model")
+
     def _usable(self, conn: ConnT) -> bool:
         """Whether an idle connection may serve another request (shell-specific rules)."""
         return True
@@ -274,7 +284,15 @@ class ClientBase(Generic[ConnT], abc.ABC):
         options: Options,
         opener: Callable[[Model, Context, Options], Call] = open_call,
     ) -> AsyncGenerator[Event, None]:
-        """Perform the steps of `drive`; the connection in hand is closed on any exit."""
+        """Perform the steps of `drive`; the connection in hand is closed on any exit.
+
+        The local model has no wire: its stream comes from `_local_stream`.
+        """
+        if model.api == "local":
+            async with self._local_stream(model, context, options) as local:
+                async for event in local:
+                    yield event
+            return
         steps = drive(
             model,
             context,

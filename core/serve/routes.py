@@ -36,6 +36,7 @@ __all__ = [
     "PARSE_INLINE_BYTES",
     "ROUTES",
     "SOURCELESS",
+    "UNAUTHORIZED",
     "BodyBudget",
     "Route",
     "admit",
@@ -76,6 +77,12 @@ _PARSERS: Final[dict[str, Callable[..., ClientRequest]]] = {
 SOURCELESS: Final = (CHAT_PATH, AGENT_PATH)
 #: bodies above this size are parsed on a worker thread, off the event loop
 PARSE_INLINE_BYTES: Final = 256 << 10
+#: the 401 of a server started with an API key; streamfn's own clients read their
+#: token for it from STREAMFN_PROXY_TOKEN (`streamfn.core.credentials`)
+UNAUTHORIZED: Final = (
+    "invalid or missing API key for this streamfn server (send the token it was started "
+    "with; streamfn clients read it from STREAMFN_PROXY_TOKEN)"
+)
 
 
 class Route(enum.Enum):
@@ -171,7 +178,7 @@ def authenticate(headers: Headers, expected: str | None) -> None:
         elif lname in (b"x-api-key", b"api-key") and not given:
             given = value.strip()
     if not hmac.compare_digest(given, expected.encode()):
-        raise HTTPError(401, "auth", "invalid or missing API key for this streamfn server")
+        raise HTTPError(401, "auth", UNAUTHORIZED)
 
 
 def admit(*, closing: bool, admitted: int, capacity: int) -> None:

@@ -24,6 +24,7 @@ from .log_text import loggable
 __all__ = [
     "ANTHROPIC",
     "JSON_HEADERS",
+    "NO_UPSTREAM_KEY",
     "OPENAI",
     "OWN_STATUSES",
     "SSE_HEADERS",
@@ -210,6 +211,14 @@ def shutting_down_refusal() -> HTTPError:
     """`shutting_down` before a response started: a 503 the client may retry elsewhere."""
     error = shutting_down()
     return HTTPError(503, "unavailable", error.message, retry_after=error.retry_after)
+
+
+#: what a client hears when the server lacks the upstream key for the model it asked
+#: for: the operator's to fix (a client's own key never reaches the upstream)
+NO_UPSTREAM_KEY: Final = (
+    "this streamfn server has no upstream key for this model: its operator must set one "
+    "(no key sent by a client can fix this); GET /v1/models lists the models it can serve"
+)
 
 
 def for_the_client(event: Event, model: str) -> Event:
