@@ -25,8 +25,8 @@ from streamfn.core.http.tunnel import ConnectTunnel, TunnelError
 from streamfn.core.messages import AssistantMessage, Context
 from streamfn.core.models import Model
 from streamfn.core.options import Options
-from streamfn.io_sync.process import PROCESS
-from streamfn.io_sync.sockets import literal_family
+from streamfn.io_common.process import PROCESS
+from streamfn.io_common.sockets import literal_family
 
 from .connections import READ_SIZE, Connection, SocketConnection, StreamConnection
 

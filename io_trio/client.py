@@ -26,8 +26,8 @@ from streamfn.core.http.tunnel import ConnectTunnel, TunnelError
 from streamfn.core.messages import AssistantMessage, Context
 from streamfn.core.models import Model
 from streamfn.core.options import Options
-from streamfn.io_sync.process import PROCESS
-from streamfn.io_sync.sockets import literal_family, socket_readable
+from streamfn.io_common.process import PROCESS
+from streamfn.io_common.sockets import literal_family, socket_readable
 
 __all__ = ["Client", "complete", "default_client", "stream"]
 

@@ -21,7 +21,7 @@ PACKAGES = [
     "streamfn.io_asyncio",
     "streamfn.io_trio",
     "streamfn.local",
-    "streamfn.local.cli",
+    "streamfn.cli",
     "streamfn.fuzz",
 ]
 

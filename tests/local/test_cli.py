@@ -14,8 +14,8 @@ pytest.importorskip("ctranslate2")
 
 from tiny_model import build_tiny_model
 
-from streamfn.local import cli
-from streamfn.local.cli import commands
+from streamfn import cli
+from streamfn.cli import commands
 
 
 @pytest.fixture(scope="module")

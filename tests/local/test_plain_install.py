@@ -43,7 +43,7 @@ def test_the_core_imports_with_msgspec_alone() -> None:
 
 def test_a_plain_install_chats_with_a_provider() -> None:
     with FakeProvider() as fake:
-        code = "from streamfn.local.cli import main\nraise SystemExit(main(sys.argv[1:]))"
+        code = "from streamfn.cli import main\nraise SystemExit(main(sys.argv[1:]))"
         out = _python(
             code,
             EXTRAS_ONLY,
@@ -60,7 +60,7 @@ def test_a_plain_install_chats_with_a_provider() -> None:
 
 def test_the_local_model_without_its_extra_names_it_and_the_editable_form() -> None:
     code = (
-        "from streamfn.local.cli import main\n"
+        "from streamfn.cli import main\n"
         "import contextlib, io\n"
         "err = io.StringIO()\n"
         "with contextlib.redirect_stderr(err):\n"

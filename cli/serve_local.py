@@ -1,7 +1,8 @@
 """The local CTranslate2 model as a `streamfn serve` backend, on either shell.
 
-The composition root (``streamfn serve``) hands it to the server's
-`streamfn.asgi.backends.RouterBackend`, so no shell imports the local model.
+``streamfn serve`` (this package, the composition root) hands it to the
+server's `streamfn.asgi.backends.RouterBackend`: neither the server nor a
+shell imports the local model, and the model knows nothing of the server.
 """
 
 from __future__ import annotations
@@ -21,10 +22,9 @@ from streamfn.asgi.runtime import Flag, Runtime
 from streamfn.core.events import Error, Event, Start
 from streamfn.core.messages import Context, TextContent, UserMessage
 from streamfn.core.options import Options
+from streamfn.local.model import LocalModel
 
-from .model import LocalModel
-
-__all__ = ["LocalBackend"]
+__all__ = ["LocalBackend", "serving_runtime"]
 
 
 class LocalBackend:
@@ -118,6 +118,18 @@ class LocalBackend:
             self._thread.join()
             self._loop.close()
         self.model.close()
+
+
+def serving_runtime(shell: str) -> Runtime:
+    """The serving loop's primitives (``--shell trio`` or asyncio's), which the local
+    model's events are relayed to."""
+    if shell == "trio":
+        from streamfn.io_trio.server import TrioRuntime
+
+        return TrioRuntime()
+    from streamfn.io_asyncio.server import AsyncioRuntime
+
+    return AsyncioRuntime()
 
 
 #: last messages longer than this are counted before the model tokenizes them
