@@ -22,6 +22,7 @@ from streamfn.asgi.runtime import Flag, Runtime
 from streamfn.core.events import Error, Event, Start
 from streamfn.core.messages import Context, TextContent, UserMessage
 from streamfn.core.options import Options
+from streamfn.io_asyncio.local import stream_local
 from streamfn.local.model import LocalModel
 
 __all__ = ["LocalBackend", "serving_runtime"]
@@ -30,8 +31,8 @@ __all__ = ["LocalBackend", "serving_runtime"]
 class LocalBackend:
     """The local CTranslate2 model, loaded once and shared by all requests.
 
-    The model's asyncio streams run on an event loop of their own, in a
-    thread: rendering the chat template and tokenizing a prompt of megabytes
+    The model's asyncio streams (`streamfn.io_asyncio.local`) run on an event
+    loop of their own, in a thread: rendering the chat template and tokenizing a prompt of megabytes
     takes seconds of CPU, and on the server's loop it would freeze every
     other request and ``/health``. Events are relayed to the server's loop
     (asyncio's or trio's: the composition root passes its `Runtime`);
@@ -85,7 +86,7 @@ class LocalBackend:
                     yield events
                 return
         async with _on_loop(
-            self._loop, self.runtime, lambda: self.model.stream_asyncio(context, options)
+            self._loop, self.runtime, lambda: stream_local(self.model, context, options)
         ) as events:
             yield events
 

@@ -65,8 +65,10 @@ class Client(ClientBase[Connection]):
     ) -> AsyncIterator[AsyncIterator[Event]]:
         from streamfn.local.provider import load_local
 
+        from .local import stream_local
+
         local = await asyncio.to_thread(load_local, model, self.environ)
-        async with local.stream_asyncio(context, options) as events:
+        async with stream_local(local, context, options) as events:
             yield events
 
     async def _open(self, step: Connect) -> Connection | Error | Expired:

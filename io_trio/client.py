@@ -103,8 +103,10 @@ class Client(ClientBase[_Connection]):
     ) -> AsyncIterator[AsyncIterator[Event]]:
         from streamfn.local.provider import load_local
 
+        from .local import stream_local
+
         local = await trio.to_thread.run_sync(load_local, model, self.environ)
-        async with local.stream_trio(context, options) as events:
+        async with stream_local(local, context, options) as events:
             yield events
 
     async def _send(self, conn: _Connection, data: bytes, deadline: float) -> SendAnswer:
