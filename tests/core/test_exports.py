@@ -20,6 +20,7 @@ PACKAGES = [
     "streamfn.core.providers",
     "streamfn.io_asyncio",
     "streamfn.io_trio",
+    "streamfn.io_common",
     "streamfn.local",
     "streamfn.cli",
     "streamfn.fuzz",
