@@ -12,6 +12,9 @@ bytes and runs tasks. Routes:
 - ``POST /v1/stream``: the native proxy format (our events as SSE).
 - ``POST /v1/agent/stream``: the same request, answered in the agent-server
   SSE contract (`streamfn.core.serve.agent_events`).
+- ``POST /v1/ui/chat`` and ``POST /v1/agui``: the front-end protocols, the
+  Vercel AI SDK's UI message stream (``useChat``) and AG-UI events, each
+  taking its client's own request body (always streamed).
 - ``GET /v1/models`` (OpenAI or, with an ``anthropic-version`` header,
   Anthropic shape) and ``GET /health``.
 
@@ -53,7 +56,14 @@ from streamfn.core.events import (
 from streamfn.core.schema import StructuredOutputUnsupported
 from streamfn.core.serve.guard import cors_headers, header, preflight_headers
 from streamfn.core.serve.inbound import ClientRequest
-from streamfn.core.serve.responses import MAX_BATCH, OPENED, Stamps, encoder_for, final_body
+from streamfn.core.serve.responses import (
+    MAX_BATCH,
+    OPENED,
+    Stamps,
+    encoder_for,
+    final_body,
+    stream_headers,
+)
 from streamfn.core.serve.routes import (
     AGENT_PATH,
     PARSE_INLINE_BYTES,
@@ -323,9 +333,10 @@ class App:
     async def _parse(self, path: str, body: bytes) -> ClientRequest:
         allowed = frozenset(self.config.allow_server_tools)
         urls = self.config.allow_input_urls
+        default = self.config.default_model
         if len(body) > PARSE_INLINE_BYTES:  # megabytes of prompt: not on the loop
-            return await self.runtime.to_thread(parse_request, path, body, allowed, urls)
-        return parse_request(path, body, allowed, urls)
+            return await self.runtime.to_thread(parse_request, path, body, allowed, urls, default)
+        return parse_request(path, body, allowed, urls, default)
 
     def _max_output(self, model: str) -> int | None:
         try:
@@ -424,6 +435,7 @@ class App:
     ) -> None:
         config = self.config
         encode, keep_alive = encoder_for(path, request, self.stamps, append=config.append_sources)
+        extra = stream_headers(path)
         clock = self.runtime.clock
         head_deadline = clock() + config.head_wait
         started = False  # response headers sent
@@ -438,7 +450,7 @@ class App:
                 # the model is slow to start: tell the client and its proxies we are here
                 chunk = keep_alive() if started else OPENED
                 if not started:
-                    await start_sse(send)
+                    await start_sse(send, extra)
                     started = True
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
                 continue
@@ -450,7 +462,7 @@ class App:
                     continue
                 if isinstance(output, Error) and path != AGENT_PATH:
                     raise early_error(path, output)
-                await start_sse(send)
+                await start_sse(send, extra)
                 started = True
             events = held + batch if held else batch
             held = []

@@ -194,6 +194,13 @@ def _add_web(parser: argparse.ArgumentParser) -> None:
         "(default: a 400; never loopback, private or link-local addresses, nor a "
         "provider's file host): an upstream on your network would fetch intranet URLs",
     )
+    parser.add_argument(
+        "--default-model",
+        default=None,
+        metavar="NAME",
+        help="the model for front-end requests (/v1/ui/chat, /v1/agui) that name none "
+        "(default: none, such a request is a 400)",
+    )
 
 
 def _server_tools(args: argparse.Namespace) -> tuple[str, ...]:
@@ -342,6 +349,7 @@ def _app(args: argparse.Namespace, backend: Any) -> Any:
             append_sources=args.append_sources,
             allow_server_tools=_server_tools(args),
             allow_input_urls=args.allow_input_urls,
+            default_model=args.default_model,
         ),
     )
 
