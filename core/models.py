@@ -36,6 +36,8 @@ API_NAMES = (
     "bedrock",
     "proxy",
     "agent-events",
+    "ui-message-stream",
+    "agui",
     "local",
 )
 

@@ -7,8 +7,8 @@ capitals and camelCase fields. Our events map one to one:
 - a text block -> ``TEXT_MESSAGE_START`` (``messageId``, ``role: assistant``) /
   ``TEXT_MESSAGE_CONTENT`` (``delta``) / ``TEXT_MESSAGE_END``;
 - a thinking block -> ``REASONING_START``, ``REASONING_MESSAGE_START``
-  (``role: reasoning``), ``REASONING_MESSAGE_CONTENT``, ``REASONING_MESSAGE_END``,
-  its signature (when the provider gave one) as ``REASONING_ENCRYPTED_VALUE``,
+  (``role: reasoning``), ``REASONING_MESSAGE_CONTENT``, its signature (when the
+  provider gave one) as ``REASONING_ENCRYPTED_VALUE``, ``REASONING_MESSAGE_END``,
   then ``REASONING_END``;
 - a tool call -> ``TOOL_CALL_START`` (``toolCallId``, ``toolCallName``,
   ``parentMessageId``) / ``TOOL_CALL_ARGS`` (``delta``) / ``TOOL_CALL_END``;
@@ -128,7 +128,7 @@ class AGUIEncoder:
             )
         if isinstance(event, ThinkingEnd):
             rid = self._reasoning_id(event.index)
-            out = _event({"type": "REASONING_MESSAGE_END", "messageId": rid})
+            out = b""
             if event.signature:
                 out += _event(
                     {
@@ -138,6 +138,7 @@ class AGUIEncoder:
                         "encryptedValue": event.signature,
                     }
                 )
+            out += _event({"type": "REASONING_MESSAGE_END", "messageId": rid})
             return out + _event({"type": "REASONING_END", "messageId": rid})
         if isinstance(event, ToolCallStart):
             self._calls[event.index] = event.id

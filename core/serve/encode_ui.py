@@ -12,11 +12,11 @@ response header) is SSE whose every ``data:`` line is one JSON part with a
   ``tool-input-delta`` (``inputTextDelta``), then at its end
   ``tool-input-available`` with the parsed ``input``, or ``tool-input-error``
   (``errorText``, the raw text as ``input``) when the arguments are not a JSON
-  object; a call still open when the stream fails ends the same way;
+  object;
 - `Done` -> ``finish-step`` and ``finish`` with ``finishReason``
   (``stop``, ``length``, ``tool-calls``);
 - `Error` -> ``error`` (``errorText``): never a ``finish``, so a cut answer is
-  not shown as a whole one.
+  not shown as a whole one (a tool call it cut stays ``input-streaming``).
 
 What the protocol has no part for is left out: signatures, opaque provider
 blocks (server-tool results: the server runs no client tools, so it sends no
@@ -127,7 +127,7 @@ class UIMessageStreamEncoder:
                 {"type": "tool-input-start", "toolCallId": event.id, "toolName": event.name}
             )
         if isinstance(event, ToolCallEnd):
-            return self._tool_end(event.index, None)
+            return self._tool_end(event.index)
         if isinstance(event, Start):
             return _part({"type": "start", "messageId": self.message_id}) + _part(
                 {"type": "start-step"}
@@ -136,23 +136,17 @@ class UIMessageStreamEncoder:
             finish = {"type": "finish", "finishReason": FINISH_REASONS[event.stop_reason]}
             return _part({"type": "finish-step"}) + _part(finish) + UI_STREAM_DONE
         if isinstance(event, Error):
-            cut = b"".join(
-                self._tool_end(
-                    index, "the stream failed before this tool call's input was complete"
-                )
-                for index in list(self._calls)
-            )
-            return cut + _part({"type": "error", "errorText": event.message}) + UI_STREAM_DONE
+            return _part({"type": "error", "errorText": event.message}) + UI_STREAM_DONE
         return b""  # opaque blocks: no part for them
 
-    def _tool_end(self, index: int, cut: str | None) -> bytes:
+    def _tool_end(self, index: int) -> bytes:
         call = self._calls.pop(index, None)
         if call is None:
             return b""
         call_id, name, fragments = call
         text = "".join(fragments)
         arguments, problem = parse_arguments(text)
-        if cut is None and problem is None:
+        if problem is None:
             return _part(
                 {
                     "type": "tool-input-available",
@@ -161,13 +155,12 @@ class UIMessageStreamEncoder:
                     "input": arguments,
                 }
             )
-        reason = cut or problem or ""
         return _part(
             {
                 "type": "tool-input-error",
                 "toolCallId": call_id,
                 "toolName": name,
                 "input": text,
-                "errorText": reason,
+                "errorText": problem,
             }
         )

@@ -206,8 +206,8 @@ def test_agui_thinking_answer_parses_with_the_protocols_own_types(server: Server
     events = agui_events(response.body)
     assert [e["type"] for e in events] == [
         "RUN_STARTED", "REASONING_START", "REASONING_MESSAGE_START",
-        "REASONING_MESSAGE_CONTENT", "REASONING_MESSAGE_CONTENT", "REASONING_MESSAGE_END",
-        "REASONING_ENCRYPTED_VALUE", "REASONING_END",
+        "REASONING_MESSAGE_CONTENT", "REASONING_MESSAGE_CONTENT", "REASONING_ENCRYPTED_VALUE",
+        "REASONING_MESSAGE_END", "REASONING_END",
         "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "RUN_FINISHED",
     ]  # fmt: skip
     assert events[0] == {"type": "RUN_STARTED", "threadId": "thread-1", "runId": "run-1"}
@@ -357,7 +357,7 @@ def test_the_ai_sdk_transport_body_with_tool_history_is_accepted(server: Server)
         UI_CHAT_PATH,
         server,
         {"chatId": "c", "messages": messages, "body": {}},
-        "@ai-sdk/provider-utils",
+        "ai",
     )
     assert "requestError" not in out, out.get("requestError")
     assert out["chunks"][-1]["type"] == "finish"
