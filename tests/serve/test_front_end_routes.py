@@ -404,3 +404,103 @@ def test_the_ag_ui_http_agent_fails_a_cut_run(server: Server) -> None:
         "code": "network",
     }
     assert not any(e["type"] == "RUN_FINISHED" for e in out["events"])
+
+
+# -- streamfn consuming such servers (the decoders) -----------------------------------
+
+
+@pytest.mark.parametrize("api", ["ui-message-stream", "agui"])
+@pytest.mark.parametrize("name", ["demo-text", "demo-tool", "demo-thinking", "demo-midstream"])
+def test_streamfn_reads_back_what_the_route_answers(server: Server, api: str, name: str) -> None:
+    import asyncio
+
+    from loopback_server import STREAMS
+
+    from streamfn.core import Context, Model, Options, accumulate
+    from streamfn.core.events import Error
+    from streamfn.core.messages import ThinkingContent
+    from streamfn.io_asyncio import Client
+
+    async def consume() -> list[Any]:
+        model = Model(id=name, provider="front", api=api, base_url=server.url)
+        async with (
+            Client(environ={}) as client,
+            client.stream(model, Context.of("hi"), Options(api_key=KEY)) as events,
+        ):
+            return [e async for e in events]
+
+    got, sent = accumulate(asyncio.run(consume())), accumulate(STREAMS[name])
+
+    def shown(message: Any) -> list[Any]:
+        # what both protocols carry: block kinds and text, calls; not signatures
+        return [
+            (type(b).__name__, b.thinking) if isinstance(b, ThinkingContent) else b
+            for b in message.content
+        ]
+
+    assert shown(got) == shown(sent)
+    assert got.stop_reason == sent.stop_reason
+    if api == "agui":
+        if isinstance(STREAMS[name][-1], Error):  # its code; the UI stream has only words
+            assert got.error_kind == sent.error_kind
+        assert got.usage.total == sent.usage.total  # AG-UI carries usage; the UI stream none
+        signature = [b.signature for b in got.content if isinstance(b, ThinkingContent)]
+        assert signature == [b.signature for b in sent.content if isinstance(b, ThinkingContent)]
+
+
+def _history() -> Any:
+    from streamfn.core import Context
+    from streamfn.core.messages import (
+        AssistantMessage,
+        ImageContent,
+        TextContent,
+        Tool,
+        ToolCall,
+        ToolResultMessage,
+        UserMessage,
+    )
+
+    call = ToolCall(id="call_1", name="get_weather", arguments={"city": "Paris"})
+    return Context(
+        system_prompt="Be brief.",
+        messages=[
+            UserMessage(
+                content=[
+                    TextContent(text="weather?"),
+                    ImageContent(data="iVBORw0K", mime_type="image/png"),
+                ]
+            ),
+            AssistantMessage(content=[TextContent(text="Checking."), call]),
+            ToolResultMessage.of(call, "21 °C"),
+            UserMessage(content="thanks"),
+        ],
+        tools=[Tool(name="get_weather", description="weather", parameters={"type": "object"})],
+    )
+
+
+@pytest.mark.parametrize("api", ["ui-message-stream", "agui"])
+def test_the_decoders_request_is_what_the_route_parses_back(api: str) -> None:
+    """The request builder of each wire format and the server's parser agree on a history
+    with an image, a tool call and its result."""
+    from streamfn.core import Model, Options
+    from streamfn.core.call import open_call
+    from streamfn.core.messages import AssistantMessage, ToolCall, ToolResultMessage
+    from streamfn.core.serve.routes import parse_request
+
+    context = _history()
+    model = Model(id="demo-text", provider="front", api=api, base_url="http://127.0.0.1:1")
+    body = open_call(model, context, Options()).request.body
+    path = UI_CHAT_PATH if api == "ui-message-stream" else AGUI_PATH
+    parsed = parse_request(path, body).context
+    assert parsed.system_prompt == context.system_prompt
+    assert parsed.tools == context.tools
+    assert [type(m) for m in parsed.messages] == [type(m) for m in context.messages]
+    assert parsed.messages[0] == context.messages[0]
+    assistant = parsed.messages[1]
+    assert isinstance(assistant, AssistantMessage)
+    [call] = [b for b in assistant.content if isinstance(b, ToolCall)]
+    assert (call.id, call.name, call.arguments) == ("call_1", "get_weather", {"city": "Paris"})
+    result = parsed.messages[2]
+    assert isinstance(result, ToolResultMessage)
+    assert (result.tool_call_id, result.tool_name) == ("call_1", "get_weather")
+    assert result.content == context.messages[2].content
