@@ -504,3 +504,52 @@ def test_the_decoders_request_is_what_the_route_parses_back(api: str) -> None:
     assert isinstance(result, ToolResultMessage)
     assert (result.tool_call_id, result.tool_name) == ("call_1", "get_weather")
     assert result.content == context.messages[2].content
+
+
+# -- pure pieces ------------------------------------------------------------------------
+
+
+def test_ui_arguments_that_are_not_an_object_are_a_tool_input_error() -> None:
+    from streamfn.core.events import ToolCallDelta, ToolCallEnd, ToolCallStart
+    from streamfn.core.serve.encode_ui import UIMessageStreamEncoder
+
+    encoder = UIMessageStreamEncoder(message_id="m")
+    body = b"".join(
+        encoder.encode(e)
+        for e in (ToolCallStart(0, "c1", "f"), ToolCallDelta(0, '{"a": 1'), ToolCallEnd(0))
+    )
+    last = json.loads(sse_data(body)[-1])
+    assert last["type"] == "tool-input-error"
+    assert (last["toolCallId"], last["toolName"], last["input"]) == ("c1", "f", '{"a": 1')
+    assert "not valid JSON" in last["errorText"]
+
+
+def test_ui_assistant_message_with_steps_becomes_turns_each_followed_by_its_results() -> None:
+    from streamfn.core.messages import AssistantMessage, TextContent, ToolCall, ToolResultMessage
+    from streamfn.core.serve.routes import parse_request
+
+    tool = {"type": "tool-f", "toolCallId": "c1", "state": "output-error", "input": {}}
+    assistant = {
+        "id": "a",
+        "role": "assistant",
+        "parts": [
+            {"type": "step-start"},
+            {"type": "text", "text": "Let me see."},
+            {**tool, "errorText": "boom"},
+            {"type": "step-start"},
+            {"type": "text", "text": "It failed."},
+        ],
+    }
+    request = {**ui_body(), "messages": [ui_body()["messages"][0], assistant]}
+    messages = parse_request(UI_CHAT_PATH, json.dumps(request).encode()).context.messages
+    assert [type(m) for m in messages[1:]] == [
+        AssistantMessage,
+        ToolResultMessage,
+        AssistantMessage,
+    ]
+    first, result, second = messages[1:]
+    assert isinstance(first, AssistantMessage) and isinstance(second, AssistantMessage)
+    assert [type(b) for b in first.content] == [TextContent, ToolCall]
+    assert isinstance(result, ToolResultMessage) and result.is_error
+    assert result.content == [TextContent(text="boom")]
+    assert second.content == [TextContent(text="It failed.")]
