@@ -45,7 +45,8 @@ from ..messages import (
 from ..models import Model
 from ..options import Options
 from ..wire.sse import ServerSentEvent
-from ._base import HTTPRequest, SSECall, bearer, json_request, request_headers
+from ._base import HTTPRequest, SSECall
+from ._request import route_request
 
 __all__ = ["AGUICall", "agui_messages", "build_request", "open_call"]
 
@@ -164,12 +165,7 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
         "state": {},
         "forwardedProps": {"model": model.id},
     }
-    headers = request_headers(
-        model, options, accept="text/event-stream", auth=bearer(options.api_key)
-    )
-    base = (options.base_url or model.base_url).rstrip("/")
-    path = (model.extra or {}).get("path", "/v1/agui")
-    return json_request(base + path, headers, body, options)
+    return route_request(model, options, "/v1/agui", body)
 
 
 class AGUICall(SSECall):

@@ -43,7 +43,8 @@ from ..messages import (
 from ..models import Model
 from ..options import Options
 from ..wire.sse import ServerSentEvent
-from ._base import HTTPRequest, SSECall, bearer, json_request, request_headers
+from ._base import HTTPRequest, SSECall
+from ._request import route_request
 
 __all__ = ["UIMessageStreamCall", "build_request", "open_call", "ui_messages"]
 
@@ -157,12 +158,7 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
             {"name": t.name, "description": t.description, "inputSchema": t.parameters}
             for t in tools
         ]
-    headers = request_headers(
-        model, options, accept="text/event-stream", auth=bearer(options.api_key)
-    )
-    base = (options.base_url or model.base_url).rstrip("/")
-    path = (model.extra or {}).get("path", "/v1/ui/chat")
-    return json_request(base + path, headers, body, options)
+    return route_request(model, options, "/v1/ui/chat", body)
 
 
 class UIMessageStreamCall(SSECall):
