@@ -28,10 +28,13 @@ Every request runs the backend in a producer task; the response loop sends
 what it produces, a keep-alive while the model is silent, and stops the
 producer at once when the client disconnects (streaming or not), so an
 abandoned request never keeps a local generation or an upstream connection
-alive. Errors that come before any output (within ``head_wait``) become HTTP
-errors in the client's own error shape; after that a streaming response has
-sent its headers and an SSE comment, and errors are sent in-stream the way
-each client expects. Shutdown lets streams finish for a grace period and
+alive. A non-streaming response sends nothing until the answer is whole, so
+any error, even after output began (a reset, a malformed chunk, the content
+cap), is an HTTP error in the client's own error shape (502, 504 for a
+timeout), never a body calling a cut answer complete. In a stream, errors
+that come before any output (within ``head_wait``) are such HTTP errors too;
+after that the response has sent its headers and an SSE comment, and errors
+are sent in-stream the way each client expects. Shutdown lets streams finish for a grace period and
 then ends each with a terminal error in its dialect.
 """
 
@@ -54,6 +57,7 @@ from streamfn.core.events import (
     ToolCallDelta,
 )
 from streamfn.core.schema import StructuredOutputUnsupported
+from streamfn.core.serve.cut import CUT_STOP_REASONS, cut_error
 from streamfn.core.serve.guard import cors_headers, header, preflight_headers
 from streamfn.core.serve.inbound import ClientRequest
 from streamfn.core.serve.responses import (
@@ -417,14 +421,16 @@ class App:
                 raise shutting_down_refusal()
             event = ended_early() if got is None else got
             assert not isinstance(event, Marker)
+            if isinstance(event, Done) and event.stop_reason in CUT_STOP_REASONS:
+                event = cut_error(event)  # a backend's Done that says it did not finish
             events.append(event)
-            if (
-                isinstance(event, Error)
-                and path != AGENT_PATH  # the agent contract reports errors in-stream
-                and all(isinstance(e, Start) for e in events[:-1])
-            ):
+            if isinstance(event, Error):
+                # nothing was sent yet: a cut answer is an HTTP error, never a body
+                # that calls it complete (nor a tool call with repaired input)
+                if not all(isinstance(e, Start) for e in events[:-1]):
+                    log.warning("answer cut after output began for %s: %s", path, event.message)
                 raise early_error(path, event)
-            if isinstance(event, (Done, Error)):
+            if isinstance(event, Done):
                 append = self.config.append_sources
                 body = final_body(path, request, events, self.stamps, append=append)
                 await send_json(send, 200, body)

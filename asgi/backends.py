@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
@@ -25,10 +25,19 @@ from streamfn.core.http.client_base import ClientBase
 from streamfn.core.messages import Context
 from streamfn.core.models import Model, UnknownModel, get_model, list_models
 from streamfn.core.options import Options, client_fields
+from streamfn.core.serve.replayed_turns import attribute_client_turns
 
 from .contract import Backend, UnknownModelError
+from .upstream_text import UpstreamText, configured_keys
 
-__all__ = ["LOCAL_NAMES", "ProviderBackend", "RouterBackend", "ServedModel", "environment"]
+__all__ = [
+    "LOCAL_NAMES",
+    "UPSTREAM_ATTEMPTS",
+    "ProviderBackend",
+    "RouterBackend",
+    "ServedModel",
+    "environment",
+]
 
 
 class ServedModel(msgspec.Struct, kw_only=True):
@@ -45,6 +54,15 @@ class ServedModel(msgspec.Struct, kw_only=True):
     api_key_env: str | None = None
     defaults: Options = msgspec.field(default_factory=Options)
 
+
+#: requests sent upstream for one client request. The server does not retry by
+#: default: a failure before any output (429, 5xx, overloaded, a connect failure or
+#: timeout) reaches the client at once as an HTTP error with the upstream's
+#: Retry-After, and the client's own retry policy (the SDKs retry 2 more times)
+#: decides. Server retries on top would multiply the client's: 3 x 3 = 9 upstream
+#: requests for one SDK call against an upstream that always says 429. With N here,
+#: one client call costs at most N x the client's own attempts.
+UPSTREAM_ATTEMPTS: Final = 1
 
 #: the names the local model answers to
 LOCAL_NAMES = ("local", "local:smollm2-135m-instruct", "smollm2-135m-instruct")
@@ -68,11 +86,17 @@ class ProviderBackend:
         served: Iterable[ServedModel] = (),
         registry: bool = True,
         base_urls: Mapping[str, str] | None = None,
+        upstream_attempts: int = UPSTREAM_ATTEMPTS,
     ) -> None:
         """``models`` are served by ``provider:id`` ahead of the registry's (a
         gateway's own vLLM box, a renamed deployment ...); ``served`` under
         their own names; ``registry`` False serves only those two.
-        ``base_urls`` sends every model of a provider to another upstream."""
+        ``base_urls`` sends every model of a provider to another upstream.
+        ``upstream_attempts``: requests sent upstream per client request (see
+        `UPSTREAM_ATTEMPTS`; a model's ``defaults`` do not change it)."""
+        if upstream_attempts < 1:
+            raise ValueError(f"upstream_attempts must be at least 1, got {upstream_attempts}")
+        self.upstream_attempts = upstream_attempts
         self.environ = environment(environ)
         if client is None:
             raise TypeError(
@@ -85,6 +109,10 @@ class ProviderBackend:
         self.served = {s.name: s for s in served}
         self.registry = registry
         self.base_urls = dict(base_urls or {})
+        #: every key this server holds, scrubbed from what upstreams say (`UpstreamText`)
+        self.keys = configured_keys(
+            self.environ, [s.api_key_env for s in self.served.values() if s.api_key_env]
+        )
 
     async def aclose(self) -> None:
         """Close idle upstream connections (the server calls this at shutdown)."""
@@ -124,8 +152,14 @@ class ProviderBackend:
         self, model: str, context: Context, options: Options
     ) -> AbstractAsyncContextManager[AsyncIterator[Event]]:
         resolved, served = self._resolve(model)
+        context = attribute_client_turns(context, resolved)  # keeps their signatures
+        # the server's retry count, never a model's defaults nor a client's (see
+        # UPSTREAM_ATTEMPTS): the bill per client call stays the one documented
+        options = msgspec.structs.replace(options, max_attempts=self.upstream_attempts)
         if served is not None:
-            options = msgspec.structs.replace(served.defaults, **client_fields(options))
+            options = msgspec.structs.replace(
+                served.defaults, max_attempts=self.upstream_attempts, **client_fields(options)
+            )
             if served.api_key_env:
                 key = self.environ.get(served.api_key_env)
                 if not key:
@@ -133,7 +167,8 @@ class ProviderBackend:
                         f"{served.name} needs its key in ${served.api_key_env}"
                     )
                 options = msgspec.structs.replace(options, api_key=key)
-        return self.client.stream(resolved, context, options)
+        text = UpstreamText(resolved, options, self.environ, self.keys)
+        return text.wrap(self.client.stream(resolved, context, options))
 
 
 class RouterBackend:

@@ -15,10 +15,12 @@ from ._moved import install as _install_moved
 from ._moved import moved_attribute as _moved_attribute
 from .accumulate import accumulate, check_protocol
 from .call import open_call, register_api, replay
+from .completion import raise_for_error
 from .errors import (
     CompletionError,
     MissingCredentials,
     ProtocolViolation,
+    StreamError,
     StreamfnError,
     UnknownModel,
 )
@@ -90,6 +92,7 @@ __all__ = [
     "ServerTool",
     "Start",
     "StopReason",
+    "StreamError",
     "StreamfnError",
     "TextContent",
     "TextDelta",
@@ -117,6 +120,7 @@ __all__ = [
     "model",
     "open_call",
     "parse_output",
+    "raise_for_error",
     "register_api",
     "register_model",
     "replay",

@@ -118,6 +118,12 @@ def _append(obj: AssistantContent, field: str, addition: str) -> None:
 
 _arguments_decoder: Final = msgspec.json.Decoder()
 
+#: the ``parse_error`` of a tool call an `Error` ended before the call did
+_CUT_TOOL_CALL: Final = (
+    "the stream ended with an error before this tool call was complete; "
+    "its arguments are unfinished and must not be used"
+)
+
 
 def _not_an_object(value: object) -> str:
     return f"tool call arguments must be a JSON object, got {type(value).__name__}"
@@ -309,7 +315,15 @@ class Accumulator:
         return live.content
 
     def _fail(self, error: Error) -> None:
-        """Keep what arrived; mark tool calls the error cut off so nobody runs them."""
+        """Keep what arrived; tool calls the error cut off keep their raw text only.
+
+        The live view's repaired arguments (``{"path": "/home/user"}`` from
+        ``{"path": "/home/user``) are for display while a call streams; a final
+        message must never present them as the call's input, or a caller that
+        runs the tools would act on a path, a query or an amount the model
+        never finished. So a cut call ends with ``arguments == {}``, its
+        ``arguments_json`` as far as it arrived, and ``parse_error`` saying why.
+        """
         message = self._message
         message.stop_reason = error.stop_reason
         if error.usage is not None:
@@ -317,13 +331,10 @@ class Accumulator:
         message.error_message = error.message
         message.error_kind = error.kind
         for live in self._live.values():
+            live.flush()
             if isinstance(live.content, ToolCall):
-                live.show_partial_arguments()
-                live.content.parse_error = (
-                    "the stream ended with an error before this tool call was complete"
-                )
-            else:
-                live.flush()
+                live.content.arguments = {}
+                live.content.parse_error = _CUT_TOOL_CALL
         self._live.clear()
         self._dirty.clear()
 

@@ -20,6 +20,7 @@ from .events import Event
 from .messages import Context
 from .models import API_NAMES, Model
 from .options import Options
+from .plugin_apis import REGISTERED
 from .providers._base import HTTPRequest
 
 __all__ = [
@@ -64,7 +65,7 @@ class _ProviderModule(Protocol):
 
 
 #: wire formats added from outside the package: name -> module (or its dotted path)
-_REGISTERED: dict[str, ModuleType | _ProviderModule | str] = {}
+_REGISTERED: Final = REGISTERED
 #: built-in wire formats already imported (one dict lookup per call, not an import_module)
 _LOADED: dict[str, _ProviderModule] = {}
 
@@ -77,8 +78,8 @@ def register_api(
     ``module`` is anything with ``open_call(model, context, options) -> Call``
     (a module, an object, or a dotted module path imported on first use). The
     simplest provider subclasses `streamfn.core.providers.SSECall` or
-    ``NDJSONCall`` and writes one ``on_event``/``on_line`` method; the README
-    shows one. Built-in names are refused (``replace=True`` overrides an earlier
+    ``NDJSONCall`` and writes one ``on_event``/``on_line`` method; "Your own
+    wire format" in the documentation shows one. Built-in names are refused (``replace=True`` overrides an earlier
     registration, not a built-in), so a plug-in cannot silently take over
     ``openai-chat``.
     """

@@ -44,6 +44,7 @@ __all__ = [
     "fit_sampling",
     "fit_thinking_tokens",
     "output_limit",
+    "reasons",
     "unsupported",
 ]
 
@@ -69,7 +70,11 @@ class Capabilities(msgspec.Struct, frozen=True, kw_only=True):
       ``reasoning.effort``, Gemini 3's ``thinkingLevel``) accepts; empty when the
       model has no such knob; None when unknown (low/medium/high are sent).
     - ``thinking_budget``: (min, max) thinking tokens where the knob is a budget;
-      ``max`` 0 means "below the output limit" (Anthropic).
+      ``max`` 0 means "below the output limit" (Anthropic); None where the model
+      takes no budget at all (Claude Opus 4.7: adaptive thinking only).
+    - ``adaptive_thinking``: Claude 4.6 and later: a thinking level is sent as
+      ``thinking: {"type": "adaptive"}`` with ``output_config.effort`` (one of
+      ``efforts``) instead of a token budget.
     - ``thinking_off``: whether thinking can be switched off.
     - ``max_output``: the output-token limit (None: trust ``Model.max_output``).
     - ``forced_tool_with_thinking``: whether ``tool_choice`` required/a name may
@@ -95,6 +100,7 @@ class Capabilities(msgspec.Struct, frozen=True, kw_only=True):
     thinking: bool = True
     efforts: tuple[str, ...] | None = None
     thinking_budget: tuple[int, int] | None = None
+    adaptive_thinking: bool = False
     thinking_off: bool = True
     max_output: int | None = None
     forced_tool_with_thinking: bool = True
@@ -119,12 +125,13 @@ class CapabilityRule(msgspec.Struct, frozen=True, kw_only=True):
 
 _DEFAULT: Final = Capabilities()
 _compiled: dict[str, re.Pattern[str]] = {}
-_matched: dict[tuple[str, str, str, int], Capabilities] = {}
+_matched: dict[tuple[str, str, str, int, bool | None, int], Capabilities] = {}
 _MATCHED_MAX: Final = 1024
 
 
 def capabilities_for(model: Model) -> Capabilities:
-    """The model's own ``capabilities``, else its family's, else permissive defaults.
+    """The model's own ``capabilities``, else its family's (with what the model's record
+    states applied, see `_with_stated_facts`), else permissive defaults.
 
     Building one request asks several times, so the family match is remembered
     per (api, provider, id). ``CAPABILITY_RULES`` is meant as a constant; a rule
@@ -132,13 +139,33 @@ def capabilities_for(model: Model) -> Capabilities:
     """
     if model.capabilities is not None:
         return model.capabilities
-    key = (model.api, model.provider, model.id, len(CAPABILITY_RULES))
+    stated = (model.temperature, model.max_output if model.source else 0)
+    key = (model.api, model.provider, model.id, len(CAPABILITY_RULES), *stated)
     found = _matched.get(key)
     if found is None:
         if len(_matched) >= _MATCHED_MAX:
             _matched.clear()
-        found = _matched[key] = _match(model)
+        found = _matched[key] = _with_stated_facts(model, _match(model))
     return found
+
+
+def _with_stated_facts(model: Model, family: Capabilities) -> Capabilities:
+    """The family's rules, corrected by what the model's own record states.
+
+    A catalogued model (``Model.source`` set) knows its output limit, which wins
+    over the family's (claude-opus-4-7 writes 128k tokens, not the 32k of
+    claude-opus-4); ``Model.temperature=False`` (models.dev's ``temperature:
+    false``) keeps ``temperature`` out of every request.
+    """
+    changes: dict[str, Any] = {}
+    if model.source and family.max_output is not None and family.max_output != model.max_output:
+        changes["max_output"] = model.max_output
+    if model.temperature is False:
+        changes["sampling"] = tuple(k for k in family.sampling if k != "temperature")
+        changes["thinking_sampling"] = tuple(
+            k for k in family.thinking_sampling if k != "temperature"
+        )
+    return replace(family, **changes) if changes else family
 
 
 def _match(model: Model) -> Capabilities:
@@ -199,24 +226,30 @@ def fit_sampling(
 
 
 _GENERIC_EFFORTS: Final = ("low", "medium", "high")
+#: every effort any provider names, weakest first (OpenAI's ReasoningEffort, Claude's
+#: output_config.effort, Gemini's thinkingLevel), to find the nearest one a model takes
+_EFFORT_ORDER: Final = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
 
 
 def fit_effort(model: Model, level: str) -> str | None:
     """The accepted effort closest to ``level`` (None: the model has no effort knob).
 
     A level the model lacks becomes the nearest one it has, preferring the
-    higher (``medium`` -> ``high`` on grok-3-mini); ``minimal`` -> ``low`` where
-    the model's efforts are unknown, without a warning (it is OpenAI's alone).
+    higher (``medium`` -> ``high`` on grok-3-mini); where the model's efforts
+    are unknown only low/medium/high are sent (``minimal`` -> ``low`` and
+    ``xhigh`` -> ``high``, without a warning: nothing is known to refuse).
     """
     caps = capabilities_for(model)
     if caps.efforts is None:
-        return level if level in _GENERIC_EFFORTS else "low"
+        if level in _GENERIC_EFFORTS:
+            return level
+        return "high" if level == "xhigh" else "low"
     if not caps.efforts:
         unsupported(model, "thinking", f"={level} has no effort knob on this model; not sent")
         return None
     if level in caps.efforts:
         return level
-    order = ("none", "minimal", "low", "medium", "high")
+    order = _EFFORT_ORDER
     rank = order.index(level) if level in order else len(order) - 1
     ranked = sorted(
         (e for e in caps.efforts if e in order),
@@ -225,6 +258,12 @@ def fit_effort(model: Model, level: str) -> str | None:
     chosen = ranked[0] if ranked else caps.efforts[-1]
     unsupported(model, "thinking", f"={level} is not an effort this model takes; sent {chosen}")
     return chosen
+
+
+def reasons(model: Model) -> bool:
+    """Whether the model thinks: its catalogue entry says so, or its family has an
+    effort knob (a ``gpt-5.5`` nobody listed yet still gets ``reasoning_effort``)."""
+    return model.reasoning or bool(capabilities_for(model).efforts)
 
 
 def effort_for_off(model: Model) -> str | None:
@@ -319,6 +358,27 @@ _OPENAI_REASONING_SAMPLING = ("seed",)
 # fmt: off
 CAPABILITY_RULES: list[CapabilityRule] = [
     # -- Claude (Anthropic API and Bedrock) ------------------------------------
+    # Claude 4.6 and later think adaptively, steered by output_config.effort (the anthropic
+    # SDK's OutputConfigParam: low/medium/high/xhigh/max). Opus 4.7 (and Mythos, Fable)
+    # take adaptive thinking only (a budget is a 400) and no temperature/top_p/top_k;
+    # Opus 4.6 and Sonnet 4.6 still take a budget (deprecated). Output: 128K Opus, 64K Sonnet.
+    # https://platform.claude.com/docs/en/build-with-claude/adaptive-thinking
+    # https://platform.claude.com/docs/en/build-with-claude/effort
+    # https://platform.claude.com/docs/en/about-claude/models/migration-guide#migrating-to-claude-opus-4-7
+    # https://docs.aws.amazon.com/bedrock/latest/userguide/claude-messages-adaptive-thinking.html
+    CapabilityRule(apis=_CLAUDE_APIS, family=r"claude-opus-4[-.][7-9]|claude-(mythos|fable)",
+                   capabilities=replace(
+        _CLAUDE, sampling=("stop",), thinking_sampling=("stop",), thinking_top_p=None,
+        adaptive_thinking=True, thinking_budget=None,
+        efforts=("low", "medium", "high", "xhigh", "max"), max_output=128_000,
+        structured_output="native")),
+    CapabilityRule(apis=_CLAUDE_APIS, family=r"claude-opus-(4[-.]6|[5-9])", capabilities=replace(
+        _CLAUDE, temperature_with_top_p=False, adaptive_thinking=True,
+        efforts=("low", "medium", "high", "max"), max_output=128_000,
+        structured_output="native")),
+    CapabilityRule(apis=_CLAUDE_APIS, family=r"claude-sonnet-(4[-.]6|[5-9])", capabilities=replace(
+        _CLAUDE, temperature_with_top_p=False, adaptive_thinking=True,
+        efforts=("low", "medium", "high"), max_output=64_000, structured_output="native")),
     # Claude 4.5: "temperature and top_p cannot both be specified for this model".
     # https://docs.anthropic.com/en/docs/about-claude/models/migrating-to-claude-4
     CapabilityRule(apis=_CLAUDE_APIS, family=r"claude-(opus|sonnet|haiku)-4[-.]5", capabilities=replace(
@@ -342,12 +402,44 @@ CAPABILITY_RULES: list[CapabilityRule] = [
         sampling=_CONVERSE_SAMPLING, thinking=False, structured_output="none",
         cache_breakpoints=0)),
     # -- OpenAI ------------------------------------------------------------------------
-    # gpt-5.1 replaces "minimal" with "none"; o-series take low/medium/high.
+    # Effort levels per model (the openai SDK's ReasoningEffort names them all:
+    # none/minimal/low/medium/high/xhigh/max): gpt-5 takes minimal..high; gpt-5.1 replaced
+    # minimal with none (its default); xhigh came with gpt-5.1-codex-max and every model
+    # after it; the codex models take no none; gpt-5-pro takes high only, the later pro
+    # models medium..xhigh. o-series: low/medium/high. None of them takes temperature,
+    # top_p or stop.
+    # https://developers.openai.com/api/docs/guides/reasoning
     # https://platform.openai.com/docs/api-reference/chat/create#chat-create-reasoning_effort
-    CapabilityRule(apis=_OPENAI_APIS, family=r"^gpt-5\.1(?!-chat)", providers=("openai", "azure"),
+    CapabilityRule(apis=_OPENAI_APIS, family=r"^gpt-5-pro", providers=("openai", "azure"),
+                   capabilities=Capabilities(sampling=_OPENAI_REASONING_SAMPLING,
+                                             thinking_sampling=_OPENAI_REASONING_SAMPLING,
+                                             efforts=("high",), thinking_off=False)),
+    CapabilityRule(apis=_OPENAI_APIS, family=r"^gpt-5\.\d+-pro", providers=("openai", "azure"),
+                   capabilities=Capabilities(sampling=_OPENAI_REASONING_SAMPLING,
+                                             thinking_sampling=_OPENAI_REASONING_SAMPLING,
+                                             efforts=("medium", "high", "xhigh"),
+                                             thinking_off=False)),
+    CapabilityRule(apis=_OPENAI_APIS, family=r"^gpt-5\.1-codex(?!-max)",
+                   providers=("openai", "azure"),
+                   capabilities=Capabilities(sampling=_OPENAI_REASONING_SAMPLING,
+                                             thinking_sampling=_OPENAI_REASONING_SAMPLING,
+                                             efforts=("low", "medium", "high"),
+                                             thinking_off=False)),
+    CapabilityRule(apis=_OPENAI_APIS, family=r"^gpt-5\.\d+-codex", providers=("openai", "azure"),
+                   capabilities=Capabilities(sampling=_OPENAI_REASONING_SAMPLING,
+                                             thinking_sampling=_OPENAI_REASONING_SAMPLING,
+                                             efforts=("low", "medium", "high", "xhigh"),
+                                             thinking_off=False)),
+    CapabilityRule(apis=_OPENAI_APIS, family=r"^gpt-5\.1(?!\d|-chat)",
+                   providers=("openai", "azure"),
                    capabilities=Capabilities(sampling=_OPENAI_REASONING_SAMPLING,
                                              thinking_sampling=_OPENAI_REASONING_SAMPLING,
                                              efforts=("none", "low", "medium", "high"))),
+    CapabilityRule(apis=_OPENAI_APIS, family=r"^gpt-5\.\d+(?!.*chat)",
+                   providers=("openai", "azure"),
+                   capabilities=Capabilities(sampling=_OPENAI_REASONING_SAMPLING,
+                                             thinking_sampling=_OPENAI_REASONING_SAMPLING,
+                                             efforts=("none", "low", "medium", "high", "xhigh"))),
     CapabilityRule(apis=_OPENAI_APIS, family=r"^gpt-5(?!.*chat)", providers=("openai", "azure"),
                    capabilities=Capabilities(sampling=_OPENAI_REASONING_SAMPLING,
                                              thinking_sampling=_OPENAI_REASONING_SAMPLING,
@@ -384,6 +476,14 @@ CAPABILITY_RULES: list[CapabilityRule] = [
     # Gemini 3 takes thinkingLevel low/high, cannot switch thinking off, and needs the
     # first function call of each step signed.
     # https://ai.google.dev/gemini-api/docs/thinking  https://ai.google.dev/gemini-api/docs/thought-signatures
+    # Levels per model (google-genai's ThinkingLevel names MINIMAL..XHIGH): Gemini 3 Flash
+    # takes minimal/low/medium/high, 3.1 Pro low/medium/high, 3 Pro low/high.
+    CapabilityRule(apis=("gemini",), family=r"gemini-3(\.\d+)?-flash", capabilities=Capabilities(
+        efforts=("minimal", "low", "medium", "high"), thinking_off=False,
+        replay_tool_calls="thought_signature")),
+    CapabilityRule(apis=("gemini",), family=r"gemini-3\.[1-9]", capabilities=Capabilities(
+        efforts=("low", "medium", "high"), thinking_off=False,
+        replay_tool_calls="thought_signature")),
     CapabilityRule(apis=("gemini",), family=r"gemini-3", capabilities=Capabilities(
         efforts=("low", "high"), thinking_off=False, replay_tool_calls="thought_signature")),
     # Budget ranges per model: https://ai.google.dev/gemini-api/docs/thinking#set-budget

@@ -5,6 +5,11 @@ A caller who asks for the whole answer in one call should not have to check
 shells' ``complete()`` therefore raise `CompletionError` carrying the `Error`
 event (its ``kind``, ``status``, ``retry_after``) and the partial message;
 ``raise_on_error=False`` returns the message as it is instead.
+
+A streaming caller gets the same choice: `raise_for_error` turns an `Error`
+event (or a batch of events ending in one, from the sans-I/O calls) into a
+`StreamError`, and the shells' ``stream(..., raise_on_error=True)`` applies it
+to every event, so one rule decides what "failed" means everywhere.
 """
 
 from __future__ import annotations
@@ -12,12 +17,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .accumulate import accumulate
-from .errors import CompletionError
-from .events import Error, Event
+from .errors import CompletionError, StreamError
+from .events import Done, Error, Event, Start
 from .messages import AssistantMessage
 from .options import Options
 
-__all__ = ["CompletionError", "finish_completion"]
+__all__ = ["CompletionError", "StreamError", "finish_completion", "raise_for_error"]
+
+
+def raise_for_error(events: Event | Sequence[Event]) -> None:
+    """Raise `StreamError` when ``events`` is an `Error` event, or a batch of events
+    (what `Call.receive_data` returns) that ends in one; do nothing otherwise.
+
+    An `Error` is always the last event of a stream, so only the last one is looked at.
+    """
+    last = events[-1] if isinstance(events, Sequence) and events else events
+    if isinstance(last, Error):
+        raise StreamError(last)
 
 
 def finish_completion(
@@ -26,8 +42,12 @@ def finish_completion(
     """Fold ``events``; raise `CompletionError` when they end in an `Error` and the caller
     wants. With ``options.response_schema`` the answer is parsed into ``message.parsed``
     (`OutputValidationError` when it does not validate and the caller wants errors)."""
+    if not events or not isinstance(events[-1], (Done, Error)):
+        # a stream that stopped without saying how is a cut answer, never a whole one
+        head: list[Event] = [] if events else [Start()]
+        events = [*head, *events, Error.network("the stream ended without a terminal event")]
     message = accumulate(events)
-    if raise_on_error and events and isinstance(events[-1], Error):
+    if raise_on_error and isinstance(events[-1], Error):
         raise CompletionError(events[-1], message)
     if options is not None and options.response_schema is not None:
         from .structured import OutputValidationError, attach_parsed

@@ -240,14 +240,16 @@ class Emitter:
         else:
             self._over_limit()
 
-    def sign(self, key: Hashable, signature: str) -> None:
-        """The signature for the next thinking block that ends under ``key``.
+    def sign(self, key: Hashable, signature: str | None) -> None:
+        """The signature for the next thinking block or tool call that ends under ``key``
+        (None: nothing to record).
 
-        For wires that send a reasoning signature apart from the block's end
-        (OpenRouter's ``reasoning_details``): the block then closes with it
-        however it closes, explicitly or because text starts under ``key``.
+        For wires that send a signature apart from the block's end (OpenRouter's
+        ``reasoning_details``, a tool call's ``extra_content``): the block then closes
+        with it however it closes, explicitly or because text starts under ``key``.
         """
-        self._signatures[key] = signature
+        if signature:
+            self._signatures[key] = signature
 
     def cite(
         self, key: Hashable, citations: Iterable[Citation | None], *, replace: bool = False
@@ -271,10 +273,10 @@ class Emitter:
         block = self._open.pop(key, None)
         if block is None:
             return
+        if block.kind != TEXT and self._signatures:  # a signature `sign` kept for it
+            pending = self._signatures.pop(key, None)
+            signature = pending if signature is None else signature
         if block.kind == THINKING:
-            if self._signatures:
-                pending = self._signatures.pop(key, None)
-                signature = pending if signature is None else signature
             self.events.append(ThinkingEnd(block.index, signature, redacted))
         elif block.kind == TEXT:
             cited = self._citations.pop(key, None)

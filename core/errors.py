@@ -10,7 +10,8 @@
     │   └── JSONArrayError     a streamed JSON array (Gemini without ``alt=sse``)
     ├── ProtocolViolation      an event sequence broke the event grammar
     ├── PartialJSONError       not (the start of) a JSON document; also a ValueError
-    ├── CompletionError        the stream behind ``complete()`` ended in an `Error` event
+    ├── StreamError            a stream ended in an `Error` event and the caller asked to raise
+    │   └── CompletionError    the stream behind ``complete()`` did (also holds the partial answer)
     └── UsageError             the caller asked for something that cannot be done; a ValueError
         ├── MissingCredentials no key in the options nor in the environment
         └── UnknownModel       no registered model by that name; also a KeyError
@@ -22,7 +23,9 @@ and in `streamfn.local` `ConfigError` (a `UsageError`), `TemplateError`,
 
 A provider call never raises: what goes wrong on the wire comes out as an
 `Error` event. These exceptions come from the parts a caller drives directly
-(decoders, the fold, ``complete()``, the model registry, credentials).
+(decoders, the fold, ``complete()``, the model registry, credentials), and from a
+stream whose caller asked for an exception instead of the `Error` event
+(``stream(..., raise_on_error=True)``, `streamfn.core.raise_for_error`).
 
 The old names (``SSEError``, ``NDJSONError``, ``EventStreamError``) were three
 copies of one class; they are now one `DecodeError` with a subclass each, so
@@ -48,6 +51,7 @@ __all__ = [
     "PartialJSONError",
     "ProtocolViolation",
     "SSEError",
+    "StreamError",
     "StreamfnError",
     "UnknownModel",
     "UsageError",
@@ -107,18 +111,31 @@ class PartialJSONError(StreamfnError, ValueError):
     """The text is not (the start of) a JSON document, or it ended too early."""
 
 
-class CompletionError(StreamfnError):
-    """The stream behind `complete()` ended with ``error``; ``message`` holds what came first."""
+class StreamError(StreamfnError):
+    """A stream ended with ``error`` (the `Error` event: ``kind``, ``status``,
+    ``retry_after``) where the caller asked for an exception rather than the event.
 
-    def __init__(self, error: Error, message: AssistantMessage) -> None:
+    Raised by ``stream(..., raise_on_error=True)`` in every shell and by
+    `streamfn.core.raise_for_error` on the sans-I/O path, so a program that
+    forgets to look for `Error` cannot mistake a failed call for an empty answer.
+    """
+
+    def __init__(self, error: Error) -> None:
         kind = f" ({error.kind.value})" if error.kind else ""
         super().__init__(f"{error.message}{kind}")
         self.error = error
-        self.message = message
 
     @property
     def kind(self) -> ErrorKind | None:
         return self.error.kind
+
+
+class CompletionError(StreamError):
+    """The stream behind `complete()` ended with ``error``; ``message`` holds what came first."""
+
+    def __init__(self, error: Error, message: AssistantMessage) -> None:
+        super().__init__(error)
+        self.message = message
 
 
 class UsageError(StreamfnError, ValueError):

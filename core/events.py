@@ -153,6 +153,10 @@ class Start(msgspec.Struct, tag="start", frozen=True, kw_only=True, gc=False):
     provider: str = ""
     model: str = ""
     response_id: str | None = None
+    #: the model the provider says answered (a dated snapshot of ``model``, or what a
+    #: router picked), from the response itself; None where the wire does not say.
+    #: ``model`` stays the id that was asked for (replay rules match on it).
+    response_model: str | None = None
 
 
 class TextStart(msgspec.Struct, tag="text_start", frozen=True, gc=False):

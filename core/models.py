@@ -1,22 +1,34 @@
 """The registry of known models, and the ways to name a model.
 
 A `Model` (defined in `model_spec`, re-exported here) says where a model
-lives (provider, wire api, base URL) and what it costs. The registry gives the well-known ones by ``provider:id``; anything
-else (a vLLM or LM Studio server, a new model) is a `Model` built by hand or
+lives (provider, wire api, base URL) and what it costs. The registry gives the
+catalogued ones by ``provider:id`` (the built-in catalogue, or a newer one the
+caller read and passed to `use_catalog`); an id nobody listed is configured
+like its closest catalogued relative (`families`), with one warning saying so;
+anything else (a vLLM or LM Studio server) is a `Model` built by hand or
 `openai_compatible(...)`, so no model is ever out of reach.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
 import msgspec
 
 from .errors import UnknownModel
-from .model_spec import Model, compute_cost
+from .model_spec import Model, PriceTier, compute_cost
+from .plugin_apis import plugin_api_names
 
 __all__ = [
     "API_NAMES",
+    "BUILTIN",
+    "CatalogInfo",
     "Model",
+    "PriceTier",
     "UnknownModel",
+    "catalog_info",
     "compute_cost",
     "get_model",
     "list_models",
@@ -24,7 +36,11 @@ __all__ = [
     "openai_compatible",
     "provider_names",
     "register_model",
+    "set_catalog_loader",
+    "use_catalog",
 ]
+
+log = logging.getLogger("streamfn")
 
 #: The wire formats streamfn speaks; `Model.api` is one of these.
 API_NAMES = (
@@ -43,14 +59,86 @@ API_NAMES = (
 
 
 _REGISTRY: dict[str, Model] = {}
+#: the keys the catalogue in use put in the registry (a newer catalogue replaces them)
+_FROM_CATALOGUE: set[str] = set()
+#: ids configured by their family, already warned about (one warning each)
+_ASSUMED: set[str] = set()
+#: the warning for an id just configured by assumption, logged once it is usable
+_PENDING: dict[str, str] = {}
+
+
+class CatalogInfo(msgspec.Struct, frozen=True, kw_only=True):
+    """Which catalogue the registry serves: ``origin`` is ``built-in`` or the file it was
+    read from; ``source`` what it was made from; ``date`` its data's date; ``note`` why
+    another candidate was not used."""
+
+    origin: str
+    source: str
+    date: str
+    models: int
+    note: str = ""
+
+
+_info: CatalogInfo | None = None
+#: `CatalogInfo.origin` of the catalogue shipped with this version
+BUILTIN = "built-in"
 
 
 def register_model(model: Model, *, replace: bool = True) -> Model:
-    """Add or replace a model under ``provider:id``."""
+    """Add or replace a model under ``provider:id`` (it outlives any catalogue change)."""
+    _ensure_builtin()
     if not replace and model.key in _REGISTRY:
         raise ValueError(f"model {model.key!r} is already registered")
     _REGISTRY[model.key] = model
+    _FROM_CATALOGUE.discard(model.key)
     return model
+
+
+def catalog_info() -> CatalogInfo:
+    """The catalogue in use: where it came from, its source and date."""
+    _ensure_builtin()
+    assert _info is not None
+    return _info
+
+
+def use_catalog(
+    document: Mapping[str, Any], *, origin: str, only_if_newer: bool = False
+) -> CatalogInfo:
+    """Serve the models of ``document`` (a catalogue the caller read, see `catalog_build`)
+    in place of the catalogue in use; models added with `register_model` stay.
+
+    With ``only_if_newer`` a document whose data is older than the one in use is
+    not used, and `catalog_info` says why. Raises `catalog_build.CatalogError`
+    for a document that is not a catalogue, before changing anything.
+    """
+    global _info
+    from .catalog import describe_source, models_from_catalog
+
+    _ensure_builtin()
+    assert _info is not None
+    models = models_from_catalog(document)  # checks it first
+    date = str(document["source"]["date"])
+    if only_if_newer and date < _info.date:
+        _info = msgspec.structs.replace(
+            _info, note=f"{origin} is older (data of {date}); using {_info.origin}"
+        )
+        return _info
+    for key in _FROM_CATALOGUE:
+        _REGISTRY.pop(key, None)
+    _FROM_CATALOGUE.clear()
+    _install(models)
+    _ASSUMED.clear()
+    _info = CatalogInfo(
+        origin=origin, source=describe_source(document), date=date, models=len(models)
+    )
+    return _info
+
+
+def _install(models: list[Model]) -> None:
+    for entry in models:
+        if entry.key not in _REGISTRY:
+            _REGISTRY[entry.key] = entry
+            _FROM_CATALOGUE.add(entry.key)
 
 
 def list_models(provider: str | None = None) -> list[Model]:
@@ -118,10 +206,10 @@ _PROVIDER_ALIASES: dict[str, str] = {"gemini": "google"}
 
 
 def provider_names() -> list[str]:
-    """Every provider name `model` accepts before the colon."""
+    """Every provider name `model` accepts before the colon (plug-in wire formats too)."""
     _ensure_builtin()
     names = {m.provider for m in _REGISTRY.values()} | set(_ENDPOINTS) | set(_API_ALIASES)
-    names |= set(_PROVIDER_ALIASES)
+    names |= set(_PROVIDER_ALIASES) | set(plugin_api_names())
     return sorted(names)
 
 
@@ -133,8 +221,12 @@ def model(name: str, *, base_url: str | None = None, id: str | None = None) -> M
     """Any model by name: a known one, any id of a known provider, or any server by URL.
 
     - ``"openai:gpt-4o-mini"``: the catalogue entry (with its prices);
-    - ``"ollama:llama3.2"``, ``"groq:some-new-model"``: any model id of a provider
-      (unknown ids are not priced: their cost is 0);
+    - ``"openai:gpt-5.9"``, ``"bedrock:eu.anthropic.claude-…"``: an id the catalogue
+      does not list is configured like its closest catalogued relative (the same
+      model in another region or with a date stamp, else its family), and the first
+      use logs one warning naming what was assumed;
+    - ``"ollama:llama3.2"``: any model id of a local server;
+    - ``"lines:tiny"`` with ``base_url``: a wire format added with ``register_api``;
     - ``"openai-responses:gpt-5"``: the same model over the Responses API;
     - ``"vllm:Qwen/Qwen3-8B"``, ``"lmstudio:…"``, ``"llamacpp:…"``: local OpenAI-compatible
       servers on their usual ports; ``"openai-compatible:id"`` with ``base_url`` for any other;
@@ -142,7 +234,7 @@ def model(name: str, *, base_url: str | None = None, id: str | None = None) -> M
     - ``"http://localhost:8080/v1"`` (with ``id=`` the model id): an OpenAI-compatible server.
 
     ``base_url`` replaces the model's endpoint: the server root or the API root,
-    with or without the version path (see the README's base-URL convention).
+    with or without the version path (see "Any model on any endpoint" in the documentation).
     Raises `UnknownModel` naming the providers it knows.
     """
     if _is_url(name):
@@ -165,6 +257,7 @@ def model(name: str, *, base_url: str | None = None, id: str | None = None) -> M
             f"{found.provider} models need a base URL: pass base_url= "
             "(on the command line, --base-url URL)"
         )
+    _warn_if_assumed(found)
     return found
 
 
@@ -174,39 +267,99 @@ def _template(provider: str, model_id: str) -> Model:
         known = _REGISTRY.get(f"{real}:{model_id}")
         base = known or _template(real, model_id)
         return msgspec.structs.replace(base, api=api)
+    same = [m for m in _REGISTRY.values() if m.provider == provider]
+    if same:
+        return _assumed(provider, model_id, same)
     if provider in _ENDPOINTS:
         api, url = _ENDPOINTS[provider]
         return Model(id=model_id, provider=provider, api=api, base_url=url, name=model_id)
-    same = [m for m in _REGISTRY.values() if m.provider == provider]
-    if not same:
-        raise UnknownModel(
-            f"unknown provider {provider!r}; known providers: {', '.join(provider_names())} "
-            "(`streamfn models` lists the known models)"
-        )
-    like = same[0]
-    return Model(
-        id=model_id,
-        provider=provider,
-        api=like.api,
-        base_url=like.base_url,
-        name=model_id,
-        headers=like.headers,
-        extra=like.extra,
+    if provider in plugin_api_names():
+        # a plug-in wire format: its server's address comes with base_url
+        return Model(id=model_id, provider=provider, api=provider, base_url="", name=model_id)
+    raise UnknownModel(
+        f"unknown provider {provider!r}; known providers: {', '.join(provider_names())} "
+        "(`streamfn models` lists the known models)"
     )
 
 
+def _assumed(provider: str, model_id: str, same: list[Model]) -> Model:
+    """An id of a catalogued provider that nobody listed: its closest relative's settings
+    (or today's defaults when it has none), and one warning saying which."""
+    from .families import describe, relative
+
+    assert _info is not None
+    found = relative(provider, model_id, same)
+    if found is None:
+        like, how = None, "defaults"
+        first = same[0]
+        derived = Model(
+            id=model_id,
+            provider=provider,
+            api=first.api,
+            base_url=first.base_url,
+            name=model_id,
+            headers=first.headers,
+            extra=first.extra,
+            source="assumed: defaults",
+        )
+    else:
+        like, how = found
+        derived = msgspec.structs.replace(
+            like,
+            id=model_id,
+            name=model_id,
+            source=f"assumed like {like.key} ({how})",
+            # a relative's own request rules are its own; the family's rules still match
+            capabilities=like.capabilities if how == "the same model" else None,
+        )
+    _PENDING[derived.key] = describe(derived, like, how, f"{_info.source}, {_info.origin}")
+    return derived
+
+
+def _warn_if_assumed(found: Model) -> None:
+    """The one warning for an id configured by assumption, once it is about to be used."""
+    text = _PENDING.pop(found.key, None)
+    if text is not None and found.key not in _ASSUMED:
+        _ASSUMED.add(found.key)
+        log.warning("%s", text)
+
+
 _loaded = False
+_loader: Callable[[], object] | None = None
+
+
+def set_catalog_loader(loader: Callable[[], object] | None) -> None:
+    """Have the registry call ``loader`` before its next lookup, to choose its catalogue.
+
+    The core reads no files and no environment; a shell passes the function
+    that does (`streamfn.local.catalog_cache.load_user_catalog`: the newer of
+    the built-in and cached data, or ``STREAMFN_MODELS_FILE``), so a program
+    sees what ``streamfn models --refresh`` fetched. It runs once; a loader that
+    raises (an unreadable ``STREAMFN_MODELS_FILE``) raises again at the next lookup.
+    """
+    global _loader
+    _loader = loader
 
 
 def _ensure_builtin() -> None:
-    """Import the built-in catalogue lazily so importing the core stays cheap."""
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    try:
+    """Import the built-in catalogue lazily so importing the core stays cheap; then let
+    a loader set with `set_catalog_loader` choose a newer one."""
+    global _loaded, _info, _loader
+    if not _loaded:
+        _loaded = True
         from . import catalog
-    except ImportError:  # pragma: no cover - the catalogue ships with the package
-        return
-    for model in catalog.BUILTIN_MODELS:
-        _REGISTRY.setdefault(model.key, model)
+
+        _install(catalog.BUILTIN_MODELS)
+        _info = CatalogInfo(
+            origin=BUILTIN,
+            source=catalog.describe_source(catalog.BUILTIN_DOCUMENT),
+            date=str(catalog.BUILTIN_DOCUMENT["source"]["date"]),
+            models=len(catalog.BUILTIN_MODELS),
+        )
+    if _loader is not None:
+        loader, _loader = _loader, None
+        try:
+            loader()
+        except BaseException:
+            _loader = loader
+            raise

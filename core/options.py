@@ -55,10 +55,13 @@ class ThinkingLevel(enum.StrEnum):
     LOW = "low"
     MEDIUM = "medium"
     HIGH = "high"
+    #: above high, where the model has it (OpenAI gpt-5.2+ ``xhigh``; Claude Opus 4.7
+    #: ``xhigh``, ``max`` on Opus 4.6); elsewhere the nearest level it takes, with a warning
+    XHIGH = "xhigh"
 
 
 #: the strings users write for a `ThinkingLevel` (``Options(thinking="high")``)
-ThinkingName: TypeAlias = Literal["off", "minimal", "low", "medium", "high"]
+ThinkingName: TypeAlias = Literal["off", "minimal", "low", "medium", "high", "xhigh"]
 
 
 class AWSCredentials(msgspec.Struct, frozen=True, kw_only=True):

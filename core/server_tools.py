@@ -11,8 +11,11 @@ Bedrock Converse and Ollama run no tools of their own. Which types a model
 takes is its `Capabilities` ``server_tools`` (unset: the table above); a type
 it cannot take is an `UnsupportedInput` before any request is sent, naming
 the provider and the alternatives. ``config`` is merged into the tool object
-as given, and ``Options.extra_body`` is still deep-merged over the whole body
-last, for anything this table does not cover.
+(never over its ``type`` or ``name``); a key the wire format's tool does not
+take (`CONFIG_KEYS`: ``max_uses`` is Anthropic's alone) is an `UnsupportedInput`
+naming the key, the provider and the keys it takes, instead of the provider's
+400. ``Options.extra_body`` is still deep-merged over the whole body last, for
+anything this table does not cover.
 
 These tools are billed to whoever holds the key: `streamfn serve` refuses a
 client request that carries one unless the operator allows that type
@@ -30,6 +33,7 @@ if TYPE_CHECKING:
     from .models import Model
 
 __all__ = [
+    "CONFIG_KEYS",
     "SERVER_TOOL_TYPES",
     "check_server_tools",
     "server_tools_for",
@@ -54,6 +58,37 @@ _OBJECTS: Final[dict[str, dict[str, dict[str, Any]]]] = {
         "code_execution": {"codeExecution": {}},
     },
 }
+#: The ``config`` keys each (wire format, type) takes: the fields of the official SDKs'
+#: tool types besides the type and name we set (anthropic ``WebSearchTool20250305Param``
+#: and ``CodeExecutionTool20250825Param``; openai ``WebSearchToolParam``, ``CodeInterpreter``
+#: and Chat Completions' ``WebSearchOptions``; google-genai ``GoogleSearch``, in the REST
+#: API's camelCase, and ``ToolCodeExecution``, which has none).
+#: https://platform.claude.com/docs/en/agents-and-tools/tool-use/web-search-tool
+#: https://developers.openai.com/api/docs/guides/tools-web-search
+#: https://ai.google.dev/gemini-api/docs/google-search
+_CLAUDE_TOOL_KEYS: Final = frozenset(
+    {"allowed_callers", "cache_control", "defer_loading", "strict"}
+)
+CONFIG_KEYS: Final[dict[str, dict[str, frozenset[str]]]] = {
+    "anthropic": {
+        "web_search": _CLAUDE_TOOL_KEYS
+        | {"allowed_domains", "blocked_domains", "max_uses", "user_location"},
+        "code_execution": _CLAUDE_TOOL_KEYS,
+    },
+    "openai-responses": {
+        "web_search": frozenset(
+            {"filters", "search_context_size", "user_location", "external_web_access"}
+        ),
+        "code_execution": frozenset({"container"}),
+    },
+    "openai-chat": {"web_search": frozenset({"search_context_size", "user_location"})},
+    "gemini": {
+        "web_search": frozenset(
+            {"searchTypes", "blockingConfidence", "excludeDomains", "timeRangeFilter"}
+        ),
+        "code_execution": frozenset(),
+    },
+}
 #: OpenAI-compatible providers whose Chat Completions takes ``web_search_options``
 _CHAT_SEARCH_PROVIDERS: Final = frozenset({"openai", "azure", "openrouter"})
 
@@ -69,6 +104,8 @@ def server_tools_for(model: Model) -> tuple[str, ...]:
 
 
 def check_server_tools(tools: list[ServerTool], model: Model) -> None:
+    """Refuse, before anything is sent, a server tool the model has not, or a ``config``
+    key its wire format's tool does not take (`CONFIG_KEYS`)."""
     takes = server_tools_for(model)
     for tool in tools:
         if tool.type not in takes:
@@ -79,6 +116,17 @@ def check_server_tools(tools: list[ServerTool], model: Model) -> None:
                 "(anthropic, openai-responses, gemini) or give the model a function tool "
                 "that does the work"
             )
+        accepted = CONFIG_KEYS.get(model.api, {}).get(tool.type)
+        if accepted is None:
+            continue  # a format this table does not describe: its config goes as given
+        unknown = sorted(set(tool.config) - accepted)
+        if unknown:
+            listed = ", ".join(sorted(accepted)) or "none"
+            raise UnsupportedInput(
+                f"{model.provider} ({model.api} API) takes no {', '.join(map(repr, unknown))} "
+                f"in a {tool.type} server tool's config; the keys it takes: {listed}. "
+                "Leave the key out for this provider (each provider names these settings its own way)"
+            )
 
 
 def _merged(base: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
@@ -87,7 +135,7 @@ def _merged(base: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
         key = next(iter(out))
         out[key].update(config)
         return out
-    out.update({k: v for k, v in config.items() if k not in base})  # never the type or name
+    out.update({k: v for k, v in config.items() if k not in ("type", "name")})
     return out
 
 

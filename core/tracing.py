@@ -10,6 +10,14 @@ address, ``error.type`` as our `ErrorKind`), and records the client metrics
 module costs one failed import at start and nothing per stream; with it but
 no SDK configured, OpenTelemetry's own no-op tracer is all there is.
 
+``gen_ai.provider.name`` takes the conventions' registry value for the
+providers it names (`OTEL_PROVIDER_NAMES`: ``gcp.gemini``, ``aws.bedrock``,
+``x_ai`` ...) and our provider name, as a custom value, for the others
+(OpenRouter, Ollama, a vLLM server). ``gen_ai.response.model`` is the model the
+response names (`Start.response_model`), not the one asked for, and is left
+out where the wire does not say (Bedrock's Converse stream).
+https://opentelemetry.io/docs/specs/semconv/registry/attributes/gen-ai/
+
 What never goes into a span: keys, headers, prompt or answer text, and
 provider error messages (they can echo a masked key); the error's kind says
 what went wrong. A fallback chain or a Responses upgrade is one span per
@@ -31,7 +39,7 @@ from .events import Done, Error, Event, Start, StopReason
 from .models import Model
 from .options import Options
 
-__all__ = ["FINISH_REASONS", "traced"]
+__all__ = ["FINISH_REASONS", "OTEL_PROVIDER_NAMES", "otel_provider_name", "traced"]
 
 _SCOPE: Final = "streamfn"
 #: our stop reasons in the words the GenAI conventions use for finish reasons
@@ -42,6 +50,31 @@ FINISH_REASONS: Final = {
     StopReason.ERROR: "error",
     StopReason.ABORTED: "cancelled",
 }
+#: our provider names -> the GenAI registry's ``gen_ai.provider.name`` values
+OTEL_PROVIDER_NAMES: Final = {
+    "openai": "openai",
+    "azure": "azure.ai.openai",
+    "anthropic": "anthropic",
+    "google": "gcp.gemini",
+    "gemini": "gcp.gemini",
+    "vertex": "gcp.vertex_ai",
+    "bedrock": "aws.bedrock",
+    "xai": "x_ai",
+    "mistral": "mistral_ai",
+    "deepseek": "deepseek",
+    "groq": "groq",
+    "perplexity": "perplexity",
+    "cohere": "cohere",
+    "watsonx": "ibm.watsonx.ai",
+}
+
+
+def otel_provider_name(model: Model) -> str:
+    """``gen_ai.provider.name`` for ``model``: the registry's value, else our own name
+    (the conventions ask for a custom friendly name where none of theirs applies)."""
+    return OTEL_PROVIDER_NAMES.get(model.provider, model.provider)
+
+
 #: the conventions' bucket boundaries for token counts
 _TOKEN_BUCKETS: Final = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304)
 
@@ -106,7 +139,7 @@ def _server(url: str) -> tuple[str, int] | None:
 def _request_attributes(model: Model, options: Options) -> dict[str, Any]:
     attributes: dict[str, Any] = {
         "gen_ai.operation.name": "chat",
-        "gen_ai.provider.name": model.provider,
+        "gen_ai.provider.name": otel_provider_name(model),
         "gen_ai.request.model": model.id,
     }
     url = options.base_url or model.base_url
@@ -190,8 +223,8 @@ def _observe(span: Any, event: Event, instruments: _Instruments, common: dict[st
     if isinstance(event, Start):
         if event.response_id:
             span.set_attribute("gen_ai.response.id", event.response_id)
-        if event.model:
-            span.set_attribute("gen_ai.response.model", event.model)
+        if event.response_model:
+            span.set_attribute("gen_ai.response.model", event.response_model)
         return
     if not isinstance(event, (Done, Error)):
         return

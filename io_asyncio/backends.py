@@ -34,6 +34,7 @@ class ProviderBackend(_shared.ProviderBackend):
         served: Iterable[ServedModel] = (),
         registry: bool = True,
         base_urls: Mapping[str, str] | None = None,
+        upstream_attempts: int = _shared.UPSTREAM_ATTEMPTS,
     ) -> None:
         env = _shared.environment(environ)
         super().__init__(
@@ -43,6 +44,7 @@ class ProviderBackend(_shared.ProviderBackend):
             served=served,
             registry=registry,
             base_urls=base_urls,
+            upstream_attempts=upstream_attempts,
         )
 
 

@@ -140,10 +140,17 @@ def default_client() -> Client:
 
 
 def stream(
-    model: Model, context: Context, options: Options | None = None
+    model: Model,
+    context: Context,
+    options: Options | None = None,
+    *,
+    raise_on_error: bool = False,
 ) -> AbstractAsyncContextManager[AsyncIterator[Event]]:
-    """Stream one assistant turn: ``async with stream(m, ctx) as events: async for ev in events``."""
-    return default_client().stream(model, context, options)
+    """Stream one assistant turn: ``async with stream(m, ctx) as events: async for ev in events``.
+
+    A failure is the last event, an `Error`; ``raise_on_error=True`` raises `StreamError`
+    instead (see `ClientBase.stream`)."""
+    return default_client().stream(model, context, options, raise_on_error=raise_on_error)
 
 
 async def complete(

@@ -1,5 +1,10 @@
 """Blocking shell: HTTP/1.1 over h11 for streamfn calls, without an event loop."""
 
+from streamfn.local.catalog_cache import install_loader as _install_catalog_loader
+
 from .client import Client, complete, default_client, stream
+
+# the model registry takes a newer catalogue (`streamfn models --refresh`) on first use
+_install_catalog_loader()
 
 __all__ = ["Client", "complete", "default_client", "stream"]

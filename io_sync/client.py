@@ -170,15 +170,21 @@ class Client:
 
     @contextmanager
     def stream(
-        self, model: Model, context: Context, options: Options | None = None
+        self,
+        model: Model,
+        context: Context,
+        options: Options | None = None,
+        *,
+        raise_on_error: bool = False,
     ) -> Generator[Iterator[Event], None, None]:
         """``with client.stream(m, ctx) as events: for ev in events: ...``
 
         Raises `MissingCredentials` on entry, before connecting, when no key
         is configured. Leaving the block closes the connection at once unless
-        the response was read to its end.
+        the response was read to its end. A failure is the last event, an
+        `Error`; ``raise_on_error=True`` raises `StreamError` instead.
         """
-        manager = self._loop.stream(model, context, options)
+        manager = self._loop.stream(model, context, options, raise_on_error=raise_on_error)
         events = _run(manager.__aenter__())
         try:
             yield _iterate(events)
@@ -216,10 +222,17 @@ def default_client() -> Client:
 
 
 def stream(
-    model: Model, context: Context, options: Options | None = None
+    model: Model,
+    context: Context,
+    options: Options | None = None,
+    *,
+    raise_on_error: bool = False,
 ) -> AbstractContextManager[Iterator[Event]]:
-    """Stream one assistant turn: ``with stream(m, ctx) as events: for ev in events: ...``."""
-    return default_client().stream(model, context, options)
+    """Stream one assistant turn: ``with stream(m, ctx) as events: for ev in events: ...``.
+
+    A failure is the last event, an `Error`; ``raise_on_error=True`` raises `StreamError`
+    instead."""
+    return default_client().stream(model, context, options, raise_on_error=raise_on_error)
 
 
 def complete(

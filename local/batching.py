@@ -2,8 +2,8 @@
 
 Why batches: decoding one token reads every weight of the model; a batch of
 eight reads them once for eight tokens, so on a CPU the aggregate tokens/s
-grows with the batch while each stream slows a little (see the README's
-local concurrency benchmark). CTranslate2's ``generate_batch`` calls a step
+grows with the batch while each stream slows a little (see the local
+concurrency benchmark in the documentation). CTranslate2's ``generate_batch`` calls a step
 callback for every token of every batch index and stops an index when the
 callback returns ``True``, which is all a stream needs: its tokens as they
 come, and a way to stop within one token.

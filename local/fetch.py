@@ -37,6 +37,7 @@ __all__ = [
     "default_model_dir",
     "is_prepared",
     "prepare_default_model",
+    "user_cache_dir",
 ]
 
 DEFAULT_MODEL_NAME: Final = "smollm2-135m-instruct"
@@ -59,11 +60,16 @@ class PrepareError(StreamfnError):
     """The default model could not be prepared; the message says what to do."""
 
 
-def default_model_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """``$XDG_CACHE_HOME/streamfn/models/<name>``, else ``~/.cache/streamfn/models/<name>``."""
+def user_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_CACHE_HOME/streamfn``, else ``~/.cache/streamfn``: everything streamfn caches."""
     env = os.environ if environ is None else environ
     base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "streamfn" / "models" / DEFAULT_MODEL_NAME
+    return Path(base) / "streamfn"
+
+
+def default_model_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_CACHE_HOME/streamfn/models/<name>``, else ``~/.cache/streamfn/models/<name>``."""
+    return user_cache_dir(environ) / "models" / DEFAULT_MODEL_NAME
 
 
 def is_prepared(model_dir: str | os.PathLike[str]) -> bool:

@@ -429,7 +429,7 @@ def _claude(family: str = "claude") -> Callable[[Model], bool]:
 
 def _claude_thinking(body: Body) -> dict[str, Any] | None:
     thinking = body.get("thinking") or body.get("additionalModelRequestFields", {}).get("thinking")
-    return thinking if thinking and thinking.get("type") == "enabled" else None
+    return thinking if thinking and thinking.get("type") in ("enabled", "adaptive") else None
 
 
 def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
@@ -479,7 +479,8 @@ def no_forced_tool_with_thinking(model: Model, body: Body) -> str | None:
 
 #: https://docs.anthropic.com/en/docs/about-claude/models/overview (max output)
 _CLAUDE_LIMITS = [
-    (r"claude-(opus|sonnet|haiku)-4[-.]5", 64_000),
+    (r"claude-opus-4[-.][6-9]", 128_000),
+    (r"claude-(opus|sonnet|haiku)-4[-.][5-9]", 64_000),
     (r"claude-opus-4", 32_000),
     (r"claude-(sonnet-4|3-7-sonnet)", 64_000),
     (r"claude-3-5-haiku", 8_192),
@@ -492,7 +493,7 @@ def claude_token_limits(model: Model, body: Body) -> str | None:
     if max_tokens and limit and max_tokens > limit:
         return f"max_tokens: {max_tokens} > {limit}, which is the maximum allowed"
     thinking = _claude_thinking(body)
-    if thinking:
+    if thinking and thinking["type"] == "enabled":
         budget = thinking["budget_tokens"]
         if budget < 1024:
             return "thinking.budget_tokens: must be greater than or equal to 1024"
@@ -513,6 +514,40 @@ def claude_sampling_with_thinking(model: Model, body: Body) -> str | None:
     top_p = body.get("top_p", inference.get("topP"))
     if top_p is not None and not 0.95 <= top_p <= 1:
         return "top_p must be between 0.95 and 1 when thinking is enabled"
+    return None
+
+
+#: Claude's adaptive thinking and effort, by model:
+#: https://platform.claude.com/docs/en/build-with-claude/adaptive-thinking ("Older models
+#: (Sonnet 4.5, Opus 4.5, etc.) do not support adaptive thinking"; Opus 4.7 takes adaptive
+#: only), https://platform.claude.com/docs/en/build-with-claude/effort (max: Opus only;
+#: xhigh: Opus 4.7), https://platform.claude.com/docs/en/about-claude/models/migration-guide
+#: (Opus 4.7: no temperature, top_p or top_k).
+_ADAPTIVE = re.compile(r"claude-(opus|sonnet)-4[-.][6-9]")
+_ADAPTIVE_ONLY = re.compile(r"claude-opus-4[-.][7-9]")
+_CLAUDE_EFFORTS = [
+    (r"claude-opus-4[-.][7-9]", ("low", "medium", "high", "xhigh", "max")),
+    (r"claude-opus-4[-.]6", ("low", "medium", "high", "max")),
+    (r"claude-sonnet-4[-.]6", ("low", "medium", "high")),
+]
+
+
+def claude_adaptive_thinking(model: Model, body: Body) -> str | None:
+    extra = body.get("additionalModelRequestFields", {})
+    thinking = body.get("thinking") or extra.get("thinking") or {}
+    effort = (body.get("output_config") or extra.get("output_config") or {}).get("effort")
+    if thinking.get("type") == "adaptive" and not _ADAPTIVE.search(model.id):
+        return "adaptive thinking is not supported on this model"
+    if thinking.get("type") == "enabled" and _ADAPTIVE_ONLY.search(model.id):
+        return '"thinking.type.enabled" is not supported for this model; use "adaptive"'
+    allowed = next((e for p, e in _CLAUDE_EFFORTS if re.search(p, model.id)), ())
+    if effort is not None and effort not in allowed:
+        return f"output_config.effort: {effort!r} is not supported by this model"
+    if _ADAPTIVE_ONLY.search(model.id):
+        inference = body.get("inferenceConfig", {})
+        for name in ("temperature", "top_p", "top_k", "topP"):
+            if name in body or name in inference or name in extra:
+                return f"`{name}` is deprecated for this model"
     return None
 
 
@@ -633,8 +668,17 @@ def mistral_tool_call_ids(model: Model, body: Body) -> str | None:
     return None
 
 
+#: https://developers.openai.com/api/docs/guides/reasoning and the ReasoningEffort docs of
+#: the openai SDK: gpt-5 minimal..high; gpt-5.1 none..high; xhigh on every model after
+#: gpt-5.1-codex-max; codex models no none; gpt-5-pro high only, later pro medium..xhigh.
 _OPENAI_EFFORTS = [
-    (r"^gpt-5\.1", ("none", "low", "medium", "high")),
+    (r"^gpt-5-pro", ("high",)),
+    (r"^gpt-5\.\d+-pro", ("medium", "high", "xhigh")),
+    (r"^gpt-5\.1-codex-max", ("low", "medium", "high", "xhigh")),
+    (r"^gpt-5\.1-codex", ("low", "medium", "high")),
+    (r"^gpt-5\.\d+-codex", ("low", "medium", "high", "xhigh")),
+    (r"^gpt-5\.1(?!\d)", ("none", "low", "medium", "high")),
+    (r"^gpt-5\.\d+", ("none", "low", "medium", "high", "xhigh")),
     (r"^gpt-5", ("minimal", "low", "medium", "high")),
     (r"^o\d", ("low", "medium", "high")),
 ]
@@ -815,10 +859,12 @@ RULES: list[Rule] = [
     Rule("output and thinking-budget limits", _claude(), claude_token_limits),
     # https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking#feature-compatibility
     Rule("sampling with thinking", _claude(), claude_sampling_with_thinking),
+    # https://platform.claude.com/docs/en/build-with-claude/adaptive-thinking (see above)
+    Rule("adaptive thinking and effort", _claude(), claude_adaptive_thinking),
     # https://docs.anthropic.com/en/docs/about-claude/models/migrating-to-claude-4
     Rule(
-        "temperature or top_p on Claude 4.5",
-        _claude(r"claude-(opus|sonnet|haiku)-4[-.]5"),
+        "temperature or top_p on Claude 4.5 and later",
+        _claude(r"claude-(opus|sonnet|haiku)-4[-.][5-9]"),
         claude_temperature_or_top_p,
     ),
     # https://docs.anthropic.com/en/api/messages ; Converse: "The text field ... is blank"

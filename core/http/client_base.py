@@ -129,15 +129,23 @@ class ClientBase(Generic[ConnT], abc.ABC):
             await self._close(conn)
 
     def stream(
-        self, model: Model, context: Context, options: Options | None = None
+        self,
+        model: Model,
+        context: Context,
+        options: Options | None = None,
+        *,
+        raise_on_error: bool = False,
     ) -> AbstractAsyncContextManager[AsyncIterator[Event]]:
         """``async with client.stream(m, ctx) as events: async for ev in events: ...``
 
         Raises `MissingCredentials` on entry, before connecting, when no key
         is configured. Leaving the block closes the connection unless the
-        response was read to its end.
+        response was read to its end. A failure is the last event, an `Error`;
+        with ``raise_on_error=True`` it raises `StreamError` instead (see
+        `streamfn.core.raise_for_error`), so a loop that only looks for text
+        cannot end quietly on a failed call.
         """
-        return self._stream(model, context, options or Options())
+        return self._stream(model, context, options or Options(), raise_on_error)
 
     async def complete(
         self,
@@ -199,16 +207,19 @@ class ClientBase(Generic[ConnT], abc.ABC):
     # -- shared --------------------------------------------------------------------
     @asynccontextmanager
     async def _stream(
-        self, model: Model, context: Context, options: Options
+        self, model: Model, context: Context, options: Options, raise_on_error: bool = False
     ) -> AsyncIterator[AsyncIterator[Event]]:
         if isinstance(model, FallbackModel):
             check_chain(model, options, self.environ)
             events = fall_back(self._open_events, model, context, options)
         else:
             events = self._open_events(model, context, options)
+        handed = _raising(events) if raise_on_error else events
         try:
-            yield events
+            yield handed
         finally:
+            if handed is not events:
+                await handed.aclose()
             await events.aclose()
 
     def _open_events(
@@ -295,3 +306,12 @@ class ClientBase(Generic[ConnT], abc.ABC):
         """Back to the pool after a complete exchange; closed at once otherwise."""
         if not self._pool.put(conn, keep):
             await self._close(conn)
+
+
+async def _raising(events: AsyncIterator[Event]) -> AsyncGenerator[Event, None]:
+    """``events``, with an `Error` raised as `StreamError` instead of handed out."""
+    from ..completion import raise_for_error
+
+    async for event in events:
+        raise_for_error(event)
+        yield event

@@ -2,7 +2,7 @@
 
 The names below are the extension API: what a new wire format subclasses
 (`SSECall`, `NDJSONCall`, or `FramedCall` with any decoder from
-`streamfn.core.wire`) and calls (see the README's "Your own provider"). Each built-in format lives in a
+`streamfn.core.wire`) and calls (see "Your own wire format" in the documentation). Each built-in format lives in a
 module of its own and registers itself through `streamfn.core.call`.
 """
 

@@ -102,6 +102,8 @@ class ProviderCall(abc.ABC):
         self.emit = Emitter(max_content_bytes=options.max_content_bytes)
         self.usage = Usage()
         self.response_id: str | None = None
+        #: the model the response names (`Start.response_model`), where the wire says
+        self.response_model: str | None = None
         self._state = _AWAITING
         self._status = 0
         self._headers: list[tuple[str, str]] = []
@@ -226,6 +228,7 @@ class ProviderCall(abc.ABC):
             provider=self.model.provider,
             model=self.model.id,
             response_id=self.response_id,
+            response_model=self.response_model,
         )
 
     # -- internals ----------------------------------------------------------

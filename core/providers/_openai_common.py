@@ -11,10 +11,11 @@ contract reuses it for ``tokens_used``).
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 import msgspec
 
+from ..capabilities import reasons
 from ..events import Usage
 from ..models import Model
 from ..options import Options, ThinkingLevel
@@ -23,10 +24,12 @@ from ._base import bearer, request_headers
 __all__ = [
     "Quirks",
     "WireUsage",
+    "call_signature",
     "convert_usage",
     "error_text",
     "openai_headers",
     "quirks_for",
+    "signature_carrier",
     "thinking_on",
 ]
 
@@ -94,9 +97,23 @@ def openai_headers(model: Model, options: Options, quirks: Quirks) -> list[tuple
     return request_headers(model, options, accept="text/event-stream", auth=auth)
 
 
+def signature_carrier(signature: str) -> dict[str, Any]:
+    """A tool call's ``extra_content`` holding its thought signature: how Gemini's
+    OpenAI-compatible endpoint carries one (and `streamfn serve` after it), read back by
+    `openai_chat`. https://ai.google.dev/gemini-api/docs/thought-signatures"""
+    return {"google": {"thought_signature": signature}}
+
+
+def call_signature(extra_content: Any) -> str | None:
+    """The thought signature in a tool call's ``extra_content`` (`signature_carrier`)."""
+    google = extra_content.get("google") if isinstance(extra_content, dict) else None
+    found = google.get("thought_signature") if isinstance(google, dict) else None
+    return found if isinstance(found, str) and found else None
+
+
 def thinking_on(model: Model, options: Options) -> bool:
     """Whether the request leaves a reasoning model thinking (its sampling rules apply)."""
-    return model.reasoning and options.thinking != ThinkingLevel.OFF
+    return reasons(model) and options.thinking != ThinkingLevel.OFF
 
 
 class _PromptDetails(msgspec.Struct, gc=False):

@@ -96,6 +96,7 @@ class _Usage(msgspec.Struct, gc=False):
 
 class _Message(msgspec.Struct, gc=False):
     id: str | None = None
+    model: str | None = None
     usage: _Usage | None = None
 
 
@@ -313,6 +314,7 @@ class AnthropicCall(SSECall):
             if message is None:
                 raise ValueError("message_start without a message")
             self.response_id = message.id
+            self.response_model = message.model or None
             if message.usage is not None:
                 self._usage(message.usage)
         elif kind == "message_delta":

@@ -7,13 +7,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from ..cache_points import mark_anthropic
-from ..capabilities import (
-    fit_max_tokens,
-    fit_sampling,
-    fit_thinking_tokens,
-    output_limit,
-    unsupported,
-)
+from ..capabilities import fit_max_tokens, fit_sampling, output_limit, unsupported
 from ..documents import anthropic_part
 from ..messages import (
     AssistantMessage,
@@ -32,9 +26,10 @@ from ..options import Options, ThinkingLevel
 from ..server_tools import tool_objects
 from ..structured import anthropic_output_format, structured_request
 from ._base import HTTPRequest, json_request, request_headers
-from .convert import opaque_object, prepare_messages, thinking_allowed
+from .claude_thinking import claude_thinking
+from .convert import opaque_object, prepare_messages
 
-__all__ = ["API_VERSION", "THINKING_BUDGETS", "build_request", "thinking_budget"]
+__all__ = ["API_VERSION", "THINKING_BUDGETS", "build_request"]
 
 API_VERSION: Final = "2023-06-01"
 _BASE_URL: Final = "https://api.anthropic.com"
@@ -45,6 +40,7 @@ THINKING_BUDGETS: Final = {
     ThinkingLevel.LOW: 4096,
     ThinkingLevel.MEDIUM: 10_240,
     ThinkingLevel.HIGH: 32_000,
+    ThinkingLevel.XHIGH: 64_000,
 }
 
 
@@ -149,21 +145,13 @@ def _tool_choice(choice: str) -> dict[str, str]:
     return {"type": "tool", "name": choice}
 
 
-def thinking_budget(options: Options) -> int | None:
-    """The ``budget_tokens`` to send, or None when thinking is not asked for."""
-    if options.thinking_budget is not None:
-        return options.thinking_budget if options.thinking_budget > 0 else None
-    if options.thinking is None or options.thinking == ThinkingLevel.OFF:
-        return None
-    return THINKING_BUDGETS[options.thinking]
-
-
 def build_request(model: Model, context: Context, options: Options) -> HTTPRequest:
     """The HTTP request for one streamed message; pure.
 
     ``max_tokens`` is required by Anthropic (default: the model's output
-    limit). With thinking it counts the thinking too and must exceed the
-    budget (see `fit_thinking_tokens`). What the model's capabilities rule out
+    limit). Thinking is budget or adaptive by the model's generation (see
+    `claude_thinking`); with a budget ``max_tokens`` counts the thinking too
+    and must exceed it. What the model's capabilities rule out
     (sampling knobs while thinking, both temperature and top_p on Claude 4.5,
     thinking with a forced tool choice or with a replayed tool-use turn that
     has no thinking block of its own) is dropped or clamped with a warning.
@@ -188,20 +176,27 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
         body["tools"] = tools
         if options.tool_choice:
             body["tool_choice"] = _tool_choice(options.tool_choice)
-    budget = thinking_budget(options)
-    if budget is not None and not thinking_allowed(model, context, options, messages):
-        budget = None
-    if budget is not None:
-        body["max_tokens"], budget = fit_thinking_tokens(model, options.max_tokens, budget)
-        body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+    thinking = claude_thinking(
+        model, context, options, messages, budgets=THINKING_BUDGETS, max_tokens=options.max_tokens
+    )
+    if thinking.thinking is not None:
+        body["thinking"] = thinking.thinking
+        if thinking.thinking["type"] == "enabled":
+            body["max_tokens"] = thinking.max_tokens
     wire = ("temperature", "top_p", "top_k", "stop")
-    for name, value in fit_sampling(model, options, thinking=budget is not None, wire=wire).items():
+    thinks = thinking.thinking is not None
+    for name, value in fit_sampling(model, options, thinking=thinks, wire=wire).items():
         body["stop_sequences" if name == "stop" else name] = (
             list(value) if name == "stop" else value
         )
     if (options.n or 1) > 1:
         unsupported(model, "n", "has no field in the anthropic API; one answer is asked for")
+    output_config: dict[str, Any] = {}
+    if thinking.effort is not None:
+        output_config["effort"] = thinking.effort
     if plan.native is not None:
-        body["output_config"] = {"format": anthropic_output_format(plan.native)}
+        output_config["format"] = anthropic_output_format(plan.native)
+    if output_config:
+        body["output_config"] = output_config
     mark_anthropic(body, model, options)
     return json_request(_url(model, options), _headers(model, options), body, options)

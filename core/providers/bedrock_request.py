@@ -27,7 +27,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from ..cache_points import mark_bedrock
-from ..capabilities import fit_max_tokens, fit_sampling, fit_thinking_tokens
+from ..capabilities import fit_max_tokens, fit_sampling
 from ..documents import bedrock_document
 from ..errors import UsageError
 from ..messages import (
@@ -48,7 +48,8 @@ from ..models import Model
 from ..options import AWSCredentials, Options, ThinkingLevel
 from ..structured import bedrock_text_format, structured_request
 from ._request import HTTPRequest, bearer, json_request, request_headers
-from .convert import opaque_object, prepare_messages, thinking_allowed
+from .claude_thinking import claude_thinking
+from .convert import opaque_object, prepare_messages
 from .sigv4 import encode_path_segment, sign_request
 
 __all__ = [
@@ -165,6 +166,7 @@ _THINKING_BUDGET: Final = {
     ThinkingLevel.LOW: 2048,
     ThinkingLevel.MEDIUM: 8192,
     ThinkingLevel.HIGH: 16384,
+    ThinkingLevel.XHIGH: 32_000,
 }
 _IMAGE_FORMATS: Final = {
     "image/png": "png",
@@ -277,14 +279,26 @@ def _tool_choice(choice: str) -> dict[str, Any] | None:
     return {"tool": {"name": choice}}
 
 
-def _thinking_budget(model: Model, options: Options) -> int | None:
-    if options.thinking == ThinkingLevel.OFF:
-        return None
-    if options.thinking_budget is not None:
-        return options.thinking_budget
-    if options.thinking is None:
-        return None
-    return _THINKING_BUDGET[options.thinking]
+def _tool_config(model: Model, context: Context, options: Options) -> dict[str, Any]:
+    config: dict[str, Any] = {
+        "tools": [
+            {
+                "toolSpec": {
+                    "name": t.name,
+                    "description": t.description or t.name,
+                    "inputSchema": {"json": t.parameters},
+                }
+            }
+            for t in context.function_tools
+        ]
+    }
+    if options.tool_choice:
+        choice = _tool_choice(options.tool_choice)
+        if choice is None:
+            log.debug("%s: Converse has no tool_choice 'none'; left to the model", model.key)
+        else:
+            config["toolChoice"] = choice
+    return config
 
 
 def build_request(model: Model, context: Context, options: Options) -> HTTPRequest:
@@ -296,39 +310,25 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
     if context.system_prompt:
         body["system"] = [{"text": context.system_prompt}]
     if context.tools:
-        config: dict[str, Any] = {
-            "tools": [
-                {
-                    "toolSpec": {
-                        "name": t.name,
-                        "description": t.description or t.name,
-                        "inputSchema": {"json": t.parameters},
-                    }
-                }
-                for t in context.function_tools
-            ]
-        }
-        if options.tool_choice:
-            choice = _tool_choice(options.tool_choice)
-            if choice is None:
-                log.debug("%s: Converse has no tool_choice 'none'; left to the model", model.key)
-            else:
-                config["toolChoice"] = choice
-        body["toolConfig"] = config
+        body["toolConfig"] = _tool_config(model, context, options)
     inference: dict[str, Any] = {}
-    budget = _thinking_budget(model, options) if model.reasoning else None
-    if budget is not None and not thinking_allowed(model, context, options, messages):
-        budget = None
+    # Claude's own thinking fields ride in additionalModelRequestFields, decided by the
+    # model's capabilities (a Claude id nobody listed still thinks; a model that cannot
+    # is told in a warning): https://docs.aws.amazon.com/bedrock/latest/userguide/claude-messages-extended-thinking.html
     max_tokens = fit_max_tokens(model, options.max_tokens) if options.max_tokens else None
-    if budget is not None:
-        max_tokens, budget = fit_thinking_tokens(model, max_tokens, budget)
-        body["additionalModelRequestFields"] = {
-            "thinking": {"type": "enabled", "budget_tokens": budget}
-        }
+    thinking = claude_thinking(
+        model, context, options, messages, budgets=_THINKING_BUDGET, max_tokens=max_tokens
+    )
+    if thinking.thinking is not None:
+        fields: dict[str, Any] = {"thinking": thinking.thinking}
+        if thinking.effort is not None:
+            fields["output_config"] = {"effort": thinking.effort}
+        body["additionalModelRequestFields"] = fields
+        max_tokens = thinking.max_tokens
     if max_tokens is not None:
         inference["maxTokens"] = max_tokens
     wire = ("temperature", "top_p", "top_k", "stop")
-    fitted = fit_sampling(model, options, thinking=budget is not None, wire=wire)
+    fitted = fit_sampling(model, options, thinking=thinking.thinking is not None, wire=wire)
     for name, field in (
         ("temperature", "temperature"),
         ("top_p", "topP"),

@@ -175,6 +175,7 @@ class _Chunk(msgspec.Struct, gc=False):
     usageMetadata: _UsageMetadata | None = None
     promptFeedback: _PromptFeedback | None = None
     responseId: str | None = None
+    modelVersion: str | None = None
     error: _ErrorBody | None = None
 
 
@@ -235,6 +236,8 @@ class GeminiStream(FramedCall[FrameT]):
     def _chunk(self, chunk: _Chunk) -> None:
         if chunk.responseId and self.response_id is None:
             self.response_id = chunk.responseId
+        if chunk.modelVersion and self.response_model is None:
+            self.response_model = chunk.modelVersion
         if chunk.usageMetadata is not None:
             self.usage = convert_usage(chunk.usageMetadata)
         if chunk.error is not None:

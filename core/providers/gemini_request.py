@@ -54,6 +54,7 @@ THINKING_BUDGETS: Final = {
     ThinkingLevel.LOW: 2048,
     ThinkingLevel.MEDIUM: 8192,
     ThinkingLevel.HIGH: 24_576,
+    ThinkingLevel.XHIGH: 32_768,
 }
 
 
@@ -280,6 +281,8 @@ def _thinking_config(model: Model, options: Options) -> dict[str, Any] | None:
         return {"thinkingBudget": budget, "includeThoughts": True}
     assert level is not None
     if caps.efforts is not None:
+        # Gemini 3: thinkingLevel (google-genai's ThinkingLevel; the REST API takes the
+        # lower-case names). https://ai.google.dev/gemini-api/docs/thinking#thinking-levels
         effort = fit_effort(model, str(level))
         return {"thinkingLevel": effort, "includeThoughts": True} if effort else None
     return {"thinkingBudget": fit_budget(model, THINKING_BUDGETS[level]), "includeThoughts": True}

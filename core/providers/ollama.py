@@ -178,6 +178,7 @@ class _Message(msgspec.Struct, gc=False):
 
 
 class _Line(msgspec.Struct, gc=False):
+    model: str | None = None
     message: _Message | None = None
     done: bool = False
     done_reason: str | None = None
@@ -217,6 +218,8 @@ class OllamaCall(NDJSONCall):
             text = data.error if isinstance(data.error, str) else str(data.error)
             self.fail(classify_stream_error(f"{self.model.provider}: {text}"))
             return
+        if self.response_model is None and data.model:
+            self.response_model = data.model
         message = data.message
         if message is not None:
             # Text and thinking share one key: the emitter closes the block of

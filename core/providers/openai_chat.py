@@ -56,7 +56,7 @@ from ..models import Model
 from ..options import Options
 from ..wire.sse import ServerSentEvent, decode_data
 from ._base import HTTPRequest, SSECall
-from ._openai_common import Quirks, WireUsage, convert_usage, error_text, quirks_for
+from ._openai_common import Quirks, WireUsage, call_signature, convert_usage, error_text, quirks_for
 from .openai_chat_request import build_request
 
 __all__ = ["OpenAIChatCall", "Quirks", "build_request", "open_call", "quirks_for"]
@@ -78,6 +78,7 @@ class _ToolCallDelta(msgspec.Struct, gc=False):
     index: int | None = None
     id: str | None = None
     function: _Function | None = None
+    extra_content: Any = None  # Gemini's carrier of a thought signature (`call_signature`)
 
 
 class _Part(msgspec.Struct, gc=False):
@@ -130,6 +131,7 @@ class _HotChunk(msgspec.Struct, gc=False):
 
 class _Chunk(_HotChunk, gc=False):
     id: str | None = None
+    model: str | None = None
 
 
 class _ErrorEnvelope(msgspec.Struct, gc=False):
@@ -139,7 +141,6 @@ class _ErrorEnvelope(msgspec.Struct, gc=False):
 _decode_chunk: Final = msgspec.json.Decoder(_Chunk).decode
 _decode_hot: Final = msgspec.json.Decoder(_HotChunk).decode
 _decode_error: Final = msgspec.json.Decoder(_ErrorEnvelope).decode
-
 
 _STOP_REASONS: Final = {
     "stop": StopReason.STOP,
@@ -154,9 +155,8 @@ _STOP_REASONS: Final = {
     "tool_use": StopReason.TOOL_USE,
 }
 
-#: the emitter key of the open text or thinking block: one key suffices, as a
-#: block closed under it is never continued (the next one gets a new index), and
-#: the emitter closes one kind when the other starts under it
+#: the emitter key of the open text or thinking block (one suffices: a closed block is never
+#: continued, a new one gets a new index, and one kind closes when the other starts under it)
 _SEGMENT: Final = "segment"
 
 
@@ -290,6 +290,7 @@ class OpenAIChatCall(SSECall):
         """`on_data` after decoding; True once the stream is finished."""
         if self.response_id is None and isinstance(chunk, _Chunk) and chunk.id:
             self.response_id = chunk.id
+            self.response_model = chunk.model or None
         if (
             chunk.usage is not None or chunk.x_groq is not None or chunk.error is not None
         ) and self._chunk_extras(chunk):
@@ -420,6 +421,7 @@ class OpenAIChatCall(SSECall):
 
     def _tool_fragment(self, fragment: _ToolCallDelta) -> None:
         slot = self._slot(fragment)
+        self.emit.sign(slot.key, call_signature(fragment.extra_content))
         function = fragment.function
         if function is None:
             return

@@ -8,7 +8,7 @@ import logging
 from typing import Any, Final
 
 from ..cache_points import prompt_cache_key
-from ..capabilities import capabilities_for, effort_for_off, fit_effort, fit_sampling
+from ..capabilities import capabilities_for, effort_for_off, fit_effort, fit_sampling, reasons
 from ..documents import openai_chat_part
 from ..messages import (
     AssistantMessage,
@@ -27,7 +27,7 @@ from ..options import Options, ThinkingLevel
 from ..server_tools import web_search_options
 from ..structured import openai_response_format, structured_request
 from ._base import HTTPRequest, api_root, json_request
-from ._openai_common import Quirks, openai_headers, quirks_for, thinking_on
+from ._openai_common import Quirks, openai_headers, quirks_for, signature_carrier, thinking_on
 from .convert import joined_text, prepare_messages, tool_arguments
 
 __all__ = ["build_request"]
@@ -77,11 +77,14 @@ def _assistant(
         if thinking or (reasoning_field and calls):
             out[quirks.replay_thinking] = thinking
     if calls:
+        # a signature (kept by prepare_messages for its own provider only) goes back the
+        # way it came: Gemini's extra_content carrier (see openai_chat)
         out["tool_calls"] = [
             {
                 "id": c.id,
                 "type": "function",
                 "function": {"name": c.name, "arguments": tool_arguments(c)},
+                **({"extra_content": signature_carrier(c.signature)} if c.signature else {}),
             }
             for c in calls
         ]
@@ -118,7 +121,7 @@ def _messages(
     of tool messages, so they are not lost and parallel results stay together."""
     out: list[dict[str, Any]] = []
     if context.system_prompt:
-        role = "developer" if quirks.developer_role and model.reasoning else "system"
+        role = "developer" if quirks.developer_role and reasons(model) else "system"
         out.append({"role": role, "content": context.system_prompt})
     reasoning_field = capabilities_for(model).replay_tool_calls == "reasoning_field"
     images: list[dict[str, Any]] = []  # images of the current run of tool results
@@ -161,7 +164,7 @@ def _reasoning(model: Model, options: Options, quirks: Quirks) -> dict[str, Any]
         return {"reasoning": {"effort": "low" if level == ThinkingLevel.MINIMAL else str(level)}}
     if style == "zai":
         return {"thinking": {"type": "disabled" if level == ThinkingLevel.OFF else "enabled"}}
-    if level is None or style == "none" or not model.reasoning:
+    if level is None or style == "none" or not reasons(model):
         if level is not None:
             log.debug("%s: thinking=%s not sent (no knob for this model)", model.key, level)
         return {}

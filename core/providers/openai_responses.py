@@ -104,6 +104,7 @@ class _Incomplete(msgspec.Struct, gc=False):
 
 class _Response(msgspec.Struct, gc=False):
     id: str | None = None
+    model: str | None = None
     status: str | None = None
     usage: _Usage | None = None
     error: _ErrorInfo | None = None
@@ -202,6 +203,7 @@ class OpenAIResponsesCall(SSECall):
     def _on_created(self, ev: _Event) -> None:
         if ev.response is not None and ev.response.id:
             self.response_id = ev.response.id
+            self.response_model = ev.response.model or None
 
     def _on_completed(self, ev: _Event) -> None:
         self._take_usage(ev)

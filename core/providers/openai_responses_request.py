@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 
 from ..cache_points import prompt_cache_key
-from ..capabilities import effort_for_off, fit_effort, fit_sampling
+from ..capabilities import effort_for_off, fit_effort, fit_sampling, reasons
 from ..documents import responses_part
 from ..messages import (
     AssistantMessage,
@@ -59,7 +59,16 @@ def _user(message: UserMessage) -> dict[str, Any]:
 
 
 def _reasoning_item(block: ThinkingContent) -> dict[str, Any] | None:
-    """The reasoning input item carried in a signature, or None if there is none."""
+    """The reasoning input item carried in a signature, or None if there is none.
+
+    Rebuilt from its documented fields (the Responses API's reasoning input item:
+    ``type``, ``encrypted_content``, ``summary`` of ``summary_text`` parts), never
+    pasted: a signature is opaque data that may come from an untrusted caller (a
+    gateway's client forging an assistant turn), and an ``id`` or any other key
+    would reach the upstream with the operator's credentials (a stored item of
+    the operator's organisation, a field the API adds later). We send no ids
+    (``store: false``); anything else in the signature is dropped.
+    """
     if not block.signature:
         return None
     try:
@@ -69,9 +78,19 @@ def _reasoning_item(block: ThinkingContent) -> dict[str, Any] | None:
         return None
     if not isinstance(item, dict) or item.get("type") != "reasoning":
         return None
-    if not item.get("encrypted_content"):
+    encrypted = item.get("encrypted_content")
+    if not encrypted or not isinstance(encrypted, str):
         return None  # without it (store: false) the server cannot resolve the item
-    return item
+    summary = item.get("summary")
+    parts = summary if isinstance(summary, list) else []
+    texts = [
+        p.get("text") for p in parts if isinstance(p, dict) and p.get("type") == "summary_text"
+    ]
+    return {
+        "type": "reasoning",
+        "encrypted_content": encrypted,
+        "summary": [{"type": "summary_text", "text": t} for t in texts if isinstance(t, str)],
+    }
 
 
 def _assistant(message: AssistantMessage) -> list[dict[str, Any]]:
@@ -173,7 +192,7 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
             body["tool_choice"] = _tool_choice(options.tool_choice)
     if options.max_tokens is not None:
         body["max_output_tokens"] = options.max_tokens
-    if model.reasoning:
+    if reasons(model):
         body["include"] = ["reasoning.encrypted_content"]
         level = options.thinking
         effort: str | None = None

@@ -119,6 +119,7 @@ class ProxyCall(SSECall):
             emit.tool_delta(event.index, event.delta)
         elif isinstance(event, Start):
             self.response_id = event.response_id  # ours went out already, on the 200
+            self.response_model = event.response_model
         elif isinstance(event, TextStart):
             emit.text(event.index, "")
         elif isinstance(event, ThinkingStart):

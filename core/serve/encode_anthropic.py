@@ -39,6 +39,7 @@ from ..events import (
     Usage,
 )
 from ..messages import AssistantMessage, OpaqueContent, TextContent, ThinkingContent, ToolCall
+from .cut import cut_error, finish_word
 
 __all__ = [
     "STOP_REASONS",
@@ -50,13 +51,12 @@ __all__ = [
     "anthropic_usage",
 ]
 
-#: our stop reasons -> Anthropic ``stop_reason`` (streamed and whole messages alike)
+#: our stop reasons of a finished answer -> Anthropic ``stop_reason`` (streamed and
+#: whole messages alike); a cut one (error, aborted) has none (see `cut`)
 STOP_REASONS: Final = {
     StopReason.STOP: "end_turn",
     StopReason.LENGTH: "max_tokens",
     StopReason.TOOL_USE: "tool_use",
-    StopReason.ERROR: "end_turn",
-    StopReason.ABORTED: "end_turn",
 }
 
 _ERROR_TYPES: Final = {
@@ -133,7 +133,7 @@ def anthropic_message_body(
         "role": "assistant",
         "model": model,
         "content": content,
-        "stop_reason": STOP_REASONS[message.stop_reason],
+        "stop_reason": finish_word(STOP_REASONS, message.stop_reason),
         "stop_sequence": None,
         "usage": anthropic_usage(message.usage),
     }
@@ -293,6 +293,8 @@ class AnthropicEncoder:
     def _message_event(self, event: Event) -> bytes:
         if isinstance(event, Start):
             return self._message_start()
+        if isinstance(event, Done) and event.stop_reason not in STOP_REASONS:
+            event = cut_error(event)
         if isinstance(event, Done):
             return _frame(
                 "message_delta",

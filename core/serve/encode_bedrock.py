@@ -26,6 +26,7 @@ from ..events import (
     ToolCallStart,
 )
 from ..wire.eventstream import encode_message
+from .cut import cut_error
 
 __all__ = ["BedrockEncoder"]
 
@@ -35,8 +36,6 @@ STOP_REASONS: Final = {
     StopReason.STOP: "end_turn",
     StopReason.TOOL_USE: "tool_use",
     StopReason.LENGTH: "max_tokens",
-    StopReason.ERROR: "end_turn",
-    StopReason.ABORTED: "end_turn",
 }
 
 #: our error kinds -> the exception type Bedrock sends for them mid-stream
@@ -93,6 +92,8 @@ class BedrockEncoder:
             return out + self._stop(event.index)
         if isinstance(event, (TextEnd, ToolCallEnd)):
             return self._stop(event.index)
+        if isinstance(event, Done) and event.stop_reason not in STOP_REASONS:
+            event = cut_error(event)  # a cut answer is no "end_turn"
         if isinstance(event, Done):
             usage = event.usage
             return _event("messageStop", {"stopReason": STOP_REASONS[event.stop_reason]}) + _event(

@@ -32,6 +32,7 @@ from ..events import (
     ToolCallStart,
     Usage,
 )
+from .cut import cut_error
 
 __all__ = ["GeminiEncoder", "gemini_usage"]
 
@@ -41,8 +42,6 @@ FINISH_REASONS: Final = {
     StopReason.STOP: "STOP",
     StopReason.TOOL_USE: "STOP",  # Gemini has no tool-use reason: calls imply it
     StopReason.LENGTH: "MAX_TOKENS",
-    StopReason.ERROR: "STOP",
-    StopReason.ABORTED: "STOP",
 }
 
 #: our error kinds -> (HTTP-like code, google.rpc status) of an in-stream error
@@ -123,6 +122,8 @@ class GeminiEncoder:
             if event.signature:
                 part["thoughtSignature"] = event.signature
             return self._chunk([part])
+        if isinstance(event, Done) and event.stop_reason not in FINISH_REASONS:
+            event = cut_error(event)  # a cut answer is no "STOP"
         if isinstance(event, Done):
             return self._chunk(
                 [],

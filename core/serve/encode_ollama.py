@@ -24,6 +24,7 @@ from ..events import (
     ToolCallEnd,
     ToolCallStart,
 )
+from .cut import cut_error
 
 __all__ = ["OllamaEncoder"]
 
@@ -34,8 +35,6 @@ DONE_REASONS: Final = {
     StopReason.STOP: "stop",
     StopReason.TOOL_USE: "stop",
     StopReason.LENGTH: "length",
-    StopReason.ERROR: "stop",
-    StopReason.ABORTED: "stop",
 }
 
 
@@ -65,6 +64,8 @@ class OllamaEncoder:
             ident, name, arguments = self._calls.end(event)
             call = {"id": ident, "function": {"name": name, "arguments": arguments}}
             return self._message(content="", tool_calls=[call])
+        if isinstance(event, Done) and event.stop_reason not in DONE_REASONS:
+            event = cut_error(event)  # a cut answer is no "stop"
         if isinstance(event, Done):
             return self._line(
                 {

@@ -4,9 +4,13 @@ Used by `streamfn serve` so any OpenAI client can stream from any model
 streamfn reaches. Pure: the caller supplies the id and creation time.
 
 What the format cannot carry, and so is dropped: thinking signatures and
-redaction, text/tool-call signatures, opaque server-tool blocks, cache-write
-token counts. Thinking travels as ``reasoning_content`` deltas (the DeepSeek
-/ vLLM convention the openai-chat decoder reads back).
+redaction, text signatures, opaque server-tool blocks, cache-write token
+counts. Thinking travels as ``reasoning_content`` deltas (the DeepSeek /
+vLLM convention the openai-chat decoder reads back). A tool call's signature
+(Gemini 3's ``thoughtSignature``) travels the way Gemini's own OpenAI-compatible
+endpoint carries it, ``extra_content.google.thought_signature`` on the tool
+call, so a client that replays its turn sends it back (`THOUGHT_SIGNATURE`).
+https://ai.google.dev/gemini-api/docs/thought-signatures
 """
 
 from __future__ import annotations
@@ -29,11 +33,14 @@ from ..events import (
     TextStart,
     ThinkingDelta,
     ToolCallDelta,
+    ToolCallEnd,
     ToolCallStart,
     Usage,
 )
 from ..messages import AssistantMessage, TextContent
+from ..providers._openai_common import signature_carrier
 from ..wire.sse import encode_sse
+from .cut import cut_error, finish_word
 
 __all__ = [
     "FINISH_REASONS",
@@ -43,13 +50,12 @@ __all__ = [
     "openai_usage",
 ]
 
-#: our stop reasons -> OpenAI ``finish_reason`` (streamed and whole responses alike)
+#: our stop reasons of a finished answer -> OpenAI ``finish_reason`` (streamed and
+#: whole responses alike); a cut one (error, aborted) has none (see `cut`)
 FINISH_REASONS: Final = {
     StopReason.STOP: "stop",
     StopReason.LENGTH: "length",
     StopReason.TOOL_USE: "tool_calls",
-    StopReason.ERROR: "stop",
-    StopReason.ABORTED: "stop",
 }
 
 #: our error kinds -> OpenAI error ``type`` values clients know
@@ -109,6 +115,7 @@ def openai_completion_body(
             "id": c.id,
             "type": "function",
             "function": {"name": c.name, "arguments": c.arguments_json or "{}"},
+            **({"extra_content": signature_carrier(c.signature)} if c.signature else {}),
         }
         for c in message.tool_calls
     ]
@@ -129,7 +136,7 @@ def openai_completion_body(
             {
                 "index": 0,
                 "message": msg,
-                "finish_reason": FINISH_REASONS[message.stop_reason],
+                "finish_reason": finish_word(FINISH_REASONS, message.stop_reason),
                 "logprobs": None,
             }
         ],
@@ -212,6 +219,10 @@ class OpenAIChatEncoder:
             return around[0] + _encoder.encode(event.delta) + around[1]
         if isinstance(event, ToolCallStart):
             return self._tool_call_start(event)
+        if isinstance(event, ToolCallEnd) and event.signature:
+            slot = self._tool_slots.get(event.index, 0)
+            call = {"index": slot, "extra_content": signature_carrier(event.signature)}
+            return self._frame(self._chunk({"tool_calls": [call]}))
         if isinstance(event, Start):
             return self._frame(self._chunk({"role": "assistant", "content": ""}))
         if isinstance(event, Done):
@@ -247,6 +258,8 @@ class OpenAIChatEncoder:
         return self._frame(self._chunk({"tool_calls": [call]}))
 
     def _done(self, event: Done) -> bytes:
+        if event.stop_reason not in FINISH_REASONS:
+            return self._error(cut_error(event))
         out = self._frame(self._chunk({}, FINISH_REASONS[event.stop_reason]))
         if self._include_usage:
             out += self._frame(

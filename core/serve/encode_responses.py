@@ -36,6 +36,7 @@ from ..events import (
     ToolCallStart,
     Usage,
 )
+from .cut import CUT_STOP_REASONS, cut_error
 
 __all__ = ["ResponsesEncoder", "responses_usage"]
 
@@ -138,6 +139,8 @@ class ResponsesEncoder:
             )
         if isinstance(event, Start):
             return self._frame("response.created", response=self._response("in_progress"))
+        if isinstance(event, Done) and event.stop_reason in CUT_STOP_REASONS:
+            event = cut_error(event)  # a cut answer is no "completed" response
         if isinstance(event, Done):
             usage = responses_usage(event.usage)
             if event.stop_reason == StopReason.LENGTH:

@@ -66,16 +66,33 @@ def _anthropic_cache(obj: dict[str, Any]) -> Literal["auto"] | None:
     return "auto" if marked else None
 
 
-def _anthropic_output_config(value: Any) -> dict[str, Any] | None:
+#: ``output_config.effort`` (anthropic SDK ``OutputConfigParam``) as our thinking level
+_EFFORTS: Final = {
+    "low": ThinkingLevel.LOW,
+    "medium": ThinkingLevel.MEDIUM,
+    "high": ThinkingLevel.HIGH,
+    "xhigh": ThinkingLevel.XHIGH,
+    "max": ThinkingLevel.XHIGH,
+}
+
+
+def _anthropic_output_config(value: Any) -> tuple[dict[str, Any] | None, ThinkingLevel | None]:
+    """The response schema and the effort of ``output_config`` (each None when absent)."""
     if value is None:
-        return None
+        return None, None
     where = "request.output_config"
-    if not isinstance(value, dict) or set(value) - {"format"}:
-        raise BadRequest(f"{where}: only 'format' is supported")
+    if not isinstance(value, dict) or set(value) - {"format", "effort"}:
+        raise BadRequest(f"{where}: only 'format' and 'effort' are supported")
+    effort = value.get("effort")
+    if effort is not None and effort not in _EFFORTS:
+        raise BadRequest(f"{where}.effort: one of {', '.join(_EFFORTS)}")
+    if value.get("format") is None:
+        return None, _EFFORTS.get(effort) if effort else None
     fmt = require(value, "format", dict, where)
     if fmt.get("type") != "json_schema":
         raise BadRequest(f"{where}.format.type: must be 'json_schema'")
-    return response_schema(fmt.get("schema"), f"{where}.format.schema")
+    schema = response_schema(fmt.get("schema"), f"{where}.format.schema")
+    return schema, _EFFORTS.get(effort) if effort else None
 
 
 def _anthropic_blocks(content: Any, where: str) -> list[dict[str, Any]]:
@@ -283,6 +300,24 @@ def _anthropic_tool(tool: Any, where: str) -> Tool | ServerTool:
     )
 
 
+def _anthropic_thinking(
+    obj: dict[str, Any], effort: ThinkingLevel | None
+) -> tuple[ThinkingLevel | None, int | None]:
+    """``thinking`` as our level and budget: a budget (``enabled``), or adaptive thinking
+    at ``output_config.effort`` (Claude 4.6+; Anthropic's default effort is high)."""
+    config = optional(obj, "thinking", dict, "request") or {}
+    if config.get("type") == "enabled":
+        return ThinkingLevel.MEDIUM, integer(config, "budget_tokens", "request.thinking")
+    if config.get("type") == "adaptive":
+        return effort or ThinkingLevel.HIGH, None
+    if effort is not None:
+        raise BadRequest(
+            "request.output_config.effort: this server takes an effort with "
+            "thinking {'type': 'adaptive'} only"
+        )
+    return None, None
+
+
 def parse_anthropic_request(
     body: bytes, *, allow_server_tools: frozenset[str] = frozenset()
 ) -> ClientRequest:
@@ -312,12 +347,8 @@ def parse_anthropic_request(
             tool_choice = require(choice, "name", str, "request.tool_choice")
         elif tool_choice is None:
             raise BadRequest(f"request.tool_choice.type: unknown value {kind!r}")
-    thinking_cfg = optional(obj, "thinking", dict, "request") or {}
-    thinking = None
-    budget = None
-    if thinking_cfg.get("type") == "enabled":
-        thinking = ThinkingLevel.MEDIUM
-        budget = integer(thinking_cfg, "budget_tokens", "request.thinking")
+    schema, effort = _anthropic_output_config(obj.get("output_config"))
+    thinking, budget = _anthropic_thinking(obj, effort)
     options = Options(
         temperature=number(obj, "temperature", "request"),
         top_p=number(obj, "top_p", "request"),
@@ -327,7 +358,7 @@ def parse_anthropic_request(
         tool_choice=tool_choice,
         thinking=thinking,
         thinking_budget=budget,
-        response_schema=_anthropic_output_config(obj.get("output_config")),
+        response_schema=schema,
         cache=_anthropic_cache(obj),
     )
     check_ranges(options, "request", {"thinking_budget": "thinking.budget_tokens"})

@@ -153,6 +153,7 @@ def _openai_message(msg: Any, i: int, system: list[str], out: list[Message]) -> 
                     name=require(fn, "name", str, f"{w}.function"),
                     arguments=args,
                     arguments_json=args_json,
+                    signature=_thought_signature(call, w),
                 )
             )
         out.append(AssistantMessage(content=content))
@@ -167,6 +168,19 @@ def _openai_message(msg: Any, i: int, system: list[str], out: list[Message]) -> 
         )
     else:
         raise BadRequest(f"{where}.role: unknown role {role!r}")
+
+
+def _thought_signature(call: dict[str, Any], where: str) -> str | None:
+    """The signature a tool call carries back (``extra_content.google.thought_signature``,
+    Gemini's OpenAI-compatible carrier, which this server's own answers use)."""
+    extra = optional(call, "extra_content", dict, where)
+    google = optional(extra, "google", dict, f"{where}.extra_content") if extra else None
+    if not google:
+        return None
+    signature: str | None = optional(
+        google, "thought_signature", str, f"{where}.extra_content.google"
+    )
+    return signature
 
 
 def _openai_tools(tools: list[Any] | None, search: Any) -> list[Tool | ServerTool]:
@@ -269,7 +283,8 @@ def parse_openai_request(
     thinking = None
     if effort:
         try:
-            thinking = ThinkingLevel(effort)
+            # the openai SDK's ReasoningEffort: "none" is off, "max" the top of our scale
+            thinking = ThinkingLevel({"none": "off", "max": "xhigh"}.get(effort, effort))
         except ValueError:
             raise BadRequest(f"request.reasoning_effort: unknown value {effort!r}") from None
     stream_options = optional(obj, "stream_options", dict, "request") or {}

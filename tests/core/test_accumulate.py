@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from scaling import assert_linear
-from test_partial_json import best_effort, chunkings, json_objects
+from test_partial_json import chunkings, json_objects
 
 from streamfn.core.accumulate import Accumulator, ProtocolViolation, accumulate, check_protocol
 from streamfn.core.events import (
@@ -186,12 +186,28 @@ def test_an_error_keeps_what_arrived_and_marks_cut_off_tool_calls() -> None:
     assert message.text == "partial ans"
     call = message.tool_calls[0]
     assert call.arguments_json == '{"path": "a.txt", "content": "hel'
-    assert call.arguments == {"path": "a.txt", "content": "hel"}  # for display only
+    # repaired arguments are for the live view only: the final message never offers them
+    assert call.arguments == {}
     assert call.parse_error is not None and "before this tool call was complete" in call.parse_error
     assert message.stop_reason is StopReason.ERROR
     assert message.error_message == "rate limited"
     assert message.error_kind is ErrorKind.THROTTLED
     assert message.usage == usage
+
+
+def test_a_cut_tool_call_read_live_before_the_error_is_not_repaired_after_it() -> None:
+    """The live view repairs ``{"path": "/home/user`` for display; once the error ends
+    the stream the call's input is not that repair, however often it was read."""
+    acc = Accumulator()
+    acc.extend(
+        [START, ToolCallStart(0, "c", "delete_files"), ToolCallDelta(0, '{"path": "/home/user')]
+    )
+    assert acc.message.tool_calls[0].arguments == {"path": "/home/user"}  # display
+    assert acc.partial_arguments(0) == {"path": "/home/user"}
+    acc.add(Error.network("connection reset"))
+    call = acc.message.tool_calls[0]
+    assert call.arguments == {} and call.arguments_json == '{"path": "/home/user'
+    assert call.parse_error is not None and "must not be used" in call.parse_error
 
 
 def test_an_abort_without_usage_keeps_the_default_usage() -> None:
@@ -448,9 +464,8 @@ def intended_content(block: Block) -> Any:
             parsed = None
         arguments = parsed if isinstance(parsed, dict) else {}
         failed = not isinstance(parsed, dict)
-    else:
-        shown = best_effort(source)
-        arguments = shown if isinstance(shown, dict) else {}
+    else:  # cut off by the Error: its raw text only, never a repair of it
+        arguments = {}
     call = ToolCall(
         id=block.start.id,
         name=block.start.name,

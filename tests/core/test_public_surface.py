@@ -56,7 +56,16 @@ def test_every_exported_name_resolves(name: str) -> None:
 def test_the_readme_names_resolve() -> None:
     from streamfn import core
 
-    for name in ("replay", "register_api", "model", "fallback", "CompletionError", "Usage"):
+    for name in (
+        "replay",
+        "register_api",
+        "model",
+        "fallback",
+        "CompletionError",
+        "Usage",
+        "StreamError",
+        "raise_for_error",
+    ):
         assert name in core.__all__ and getattr(core, name) is not None
     from streamfn.core.providers.sigv4 import sign_request
     from streamfn.core.tagged import TaggedDecoder

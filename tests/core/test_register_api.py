@@ -1,6 +1,7 @@
 """`register_api`: a wire format from outside the package, end to end.
 
-The README's example provider (``tests/lines_wire.py``, shown verbatim there)
+The documentation's example provider (``tests/lines_wire.py``, shown verbatim on the
+"Your own wire format" page)
 is registered and then reached the way every built-in format is: `open_call`,
 `replay`, both shells against a loopback server, ``streamfn serve`` in front
 of it (driven by the official openai SDK), and ``streamfn replay --api``.
@@ -52,8 +53,8 @@ NDJSON = "application/x-ndjson"
 register_api("lines", lines_wire, replace=True)
 
 
-def test_the_readme_shows_the_example_provider_verbatim() -> None:
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
+def test_the_docs_show_the_example_provider_verbatim() -> None:
+    readme = (Path(__file__).parents[2] / "docs" / "own-wire-format.md").read_text()
     source = (Path(__file__).parents[1] / "lines_wire.py").read_text()
     assert source.strip() in readme
 
@@ -138,3 +139,60 @@ def test_the_cli_replays_it_and_loads_entry_points(
     assert load_entry_point_apis(entry_points) == ["lines-again"]
     assert load_entry_point_apis(entry_points) == []  # once only
     assert "lines-again" in api_names()
+
+
+# ---------------------------------------------------------------------------
+# Everywhere a built-in format goes: `streamfn chat -m`, `streamfn models`, the
+# gateway's configuration file
+# ---------------------------------------------------------------------------
+
+
+def test_the_cli_chats_with_it_by_format_and_model_id(
+    upstream: FakeProvider, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = upstream.base_url("ok", "lines", "cli")
+    assert cli.main(["chat", "-m", "lines:tiny", "--base-url", base, "hi"]) == 0
+    out, err = capsys.readouterr()
+    assert out == "Bonjour, monde\n" and "is not in the model catalogue" not in err
+    sent = [r for r in upstream.requests if "/lines/cli/" in r.path]
+    assert len(sent) == 1 and json.loads(sent[0].body)["model"] == "tiny"
+    # its server's address is the caller's to give, as for Azure
+    assert cli.main(["chat", "-m", "lines:tiny", "hi"]) == cli.EXIT_USAGE
+    assert "--base-url" in capsys.readouterr().err
+
+
+def test_streamfn_models_knows_it(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["models", "--provider", "lines"]) == 0
+    out = capsys.readouterr().out
+    assert "plug-in wire format" in out and "streamfn chat -m lines:MODEL-ID" in out
+    assert cli.main(["models"]) == 0
+    assert "plug-in wire formats: lines" in capsys.readouterr().out
+
+
+def test_the_gateway_config_serves_it(tmp_path: Path, upstream: FakeProvider) -> None:
+    from streamfn.local.cli.serve_config import ConfigError, load_gateway_config
+
+    config = tmp_path / "gateway.toml"
+    config.write_text(
+        f"""
+[[models]]
+name = "tiny"
+api = "lines"
+id = "tiny"
+base_url = "{upstream.base_url("ok", "lines", "cfg")}"
+"""
+    )
+    gateway = load_gateway_config(config)
+    backend = ProviderBackend(environ={}, served=gateway.models, registry=gateway.registry)
+    with (
+        Server(App(RouterBackend(None, backend), ServerConfig(api_key=KEY))) as server,
+        openai.OpenAI(base_url=server.url + "/v1", api_key=KEY, max_retries=0) as client,
+    ):
+        answer = client.chat.completions.create(
+            model="tiny", messages=[{"role": "user", "content": "hi"}]
+        )
+    assert answer.choices[0].message.content == "Bonjour, monde"
+    assert any("/lines/cfg/" in r.path for r in upstream.requests)
+    config.write_text(config.read_text().replace('api = "lines"', 'api = "no-such-wire"'))
+    with pytest.raises(ConfigError, match="lines"):  # the error lists the plug-in too
+        load_gateway_config(config)

@@ -85,6 +85,7 @@ def test_a_stream_is_one_client_span_with_the_genai_attributes(server: FakeProvi
     assert (a["gen_ai.request.max_tokens"], a["gen_ai.request.temperature"]) == (50, 0.5)
     assert (a["server.address"], a["server.port"]) == ("127.0.0.1", server.port)
     assert a["gen_ai.response.id"] == expected[0].response_id
+    assert a["gen_ai.response.model"] == "fake"  # what the response named, not "gpt-x"
     assert a["gen_ai.response.finish_reasons"] == ("stop",)
     assert a["gen_ai.usage.output_tokens"] == done.usage.output
     assert a["gen_ai.usage.input_tokens"] == done.usage.input + done.usage.cache_read
@@ -184,3 +185,55 @@ def test_a_caller_who_leaves_early_is_a_cancelled_span(server: FakeProvider) -> 
     asyncio.run(main())
     (span,) = spans()
     assert (span.attributes or {})["error.type"] == "cancelled"
+
+
+def test_provider_names_are_the_genai_registry_values() -> None:
+    """Checked against the registry as the OpenTelemetry semantic-conventions package
+    ships it (`GenAiProviderNameValues`), not against our own table."""
+    from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
+        GenAiProviderNameValues,
+    )
+
+    registry = {member.value for member in GenAiProviderNameValues}
+    assert set(tracing.OTEL_PROVIDER_NAMES.values()) <= registry
+
+    def name(provider: str) -> str:
+        return tracing.otel_provider_name(
+            Model(id="m", provider=provider, api="openai-chat", base_url="")
+        )
+
+    expected = {
+        "openai": GenAiProviderNameValues.OPENAI,
+        "anthropic": GenAiProviderNameValues.ANTHROPIC,
+        "google": GenAiProviderNameValues.GCP_GEMINI,
+        "vertex": GenAiProviderNameValues.GCP_VERTEX_AI,
+        "bedrock": GenAiProviderNameValues.AWS_BEDROCK,
+        "azure": GenAiProviderNameValues.AZURE_AI_OPENAI,
+        "xai": GenAiProviderNameValues.X_AI,
+        "mistral": GenAiProviderNameValues.MISTRAL_AI,
+        "deepseek": GenAiProviderNameValues.DEEPSEEK,
+        "groq": GenAiProviderNameValues.GROQ,
+    }
+    for provider, member in expected.items():
+        assert name(provider) == member.value, provider
+    assert name("openrouter") == "openrouter"  # none of the registry's: our own name
+
+
+@pytest.mark.parametrize(
+    ("provider", "api", "otel_name", "response_model"),
+    [
+        ("google", "gemini", "gcp.gemini", None),  # the fake's Gemini stream names no model
+        ("anthropic", "anthropic", "anthropic", "claude-fake"),
+        ("ollama", "ollama", "ollama", "fake"),
+    ],
+)
+def test_each_span_names_the_provider_and_the_model_that_answered(
+    server: FakeProvider, provider: str, api: str, otel_name: str, response_model: str | None
+) -> None:
+    url = server.base_url("ok", api, f"otel-{provider}")
+    run(Model(id="asked-for", provider=provider, api=api, base_url=url), Options(api_key=SECRET))
+    (span,) = spans()
+    a = dict(span.attributes or {})
+    assert a["gen_ai.provider.name"] == otel_name
+    assert a["gen_ai.request.model"] == "asked-for"
+    assert a.get("gen_ai.response.model") == response_model

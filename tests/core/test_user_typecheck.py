@@ -38,6 +38,8 @@ SOURCES = (
     ),
     "pyproject.toml",
     "README.md",
+    "LICENSE",
+    "NOTICE",
 )
 
 USER_PROGRAM = """\
@@ -146,6 +148,15 @@ def test_mypy_strict_on_a_user_program(
         _install(python, source, "--config-settings", "editable_mode=strict", "-e")
     else:
         _install(python, source)
+        # the licence travels with the wheel (PEP 639 license-files)
+        shipped = list(
+            (work / "venv").glob("lib/*/site-packages/streamfn-*.dist-info/licenses/LICENSE")
+        )
+        assert shipped and "Apache License" in shipped[0].read_text(), shipped
+        notice = list(
+            (work / "venv").glob("lib/*/site-packages/streamfn-*.dist-info/licenses/NOTICE")
+        )
+        assert notice and "models.dev" in notice[0].read_text(), notice
     user = work / "user"
     user.mkdir()
     (user / "app.py").write_text(USER_PROGRAM)

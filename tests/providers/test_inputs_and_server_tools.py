@@ -35,7 +35,7 @@ from streamfn.core import (
     open_call,
 )
 from streamfn.core.documents import INPUT_KINDS, UnsupportedInput, input_kind, inputs_for
-from streamfn.core.server_tools import SERVER_TOOL_TYPES, server_tools_for
+from streamfn.core.server_tools import CONFIG_KEYS, SERVER_TOOL_TYPES, server_tools_for
 from streamfn.io_asyncio import Client
 
 PDF = b"%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n"
@@ -215,3 +215,100 @@ def test_refusal_happens_before_any_connection() -> None:
             asyncio.run(attempt())
         assert fake.requests == []
         assert fake.connections == 0
+
+
+# ---------------------------------------------------------------------------
+# Server-tool config keys: each provider's own, refused before sending otherwise
+# ---------------------------------------------------------------------------
+
+
+def _sdk_keys() -> dict[tuple[str, str], frozenset[str]]:
+    """The fields of each SDK's tool type, besides the type and name we set."""
+    import typing
+
+    from anthropic.types import CodeExecutionTool20250825Param, WebSearchTool20250305Param
+    from google.genai import types as genai
+    from openai.types.chat.completion_create_params import WebSearchOptions
+    from openai.types.responses.tool_param import CodeInterpreter
+    from openai.types.responses.web_search_tool_param import WebSearchToolParam
+    from pydantic.alias_generators import to_camel
+
+    def fields(typed: Any) -> frozenset[str]:
+        return frozenset(typing.get_type_hints(typed)) - {"type", "name"}
+
+    def camel(model: Any) -> frozenset[str]:
+        return frozenset(to_camel(name) for name in model.model_fields)
+
+    return {
+        ("anthropic", "web_search"): fields(WebSearchTool20250305Param),
+        ("anthropic", "code_execution"): fields(CodeExecutionTool20250825Param),
+        ("openai-responses", "web_search"): fields(WebSearchToolParam),
+        ("openai-responses", "code_execution"): fields(CodeInterpreter),
+        ("openai-chat", "web_search"): fields(WebSearchOptions),
+        ("gemini", "web_search"): camel(genai.GoogleSearch),
+        ("gemini", "code_execution"): camel(genai.ToolCodeExecution),
+    }
+
+
+def test_the_config_keys_table_is_the_sdks_tool_fields() -> None:
+    sdk = _sdk_keys()
+    ours = {(api, kind): keys for api, kinds in CONFIG_KEYS.items() for kind, keys in kinds.items()}
+    assert set(ours) == set(sdk)
+    for where, keys in ours.items():
+        assert keys <= sdk[where], (where, keys - sdk[where])
+    assert "max_uses" in ours["anthropic", "web_search"]
+    assert all("max_uses" not in keys for where, keys in ours.items() if where[0] != "anthropic")
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        Model(id="gpt-5", provider="openai", api="openai-responses", base_url="x"),
+        Model(id="gpt-4o-search-preview", provider="openai", api="openai-chat", base_url="x"),
+        Model(id="gemini-2.5-flash", provider="google", api="gemini", base_url="x"),
+    ],
+    ids=lambda m: m.api,
+)
+def test_max_uses_is_refused_before_sending_where_the_tool_has_none(target: Model) -> None:
+    context = Context(
+        messages=[_question()], tools=[ServerTool(type="web_search", config={"max_uses": 3})]
+    )
+    with pytest.raises(UnsupportedInput) as refused:
+        open_call(target, context, Options(api_key="k"))
+    message = str(refused.value)
+    assert "'max_uses'" in message and target.provider in message
+    for accepted in CONFIG_KEYS[target.api]["web_search"]:
+        assert accepted in message  # the keys it does take
+
+
+def test_each_provider_takes_its_own_keys() -> None:
+    per_api = {
+        "openai-responses": {"search_context_size": "low"},
+        "openai-chat": {"search_context_size": "low"},
+        "gemini": {"excludeDomains": ["example.com"]},
+        "anthropic": {"max_uses": 2, "allowed_domains": ["example.com"]},
+    }
+    targets = {
+        "openai-responses": Model(
+            id="gpt-5", provider="openai", api="openai-responses", base_url="x"
+        ),
+        "openai-chat": Model(id="gpt-4o", provider="openai", api="openai-chat", base_url="x"),
+        "gemini": Model(id="gemini-2.5-flash", provider="google", api="gemini", base_url="x"),
+        "anthropic": _anthropic(),
+    }
+    for api, config in per_api.items():
+        context = Context(
+            messages=[_question()], tools=[ServerTool(type="web_search", config=config)]
+        )
+        body = build_body(targets[api], context)
+        assert violations(targets[api], body) == [], api
+    code = Context(
+        messages=[_question()],
+        tools=[
+            ServerTool(
+                type="code_execution", config={"container": {"type": "auto", "memory_limit": "4g"}}
+            )
+        ],
+    )
+    body = build_body(targets["openai-responses"], code)
+    assert body["tools"][0]["container"]["memory_limit"] == "4g"  # the caller's container wins

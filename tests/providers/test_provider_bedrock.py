@@ -13,6 +13,7 @@ from chunking import bytewise, split_at
 from corpus_support import body, corpus_entries, expected, require_corpus
 from hypothesis import given
 from hypothesis import strategies as st
+from request_oracles import violations
 
 from streamfn.core import (
     AssistantMessage,
@@ -224,10 +225,47 @@ def test_request_thinking_budget_for_reasoning_models() -> None:
     }
     # the caller's answer room on top of the budget, as on Anthropic's own API
     assert got["inferenceConfig"] == {"maxTokens": 8192 + 2000}
-    plain = json.loads(
-        build_request(model(), Context.of("x"), Options(thinking=ThinkingLevel.HIGH)).body
+
+
+@pytest.mark.parametrize(
+    "claude", ["eu.anthropic.claude-opus-4-1-20250805-v1:0", "us.anthropic.claude-sonnet-4-5-v1:0"]
+)
+def test_claude_ids_keep_thinking_whatever_the_reasoning_flag(claude: str) -> None:
+    """A Claude id of a thinking generation thinks on Bedrock though its `Model` says
+    nothing about reasoning (it used to be dropped without a word)."""
+    got = json.loads(
+        build_request(
+            model(claude, max_output=32_000), Context.of("x"), Options(thinking="medium")
+        ).body
     )
-    assert "additionalModelRequestFields" not in plain
+    assert got["additionalModelRequestFields"] == {
+        "thinking": {"type": "enabled", "budget_tokens": 8192}
+    }
+    assert got["inferenceConfig"]["maxTokens"] > 8192
+    assert violations(model(claude), got) == []
+
+
+def test_claude_4_6_on_bedrock_thinks_adaptively() -> None:
+    got = json.loads(
+        build_request(
+            model("global.anthropic.claude-opus-4-6-v1"), Context.of("x"), Options(thinking="low")
+        ).body
+    )
+    assert got["additionalModelRequestFields"] == {
+        "thinking": {"type": "adaptive"},
+        "output_config": {"effort": "low"},
+    }
+    assert "maxTokens" not in got.get("inferenceConfig", {})  # no budget to fit around
+
+
+def test_a_model_that_cannot_think_says_so(caplog: pytest.LogCaptureFixture) -> None:
+    got = json.loads(
+        build_request(
+            model("amazon.nova-pro-v1:0"), Context.of("x"), Options(thinking=ThinkingLevel.HIGH)
+        ).body
+    )
+    assert "additionalModelRequestFields" not in got
+    assert "thinking is not supported by this model" in caplog.text
 
 
 def test_bearer_api_key_needs_no_signing() -> None:

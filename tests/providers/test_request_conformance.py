@@ -115,6 +115,24 @@ TARGETS = [
     get_model("bedrock:us.anthropic.claude-opus-4-1-20250805-v1:0"),
     get_model("bedrock:us.amazon.nova-pro-v1:0"),
     get_model("bedrock:us.meta.llama3-3-70b-instruct-v1:0"),
+    # The 2026 generations as an id nobody listed: reasoning flag unset, default limits.
+    Model(id="gpt-5.5", provider="openai", api="openai-chat", base_url="x"),
+    Model(id="gpt-5.5", provider="openai", api="openai-responses", base_url="x"),
+    Model(id="gpt-5.2-codex", provider="openai", api="openai-responses", base_url="x"),
+    Model(id="gpt-5.2-pro", provider="openai", api="openai-responses", base_url="x"),
+    Model(id="gpt-5-pro", provider="openai", api="openai-responses", base_url="x"),
+    Model(id="claude-opus-4-6", provider="anthropic", api="anthropic", base_url="x"),
+    Model(id="claude-sonnet-4-6", provider="anthropic", api="anthropic", base_url="x"),
+    Model(id="claude-opus-4-7", provider="anthropic", api="anthropic", base_url="x"),
+    Model(
+        id="eu.anthropic.claude-opus-4-1-20250805-v1:0",
+        provider="bedrock",
+        api="bedrock",
+        base_url="",
+        max_output=32_000,
+    ),
+    Model(id="global.anthropic.claude-opus-4-7", provider="bedrock", api="bedrock", base_url=""),
+    Model(id="gemini-3.1-pro-preview", provider="google", api="gemini", base_url="x"),
 ]
 
 #: Tool-call ids the way each wire format makes them.
@@ -236,6 +254,7 @@ THINKING: list[Options] = [
     Options(thinking=ThinkingLevel.MINIMAL),
     Options(thinking=ThinkingLevel.MEDIUM),
     Options(thinking=ThinkingLevel.HIGH),
+    Options(thinking=ThinkingLevel.XHIGH),
     Options(thinking_budget=500),
 ]
 TOOL_CHOICES: list[str | None] = [None, "auto", "none", "required", "weather"]

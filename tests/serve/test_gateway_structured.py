@@ -137,9 +137,13 @@ def test_inbound_requests_map_or_refuse_schemas_and_cache() -> None:
         json.dumps(anthropic_body | {"cache_control": {"type": "ephemeral"}}).encode()
     )
     assert top.options.cache == "auto"
-    with pytest.raises(BadRequest, match="output_config: only 'format'"):
-        parse_anthropic_request(
+    with pytest.raises(BadRequest, match=r"output_config\.effort: .*adaptive"):
+        parse_anthropic_request(  # an effort steers adaptive thinking; alone it is refused
             json.dumps(anthropic_body | {"output_config": {"effort": "max"}}).encode()
+        )
+    with pytest.raises(BadRequest, match="output_config: only 'format' and 'effort'"):
+        parse_anthropic_request(
+            json.dumps(anthropic_body | {"output_config": {"task_budget": 1}}).encode()
         )
     native = {"model": "m", "context": {"messages": [{"type": "user", "content": "hi"}]}}
     ok = parse_native_request(

