@@ -16,8 +16,11 @@ become a tool call and, with ``state`` ``output-available``,
 ``output-error`` or ``output-denied``, its result. A call without a result
 (still streaming, awaiting approval) is a 400: the model cannot go on
 without one. A ``step-start`` part splits an assistant message into the
-turns it holds. Sources and ``data-*`` parts are the application's own and
-are not sent to the model.
+turns it holds. When the last message is the assistant's (the answer goes on
+after a client-side tool's output), the stream continues that message: its
+``start`` part carries the message's id, as the SDK's own servers do.
+Sources and ``data-*`` parts are the application's own and are not sent to
+the model.
 """
 
 from __future__ import annotations
@@ -215,6 +218,10 @@ def parse_ui_chat_request(
             raise BadRequest(f"{where}.role: must be 'system', 'user' or 'assistant'")
     if not out:
         raise BadRequest("request.messages: holds no user or assistant message")
+    # an answer after a client-side tool's output continues the last assistant message
+    last = messages[-1]
+    continued = last.get("id") if last.get("role") == "assistant" else None
+    echo = {"messageId": continued} if isinstance(continued, str) and continued else {}
     options = Options(
         temperature=number(obj, "temperature", "request"),
         max_tokens=integer(obj, "maxOutputTokens", "request"),
@@ -226,6 +233,6 @@ def parse_ui_chat_request(
         tools=function_tools(obj.get("tools"), "request.tools", "inputSchema"),
     )
     request = ClientRequest(
-        model=model, context=typed_context(context), options=options, stream=True
+        model=model, context=typed_context(context), options=options, stream=True, echo=echo
     )
     return refuse_server_tools(request, allow_server_tools)

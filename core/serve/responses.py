@@ -106,7 +106,8 @@ def encoder_for(
     elif path == AGENT_PATH:
         encoder = agent_encoder(request, stamps)
     elif path == UI_CHAT_PATH:
-        ui = UIMessageStreamEncoder(message_id=f"msg-{stamps.hex_id()}")
+        message_id = request.echo.get("messageId") or f"msg-{stamps.hex_id()}"
+        ui = UIMessageStreamEncoder(message_id=message_id)
         encoder = ui.encode, ui.keep_alive
     elif path == AGUI_PATH:
         ag = AGUIEncoder(

@@ -553,3 +553,37 @@ def test_ui_assistant_message_with_steps_becomes_turns_each_followed_by_its_resu
     assert isinstance(result, ToolResultMessage) and result.is_error
     assert result.content == [TextContent(text="boom")]
     assert second.content == [TextContent(text="It failed.")]
+
+
+def test_the_models_output_cap_holds_under_the_protocols_own_name() -> None:
+    with serving(max_output=100) as (capped, _):
+        response = post(capped, UI_CHAT_PATH, {**ui_body(), "maxOutputTokens": 101})
+    assert response.status == 400
+    assert (
+        "request.maxOutputTokens: 101 is more than" in json.loads(response.body)["error"]["message"]
+    )
+
+
+def test_ui_answer_after_a_tool_output_continues_the_last_assistant_message(
+    server: Server,
+) -> None:
+    """The SDK's own servers answer with the last assistant message's id (its
+    ``getResponseUIMessageId``), so ``useChat`` appends to that message."""
+    assistant = {
+        "id": "a1",
+        "role": "assistant",
+        "parts": [
+            {
+                "type": "tool-f",
+                "toolCallId": "c1",
+                "state": "output-available",
+                "input": {},
+                "output": 1,
+            }
+        ],
+    }
+    first = ui_body()["messages"][0]
+    continued = post(server, UI_CHAT_PATH, {**ui_body(), "messages": [first, assistant]})
+    assert json.loads(sse_data(continued.body)[0]) == {"type": "start", "messageId": "a1"}
+    fresh = post(server, UI_CHAT_PATH, ui_body())
+    assert json.loads(sse_data(fresh.body)[0])["messageId"] != "a1"
