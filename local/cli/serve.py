@@ -234,6 +234,13 @@ def _add_web(parser: argparse.ArgumentParser) -> None:
         "may follow redirects, so do not enable this for an upstream on your network "
         "unless it refuses private addresses itself",
     )
+    parser.add_argument(
+        "--default-model",
+        default=None,
+        metavar="NAME",
+        help="the model for front-end requests (/v1/ui/chat, /v1/agui) that name none "
+        "(default: none, such a request is a 400)",
+    )
 
 
 def _check(args: argparse.Namespace) -> dict[str, str]:
@@ -373,6 +380,7 @@ def _app(args: argparse.Namespace, backend: Any) -> Any:
             append_sources=args.append_sources,
             allow_server_tools=server_tools(args.allow_server_tools),
             allow_input_urls=args.allow_input_urls,
+            default_model=args.default_model,
         ),
     )
 
