@@ -1,7 +1,8 @@
 """Long-running fuzz of the fold and the partial-JSON parser.
 
-Runs the property tests of tests/core/test_accumulate.py and
-tests/core/test_partial_json.py with many more examples, plus targets with wider
+Runs the fold's and the partial-JSON parser's properties (the kit's
+`streamfn.fuzz._fold_properties` and `_json_properties`, which the test suite
+runs with a few dozen examples) with many more examples, plus targets with wider
 input than the test suite affords (any Unicode text as JSON, long event
 sequences). What must hold:
 
@@ -23,27 +24,21 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
 import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamfn.fuzz import harness
-
-# the suite's own properties and oracles are test code, not shipped (see harness.py)
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "core"))
-
-import test_accumulate as fold
-import test_partial_json as pj
-
 from streamfn.core.accumulate import Accumulator, ProtocolViolation
+from streamfn.core.events import Event
 from streamfn.core.partial_json import PartialJSONError, PartialJSONParser
+from streamfn.fuzz import _fold_properties as fold
+from streamfn.fuzz import _json_properties as pj
+from streamfn.fuzz import harness
 
 
 @given(st.lists(fold.any_event, max_size=200))
-def long_random_event_sequences(events: list[fold.Event]) -> None:
+def long_random_event_sequences(events: list[Event]) -> None:
     acc = Accumulator()
     for event in [fold.START, *events]:
         try:
@@ -56,7 +51,7 @@ def long_random_event_sequences(events: list[fold.Event]) -> None:
 
 @given(st.text(), st.data())
 def any_text_as_json(text: str, data: st.DataObject) -> None:
-    chunks = data.draw(pj.chunkings(text))
+    chunks = data.draw(pj.text_chunkings(text))
     parser = PartialJSONParser()
     for chunk in chunks:
         parser.feed(chunk)  # never raises
@@ -73,14 +68,14 @@ def any_text_as_json(text: str, data: st.DataObject) -> None:
 
 
 TARGETS: dict[str, Callable[[], None]] = {
-    "random-events": fold.test_any_event_sequence_raises_only_protocol_violation,
+    "random-events": fold.any_event_sequence_raises_only_protocol_violation,
     "long-random-events": long_random_event_sequences,
-    "valid-streams": fold.test_a_valid_stream_folds_into_the_intended_message,
-    "live-view": fold.test_the_live_view_after_each_event_is_the_fold_of_that_prefix,
-    "json-vs-msgspec": pj.test_any_chunking_gives_exactly_what_msgspec_gives,
-    "json-prefixes": pj.test_every_prefix_is_consistent_with_the_final_value,
-    "json-chunking": pj.test_best_effort_value_does_not_depend_on_chunking,
-    "damaged-json": pj.test_accepts_and_rejects_exactly_what_msgspec_does,
+    "valid-streams": fold.a_valid_stream_folds_into_the_intended_message,
+    "live-view": fold.the_live_view_after_each_event_is_the_fold_of_that_prefix,
+    "json-vs-msgspec": pj.any_chunking_gives_exactly_what_msgspec_gives,
+    "json-prefixes": pj.every_prefix_is_consistent_with_the_final_value,
+    "json-chunking": pj.best_effort_value_does_not_depend_on_chunking,
+    "damaged-json": pj.accepts_and_rejects_exactly_what_msgspec_does,
     "any-text-json": any_text_as_json,
 }
 
