@@ -119,3 +119,17 @@ __all__ = [
     "register_model",
     "replay",
 ]
+
+
+#: the installed distribution's version (read from its metadata on first use)
+__version__: str
+
+
+def __getattr__(name: str) -> object:
+    """``__version__``, read once from the installed distribution's metadata."""
+    if name == "__version__":
+        from .version import installed_version
+
+        globals()[name] = found = installed_version()
+        return found
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -246,3 +246,15 @@ def test_the_gateway_keeps_a_warm_upstream_connection_per_stream(shell: str) -> 
     client = upstream_client(shell, {}, 50)
     assert client.max_idle_per_host == 50
     assert type(client).__module__ == f"streamfn.io_{shell}.client"
+
+
+def test_default_model_flag_reaches_the_front_end_routes() -> None:
+    import argparse
+
+    from streamfn.local.cli import serve
+
+    parser = argparse.ArgumentParser()
+    serve._configure(parser)
+    for argv, expected in ((["--default-model", "demo-text"], "demo-text"), ([], None)):
+        app = serve._app(parser.parse_args(argv), EventsBackend(STREAMS))
+        assert app.config.default_model == expected

@@ -51,7 +51,14 @@ def _gateway(upstream: FakeProvider, token: str, **config: Any) -> Server:
         ),
     ]
     backend = ProviderBackend(environ={"ANTHROPIC_API_KEY": "upstream-key"}, models=models)
-    return Server(App(RouterBackend(None, backend), ServerConfig(api_key=KEY, **config)))
+    config = ServerConfig(api_key=KEY, **config)
+    return Server(App(RouterBackend(None, backend), config, resolver=_public_dns))
+
+
+def _public_dns(name: str) -> list[str]:
+    """DNS as the server would see it (these tests run without a network): example.com
+    resolves to a public address, other names to nothing."""
+    return ["93.184.215.14"] if name == "example.com" else []
 
 
 @pytest.fixture(scope="module")
