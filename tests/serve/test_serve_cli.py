@@ -24,10 +24,11 @@ from fake_provider import FakeProvider
 from loopback_server import STREAMS, Server
 
 import streamfn.io_asyncio as sf_asyncio
+from streamfn.asgi import ServerConfig
 from streamfn.core import Context, Done, Model, Options
 from streamfn.fuzz.events_backend import EventsBackend
 from streamfn.io_asyncio.backends import ProviderBackend
-from streamfn.io_asyncio.server import App, ServerConfig
+from streamfn.io_asyncio.server import App
 from streamfn.local import cli
 from streamfn.local.cli.serve_config import ConfigError, load_gateway_config
 
