@@ -251,10 +251,10 @@ def test_the_gateway_keeps_a_warm_upstream_connection_per_stream(shell: str) -> 
 def test_default_model_flag_reaches_the_front_end_routes() -> None:
     import argparse
 
-    from streamfn.local.cli import serve
+    from streamfn.local.cli import serve, serve_flags
 
     parser = argparse.ArgumentParser()
-    serve._configure(parser)
+    serve_flags.configure(parser)
     for argv, expected in ((["--default-model", "demo-text"], "demo-text"), ([], None)):
         app = serve._app(parser.parse_args(argv), EventsBackend(STREAMS))
         assert app.config.default_model == expected
