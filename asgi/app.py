@@ -12,6 +12,9 @@ bytes and runs tasks. Routes:
 - ``POST /v1/stream``: the native proxy format (our events as SSE).
 - ``POST /v1/agent/stream``: the same request, answered in the agent-server
   SSE contract (`streamfn.core.serve.agent_events`).
+- ``POST /v1/ui/chat`` and ``POST /v1/agui``: the front-end protocols, the
+  Vercel AI SDK's UI message stream (``useChat``) and AG-UI events, each
+  taking its client's own request body (always streamed).
 - ``GET /v1/models`` (OpenAI or, with an ``anthropic-version`` header,
   Anthropic shape) and ``GET /health``.
 
@@ -42,8 +45,6 @@ import time
 from collections.abc import MutableMapping
 from typing import Any, ClassVar, Final
 
-from streamfn.core.capabilities import UnsupportedInput
-from streamfn.core.credentials import MissingCredentials
 from streamfn.core.events import (
     Done,
     Error,
@@ -53,12 +54,18 @@ from streamfn.core.events import (
     ThinkingDelta,
     ToolCallDelta,
 )
-from streamfn.core.schema import StructuredOutputUnsupported
 from streamfn.core.serve.cut import CUT_STOP_REASONS, cut_error
 from streamfn.core.serve.guard import cors_headers, header, preflight_headers
 from streamfn.core.serve.inbound import ClientRequest
 from streamfn.core.serve.log_text import loggable
-from streamfn.core.serve.responses import MAX_BATCH, OPENED, Stamps, encoder_for, final_body
+from streamfn.core.serve.responses import (
+    MAX_BATCH,
+    OPENED,
+    Stamps,
+    encoder_for,
+    final_body,
+    stream_headers,
+)
 from streamfn.core.serve.routes import (
     AGENT_PATH,
     PARSE_INLINE_BYTES,
@@ -73,7 +80,6 @@ from streamfn.core.serve.routes import (
     route,
 )
 from streamfn.core.serve.status import (
-    NO_UPSTREAM_KEY,
     HTTPError,
     dialect_for,
     early_error,
@@ -85,6 +91,7 @@ from streamfn.core.serve.status import (
 )
 
 from .contract import Backend, ServerConfig, UnknownModelError
+from .failures import backend_failure
 from .intake import receive_body
 from .messages import Receive, Send, adding_headers, send_json, start_sse, watch_disconnect
 from .resolve import Resolver, check_input_urls, system_resolver
@@ -336,9 +343,10 @@ class App:
     async def _parse(self, path: str, body: bytes) -> ClientRequest:
         allowed = frozenset(self.config.allow_server_tools)
         urls = self.config.allow_input_urls
+        default = self.config.default_model
         if len(body) > PARSE_INLINE_BYTES:  # megabytes of prompt: not on the loop
-            return await self.runtime.to_thread(parse_request, path, body, allowed, urls)
-        return parse_request(path, body, allowed, urls)
+            return await self.runtime.to_thread(parse_request, path, body, allowed, urls, default)
+        return parse_request(path, body, allowed, urls, default)
 
     def _max_output(self, model: str) -> int | None:
         try:
@@ -391,19 +399,8 @@ class App:
             finally:
                 self.active -= 1
                 slots.release()
-        except UnknownModelError as exc:
-            await fail(Error.invalid_request(str(exc), status=404))
-        except UnsupportedInput as exc:  # a kind of input or server tool the model lacks
-            await fail(Error.invalid_request(str(exc), status=400))
-        except MissingCredentials as exc:
-            log.error("no upstream key for model %s: %s", loggable(request.model), loggable(exc))
-            await fail(Error.auth(NO_UPSTREAM_KEY))
-        except StructuredOutputUnsupported as exc:  # the client's schema, this model
-            await fail(Error.invalid_request(str(exc)))
-        except Exception:  # a backend failure is the client's Error, not a 500 page
-            # the details are the operator's (the log), not the untrusted client's
-            log.exception("backend failed for model %s", loggable(request.model))
-            await fail(Error.network("the server failed to produce this answer"))
+        except Exception as exc:  # a backend failure is the client's Error, not a 500 page
+            await fail(backend_failure(exc, request.model))
         finally:
             mailbox.put_nowait(None)
 
@@ -439,6 +436,7 @@ class App:
     ) -> None:
         config = self.config
         encode, keep_alive = encoder_for(path, request, self.stamps, append=config.append_sources)
+        extra = stream_headers(path)
         clock = self.runtime.clock
         head_deadline = clock() + config.head_wait
         started = False  # response headers sent
@@ -453,7 +451,7 @@ class App:
                 # the model is slow to start: tell the client and its proxies we are here
                 chunk = keep_alive() if started else OPENED
                 if not started:
-                    await start_sse(send)
+                    await start_sse(send, extra)
                     started = True
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
                 continue
@@ -467,7 +465,7 @@ class App:
                     path != AGENT_PATH or is_shutting_down(output)  # a 503 on every route
                 ):
                     raise early_error(path, output)
-                await start_sse(send)
+                await start_sse(send, extra)
                 started = True
             events = held + batch if held else batch
             held = []

@@ -54,6 +54,8 @@ API_NAMES = (
     "bedrock",
     "proxy",
     "agent-events",
+    "ui-message-stream",
+    "agui",
     "local",
 )
 

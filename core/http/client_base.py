@@ -277,22 +277,34 @@ class ClientBase(Generic[ConnT], abc.ABC):
         events = self._events(model, context, options, opener)
         return traced(events, model, options, self._clock())
 
-    async def _events(
+    def _events(
         self,
         model: Model,
         context: Context,
         options: Options,
         opener: Callable[[Model, Context, Options], Call] = open_call,
     ) -> AsyncGenerator[Event, None]:
-        """Perform the steps of `drive`; the connection in hand is closed on any exit.
-
-        The local model has no wire: its stream comes from `_local_stream`.
-        """
+        """One request's events: over the wire (`_wire_events`), or from the local
+        model, which has no wire (`_local_stream`)."""
         if model.api == "local":
-            async with self._local_stream(model, context, options) as local:
-                async for event in local:
-                    yield event
-            return
+            return self._local_events(model, context, options)
+        return self._wire_events(model, context, options, opener)
+
+    async def _local_events(
+        self, model: Model, context: Context, options: Options
+    ) -> AsyncGenerator[Event, None]:
+        async with self._local_stream(model, context, options) as local:
+            async for event in local:
+                yield event
+
+    async def _wire_events(
+        self,
+        model: Model,
+        context: Context,
+        options: Options,
+        opener: Callable[[Model, Context, Options], Call],
+    ) -> AsyncGenerator[Event, None]:
+        """Perform the steps of `drive`; the connection in hand is closed on any exit."""
         steps = drive(
             model,
             context,

@@ -15,7 +15,7 @@ from typing import Any, Final, TypeVar
 import msgspec
 
 from ..errors import UsageError
-from ..messages import Context, DocumentContent, ImageContent, ServerTool
+from ..messages import Context, DocumentContent, ImageContent, ServerTool, Tool
 from ..options import Options
 from ..structured import output_schema
 
@@ -33,10 +33,13 @@ __all__ = [
     "TooLarge",
     "check_fields",
     "check_ranges",
+    "chosen_model",
     "client_url",
     "count_json_values",
     "data_url",
     "decode_body",
+    "function_tools",
+    "image_or_document",
     "integer",
     "media_part",
     "number",
@@ -78,6 +81,8 @@ class ClientRequest(msgspec.Struct, kw_only=True):
     options: Options
     stream: bool = False
     include_usage: bool = False
+    #: ids the client chose that its answer echoes (AG-UI's ``threadId`` and ``runId``)
+    echo: dict[str, str] = msgspec.field(default_factory=dict)
 
 
 def decode_body(body: bytes) -> dict[str, Any]:
@@ -312,6 +317,13 @@ def media_part(cls: type[_Part], where: str, **fields: Any) -> _Part:
         raise BadRequest(f"{where}: {exc}") from None
 
 
+def image_or_document(image: bool, where: str, **fields: Any) -> ImageContent | DocumentContent:
+    """`media_part` of an image when ``image``, else of a document."""
+    if image:
+        return media_part(ImageContent, where, **fields)
+    return media_part(DocumentContent, where, **fields)
+
+
 def _data_url_image(url: str, where: str) -> ImageContent:
     if not url.startswith("data:"):
         return media_part(ImageContent, where, url=client_url(url, where))
@@ -340,3 +352,40 @@ def refuse_server_tools(request: ClientRequest, allowed: frozenset[str]) -> Clie
                 f"can allow it with --allow-server-tools {tool.type}"
             )
     return request
+
+
+def chosen_model(value: Any, default: str | None, where: str) -> str:
+    """The model a front-end request names, else the server's default; a 400 when
+    there is neither (front ends often send no model at all)."""
+    if value is None:
+        if default:
+            return default
+        raise BadRequest(
+            f"{where}: no model given and this server has no default model (send one, or "
+            "start the server with --default-model NAME)"
+        )
+    if not isinstance(value, str) or not value:
+        raise BadRequest(f"{where}: must be a model name (a non-empty string)")
+    return value
+
+
+def function_tools(value: Any, where: str, schema_key: str) -> list[Tool]:
+    """A list of ``{name, description, <schema_key>}`` function declarations."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise BadRequest(f"{where}: must be a list of tools")
+    tools = []
+    for i, tool in enumerate(value):
+        w = f"{where}[{i}]"
+        if not isinstance(tool, dict):
+            raise BadRequest(f"{w}: must be an object")
+        tools.append(
+            Tool(
+                name=require(tool, "name", str, w),
+                description=optional(tool, "description", str, w) or "",
+                parameters=optional(tool, schema_key, dict, w)
+                or {"type": "object", "properties": {}},
+            )
+        )
+    return tools

@@ -22,10 +22,12 @@ import pytest
 from fake_provider import FakeProvider
 from loopback_server import KEY, Server
 
+from streamfn.asgi import ServerConfig
+from streamfn.asgi.backends import RouterBackend
 from streamfn.core import Model
 from streamfn.core.models import openai_compatible
-from streamfn.io_asyncio.backends import ProviderBackend, RouterBackend
-from streamfn.io_asyncio.server import App, ServerConfig
+from streamfn.io_asyncio.backends import ProviderBackend
+from streamfn.io_asyncio.server import App
 
 PDF = b"%PDF-1.4\n%%EOF\n"
 IMAGE_URL = "https://example.com/cat.png"
