@@ -13,13 +13,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from streamfn.core.events import Event
 from streamfn.core.messages import Context
 from streamfn.core.options import Options
 from streamfn.io_common.local_events import LocalEvents
 from streamfn.local.batching import Item, is_last
+
+from .shield import wait_shielded
 
 if TYPE_CHECKING:
     from streamfn.local.model import LocalModel
@@ -50,18 +52,4 @@ async def stream_local(
         yield LocalEvents(generation, items.get)
     finally:
         generation.stop()
-        await _wait_uncancellable(asyncio.ensure_future(released.wait()))
-
-
-async def _wait_uncancellable(worker: asyncio.Future[Any]) -> None:
-    """Wait for ``worker`` even if cancelled meanwhile, then let the cancellation through."""
-    cancelled = False
-    while not worker.done():
-        try:
-            await asyncio.shield(worker)
-        except asyncio.CancelledError:
-            cancelled = True
-        except BaseException:
-            break
-    if cancelled:
-        raise asyncio.CancelledError
+        await wait_shielded(released.wait)
