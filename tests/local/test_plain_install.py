@@ -76,3 +76,16 @@ def test_the_local_model_without_its_extra_names_it_and_the_editable_form() -> N
 @pytest.mark.parametrize("module", ["streamfn.io_sync", "streamfn.io_asyncio"])
 def test_the_blocking_and_asyncio_shells_need_no_extra(module: str) -> None:
     _python(f"import {module}", EXTRAS_ONLY)
+
+
+def test_importing_the_shells_imports_neither_the_local_model_nor_the_command_line() -> None:
+    """What the shells share is in `streamfn.io_common`; the model loads on first use."""
+    code = (
+        "import sys\n"
+        "import streamfn.io_sync, streamfn.io_asyncio, streamfn.io_trio\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('streamfn.local', 'streamfn.cli'))))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
+    assert out == "[]\n"
