@@ -24,6 +24,8 @@ import trio
 from streamfn.core.events import Done, Event, TextDelta, ThinkingDelta, ToolCallDelta
 from streamfn.core.messages import Context
 from streamfn.core.options import Options
+from streamfn.io_asyncio.local import stream_local as asyncio_stream_local
+from streamfn.io_trio.local import stream_local as trio_stream_local
 from streamfn.local.model import LocalModel
 
 PROMPT = Context.of("Write a short story about a robot who learns to paint.")
@@ -74,7 +76,7 @@ def ours_sync(model: LocalModel, options: Options) -> Result:
 def ours_trio(model: LocalModel, options: Options) -> Result:
     async def run() -> Result:
         clock = _Clock()
-        async with model.stream_trio(PROMPT, options) as events:
+        async with trio_stream_local(model, PROMPT, options) as events:
             async for event in events:
                 clock.see(event)
         return clock.result()
@@ -85,7 +87,7 @@ def ours_trio(model: LocalModel, options: Options) -> Result:
 def ours_asyncio(model: LocalModel, options: Options) -> Result:
     async def run() -> Result:
         clock = _Clock()
-        async with model.stream_asyncio(PROMPT, options) as events:
+        async with asyncio_stream_local(model, PROMPT, options) as events:
             async for event in events:
                 clock.see(event)
         return clock.result()

@@ -33,6 +33,7 @@ from typing import Any
 from streamfn.core.events import Done, TextDelta, ThinkingDelta, ToolCallDelta
 from streamfn.core.messages import Context
 from streamfn.core.options import Options
+from streamfn.io_asyncio.local import stream_local as asyncio_stream_local
 from streamfn.local.fetch import prepare_default_model
 from streamfn.local.model import LocalModel
 
@@ -54,7 +55,7 @@ async def client(model: LocalModel, context: Context, options: Options) -> tuple
     begin = time.perf_counter()
     first = 0.0
     tokens = 0
-    async with model.stream_asyncio(context, options) as events:
+    async with asyncio_stream_local(model, context, options) as events:
         async for event in events:
             if not first and isinstance(event, _CONTENT):
                 first = time.perf_counter() - begin

@@ -373,7 +373,7 @@ def set_catalog_loader(loader: Callable[[], object] | None) -> None:
     """Have the registry call ``loader`` before its next lookup, to choose its catalogue.
 
     The core reads no files and no environment; a shell passes the function
-    that does (`streamfn.local.catalog_cache.load_user_catalog`: the newer of
+    that does (`streamfn.io_common.catalog_cache.load_user_catalog`: the newer of
     the built-in and cached data, or ``STREAMFN_MODELS_FILE``), so a program
     sees what ``streamfn models --refresh`` fetched. It runs once; a loader that
     raises (an unreadable ``STREAMFN_MODELS_FILE``) raises again at the next lookup.

@@ -5,6 +5,6 @@ only this module (no ``__init__.py``), so ``streamfn`` stays a namespace
 package that ``streamfn.core``, ``streamfn.local`` and the rest share.
 """
 
-from streamfn.local.cli import main
+from streamfn.cli import main
 
 raise SystemExit(main())

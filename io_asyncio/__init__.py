@@ -1,6 +1,6 @@
 """Asyncio shell: HTTP/1.1 over h11 for streamfn calls."""
 
-from streamfn.local.catalog_cache import install_loader as _install_catalog_loader
+from streamfn.io_common.catalog_cache import install_loader as _install_catalog_loader
 
 from .client import Client, complete, default_client, stream
 

@@ -2,7 +2,7 @@
 
 The backends live in `streamfn.asgi.backends` (they pick no event loop);
 this module gives `ProviderBackend` an asyncio `Client` by default. The
-local model's backend is `streamfn.local.serve_backend` (the composition
+local model's backend is `streamfn.cli.serve_local` (the composition
 root hands it in).
 """
 

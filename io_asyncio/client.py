@@ -25,8 +25,8 @@ from streamfn.core.http.tunnel import ConnectTunnel, TunnelError
 from streamfn.core.messages import AssistantMessage, Context
 from streamfn.core.models import Model
 from streamfn.core.options import Options
-from streamfn.io_sync.process import PROCESS
-from streamfn.io_sync.sockets import literal_family
+from streamfn.io_common.process import PROCESS
+from streamfn.io_common.sockets import literal_family
 
 from .connections import READ_SIZE, Connection, SocketConnection, StreamConnection
 
@@ -65,8 +65,10 @@ class Client(ClientBase[Connection]):
     ) -> AsyncIterator[AsyncIterator[Event]]:
         from streamfn.local.provider import load_local
 
+        from .local import stream_local
+
         local = await asyncio.to_thread(load_local, model, self.environ)
-        async with local.stream_asyncio(context, options) as events:
+        async with stream_local(local, context, options) as events:
             yield events
 
     async def _open(self, step: Connect) -> Connection | Error | Expired:

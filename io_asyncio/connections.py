@@ -20,7 +20,7 @@ import socket
 from typing import Final, Self
 
 from streamfn.core.http.pool import PooledConnection, PoolKey
-from streamfn.io_sync.sockets import socket_readable
+from streamfn.io_common.sockets import socket_readable
 
 __all__ = ["READ_SIZE", "TURN", "Connection", "SocketConnection", "StreamConnection"]
 

@@ -16,6 +16,8 @@ from typing import Any, TypeVar
 from streamfn.asgi import app as _shared
 from streamfn.asgi.runtime import Flag
 
+from .shield import wait_shielded
+
 __all__ = ["App", "AsyncioRuntime"]
 
 T = TypeVar("T")
@@ -85,15 +87,7 @@ class AsyncioRuntime:
         return call
 
     async def wait_shielded(self, flag: Flag) -> None:
-        waiter = asyncio.ensure_future(flag.wait())
-        cancelled = False
-        while not waiter.done():
-            try:
-                await asyncio.shield(waiter)
-            except asyncio.CancelledError:
-                cancelled = True
-        if cancelled:
-            raise asyncio.CancelledError
+        await wait_shielded(flag.wait)
 
 
 class App(_shared.App):

@@ -34,8 +34,8 @@ from streamfn.core.http.tunnel import TunnelError
 from streamfn.core.messages import AssistantMessage, Context
 from streamfn.core.models import Model
 from streamfn.core.options import Options
+from streamfn.io_common.process import PROCESS
 
-from .process import PROCESS
 from .sockets import READ_SIZE, connect, readable, time_left
 
 __all__ = ["Client", "complete", "default_client", "stream"]

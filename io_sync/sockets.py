@@ -1,13 +1,13 @@
 """Blocking sockets for the sync shell: connect (through an HTTPS proxy, with TLS)
-by a deadline, and a zero-timeout readiness check the trio shell uses too.
+by a deadline, and a zero-timeout readiness check that sees TLS bytes too.
 
-Standard library only (``socket``, ``ssl``, ``select``); every wait is bounded by
-a socket timeout computed from the caller's deadline on ``time.monotonic``.
+Standard library only (``socket``, ``ssl``); every wait is bounded by a socket
+timeout computed from the caller's deadline on ``time.monotonic``. The checks
+every shell shares are in `streamfn.io_common.sockets`.
 """
 
 from __future__ import annotations
 
-import select
 import socket
 import ssl
 import time
@@ -16,15 +16,9 @@ from typing import Final
 from streamfn.core.http.proxy_env import Proxy
 from streamfn.core.http.target import Target
 from streamfn.core.http.tunnel import ConnectTunnel
+from streamfn.io_common.sockets import literal_family, socket_readable
 
-__all__ = [
-    "READ_SIZE",
-    "connect",
-    "literal_family",
-    "readable",
-    "socket_readable",
-    "time_left",
-]
+__all__ = ["READ_SIZE", "connect", "readable", "time_left"]
 
 READ_SIZE: Final = 64 << 10
 
@@ -32,23 +26,6 @@ READ_SIZE: Final = 64 << 10
 def time_left(deadline: float) -> float:
     """Seconds until ``deadline`` on ``time.monotonic`` (<= 0 once it has passed)."""
     return deadline - time.monotonic()
-
-
-def literal_family(host: str) -> socket.AddressFamily | None:
-    """The address family of an IP literal (``127.0.0.1``, ``::1``), None for a name.
-
-    A literal needs no resolver and has one address: the shells connect to it
-    directly instead of going through getaddrinfo and a happy-eyeballs race
-    (on loopback, trio's `open_tcp_stream` alone costs more than the rest of
-    a request). A scoped IPv6 address (``fe80::1%eth0``) is left to the resolver.
-    """
-    for family in (socket.AF_INET, socket.AF_INET6):
-        try:
-            socket.inet_pton(family, host)
-        except OSError:
-            continue
-        return family
-    return None
 
 
 def _bounded(sock: socket.socket, deadline: float) -> None:
@@ -116,15 +93,3 @@ def readable(sock: socket.socket) -> bool:
     if isinstance(sock, ssl.SSLSocket) and sock.pending():
         return True
     return socket_readable(sock.fileno())
-
-
-def socket_readable(fd: int) -> bool:
-    """A zero-timeout readiness check: True when data or an EOF waits on ``fd``."""
-    if fd < 0:
-        return True  # already closed
-    if hasattr(select, "poll"):
-        poller = select.poll()
-        poller.register(fd, select.POLLIN | select.POLLPRI)
-        return bool(poller.poll(0))
-    ready, _, _ = select.select([fd], [], [], 0)  # pragma: no cover - Windows
-    return bool(ready)

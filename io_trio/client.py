@@ -26,8 +26,8 @@ from streamfn.core.http.tunnel import ConnectTunnel, TunnelError
 from streamfn.core.messages import AssistantMessage, Context
 from streamfn.core.models import Model
 from streamfn.core.options import Options
-from streamfn.io_sync.process import PROCESS
-from streamfn.io_sync.sockets import literal_family, socket_readable
+from streamfn.io_common.process import PROCESS
+from streamfn.io_common.sockets import literal_family, socket_readable
 
 __all__ = ["Client", "complete", "default_client", "stream"]
 
@@ -103,8 +103,10 @@ class Client(ClientBase[_Connection]):
     ) -> AsyncIterator[AsyncIterator[Event]]:
         from streamfn.local.provider import load_local
 
+        from .local import stream_local
+
         local = await trio.to_thread.run_sync(load_local, model, self.environ)
-        async with local.stream_trio(context, options) as events:
+        async with stream_local(local, context, options) as events:
             yield events
 
     async def _send(self, conn: _Connection, data: bytes, deadline: float) -> SendAnswer:

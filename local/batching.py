@@ -57,7 +57,7 @@ from typing import Any, Final, Protocol
 
 from streamfn.core.options import Options
 
-__all__ = ["END", "BatchScheduler", "Item", "Job", "Plan"]
+__all__ = ["END", "BatchScheduler", "Item", "Job", "Plan", "is_last"]
 
 
 class _End:
@@ -66,6 +66,12 @@ class _End:
 
 END: Final = _End()
 Item = int | _End | BaseException
+
+
+def is_last(item: Item) -> bool:
+    """Whether ``item`` is a job's terminal item (`END` or an exception), not a token id."""
+    return not isinstance(item, int)
+
 
 #: prompts in one batch differ by at most this many tokens (see the module docstring)
 PROMPT_LENGTH_SLACK: Final = 64

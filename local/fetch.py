@@ -27,6 +27,7 @@ from typing import IO, Final
 
 from streamfn.core.errors import StreamfnError
 from streamfn.core.models import LOCAL_DEFAULT_ID
+from streamfn.io_common.user_cache import user_cache_dir
 
 from .cache import Progress, is_complete, no_progress, sha256_file
 
@@ -38,7 +39,6 @@ __all__ = [
     "default_model_dir",
     "is_prepared",
     "prepare_default_model",
-    "user_cache_dir",
 ]
 
 DEFAULT_MODEL_NAME: Final = LOCAL_DEFAULT_ID  # what model("local") names
@@ -59,13 +59,6 @@ _OFFLINE_HINT: Final = (
 
 class PrepareError(StreamfnError):
     """The default model could not be prepared; the message says what to do."""
-
-
-def user_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """``$XDG_CACHE_HOME/streamfn``, else ``~/.cache/streamfn``: everything streamfn caches."""
-    env = os.environ if environ is None else environ
-    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "streamfn"
 
 
 def default_model_dir(environ: Mapping[str, str] | None = None) -> Path:

@@ -1,28 +1,25 @@
 """`LocalModel`: a CTranslate2 decoder streaming the same events as any provider.
 
-Threads: generation runs on the model's lanes (`BatchScheduler`): concurrent
-streams share the model through batched generation. CTranslate2 calls back
-with each token id; the callback only hands the id to the stream's consumer
-(a queue, a trio channel or an asyncio queue) and checks the stream's stop
-flag, so a caller who breaks out or is cancelled stops its generation within
-one token, and the stream waits until the lane has let go of it before the
-``with`` block exits: no generation outlives its stream. Token ids become
-bytes and the pure `TaggedDecoder` turns them into events on the consumer
-side, exactly as a network shell feeds a provider.
+Threads and a callback: generation runs on the model's lanes
+(`BatchScheduler`): concurrent streams share the model through batched
+generation. CTranslate2 calls back with each token id; the callback only
+hands the id to the stream's consumer (`Generation`: a queue here, a trio
+channel or an asyncio queue in the shells' adapters) and checks the stream's
+stop flag, so a caller who breaks out or is cancelled stops its generation
+within one token, and the stream waits until the lane has let go of it
+before it ends: no generation outlives its stream. Token ids become bytes
+and the pure `TaggedDecoder` turns them into events on the consumer side,
+exactly as a network shell feeds a provider. No event loop is imported here.
 """
 
 from __future__ import annotations
 
-import asyncio
 import atexit
-import contextlib
-import math
 import os
 import queue
 import threading
 import weakref
-from collections import deque
-from collections.abc import AsyncIterator, Callable, Generator
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any, Final
 
@@ -33,8 +30,7 @@ from streamfn.core.options import Options
 from streamfn.core.tagged import TaggedDecoder
 
 from .batching import END as _END
-from .batching import BatchScheduler
-from .batching import Item as _Item
+from .batching import BatchScheduler, Item
 from .batching import Job as _Job
 from .batching import Plan as _Plan
 from .cache import (
@@ -51,7 +47,7 @@ from .prompt import ChatTemplate, TemplateError
 from .sampling import generator_seed, sampling_arguments
 from .tokens import special_token_text, token_bytes_table
 
-__all__ = ["LocalModel"]
+__all__ = ["Generation", "LocalModel"]
 
 #: CTranslate2's RNG is per worker thread and seeded once; serialise seeded loads.
 _SEED_LOCK: Final = threading.Lock()
@@ -103,7 +99,7 @@ class _Session:
     def start(self) -> list[Event]:
         return self.decoder.receive_data(b"")
 
-    def handle(self, item: _Item) -> list[Event]:
+    def handle(self, item: Item) -> list[Event]:
         if isinstance(item, int):
             self.generated += 1
             if item in self.model._end_ids:
@@ -207,7 +203,8 @@ class LocalModel:
         self._end_ids = frozenset(ids[t] for t in self._end_tokens)
         self.template = ChatTemplate.from_model_dir(
             self.model_dir,
-            bos_token=config.get("bos_token") or special_token_text(tokenizer_config.get("bos_token")),
+            bos_token=config.get("bos_token")
+            or special_token_text(tokenizer_config.get("bos_token")),
             eos_token=eos or "",
             tokenizer_config=tokenizer_config,
         )
@@ -301,7 +298,7 @@ class LocalModel:
             options=options,
         )
 
-    def _submit(self, plan: _Plan, post: Callable[[_Item], None]) -> _Job:
+    def _submit(self, plan: _Plan, post: Callable[[Item], None]) -> _Job:
         if self._generator is None:
             raise RuntimeError(f"{self.info.id} was closed")
         job = _Job(plan, post, self._end_ids)
@@ -347,147 +344,92 @@ class LocalModel:
                 del seeded
 
     # -- streams ----------------------------------------------------------
+    def generate(
+        self, context: Context, options: Options | None, post: Callable[[Item], None]
+    ) -> Generation:
+        """Start one stream; the model's lane calls ``post`` with each item (see
+        `Generation`). A request the model refuses (a template error, a prompt too
+        long) starts nothing: its events come from `Generation.opening` and its last
+        item is posted at once."""
+        plan = self._plan(context, options)
+        if isinstance(plan, Error):
+            post(_END)
+            return Generation(self._failed(plan), None, None, None)
+        job = self._submit(plan, post)
+        session = _Session(self, plan)
+        return Generation(session.start(), session, job, self._scheduler)
+
     def stream_sync(
         self, context: Context, options: Options | None = None
     ) -> Generator[Event, None, None]:
         """Events as a plain iterator, for scripts; leaving the loop early stops generation.
 
         Wrap in `contextlib.closing` where the iterator may not be dropped at once
-        (CPython closes it when the last reference goes).
+        (CPython closes it when the last reference goes). The event loops' flavours
+        are in the shells (`streamfn.io_trio.local`, `streamfn.io_asyncio.local`).
         """
-        plan = self._plan(context, options)
-        if isinstance(plan, Error):
-            yield from self._failed(plan)
-            return
-        items: queue.SimpleQueue[_Item] = queue.SimpleQueue()
-        job = self._submit(plan, items.put)
-        session = _Session(self, plan)
+        items: queue.SimpleQueue[Item] = queue.SimpleQueue()
+        generation = self.generate(context, options, items.put)
         try:
-            yield from session.start()
-            while not session.finished:
-                events = session.handle(items.get())
-                if session.wants_stop:
-                    job.stop.set()
-                yield from events
+            yield from generation.opening()
+            while not generation.finished:
+                yield from generation.receive(items.get())
         finally:
-            self._scheduler.withdraw(job)
-            job.released.wait()
-
-    @contextlib.asynccontextmanager
-    async def stream_trio(
-        self, context: Context, options: Options | None = None
-    ) -> AsyncIterator[AsyncIterator[Event]]:
-        """``async with model.stream_trio(ctx) as events: async for event in events``.
-
-        No nursery: an exception raised in the caller's loop (or a Cancelled or
-        KeyboardInterrupt) comes out as itself, never inside an ExceptionGroup.
-        """
-        import trio
-
-        plan = self._plan(context, options)
-        if isinstance(plan, Error):
-            yield _Finished(self._failed(plan))
-            return
-        send, receive = trio.open_memory_channel[_Item](math.inf)
-        released = trio.Event()
-        token = trio.lowlevel.current_trio_token()
-
-        def deliver(item: _Item) -> None:
-            if not isinstance(item, int):
-                released.set()
-            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                send.send_nowait(item)
-
-        def post(item: _Item) -> None:
-            with contextlib.suppress(trio.RunFinishedError):
-                token.run_sync_soon(deliver, item)
-
-        job = self._submit(plan, post)
-        try:
-            async with receive:
-                yield _Events(_Session(self, plan), job, receive.receive)
-        finally:
-            self._scheduler.withdraw(job)
-            with trio.CancelScope(shield=True):  # the lane lets go within a token
-                await released.wait()
-
-    @contextlib.asynccontextmanager
-    async def stream_asyncio(
-        self, context: Context, options: Options | None = None
-    ) -> AsyncIterator[AsyncIterator[Event]]:
-        """``async with model.stream_asyncio(ctx) as events: async for event in events``."""
-        plan = self._plan(context, options)
-        if isinstance(plan, Error):
-            yield _Finished(self._failed(plan))
-            return
-        loop = asyncio.get_running_loop()
-        items: asyncio.Queue[_Item] = asyncio.Queue()
-        released = asyncio.Event()
-
-        def deliver(item: _Item) -> None:
-            if not isinstance(item, int):
-                released.set()
-            items.put_nowait(item)
-
-        def post(item: _Item) -> None:
-            with contextlib.suppress(RuntimeError):  # the loop closed under a leaked stream
-                loop.call_soon_threadsafe(deliver, item)
-
-        job = self._submit(plan, post)
-        try:
-            yield _Events(_Session(self, plan), job, items.get)
-        finally:
-            self._scheduler.withdraw(job)
-            await _wait_uncancellable(asyncio.ensure_future(released.wait()))
+            generation.close()
 
 
-async def _wait_uncancellable(worker: asyncio.Future[Any]) -> None:
-    """Wait for ``worker`` even if cancelled meanwhile, then let the cancellation through."""
-    cancelled = False
-    while not worker.done():
-        try:
-            await asyncio.shield(worker)
-        except asyncio.CancelledError:
-            cancelled = True
-        except BaseException:
-            break
-    if cancelled:
-        raise asyncio.CancelledError
+class Generation:
+    """One stream of a `LocalModel`, for any thread or event loop: threads and a callback.
 
+    `LocalModel.generate` starts it. The model's lane calls ``post(item)`` from
+    its own thread with each generated token id, and once more with a last
+    item (`streamfn.local.batching.is_last`) when it lets go of the stream.
+    ``post`` must not block: it hands the item to the consumer (a queue,
+    ``loop.call_soon_threadsafe``, ``TrioToken.run_sync_soon``). The consumer
+    turns each item into events with `receive` until `finished`, and calls
+    `stop` when it leaves early: the lane then stops within one token and
+    posts its last item. No generation may outlive its stream, so a consumer
+    waits for that last item before it returns (`close` does, for threads;
+    an event loop's adapter awaits it).
+    """
 
-class _Events:
-    """The async iterator both async flavours yield; ``receive`` is the flavour's queue."""
-
-    def __init__(self, session: _Session, job: _Job, receive: Callable[[], Any]) -> None:
+    def __init__(
+        self,
+        opening: list[Event],
+        session: _Session | None,
+        job: _Job | None,
+        scheduler: BatchScheduler | None,
+    ) -> None:
+        self._opening = opening
         self._session = session
         self._job = job
-        self._receive = receive
-        self._ready: deque[Event] = deque(session.start())
+        self._scheduler = scheduler
 
-    def __aiter__(self) -> _Events:
-        return self
+    def opening(self) -> list[Event]:
+        """The events before any token (``Start``; for a refused request also its ``Error``)."""
+        return self._opening
 
-    async def __anext__(self) -> Event:
-        while not self._ready:
-            if self._session.finished:
-                raise StopAsyncIteration
-            self._ready.extend(self._session.handle(await self._receive()))
-            if self._session.wants_stop:
-                self._job.stop.set()
-        return self._ready.popleft()
+    @property
+    def finished(self) -> bool:
+        """Every event is out (the last item may still be on its way)."""
+        return self._session is None or self._session.finished
 
+    def receive(self, item: Item) -> list[Event]:
+        """The events ``item`` makes; tells the lane to stop once the answer has ended."""
+        if self._session is None or self._job is None:
+            return []
+        events = self._session.handle(item)
+        if self._session.wants_stop:
+            self._job.stop.set()
+        return events
 
-class _Finished:
-    """The async iterator for a stream refused before generation (`LocalModel._failed`)."""
+    def stop(self) -> None:
+        """Ask the lane to let go (within one token; a queued stream at once). Does not wait."""
+        if self._job is not None and self._scheduler is not None:
+            self._scheduler.withdraw(self._job)
 
-    def __init__(self, events: list[Event]) -> None:
-        self._events = deque(events)
-
-    def __aiter__(self) -> _Finished:
-        return self
-
-    async def __anext__(self) -> Event:
-        if not self._events:
-            raise StopAsyncIteration
-        return self._events.popleft()
-
+    def close(self) -> None:
+        """`stop`, then block until the lane has let go: for a consumer on a thread."""
+        self.stop()
+        if self._job is not None:
+            self._job.released.wait()

@@ -4,7 +4,8 @@ Every shell's ``stream``/``complete``/``Client`` reaches ``model("local")``
 through here (see `ClientBase._local_stream` and each shell's override): the
 shell asks `load_local` for the model (once per directory and process; the
 weights take seconds to load and hundreds of megabytes to hold) and then
-streams with the `LocalModel` flavour that matches its event loop. The
+streams with `LocalModel.stream_sync` or its event loop's adapter of
+`LocalModel.generate` (`streamfn.io_trio.local`, `streamfn.io_asyncio.local`). The
 token bytes feed the same pure state machine as ever (`TaggedDecoder`).
 
 This module imports no CTranslate2 at import time: a missing ``[local]``

@@ -20,8 +20,9 @@ PACKAGES = [
     "streamfn.core.providers",
     "streamfn.io_asyncio",
     "streamfn.io_trio",
+    "streamfn.io_common",
     "streamfn.local",
-    "streamfn.local.cli",
+    "streamfn.cli",
     "streamfn.fuzz",
 ]
 

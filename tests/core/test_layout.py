@@ -5,7 +5,10 @@
 - no private name (``_x``) imported from another module;
 - no import cycle between modules (an import inside a function counts: a
   deferred import hides a cycle, it does not remove it; ``TYPE_CHECKING``
-  blocks do not count).
+  blocks do not count);
+- each room in its house: no shell imports another shell (what they share is
+  in ``io_common``), nothing imports the command line (``cli``, the composition
+  root), and the local model holds no event-loop code.
 """
 
 from __future__ import annotations
@@ -22,8 +25,10 @@ PACKAGES = {
     "io_trio": "streamfn.io_trio",
     "io_asyncio": "streamfn.io_asyncio",
     "io_sync": "streamfn.io_sync",
+    "io_common": "streamfn.io_common",
     "asgi": "streamfn.asgi",
     "local": "streamfn.local",
+    "cli": "streamfn.cli",
     "fuzz": "streamfn.fuzz",
 }
 MAX_MODULE_LINES = 500
@@ -179,3 +184,51 @@ def graph_packages() -> set[str]:
 @pytest.mark.parametrize("cycle", [["a", "b"]])
 def test_the_cycle_finder_finds_a_cycle(cycle: list[str]) -> None:
     assert cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [cycle]
+
+
+SHELLS = ("streamfn.io_trio", "streamfn.io_asyncio", "streamfn.io_sync")
+
+
+def imports_between(importer: str, imported: str) -> list[str]:
+    """``module -> imported module`` for each import of ``imported`` from a module of ``importer``."""
+    found = []
+    for rel, path in sources():
+        me = module_name(rel)
+        if not (me == importer or me.startswith(importer + ".")):
+            continue
+        for target, name in module_imports(rel, ast.parse(path.read_text())):
+            whole = f"{target}.{name}" if name else target
+            if whole == imported or whole.startswith(imported + "."):
+                found.append(f"{me} -> {whole}")
+    return found
+
+
+@pytest.mark.parametrize("importer", SHELLS)
+def test_no_shell_imports_another_shell(importer: str) -> None:
+    others = [shell for shell in SHELLS if shell != importer]
+    assert [line for other in others for line in imports_between(importer, other)] == []
+
+
+def test_nothing_imports_the_command_line() -> None:
+    outside = [package for folder, package in PACKAGES.items() if folder != "cli"]
+    assert [line for p in outside for line in imports_between(p, "streamfn.cli")] == []
+
+
+def test_the_local_model_holds_no_event_loop_code() -> None:
+    """The model offers threads and a callback; the shells adapt it to their loop."""
+    found = []
+    for rel, path in sources():
+        if not rel.startswith("local/"):
+            continue
+        tree = ast.parse(path.read_text())
+        found += [
+            f"{rel}: async def {node.name}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.AsyncFunctionDef)
+        ]
+        found += [
+            f"{rel}: imports {target or name}"
+            for target, name in module_imports(rel, tree)
+            if (target or name).split(".")[0] in {"asyncio", "trio", "anyio"}
+        ]
+    assert found == []

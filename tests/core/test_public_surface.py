@@ -23,7 +23,9 @@ PACKAGES = [
     "streamfn.io_asyncio",
     "streamfn.asgi",
     "streamfn.io_sync",
+    "streamfn.io_common",
     "streamfn.local",
+    "streamfn.cli",
 ]
 
 

@@ -141,7 +141,7 @@ def test_every_fenced_block_is_text_or_run_or_checked() -> None:
 
 def test_the_gateway_config_examples_load() -> None:
     """Every ``--config`` file shown is one `streamfn serve` accepts as written."""
-    from streamfn.local.cli.serve_config import load_gateway_config
+    from streamfn.cli.serve_config import load_gateway_config
 
     configs = [b for b in BLOCKS if b.language == "toml" and "[[models]]" in b.code]
     assert configs

@@ -22,6 +22,7 @@ from fake_provider import FakeProvider
 from loopback_server import KEY, Server
 from shell_runner import FAST, collect, run
 
+from streamfn import cli
 from streamfn.asgi import ServerConfig
 from streamfn.asgi.backends import RouterBackend
 from streamfn.core import (
@@ -39,7 +40,6 @@ from streamfn.core import (
 from streamfn.core.call import api_names, load_entry_point_apis
 from streamfn.io_asyncio.backends import ProviderBackend
 from streamfn.io_asyncio.server import App
-from streamfn.local import cli
 
 BODY = b"".join(
     json.dumps(line).encode() + b"\n"
@@ -171,7 +171,7 @@ def test_streamfn_models_knows_it(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_the_gateway_config_serves_it(tmp_path: Path, upstream: FakeProvider) -> None:
-    from streamfn.local.cli.serve_config import ConfigError, load_gateway_config
+    from streamfn.cli.serve_config import ConfigError, load_gateway_config
 
     config = tmp_path / "gateway.toml"
     config.write_text(

@@ -34,7 +34,7 @@ def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
 def test_the_version_comes_from_the_package_metadata() -> None:
     assert streamfn.core.__version__ == version("streamfn")
     assert installed_version("streamfn-no-such-distribution") == UNKNOWN_VERSION
-    done = _run("-m", "streamfn.local", "--version")
+    done = _run("-m", "streamfn.cli", "--version")
     assert done.returncode == 0 and done.stdout == f"streamfn {version('streamfn')}\n"
 
 

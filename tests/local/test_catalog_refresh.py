@@ -25,9 +25,10 @@ from typing import Any, ClassVar
 
 import pytest
 
+from streamfn import cli
 from streamfn.core.catalog_build import build_catalog
 from streamfn.core.models import catalog_info, get_model, model
-from streamfn.local import catalog_cache, cli
+from streamfn.io_common import catalog_cache
 
 NEW_ID = "gpt-9-preview"
 

@@ -14,8 +14,8 @@ pytest.importorskip("ctranslate2")
 
 from tiny_model import build_tiny_model
 
-from streamfn.local import cli
-from streamfn.local.cli import commands
+from streamfn import cli
+from streamfn.cli import commands
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +99,7 @@ def test_local_prepare_from_gguf_and_info(
 def test_subprocess_reads_the_prompt_from_stdin(tiny_dir: Path) -> None:
     env = {**os.environ, cli.MODEL_DIR_ENV: str(tiny_dir)}
     done = subprocess.run(
-        [sys.executable, "-m", "streamfn.local", "chat", "--json", "--max-tokens", "3"],
+        [sys.executable, "-m", "streamfn.cli", "chat", "--json", "--max-tokens", "3"],
         input="the cat sat",
         capture_output=True,
         text=True,
@@ -115,7 +115,7 @@ def test_subprocess_reads_the_prompt_from_stdin(tiny_dir: Path) -> None:
 
 def test_help_teaches_with_examples() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "streamfn.local", "--help"],
+        [sys.executable, "-m", "streamfn.cli", "--help"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -11,9 +11,9 @@ pytest.importorskip("ctranslate2")
 
 from tiny_model import build_tiny_model
 
+from streamfn import cli
+from streamfn.cli import chat
 from streamfn.core.options import Options
-from streamfn.local import cli
-from streamfn.local.cli import chat
 
 
 @pytest.fixture(scope="module")

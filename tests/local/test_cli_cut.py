@@ -12,7 +12,7 @@ import pytest
 from cut_bodies import CUT_PATH, tool_body
 from fake_provider import FakeProvider
 
-from streamfn.local import cli
+from streamfn import cli
 
 
 @pytest.fixture(scope="module")

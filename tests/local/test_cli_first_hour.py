@@ -30,16 +30,16 @@ from blocked_imports import blocking
 from fake_provider import FakeProvider
 from test_cli_interrupt import wait_until_blocked
 
-from streamfn.local import cli
+from streamfn import cli
+from streamfn.cli.main import report
+from streamfn.cli.progress import progress_printer, transfer
 from streamfn.local.cache import file_record
-from streamfn.local.cli.main import report
-from streamfn.local.cli.progress import progress_printer, transfer
 from streamfn.local.fetch import WHEEL_FILENAME
 
 LOCAL_EXTRA = ("numpy", "ctranslate2", "gguf", "tokenizers", "jinja2")
 
 #: runs the CLI (with the [local] extra's packages made unimportable: `blocking`)
-_MAIN = "from streamfn.local.cli import main\nraise SystemExit(main(sys.argv[1:]))\n"
+_MAIN = "from streamfn.cli import main\nraise SystemExit(main(sys.argv[1:]))\n"
 
 ANSWER = "Hello, wor" + "ld — café 🙂!"
 

@@ -36,7 +36,7 @@ class _Terminal:
         env.update(NO_COLOR="1", TERM="dumb", OPENAI_API_KEY="sk-test")
         chat = ["chat", "-m", "openai:gpt-4o-mini", "--base-url", base_url]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "streamfn.local", *chat],
+            [sys.executable, "-m", "streamfn.cli", *chat],
             stdin=secondary,
             stdout=secondary,
             stderr=secondary,

@@ -40,6 +40,8 @@ from streamfn.core.events import (
 )
 from streamfn.core.messages import Context, Tool
 from streamfn.core.options import Options
+from streamfn.io_asyncio.local import stream_local as asyncio_stream_local
+from streamfn.io_trio.local import stream_local as trio_stream_local
 from streamfn.local import fetch
 from streamfn.local.model import LocalModel, _Job
 
@@ -179,11 +181,30 @@ def test_trio_asyncio_and_sync_flavours_agree(tiny: LocalModel) -> None:
     sync_events = list(tiny.stream_sync(PROMPT, options))
 
     async def with_trio() -> list[Event]:
-        async with tiny.stream_trio(PROMPT, options) as events:
+        async with trio_stream_local(tiny, PROMPT, options) as events:
             return [e async for e in events]
 
     async def with_asyncio() -> list[Event]:
-        async with tiny.stream_asyncio(PROMPT, options) as events:
+        async with asyncio_stream_local(tiny, PROMPT, options) as events:
+            return [e async for e in events]
+
+    assert trio.run(with_trio) == sync_events
+    assert asyncio.run(with_asyncio()) == sync_events
+
+
+def test_a_refused_request_ends_the_same_in_every_flavour(tiny: LocalModel) -> None:
+    """Refused before generation: the adapters still get the model's last item and return
+    (without it they would wait for it forever: the wait is shielded from cancellation)."""
+    refused = Options(response_schema={"type": "object"})
+    sync_events = list(tiny.stream_sync(PROMPT, refused))
+    assert [type(e) for e in sync_events] == [Start, Error]
+
+    async def with_trio() -> list[Event]:
+        async with trio_stream_local(tiny, PROMPT, refused) as events:
+            return [e async for e in events]
+
+    async def with_asyncio() -> list[Event]:
+        async with asyncio_stream_local(tiny, PROMPT, refused) as events:
             return [e async for e in events]
 
     assert trio.run(with_trio) == sync_events
@@ -279,7 +300,7 @@ def test_trio_cancellation_propagates_and_joins_the_worker(
 
     async def main() -> bool:
         with trio.CancelScope() as scope:
-            async with tiny.stream_trio(PROMPT, Options(max_tokens=200)) as events:
+            async with trio_stream_local(tiny, PROMPT, Options(max_tokens=200)) as events:
                 async for event in events:
                     if isinstance(event, TextDelta):
                         scope.cancel()
@@ -298,7 +319,7 @@ def test_asyncio_cancellation_propagates_and_stops_generation(
     steps = _StepCounter(monkeypatch)
 
     async def consume() -> None:
-        async with tiny.stream_asyncio(PROMPT, Options(max_tokens=200)) as events:
+        async with asyncio_stream_local(tiny, PROMPT, Options(max_tokens=200)) as events:
             async for _ in events:
                 pass
 

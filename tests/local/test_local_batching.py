@@ -26,6 +26,8 @@ from tiny_model import build_tiny_model
 from streamfn.core.events import Done, Event, StopReason, TextDelta
 from streamfn.core.messages import Context
 from streamfn.core.options import Options
+from streamfn.io_asyncio.local import stream_local as asyncio_stream_local
+from streamfn.io_trio.local import stream_local as trio_stream_local
 from streamfn.local import batching
 from streamfn.local.model import LocalModel, _Job
 
@@ -226,7 +228,7 @@ def test_a_queued_stream_cancelled_before_its_turn_never_runs(
         await asyncio.to_thread(gate.entered.wait)
 
         async def consume() -> None:
-            async with one_lane.stream_asyncio(PROMPTS[1]) as events:
+            async with asyncio_stream_local(one_lane, PROMPTS[1]) as events:
                 async for _ in events:
                     pass
 
@@ -280,7 +282,7 @@ def test_trio_stream_raises_the_callers_exception_as_itself(
     one_lane: LocalModel, raised: BaseException
 ) -> None:
     async def main() -> None:
-        async with one_lane.stream_trio(PROMPTS[0], Options(max_tokens=100)) as events:
+        async with trio_stream_local(one_lane, PROMPTS[0], Options(max_tokens=100)) as events:
             async for event in events:
                 if isinstance(event, TextDelta):
                     raise raised
@@ -300,7 +302,9 @@ def test_trio_stream_inside_a_cancelled_nursery_is_plain_cancellation(
         async with trio.open_nursery() as nursery:
 
             async def consume() -> None:
-                async with one_lane.stream_trio(PROMPTS[0], Options(max_tokens=200)) as events:
+                async with trio_stream_local(
+                    one_lane, PROMPTS[0], Options(max_tokens=200)
+                ) as events:
                     async for event in events:
                         if isinstance(event, TextDelta):
                             nursery.cancel_scope.cancel()

@@ -222,7 +222,7 @@ def test_the_gateway_serves_the_same_answer_as_the_shells(tiny_dir: Path) -> Non
 
     from streamfn.asgi import App, ServerConfig
     from streamfn.asgi.backends import RouterBackend
-    from streamfn.local.serve_backend import LocalBackend
+    from streamfn.cli.serve_local import LocalBackend
 
     backend = LocalBackend(tiny_dir, runtime=runtime_for("asyncio"))
     try:

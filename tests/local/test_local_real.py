@@ -27,7 +27,7 @@ def test_the_chat_with_its_repetition_guard_still_knows_paris(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """The chat's guard (and cap) leave a short factual greedy answer as it was."""
-    from streamfn.local import cli
+    from streamfn import cli
 
     assert cli.main(["chat", "--json", "What is the capital of France?"]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]

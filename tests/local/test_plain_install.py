@@ -43,7 +43,7 @@ def test_the_core_imports_with_msgspec_alone() -> None:
 
 def test_a_plain_install_chats_with_a_provider() -> None:
     with FakeProvider() as fake:
-        code = "from streamfn.local.cli import main\nraise SystemExit(main(sys.argv[1:]))"
+        code = "from streamfn.cli import main\nraise SystemExit(main(sys.argv[1:]))"
         out = _python(
             code,
             EXTRAS_ONLY,
@@ -60,7 +60,7 @@ def test_a_plain_install_chats_with_a_provider() -> None:
 
 def test_the_local_model_without_its_extra_names_it_and_the_editable_form() -> None:
     code = (
-        "from streamfn.local.cli import main\n"
+        "from streamfn.cli import main\n"
         "import contextlib, io\n"
         "err = io.StringIO()\n"
         "with contextlib.redirect_stderr(err):\n"
@@ -76,3 +76,16 @@ def test_the_local_model_without_its_extra_names_it_and_the_editable_form() -> N
 @pytest.mark.parametrize("module", ["streamfn.io_sync", "streamfn.io_asyncio"])
 def test_the_blocking_and_asyncio_shells_need_no_extra(module: str) -> None:
     _python(f"import {module}", EXTRAS_ONLY)
+
+
+def test_importing_the_shells_imports_neither_the_local_model_nor_the_command_line() -> None:
+    """What the shells share is in `streamfn.io_common`; the model loads on first use."""
+    code = (
+        "import sys\n"
+        "import streamfn.io_sync, streamfn.io_asyncio, streamfn.io_trio\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('streamfn.local', 'streamfn.cli'))))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
+    assert out == "[]\n"

@@ -14,10 +14,10 @@ import openai
 import pytest
 from loopback_server import KEY, Server, provider_backend
 
+from streamfn import cli
 from streamfn.asgi import App, ServerConfig
 from streamfn.asgi.backends import RouterBackend
-from streamfn.local import cli
-from streamfn.local.cli.serve_config import ConfigError, load_gateway_config, with_base_urls
+from streamfn.cli.serve_config import ConfigError, load_gateway_config, with_base_urls
 
 pytestmark = pytest.mark.usefixtures("shell")
 

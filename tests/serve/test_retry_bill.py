@@ -40,7 +40,7 @@ def upstream() -> Iterator[FakeProvider]:
 @pytest.fixture(scope="module")
 def serve(upstream: FakeProvider) -> Iterator[str]:
     """``streamfn serve --no-local`` with openai:* and anthropic:* sent to the 429 upstream."""
-    code = "import sys; from streamfn.local.cli import main; sys.exit(main())"
+    code = "import sys; from streamfn.cli import main; sys.exit(main())"
     args = [
         "serve",
         "--no-local",

@@ -24,13 +24,13 @@ from fake_provider import FakeProvider
 from loopback_server import STREAMS, Server
 
 import streamfn.io_asyncio as sf_asyncio
+from streamfn import cli
 from streamfn.asgi import ServerConfig
+from streamfn.cli.serve_config import ConfigError, load_gateway_config
 from streamfn.core import Context, Done, Model, Options
 from streamfn.fuzz.events_backend import EventsBackend
 from streamfn.io_asyncio.backends import ProviderBackend
 from streamfn.io_asyncio.server import App
-from streamfn.local import cli
-from streamfn.local.cli.serve_config import ConfigError, load_gateway_config
 
 USER = [{"role": "user", "content": "Say hello"}]
 
@@ -176,7 +176,7 @@ def test_workers_share_one_socket_and_stop_cleanly_on_sigterm(
     tmp_path: Path, upstream: FakeProvider, extra: list[str]
 ) -> None:
     """``--workers 2`` on asyncio, and one process on trio: both answer and stop on SIGTERM."""
-    code = "import sys; from streamfn.local.cli import main; sys.exit(main())"
+    code = "import sys; from streamfn.cli import main; sys.exit(main())"
     args = ["serve", "--no-local", "--config", str(_config(tmp_path, upstream))]
     env = {**os.environ, "TEAM_KEY": "sk-team"}
     proc = subprocess.Popen(
@@ -241,7 +241,7 @@ def test_chat_and_serve_can_point_a_provider_at_a_custom_upstream(
 @pytest.mark.parametrize("shell", ["asyncio", "trio"])
 def test_the_gateway_keeps_a_warm_upstream_connection_per_stream(shell: str) -> None:
     """50 concurrent streams to one upstream come back to 50 pooled connections, not 8."""
-    from streamfn.local.cli.serve_client import upstream_client
+    from streamfn.cli.serve_client import upstream_client
 
     client = upstream_client(shell, {}, 50)
     assert client.max_idle_per_host == 50
@@ -251,7 +251,7 @@ def test_the_gateway_keeps_a_warm_upstream_connection_per_stream(shell: str) -> 
 def test_default_model_flag_reaches_the_front_end_routes() -> None:
     import argparse
 
-    from streamfn.local.cli import serve, serve_flags
+    from streamfn.cli import serve, serve_flags
 
     parser = argparse.ArgumentParser()
     serve_flags.configure(parser)

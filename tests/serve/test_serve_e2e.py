@@ -22,9 +22,9 @@ import streamfn.io_asyncio as sf_asyncio
 import streamfn.io_trio as sf_trio
 from streamfn.asgi import App, ServerConfig
 from streamfn.asgi.backends import RouterBackend
+from streamfn.cli.serve_local import LocalBackend
 from streamfn.core import Context, Done, Error, ErrorKind, Event, Model, Options, TextDelta
 from streamfn.core.accumulate import check_protocol
-from streamfn.local.serve_backend import LocalBackend
 
 PROMPT = "Say something."
 

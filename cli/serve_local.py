@@ -1,7 +1,8 @@
 """The local CTranslate2 model as a `streamfn serve` backend, on either shell.
 
-The composition root (``streamfn serve``) hands it to the server's
-`streamfn.asgi.backends.RouterBackend`, so no shell imports the local model.
+``streamfn serve`` (this package, the composition root) hands it to the
+server's `streamfn.asgi.backends.RouterBackend`: neither the server nor a
+shell imports the local model, and the model knows nothing of the server.
 """
 
 from __future__ import annotations
@@ -21,17 +22,17 @@ from streamfn.asgi.runtime import Flag, Runtime
 from streamfn.core.events import Error, Event, Start
 from streamfn.core.messages import Context, TextContent, UserMessage
 from streamfn.core.options import Options
+from streamfn.io_asyncio.local import stream_local
+from streamfn.local.model import LocalModel
 
-from .model import LocalModel
-
-__all__ = ["LocalBackend"]
+__all__ = ["LocalBackend", "serving_runtime"]
 
 
 class LocalBackend:
     """The local CTranslate2 model, loaded once and shared by all requests.
 
-    The model's asyncio streams run on an event loop of their own, in a
-    thread: rendering the chat template and tokenizing a prompt of megabytes
+    The model's asyncio streams (`streamfn.io_asyncio.local`) run on an event
+    loop of their own, in a thread: rendering the chat template and tokenizing a prompt of megabytes
     takes seconds of CPU, and on the server's loop it would freeze every
     other request and ``/health``. Events are relayed to the server's loop
     (asyncio's or trio's: the composition root passes its `Runtime`);
@@ -85,7 +86,7 @@ class LocalBackend:
                     yield events
                 return
         async with _on_loop(
-            self._loop, self.runtime, lambda: self.model.stream_asyncio(context, options)
+            self._loop, self.runtime, lambda: stream_local(self.model, context, options)
         ) as events:
             yield events
 
@@ -118,6 +119,18 @@ class LocalBackend:
             self._thread.join()
             self._loop.close()
         self.model.close()
+
+
+def serving_runtime(shell: str) -> Runtime:
+    """The serving loop's primitives (``--shell trio`` or asyncio's), which the local
+    model's events are relayed to."""
+    if shell == "trio":
+        from streamfn.io_trio.server import TrioRuntime
+
+        return TrioRuntime()
+    from streamfn.io_asyncio.server import AsyncioRuntime
+
+    return AsyncioRuntime()
 
 
 #: last messages longer than this are counted before the model tokenizes them

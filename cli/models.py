@@ -58,7 +58,7 @@ def _price(value: float) -> str:
 
 def _update(args: argparse.Namespace) -> None:
     """``--refresh``/``--from``: write the new catalogue to the cache, then use it."""
-    from ..catalog_cache import (
+    from streamfn.io_common.catalog_cache import (
         DEFAULT_URL,
         ENV_URL,
         CatalogError,
@@ -68,6 +68,7 @@ def _update(args: argparse.Namespace) -> None:
         refresh,
         save,
     )
+
     from .progress import progress_printer
 
     try:
@@ -88,8 +89,7 @@ def _update(args: argparse.Namespace) -> None:
 
 def _print_source() -> None:
     from streamfn.core.models import catalog_info
-
-    from ..catalog_cache import ENV_FILE, cache_path
+    from streamfn.io_common.catalog_cache import ENV_FILE, cache_path
 
     info = catalog_info()
     print(f"catalogue: {info.origin}")
@@ -108,8 +108,7 @@ def _print_source() -> None:
 def _run(args: argparse.Namespace) -> int:
     from streamfn.core.call import API_MODULES, api_names
     from streamfn.core.models import list_models, provider_names
-
-    from ..fetch import DEFAULT_MODEL_NAME, default_model_dir, is_prepared
+    from streamfn.local.fetch import DEFAULT_MODEL_NAME, default_model_dir, is_prepared
 
     if args.url and not args.refresh:
         raise CommandError("--url goes with --refresh", EXIT_USAGE)

@@ -99,7 +99,7 @@ def report(exc: BaseException) -> int:
 
 def _use_user_catalog() -> None:
     """The model catalogue named by STREAMFN_MODELS_FILE, or the cached one when newer."""
-    from streamfn.local.catalog_cache import ENV_FILE, CatalogError, load_user_catalog
+    from streamfn.io_common.catalog_cache import ENV_FILE, CatalogError, load_user_catalog
 
     try:
         load_user_catalog()

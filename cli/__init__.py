@@ -3,9 +3,10 @@ replay a recording, serve models over HTTP.
 
 One module per command (`chat`, `models`, `local`, `replay`, `serve`), named
 in one static table (`commands`); `main` builds the parser from it. This
-package is the composition root: the only place that puts the local model
-(`streamfn.local`) and a shell (`streamfn.io_trio` for ``chat``,
-`streamfn.io_asyncio` for ``serve``) together; each command imports what it
+package is the composition root: it may import every package and nothing
+imports it; it is the only place that puts the local model
+(`streamfn.local`), a shell and the server (`streamfn.asgi`, with the local
+model as a backend in `serve_local`) together. Each command imports what it
 needs when it runs, so ``streamfn --help`` starts fast and works without the
 extras.
 

@@ -44,7 +44,7 @@ from streamfn.core.models import (
     use_catalog,
 )
 
-from .fetch import user_cache_dir
+from .user_cache import user_cache_dir
 
 __all__ = [
     "DEFAULT_URL",

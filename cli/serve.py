@@ -118,25 +118,14 @@ def _backend(args: argparse.Namespace, base_urls: dict[str, str]) -> Any:
     local = None
     if not args.no_local:
         try:
-            from ..serve_backend import LocalBackend
+            from .serve_local import LocalBackend, serving_runtime
 
             local = LocalBackend(
-                model_dir(args), runtime=_runtime(args), progress=progress_printer()
+                model_dir(args), runtime=serving_runtime(args.shell), progress=progress_printer()
             )
         except Exception as exc:
             raise CommandError(f"cannot load the local model: {exc} (or use --no-local)") from exc
     return RouterBackend(local, providers)
-
-
-def _runtime(args: argparse.Namespace) -> Any:
-    """The serving loop's primitives, for the backends that relay to it."""
-    if args.shell == "trio":
-        from streamfn.io_trio.server import TrioRuntime
-
-        return TrioRuntime()
-    from streamfn.io_asyncio.server import AsyncioRuntime
-
-    return AsyncioRuntime()
 
 
 def _app(args: argparse.Namespace, backend: Any) -> Any:

@@ -3,8 +3,7 @@ every shell: ``os.environ``, ``random.random``, the UTC wall clock and the defau
 SSL context (verification on, system CAs).
 
 The core reads none of these itself (`streamfn.core.http.client_base.Ambient`);
-the trio, asyncio and blocking shells each set ``ambient = PROCESS``. It lives in
-the blocking shell because that one needs nothing beyond the standard library.
+the trio, asyncio and blocking shells each set ``ambient = PROCESS``.
 """
 
 from __future__ import annotations

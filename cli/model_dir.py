@@ -11,7 +11,8 @@ import os
 from pathlib import Path
 from typing import Final
 
-from ..provider import LOCAL_EXTRA_HINT, MODEL_DIR_ENV, LocalModelError, check_prepared
+from streamfn.local.provider import LOCAL_EXTRA_HINT, MODEL_DIR_ENV, LocalModelError, check_prepared
+
 from .command import CommandError
 
 __all__ = [

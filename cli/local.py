@@ -34,7 +34,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..fetch import PrepareError, default_model_dir, prepare_default_model
+    from streamfn.local.fetch import PrepareError, default_model_dir, prepare_default_model
 
     directory = model_dir(args) or default_model_dir()
     if args.local_command == "prepare":
@@ -51,7 +51,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _local_info(directory: Path) -> int:
     """Where the model is and whether it is usable; exit 1 when a cache is broken."""
-    from ..cache import inspect_model_dir, read_metadata
+    from streamfn.local.cache import inspect_model_dir, read_metadata
 
     report = inspect_model_dir(directory)
     print(f"directory:      {directory}")
