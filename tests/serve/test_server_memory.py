@@ -25,8 +25,17 @@ import trio
 from loopback_server import HANG_GUARD, KEY, SLOW, Server, raw_post, read_all, wait_until
 
 from streamfn.asgi import App, Runtime, ServerConfig
-from streamfn.asgi.runtime import Mailbox
-from streamfn.core.events import Done, Start, TextDelta, TextEnd, TextStart
+from streamfn.asgi.runtime import EVENT_OVERHEAD, Mailbox, event_bytes
+from streamfn.core.events import (
+    Done,
+    Error,
+    OpaqueBlock,
+    Start,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ToolCallEnd,
+)
 from streamfn.core.serve.routes import BodyBudget, HTTPError, parse_request, parsed_cost
 from streamfn.fuzz.events_backend import EventsBackend
 from streamfn.io_asyncio.server import AsyncioRuntime
@@ -192,3 +201,18 @@ def test_a_client_that_never_reads_holds_a_bounded_number_of_bytes() -> None:
                 assert len(box.items) < 200
         finally:
             sock.close()
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        OpaqueBlock(0, "anthropic", "web_search_tool_result", "x" * 100_000),
+        ToolCallEnd(0, arguments="x" * 100_000),
+        Error(message="x" * 100_000),
+        TextDelta(0, "x" * 100_000),
+    ],
+)
+def test_every_event_that_carries_upstream_text_is_charged_for_it(event: object) -> None:
+    """A server tool's results (an opaque block), repaired arguments and an error's text
+    are as long as the upstream makes them: a client that never reads holds them too."""
+    assert event_bytes(event) == 100_000 + EVENT_OVERHEAD  # type: ignore[arg-type]
