@@ -105,6 +105,7 @@ from .runtime import (
     Runtime,
     Slots,
     ended_early,
+    event_bytes,
 )
 from .stamps import SystemStamps
 
@@ -310,7 +311,7 @@ class App:
             del body
             check_model(path, request, self._max_output(request.model))
             await check_input_urls(self.runtime, self.resolver, request)  # DNS: after the rest
-            await self._run(receive, send, path, request)
+            await self._run(receive, send, path, request, held)
         finally:
             self.budget.release(held[0])
             self.admitted -= 1
@@ -354,7 +355,9 @@ class App:
         except UnknownModelError as exc:
             raise HTTPError(404, "not_found", str(exc)) from None
 
-    async def _run(self, receive: Receive, send: Send, path: str, request: ClientRequest) -> None:
+    async def _run(
+        self, receive: Receive, send: Send, path: str, request: ClientRequest, held: list[int]
+    ) -> None:
         mailbox = Mailbox(self.runtime, max_bytes=self.config.max_unsent_bytes)
         if self._aborted:
             mailbox.signal(ABORTED)
@@ -366,7 +369,7 @@ class App:
                 if request.stream:
                     await self._stream(send, mailbox, path, request)
                 else:
-                    await self._whole(send, mailbox, path, request)
+                    await self._whole(send, mailbox, path, request, held)
         finally:
             self._mailboxes.discard(mailbox)
 
@@ -404,8 +407,11 @@ class App:
         finally:
             mailbox.put_nowait(None)
 
-    async def _whole(self, send: Send, mailbox: Mailbox, path: str, request: ClientRequest) -> None:
-        """A non-streaming response: the fold of the events, or an HTTP error."""
+    async def _whole(
+        self, send: Send, mailbox: Mailbox, path: str, request: ClientRequest, held: list[int]
+    ) -> None:
+        """A non-streaming response: the fold of the events, or an HTTP error. The events
+        held for it are charged to the memory budget (``held``) until the request ends."""
         events: list[Event] = []
         while True:
             got = await mailbox.get(None)
@@ -418,6 +424,8 @@ class App:
             assert not isinstance(event, Marker)
             if isinstance(event, Done) and event.stop_reason in CUT_STOP_REASONS:
                 event = cut_error(event)  # a backend's Done that says it did not finish
+            self.budget.hold_answer(size := event_bytes(event))
+            held[0] += size
             events.append(event)
             if isinstance(event, Error):
                 # nothing was sent yet: a cut answer is an HTTP error, never a body

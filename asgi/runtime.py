@@ -231,15 +231,21 @@ class Mailbox:
             self._writer = None
 
 
+#: the fields of an event that hold text of the upstream's length: a delta, a signature,
+#: an opaque block's JSON (a server tool's results), a tool call's repaired arguments,
+#: an error's message
+_TEXT_FIELDS: Final = ("delta", "signature", "json", "arguments", "message")
+
+
 def event_bytes(event: Event | None) -> int:
-    """What ``event`` costs while it waits: its text (a delta, a signature) and a
-    fixed `EVENT_OVERHEAD`; a close estimate, read without encoding anything."""
-    text = getattr(event, "delta", None)
-    size = len(text) if isinstance(text, str) else 0
-    signature = getattr(event, "signature", None)
-    if isinstance(signature, str):
-        size += len(signature)
-    return size + EVENT_OVERHEAD
+    """What ``event`` costs while it waits: its text (`_TEXT_FIELDS`) and a fixed
+    `EVENT_OVERHEAD`; a close estimate, read without encoding anything."""
+    size = EVENT_OVERHEAD
+    for name in _TEXT_FIELDS:
+        text = getattr(event, name, None)
+        if isinstance(text, str):
+            size += len(text)
+    return size
 
 
 def ended_early() -> Error:

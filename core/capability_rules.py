@@ -53,19 +53,22 @@ CAPABILITY_RULES: list[CapabilityRule] = [
     # https://platform.claude.com/docs/en/build-with-claude/effort
     # https://platform.claude.com/docs/en/about-claude/models/migration-guide#migrating-to-claude-opus-4-7
     # https://docs.aws.amazon.com/bedrock/latest/userguide/claude-messages-adaptive-thinking.html
+    # Claude 4.6 and later refuse a prefilled assistant turn ("Prefilling assistant
+    # messages returns a 400 error on Claude 4.6 models", the migration guide above).
     CapabilityRule(apis=_CLAUDE_APIS, family=r"claude-opus-4[-.][7-9]|claude-(mythos|fable)",
                    capabilities=replace(
         _CLAUDE, sampling=("stop",), thinking_sampling=("stop",), thinking_top_p=None,
         adaptive_thinking=True, thinking_budget=None,
         efforts=("low", "medium", "high", "xhigh", "max"), max_output=128_000,
-        structured_output="native")),
+        structured_output="native", prefill=False)),
     CapabilityRule(apis=_CLAUDE_APIS, family=r"claude-opus-(4[-.]6|[5-9])", capabilities=replace(
         _CLAUDE, temperature_with_top_p=False, adaptive_thinking=True,
         efforts=("low", "medium", "high", "max"), max_output=128_000,
-        structured_output="native")),
+        structured_output="native", prefill=False)),
     CapabilityRule(apis=_CLAUDE_APIS, family=r"claude-sonnet-(4[-.]6|[5-9])", capabilities=replace(
         _CLAUDE, temperature_with_top_p=False, adaptive_thinking=True,
-        efforts=("low", "medium", "high"), max_output=64_000, structured_output="native")),
+        efforts=("low", "medium", "high"), max_output=64_000, structured_output="native",
+        prefill=False)),
     # Claude 4.5: "temperature and top_p cannot both be specified for this model".
     # https://docs.anthropic.com/en/docs/about-claude/models/migrating-to-claude-4
     CapabilityRule(apis=_CLAUDE_APIS, family=r"claude-(opus|sonnet|haiku)-4[-.]5", capabilities=replace(

@@ -50,6 +50,9 @@ class Capabilities(msgspec.Struct, frozen=True, kw_only=True):
     - ``cache_breakpoints``: how many explicit prompt-cache breakpoints a request
       may carry (Anthropic and Bedrock: 4); 0 where the model has no prompt cache
       to mark (see `cache_points`).
+    - ``prefill``: whether a request may end with a partial assistant turn for the
+      model to go on from (Claude 4.6 and later answer that with a 400), which
+      ``Options(recover="continue")`` needs.
     """
 
     sampling: tuple[str, ...] = SAMPLING_KNOBS
@@ -68,6 +71,7 @@ class Capabilities(msgspec.Struct, frozen=True, kw_only=True):
     cache_breakpoints: int = 4
     inputs: tuple[str, ...] | None = None
     server_tools: tuple[str, ...] | None = None
+    prefill: bool = True
 
 
 class CapabilityRule(msgspec.Struct, frozen=True, kw_only=True):

@@ -43,9 +43,12 @@ FAMILIES: Final[tuple[tuple[str, str], ...]] = (
     ("gpt-4.1", r"^gpt-4\.1"),
     ("gpt-4o", r"^gpt-4o"),
     ("gpt-oss", r"gpt-oss"),
-    ("claude opus 4", r"claude-opus-4"),
-    ("claude sonnet 4", r"claude-sonnet-4"),
-    ("claude haiku 4", r"claude-haiku-4"),
+    # by tier, whatever the generation: a new generation is most like the newest of its
+    # tier (``claude-opus-5`` like the newest Opus, not like the 3.x models that share
+    # no tier pattern and would be all a generic "claude" family held)
+    ("claude opus", r"claude-opus"),
+    ("claude sonnet", r"claude-sonnet"),
+    ("claude haiku", r"claude-haiku"),
     ("claude", r"claude"),
     ("gemini flash-lite", r"^gemini-[\d.]+-flash-lite"),
     ("gemini flash", r"^gemini-[\d.]+-flash"),

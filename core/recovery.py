@@ -13,11 +13,11 @@ the cuts survived (unset when there was none).
   ``sequence_number``). The same decoder reads on, so the joined stream is the
   uncut one. Each resume is one more request and costs no tokens: ``usage``
   is the response's own.
-- ``"continue"`` (Anthropic without thinking; vLLM and llama.cpp through
-  ``continue_final_message``): the same request again, with the answer so far
-  as the last assistant message for the model to go on from. Each
-  continuation is a new request billed in full (the prompt again, plus the
-  prefix as input), and ``usage``/``cost`` sum every request. Only text is
+- ``"continue"`` (Anthropic without thinking, before Claude 4.6, which refuses
+  a prefill; vLLM and llama.cpp through ``continue_final_message``): the same
+  request again, with the answer so far as the last assistant message for the
+  model to go on from. Each continuation is a new request billed in full (the
+  prompt again, plus the prefix as input), and ``usage``/``cost`` sum every request. Only text is
   continued: a cut inside a tool call or thinking block, or an answer that
   holds anything but text, ends with the `Error` as before.
 
@@ -41,6 +41,7 @@ from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 import msgspec
 
 from .call import Call, open_call
+from .capabilities import capabilities_for
 from .events import (
     Cost,
     Done,
@@ -104,6 +105,8 @@ def recovery_mode(model: Model, options: Options) -> RecoverMode | None:
         why = "only OpenAI's Responses API (openai, azure) resumes a response"
     elif thinking_asked(options):
         why = "a prefill is refused with thinking on (Anthropic, llama.cpp)"
+    elif not capabilities_for(model).prefill:
+        why = "this model refuses a prefilled answer (Claude 4.6 and later)"
     elif (model.api, model.provider) == ("anthropic", "anthropic") or (
         model.api == "openai-chat" and model.provider in CONTINUE_SERVERS
     ):

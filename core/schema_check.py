@@ -15,9 +15,13 @@ the answer is never rejected for what was not checked. Equality (``enum``,
 equals ``1.0``, ``true`` is not ``1``, ``2.0`` is an integer.
 
 The cost is linear in the value for a given schema (each value node is checked
-against the schema nodes that apply to it); ``$ref`` chains that do not move
-into the value are followed `MAX_REF_CHAIN` deep at most, values are checked
-`MAX_DEPTH` levels deep at most, and at most ``limit`` mismatches are kept.
+against the schema nodes that apply to it, and an ``anyOf``/``oneOf`` branch
+judges a value once however often a recursive ``$ref`` reaches it); ``$ref``
+chains that do not move into the value are followed `MAX_REF_CHAIN` deep at
+most, values are checked `MAX_DEPTH` levels deep at most, and at most ``limit``
+mismatches are kept. What still multiplies (an ``allOf`` that names a recursive
+``$ref`` twice, in a schema a server's client wrote) stops at `MAX_STEPS`
+schema nodes visited, with a mismatch saying so: that value does not pass.
 Pure: nothing is fetched, a remote ``$ref`` is a mismatch of its own.
 """
 
@@ -27,13 +31,16 @@ from typing import Any, Final
 
 import msgspec
 
-__all__ = ["MAX_DEPTH", "MAX_REF_CHAIN", "SchemaMismatch", "check_json"]
+__all__ = ["MAX_DEPTH", "MAX_REF_CHAIN", "MAX_STEPS", "SchemaMismatch", "check_json"]
 
 #: deepest chain of ``$ref`` followed without moving into the value (a schema that
 #: refers to itself in a loop stops here, as a mismatch)
 MAX_REF_CHAIN: Final = 32
 #: deepest value checked (JSON decoders stop far above what a tool call nests)
 MAX_DEPTH: Final = 256
+#: the most (value, schema node) visits one check makes, branches included: a linear
+#: check of a large answer stays far below it, branches that multiply do not
+MAX_STEPS: Final = 1_000_000
 
 
 class SchemaMismatch(msgspec.Struct, frozen=True, gc=False):
@@ -49,8 +56,19 @@ class SchemaMismatch(msgspec.Struct, frozen=True, gc=False):
 
 def check_json(value: Any, schema: Any, *, limit: int = 50) -> list[SchemaMismatch]:
     """Where ``value`` (decoded JSON) breaks ``schema``; empty when it conforms."""
-    checker = _Checker(schema if isinstance(schema, dict) else {}, max(1, limit))
-    checker.check(value, schema, "", 0, 0)
+    checker = _Checker(schema if isinstance(schema, dict) else {}, max(1, limit), [MAX_STEPS])
+    try:
+        checker.check(value, schema, "", 0, 0)
+    except RecursionError:  # branches over a recursive $ref, far fewer levels than MAX_DEPTH
+        deep = SchemaMismatch("", "nested too deeply to check; it does not pass")
+        return [deep, *checker.found][: max(1, limit)]
+    if checker.steps[0] < 0:
+        spent = SchemaMismatch(
+            "",
+            f"checking this value took more than {MAX_STEPS} steps (anyOf, oneOf or allOf "
+            "branches over a recursive $ref); it was not checked fully and does not pass",
+        )
+        return [spent, *checker.found][: max(1, limit)]
     return checker.found
 
 
@@ -102,12 +120,24 @@ def _shown(value: Any) -> str:
 
 
 class _Checker:
-    __slots__ = ("found", "limit", "root")
+    __slots__ = ("found", "known", "limit", "root", "steps")
 
-    def __init__(self, root: dict[str, Any], limit: int) -> None:
+    def __init__(
+        self,
+        root: dict[str, Any],
+        limit: int,
+        steps: list[int],
+        known: dict[tuple[int, int, int, int], bool] | None = None,
+    ) -> None:
         self.root = root
         self.limit = limit
         self.found: list[SchemaMismatch] = []
+        #: the visits left, shared with the branches' checkers (below 0: spent)
+        self.steps = steps
+        #: branch verdicts by (value, schema node, depth, refs), shared likewise: the
+        #: same value under the same branch is judged once (the value and the schema
+        #: are alive for the whole check, so their ids stand for them)
+        self.known: dict[tuple[int, int, int, int], bool] = {} if known is None else known
 
     def add(self, path: str, message: str) -> None:
         if len(self.found) < self.limit:
@@ -115,9 +145,13 @@ class _Checker:
 
     def valid(self, value: Any, schema: Any, path: str, depth: int, refs: int) -> bool:
         """Whether ``value`` conforms, without keeping what fails (anyOf/oneOf branches)."""
-        branch = _Checker(self.root, 1)
-        branch.check(value, schema, path, depth, refs)
-        return not branch.found
+        key = (id(value), id(schema), depth, refs)
+        verdict = self.known.get(key)
+        if verdict is None:
+            branch = _Checker(self.root, 1, self.steps, self.known)
+            branch.check(value, schema, path, depth, refs)
+            verdict = self.known[key] = not branch.found
+        return verdict
 
     def resolve(self, ref: Any) -> Any:
         """The schema a local ``$ref`` points at (``#``, ``#/$defs/X``, any local pointer)."""
@@ -137,6 +171,9 @@ class _Checker:
     def check(self, value: Any, schema: Any, path: str, depth: int, refs: int) -> None:
         if len(self.found) >= self.limit:
             return
+        self.steps[0] -= 1
+        if self.steps[0] < 0:
+            return  # spent: `check_json` says so, and the value does not pass
         if schema is False:
             self.add(path, "no value is allowed here")
             return

@@ -11,10 +11,11 @@ so it is never checked nor repaired) and says on that event:
    - two JSON objects concatenated in one arguments string (``{}{"city": "Paris"}``,
      seen from Gemini's OpenAI-compatible endpoint and Hermes-style models): when
      all of them but one are empty or the same object, that one is kept;
-     different objects are not guessed between;
+     different objects are not guessed between, nor more than `MAX_CONCATENATED`
+     of them (the check reads the text once, whatever an upstream sends);
    - text after the arguments object (``{"city": "Paris"}</tool_call>``): dropped,
      unless it could be the start of more JSON (``{``, ``[``, a quote), which is
-     what arguments cut short look like;
+     what arguments cut short look like, or holds another object (``, {...}``);
    - a tool name with whitespace around it (``" get_weather"``).
 
 2. **Errors**: where the (repaired) arguments break the tool's schema
@@ -37,6 +38,7 @@ each call's arguments at its end.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Any, Final, TypeAlias
 
@@ -49,6 +51,7 @@ from .options import Options
 from .schema_check import SchemaMismatch, check_json
 
 __all__ = [
+    "MAX_CONCATENATED",
     "ToolCallChecks",
     "ToolCallRepair",
     "repair_arguments",
@@ -59,24 +62,39 @@ __all__ = [
 ToolCallRepair: TypeAlias = Callable[[ToolCall, list[SchemaMismatch]], ToolCall | None]
 
 _DECODER: Final = json.JSONDecoder()
-_WHITESPACE: Final = " \t\r\n"
+#: JSON's blanks between values
+_BLANKS: Final = re.compile(r"[ \t\r\n]*")
+#: the most JSON values one arguments string may hold and still be repaired: the
+#: glitch is two or three objects, and a string of thousands (an upstream or a model
+#: in a loop) must cost no more than reading it once
+MAX_CONCATENATED: Final = 8
 #: what text after a value starts with when it may be more (cut) JSON, not prose
 _MORE_JSON: Final = frozenset('{["')
 _SHOWN: Final = 40
 
 
-def _values(text: str) -> tuple[list[tuple[Any, str]], str]:
+def _after_blanks(text: str, at: int) -> int:
+    """The first index from ``at`` on that is not a JSON blank (``len(text)`` if none)."""
+    blanks = _BLANKS.match(text, at)
+    return at if blanks is None else blanks.end()
+
+
+def _values(text: str) -> tuple[list[tuple[Any, str]], str] | None:
     """The JSON values at the start of ``text`` one after another (each with its exact
-    text), and what follows the last one (from its first non-blank character)."""
+    text), and what follows the last one (from its first non-blank character); None
+    past `MAX_CONCATENATED` values (no glitch repeats that often). One pass: each
+    value is decoded once and the blanks between them are skipped in place."""
     out: list[tuple[Any, str]] = []
-    at = len(text) - len(text.lstrip(_WHITESPACE))
+    at = _after_blanks(text, 0)
     while at < len(text):
+        if len(out) == MAX_CONCATENATED:
+            return None
         try:
             value, end = _DECODER.raw_decode(text, at)
         except (ValueError, RecursionError):
             break
         out.append((value, text[at:end]))
-        at = end + len(text[end:]) - len(text[end:].lstrip(_WHITESPACE))
+        at = _after_blanks(text, end)
     return out, text[at:]
 
 
@@ -85,7 +103,10 @@ def repair_arguments(text: str) -> tuple[str, list[str]] | None:
     None when it needs none (it is one JSON object, or empty) or none applies."""
     if not text.strip() or parse_arguments(text)[1] is None:
         return None
-    values, rest = _values(text)
+    found = _values(text)
+    if found is None:
+        return None
+    values, rest = found
     if not values or not all(isinstance(v, dict) for v, _ in values):
         return None
     repairs: list[str] = []
@@ -100,8 +121,9 @@ def repair_arguments(text: str) -> tuple[str, list[str]] | None:
             "kept the one with content"
         )
     if rest:
-        if rest[0] in _MORE_JSON:
-            return None  # more JSON that does not parse: cut or broken, not a glitch
+        if rest[0] in _MORE_JSON or "{" in rest:
+            return None  # more JSON that does not parse (cut, broken, or another call
+            # after a comma): not a glitch, and not ours to drop
         shown = rest if len(rest) <= _SHOWN else rest[:_SHOWN] + "..."
         repairs.append(f"dropped the text after the arguments object: {shown!r}")
     if not repairs:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 
 from streamfn.asgi.contract import UnknownModelError
 from streamfn.core.events import Event, Start
@@ -78,9 +78,13 @@ class EventsBackend:
     ) -> AsyncIterator[AsyncIterator[Event]]:
         self._check(model)
         self.opened.append((model, options))
-        yield self._events(self.streams[model])
+        events = self._events(self.streams[model])
+        try:
+            yield events
+        finally:
+            await events.aclose()  # a stream left early (a cancelled request) ends here
 
-    async def _events(self, events: list[Event]) -> AsyncIterator[Event]:
+    async def _events(self, events: list[Event]) -> AsyncGenerator[Event, None]:
         first = True
         for event in events:
             if not isinstance(event, Start):

@@ -16,7 +16,8 @@ Response: the events `streamfn.core.serve.encode_agui` documents, and their
 signature), tool calls keyed by ``toolCallId``; ``TOOL_CALL_RESULT`` (a tool
 the agent ran itself) is carried as an opaque block. ``RUN_FINISHED`` is
 `Done`: usage summed over its ``usage`` entries, the stop reason from
-``metadata.stopReason`` when present, else ``tool_use`` after tool calls;
+``metadata.stopReason`` when present (``error`` or ``aborted`` there is an
+`Error`: a cut answer is never a success), else ``tool_use`` after tool calls;
 a ``cancelled`` outcome is an aborted `Error` and an ``interrupt`` one an
 Error naming it (the agent waits for input this library cannot give).
 ``RUN_ERROR`` is an `Error` whose ``code``, when it names one of our kinds,
@@ -254,7 +255,14 @@ class AGUICall(SSECall):
             )
             return
         stop = _STOPS.get(str((event.metadata or {}).get("stopReason")))
-        if stop is None or stop in (StopReason.ERROR, StopReason.ABORTED):
+        if stop in (StopReason.ERROR, StopReason.ABORTED):  # a cut answer is no success
+            self.fail(
+                Error.network(f"the agent run finished with stop reason {stop.value!r}")
+                if stop == StopReason.ERROR
+                else Error.aborted("the agent run finished with stop reason 'aborted'")
+            )
+            return
+        if stop is None:
             stop = (
                 StopReason.TOOL_USE
                 if self._tool_calls or outcome.pendingToolCallIds

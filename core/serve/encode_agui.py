@@ -15,8 +15,10 @@ capitals and camelCase fields. Our events map one to one:
 - `Done` -> ``RUN_FINISHED`` with a success ``outcome`` naming the tool calls the
   client is to answer (``pendingToolCallIds``), token ``usage``, and the stop
   reason in ``metadata.stopReason``;
-- `Error` -> ``RUN_ERROR`` (``message``, ``code``: the error kind): never a
-  ``RUN_FINISHED``, so a cut answer is not shown as a whole one.
+- `Error`, and a `Done` whose stop reason says the answer did not finish
+  (`streamfn.core.serve.cut`) -> ``RUN_ERROR`` (``message``, ``code``: the
+  error kind): never a ``RUN_FINISHED``, so a cut answer is not shown as a
+  whole one.
 
 Message ids: the answer's first text block carries the message id the server
 drew (tool calls name it as their parent); later text blocks add their index.
@@ -47,6 +49,7 @@ from ..events import (
     Usage,
 )
 from ..wire.sse import encode_sse
+from .cut import CUT_STOP_REASONS, cut_error
 
 __all__ = ["AGUIEncoder", "agui_usage"]
 
@@ -160,6 +163,8 @@ class AGUIEncoder:
         run = {"threadId": self.thread_id, "runId": self.run_id}
         if isinstance(event, Start):
             return _event({"type": "RUN_STARTED", **run})
+        if isinstance(event, Done) and event.stop_reason in CUT_STOP_REASONS:
+            event = cut_error(event)  # a cut answer is no successful run
         if isinstance(event, Done):
             outcome: dict[str, Any] = {"type": "success"}
             if self._called:

@@ -11,12 +11,16 @@ response header) is SSE whose every ``data:`` line is one JSON part with a
 - a tool call -> ``tool-input-start`` (``toolCallId``, ``toolName``),
   ``tool-input-delta`` (``inputTextDelta``), then at its end
   ``tool-input-available`` with the parsed ``input``, or ``tool-input-error``
-  (``errorText``, the raw text as ``input``) when the arguments are not a JSON
-  object;
+  (``errorText``) when the arguments are not a JSON object or the tool-call
+  checks found them breaking the tool's schema (`streamfn.core.tool_checks`:
+  a front end must not run such a call); the name and arguments are the ones
+  those checks repaired, where they did;
 - `Done` -> ``finish-step`` and ``finish`` with ``finishReason``
   (``stop``, ``length``, ``tool-calls``);
-- `Error` -> ``error`` (``errorText``): never a ``finish``, so a cut answer is
-  not shown as a whole one (a tool call it cut stays ``input-streaming``).
+- `Error`, and a `Done` whose stop reason says the answer did not finish
+  (`streamfn.core.serve.cut`) -> ``error`` (``errorText``): never a ``finish``,
+  so a cut answer is not shown as a whole one (a tool call it cut stays
+  ``input-streaming``).
 
 What the protocol has no part for is left out: signatures, opaque provider
 blocks (server-tool results: the server runs no client tools, so it sends no
@@ -47,6 +51,7 @@ from ..events import (
     ToolCallStart,
 )
 from ..wire.sse import encode_sse
+from .cut import cut_error, finish_word
 
 __all__ = [
     "FINISH_REASONS",
@@ -61,13 +66,12 @@ UI_STREAM_HEADER: Final = (b"x-vercel-ai-ui-message-stream", b"v1")
 #: the last frame of every stream
 UI_STREAM_DONE: Final = b"data: [DONE]\n\n"
 
-#: our stop reasons -> the ``finish`` part's ``finishReason``
+#: the stop reasons of a finished answer -> the ``finish`` part's ``finishReason`` (a
+#: cut answer has none: it ends with an ``error`` part, see `streamfn.core.serve.cut`)
 FINISH_REASONS: Final = {
     StopReason.STOP: "stop",
     StopReason.LENGTH: "length",
     StopReason.TOOL_USE: "tool-calls",
-    StopReason.ERROR: "error",
-    StopReason.ABORTED: "other",
 }
 
 _json: Final = msgspec.json.Encoder()
@@ -127,25 +131,32 @@ class UIMessageStreamEncoder:
                 {"type": "tool-input-start", "toolCallId": event.id, "toolName": event.name}
             )
         if isinstance(event, ToolCallEnd):
-            return self._tool_end(event.index)
+            return self._tool_end(event)
         if isinstance(event, Start):
             return _part({"type": "start", "messageId": self.message_id}) + _part(
                 {"type": "start-step"}
             )
+        if isinstance(event, Done) and event.stop_reason not in FINISH_REASONS:
+            event = cut_error(event)  # a cut answer is no "finish"
         if isinstance(event, Done):
-            finish = {"type": "finish", "finishReason": FINISH_REASONS[event.stop_reason]}
+            reason = finish_word(FINISH_REASONS, event.stop_reason)
+            finish = {"type": "finish", "finishReason": reason}
             return _part({"type": "finish-step"}) + _part(finish) + UI_STREAM_DONE
         if isinstance(event, Error):
             return _part({"type": "error", "errorText": event.message}) + UI_STREAM_DONE
         return b""  # opaque blocks: no part for them
 
-    def _tool_end(self, index: int) -> bytes:
-        call = self._calls.pop(index, None)
+    def _tool_end(self, event: ToolCallEnd) -> bytes:
+        call = self._calls.pop(event.index, None)
         if call is None:
             return b""
-        call_id, name, fragments = call
-        text = "".join(fragments)
-        arguments, problem = parse_arguments(text)
+        call_id, streamed_name, fragments = call
+        name = event.name or streamed_name  # as the tool-call checks repaired them
+        text = "".join(fragments) if event.arguments is None else event.arguments
+        arguments, unparsed = parse_arguments(text)
+        problem = unparsed
+        if event.errors:  # the checks' reasons (a parse error among them) not to run it
+            problem = "; ".join(str(error) for error in event.errors)
         if problem is None:
             return _part(
                 {
@@ -160,7 +171,7 @@ class UIMessageStreamEncoder:
                 "type": "tool-input-error",
                 "toolCallId": call_id,
                 "toolName": name,
-                "input": text,
+                "input": text if unparsed is not None else arguments,
                 "errorText": problem,
             }
         )

@@ -233,7 +233,8 @@ class BodyBudget:
 
     A body is charged as it arrives, then (`hold_parsed`) with what its parsed form
     will hold, and the charge stays until the request ends: requests waiting on a
-    slow model hold their parsed form all that time. Past ``max_buffered`` a
+    slow model hold their parsed form all that time. A non-streaming answer's events
+    are charged as they arrive (`hold_answer`) and held likewise. Past ``max_buffered`` a
     request is a 503 with ``Retry-After`` (many slow or large bodies cannot
     exhaust memory); past ``max_body`` it is a 413, and so is a request whose
     parsed form alone would never fit.
@@ -264,6 +265,11 @@ class BodyBudget:
                 "fewer or larger messages, parts or tools",
             )
         self._take(extra)
+
+    def hold_answer(self, size: int) -> None:
+        """Count ``size`` more bytes of an answer folded whole (``"stream": false``): it is
+        held until the request ends, like the request itself, or refused (a 503)."""
+        self._take(size)
 
     def _take(self, size: int) -> None:
         if self.buffered + size > self.max_buffered:

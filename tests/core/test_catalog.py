@@ -290,6 +290,10 @@ def test_an_unknown_family_keeps_the_defaults_and_says_so(caplog: pytest.LogCapt
         ("openai:o5-mini", "openai:o4-mini"),
         ("openai:gpt-5.9-codex", "openai:gpt-5.3-codex"),
         ("anthropic:claude-haiku-4-6", "anthropic:claude-haiku-4-5"),
+        # a new generation: the newest of its tier, not a 3.x model
+        ("anthropic:claude-opus-5", "anthropic:claude-opus-4-7"),
+        ("anthropic:claude-sonnet-5", "anthropic:claude-sonnet-4-6"),
+        ("bedrock:anthropic.claude-opus-5-v1:0", "bedrock:anthropic.claude-opus-4-7"),
         ("google:gemini-2.5-flash-preview-12-2026", "google:gemini-2.5-flash"),  # not -image
         ("vertex:gemini-3.5-flash", "vertex:gemini-3-flash-preview"),
         ("xai:grok-5", "xai:grok-4.3"),  # not the coding model

@@ -195,6 +195,14 @@ def test_resume_asks_for_a_stored_background_response() -> None:
         (CLAUDE, Options(recover="continue", thinking="high"), None),
         (CLAUDE, Options(recover="continue", thinking="off"), "continue"),
         (CLAUDE, Options(recover="resume"), None),
+        # Claude 4.6 and later answer a prefill with a 400: no request is made for it
+        (msgspec.structs.replace(CLAUDE, id="claude-opus-4-6"), Options(recover="continue"), None),
+        (
+            msgspec.structs.replace(CLAUDE, id="claude-sonnet-4-6"),
+            Options(recover="continue"),
+            None,
+        ),
+        (msgspec.structs.replace(CLAUDE, id="claude-opus-4-7"), Options(recover="continue"), None),
         (
             Model(id="q", provider="vllm", api="openai-chat", base_url="http://x/v1"),
             Options(recover="continue"),

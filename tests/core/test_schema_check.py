@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from streamfn.core import schema_check
 from streamfn.core.schema_check import MAX_REF_CHAIN, SchemaMismatch, check_json
 
 KEYS = ["a", "b", "c/d", "e~"]
@@ -157,3 +158,45 @@ def test_every_bound_at_its_edges_agrees_with_jsonschema(schema: dict[str, Any])
     oracle = jsonschema.Draft202012Validator(schema)
     for value in EDGES:
         assert (not check_json(value, schema)) == oracle.is_valid(value), value
+
+
+def _nested(depth: int, leaf: object) -> object:
+    value = leaf
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+def test_branches_over_a_recursive_ref_judge_each_value_once() -> None:
+    """``anyOf`` of two branches that both recurse into ``#`` tried every branch at every
+    level: 2**depth visits (twenty levels took seconds, thirty hours), from a schema a
+    server's client may write and a few hundred bytes of arguments."""
+    both = {"properties": {"a": {"$ref": "#"}}}
+    schema = {"type": "object", "anyOf": [both, {**both, "minProperties": 0}]}
+    steps = 0
+    real = schema_check._Checker.check
+
+    def counted(self: Any, *args: Any) -> None:
+        nonlocal steps
+        steps += 1
+        real(self, *args)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(schema_check._Checker, "check", counted)
+        found = check_json(_nested(16, 5), schema)
+    assert found and "anyOf" in found[0].message
+    assert steps < 16 * 20  # linear in the depth, not 2**16
+
+
+def test_what_still_multiplies_stops_at_the_step_budget_and_does_not_pass() -> None:
+    twice = {"allOf": [{"properties": {"a": {"$ref": "#"}}}, {"properties": {"a": {"$ref": "#"}}}]}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(schema_check, "MAX_STEPS", 10_000, raising=False)
+        found = check_json(_nested(16, {}), twice)
+    assert found and "more than 10000 steps" in found[0].message
+
+
+def test_a_value_too_deep_for_its_branches_is_a_mismatch_not_a_recursion_error() -> None:
+    schema = {"type": "object", "anyOf": [{"properties": {"a": {"$ref": "#"}}}, {"type": "object"}]}
+    found = check_json(_nested(240, 5), schema)
+    assert found and "too deeply" in found[0].message

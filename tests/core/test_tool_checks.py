@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 import pytest
 from fake_provider import FakeProvider
+from scaling import assert_linear
 from shell_runner import FAST, SHELLS, run
 
 from streamfn.core import (
@@ -29,7 +30,7 @@ from streamfn.core import (
 )
 from streamfn.core.events import Event, Start, decode_event_json, encode_event_json
 from streamfn.core.schema_check import SchemaMismatch
-from streamfn.core.tool_checks import ToolCallChecks, repair_arguments
+from streamfn.core.tool_checks import MAX_CONCATENATED, ToolCallChecks, repair_arguments
 from streamfn.fuzz.fake_bodies import sse
 
 WEATHER = Tool(
@@ -74,10 +75,23 @@ def test_the_known_glitches_are_repaired(text: str, repaired: str) -> None:
         "[1, 2] tail",  # not an object
         "hello",
         '{"city": NaN}',  # not JSON, though Python's json module reads it
+        '{"city": "Paris"}, {"city": "Oslo"}',  # a second call after a comma: not dropped
+        "{}" * (MAX_CONCATENATED + 1),  # no glitch repeats that often
     ],
 )
 def test_what_is_not_a_known_glitch_is_left_alone(text: str) -> None:
     assert repair_arguments(text) is None
+
+
+def test_repair_costs_one_pass_over_the_arguments_however_many_objects_they_hold() -> None:
+    """An upstream (or a model in a loop) sending ``{}{}{}...`` as a call's arguments is
+    checked on the server's event loop: the check must stay linear in the text."""
+
+    def prepare(size: int) -> Any:
+        text = "{}" * size + '{"city": "Paris"}'
+        return lambda: repair_arguments(text)
+
+    assert_linear(prepare, 1 << 15)
 
 
 def call_events(name: str, *pieces: str, end: bool = True) -> list[Event]:

@@ -151,3 +151,31 @@ def test_a_backend_done_that_says_the_answer_did_not_finish_is_no_success(
         with raw_post(server.port, "/v1/messages", json.dumps(body).encode()) as sock:
             raw = read_all(sock, 30)
         assert b"event: error" in raw and b"end_turn" not in raw, raw
+
+
+@pytest.mark.parametrize("stop", [StopReason.ERROR, StopReason.ABORTED])
+def test_front_end_streams_end_a_done_that_did_not_finish_with_their_error_event(
+    stop: StopReason,
+) -> None:
+    """The UI message stream and AG-UI routes: a backend's `Done` with stop reason
+    error/aborted ends in ``error`` / ``RUN_ERROR``, never ``finish`` / ``RUN_FINISHED``."""
+    events = [Start(), TextStart(0), TextDelta(0, "partial"), TextEnd(0), Done(stop_reason=stop)]
+    backend = EventsBackend({"m": events})
+    with Server(App(backend, ServerConfig(api_key=KEY, head_wait=0))) as server:
+        ui = {
+            "id": "c",
+            "model": "m",
+            "messages": [{"role": "user", "parts": [{"type": "text", "text": "hi"}]}],
+        }
+        with raw_post(server.port, "/v1/ui/chat", json.dumps(ui).encode()) as sock:
+            raw = read_all(sock, 30)
+        assert b'"type":"error"' in raw and b'"type":"finish"' not in raw, raw
+        agui = {
+            "threadId": "t",
+            "runId": "r",
+            "messages": [{"id": "1", "role": "user", "content": "hi"}],
+            "forwardedProps": {"model": "m"},
+        }
+        with raw_post(server.port, "/v1/agui", json.dumps(agui).encode()) as sock:
+            raw = read_all(sock, 30)
+        assert b"RUN_ERROR" in raw and b"RUN_FINISHED" not in raw, raw

@@ -587,3 +587,52 @@ def test_ui_answer_after_a_tool_output_continues_the_last_assistant_message(
     assert json.loads(sse_data(continued.body)[0]) == {"type": "start", "messageId": "a1"}
     fresh = post(server, UI_CHAT_PATH, ui_body())
     assert json.loads(sse_data(fresh.body)[0])["messageId"] != "a1"
+
+
+def test_ui_tool_call_the_checks_flagged_is_a_tool_input_error_and_repairs_are_used() -> None:
+    """The UI stream follows `ToolCallEnd` as the tool-call checks left it: a call whose
+    arguments break the tool's schema is not made available to run, and repaired
+    arguments and names replace the streamed ones."""
+    from streamfn.core.events import ToolCallDelta, ToolCallEnd, ToolCallStart
+    from streamfn.core.schema_check import SchemaMismatch
+    from streamfn.core.serve.encode_ui import UIMessageStreamEncoder
+
+    def last_part(end: ToolCallEnd, streamed: str) -> dict[str, Any]:
+        encoder = UIMessageStreamEncoder(message_id="m")
+        start, delta = ToolCallStart(0, "c1", " f"), ToolCallDelta(0, streamed)
+        body = b"".join(encoder.encode(e) for e in (start, delta, end))
+        return json.loads(sse_data(body)[-1])  # type: ignore[no-any-return]
+
+    flagged = ToolCallEnd(0, errors=(SchemaMismatch("/city", "expected a string"),))
+    part = last_part(flagged, '{"city": 3}')
+    assert part["type"] == "tool-input-error"
+    assert part["input"] == {"city": 3} and "/city: expected a string" in part["errorText"]
+    repaired = ToolCallEnd(0, name="f", arguments='{"city": "Paris"}', repairs=("two objects",))
+    part = last_part(repaired, '{}{"city": "Paris"}')
+    assert part == {
+        "type": "tool-input-available",
+        "toolCallId": "c1",
+        "toolName": "f",
+        "input": {"city": "Paris"},
+    }
+
+
+@pytest.mark.parametrize("stop", ["error", "aborted"])
+def test_agui_run_finished_that_says_the_answer_was_cut_is_an_error(stop: str) -> None:
+    """A ``RUN_FINISHED`` whose ``metadata.stopReason`` says the answer did not finish is
+    read as the `Error` it names, never as a complete answer."""
+    from streamfn.core import replay
+    from streamfn.core.events import Done, Error, StopReason
+
+    finished = {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}
+    frames = [
+        {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+        {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "part"},
+        {"type": "TEXT_MESSAGE_END", "messageId": "m"},
+        {**finished, "metadata": {"stopReason": stop}},
+    ]
+    body = b"".join(b"data: " + json.dumps(f).encode() + b"\n\n" for f in frames)
+    last = replay("agui", body)[-1]
+    assert isinstance(last, Error) and not isinstance(last, Done)
+    assert last.stop_reason == (StopReason.ABORTED if stop == "aborted" else StopReason.ERROR)

@@ -25,8 +25,17 @@ import trio
 from loopback_server import HANG_GUARD, KEY, SLOW, Server, raw_post, read_all, wait_until
 
 from streamfn.asgi import App, Runtime, ServerConfig
-from streamfn.asgi.runtime import Mailbox
-from streamfn.core.events import Done, Start, TextDelta, TextEnd, TextStart
+from streamfn.asgi.runtime import EVENT_OVERHEAD, Mailbox, event_bytes
+from streamfn.core.events import (
+    Done,
+    Error,
+    OpaqueBlock,
+    Start,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ToolCallEnd,
+)
 from streamfn.core.serve.routes import BodyBudget, HTTPError, parse_request, parsed_cost
 from streamfn.fuzz.events_backend import EventsBackend
 from streamfn.io_asyncio.server import AsyncioRuntime
@@ -111,13 +120,14 @@ def test_requests_parked_on_a_stalled_model_stay_charged_until_they_end() -> Non
     events = [Start(), TextStart(0), TextDelta(0, "ok"), TextEnd(0), Done()]
     backend = EventsBackend({"m": events}, first_delay=SLOW)  # the model never starts
     body = _chat(messages=[{"role": "user", "content": "x" * 20000}])
-    charge = len(body) + parsed_cost(body)
+    # the body, its parsed form, and the answer's first event (its Start), held whole
+    charge = len(body) + parsed_cost(body) + EVENT_OVERHEAD
     config = ServerConfig(api_key=KEY, max_body_bytes=1 << 20, max_buffered_bytes=3 * charge + 100)
     with Server(App(backend, config)) as server:
         parked = [raw_post(server.port, CHAT, body) for _ in range(3)]
         try:
             wait_until(lambda: server.app.active == 3, HANG_GUARD)  # all three parsed, running
-            assert server.app.buffered == 3 * charge
+            wait_until(lambda: server.app.buffered == 3 * charge, HANG_GUARD)
             with raw_post(server.port, CHAT, body) as extra:
                 data = read_all(extra, HANG_GUARD)
             assert data.startswith(b"HTTP/1.1 503") and b"retry-after: 1" in data.lower()
@@ -192,3 +202,37 @@ def test_a_client_that_never_reads_holds_a_bounded_number_of_bytes() -> None:
                 assert len(box.items) < 200
         finally:
             sock.close()
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        OpaqueBlock(0, "anthropic", "web_search_tool_result", "x" * 100_000),
+        ToolCallEnd(0, arguments="x" * 100_000),
+        Error(message="x" * 100_000),
+        TextDelta(0, "x" * 100_000),
+    ],
+)
+def test_every_event_that_carries_upstream_text_is_charged_for_it(event: object) -> None:
+    """A server tool's results (an opaque block), repaired arguments and an error's text
+    are as long as the upstream makes them: a client that never reads holds them too."""
+    assert event_bytes(event) == 100_000 + EVENT_OVERHEAD  # type: ignore[arg-type]
+
+
+@pytest.mark.usefixtures("shell")
+def test_an_answer_asked_for_whole_is_charged_to_the_memory_budget() -> None:
+    """A ``"stream": false`` answer is held until it is complete: 4 MiB of it under a
+    1 MiB budget is a 503, and the charge is given back when the request ends."""
+    delta = "z" * (100 << 10)
+    events = [Start(), TextStart(0), *[TextDelta(0, delta)] * 40, TextEnd(0), Done()]
+    config = ServerConfig(api_key=KEY, max_buffered_bytes=1 << 20)
+    body = _chat(messages=[{"role": "user", "content": "hi"}])
+    with Server(App(EventsBackend({"m": events}), config)) as server:
+        with raw_post(server.port, CHAT, body) as sock:
+            reply = read_all(sock, HANG_GUARD)
+        assert reply.startswith(b"HTTP/1.1 503"), reply[:200]
+        wait_until(lambda: server.app.buffered == 0, HANG_GUARD)
+        small = [Start(), TextStart(0), TextDelta(0, "ok"), TextEnd(0), Done()]
+        server.app.backend.streams["m"] = small  # type: ignore[attr-defined]
+        with raw_post(server.port, CHAT, body) as sock:
+            assert read_all(sock, HANG_GUARD).startswith(b"HTTP/1.1 200")
