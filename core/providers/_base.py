@@ -143,14 +143,9 @@ class ProviderCall(abc.ABC):
         return []
 
     def receive_data(self, data: bytes) -> list[Event]:
-        if self._state == _ERROR_BODY:
-            room = self.options.max_error_body_bytes - len(self._error_body)
-            if room > 0:
-                self._error_body += data[:room]
-            return []
-        if self._state != _STREAMING or self.emit.finished or not data:
-            return []
         emit = self.emit
+        if self._state is not _STREAMING or emit.finished or not data:
+            return self._not_streamed(data)
         try:  # _guard, inlined: this runs once per read
             self._step(data)
         except Exception as exc:
@@ -160,6 +155,14 @@ class ProviderCall(abc.ABC):
         if emit.finished:
             self._state = _DONE
         return events
+
+    def _not_streamed(self, data: bytes) -> list[Event]:
+        """Bytes `receive_data` does not decode: an error body's (kept up to its cap)."""
+        if self._state is _ERROR_BODY:
+            room = self.options.max_error_body_bytes - len(self._error_body)
+            if room > 0:
+                self._error_body += data[:room]
+        return []
 
     def receive_eof(self) -> list[Event]:
         if self._state == _ERROR_BODY:

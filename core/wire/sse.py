@@ -43,7 +43,6 @@ DataSink = Callable[[bytes, bytes], object]
 #: the most `SSEDecoder.feed_to` holds back as a region's unfinished tail: beyond
 #: it the line parser reads the event (its buffer grows, a copied tail would not)
 _TAIL_CAP: Final = 16 << 10
-
 #: ``runs(datas) -> stop``: what `SSEDecoder.feed_to` hands a run of events to
 RunSink = Callable[[list[bytes]], object]
 
@@ -85,8 +84,8 @@ class SSEDecoder:
         emit_comments: bool = False,
     ) -> None:
         self._lines = LineSplitter(max_line_bytes)
-        #: `feed_to` with runs reads by regions (`sse_regions`) while this is set;
-        #: the bytes after the last blank line then wait in ``_tail``
+        #: `feed_to` with runs reads by regions (`sse_regions`) while set; the
+        #: bytes after the last blank line wait in ``_tail``
         self._regions = True
         self._tail = b""
         self._region_cap = min(max_line_bytes, max_event_bytes)
@@ -176,22 +175,27 @@ class SSEDecoder:
     def bind(
         self, sink: DataSink, runs: RunSink, *, any_type: bool = False
     ) -> Callable[[bytes], None]:
-        """``feed_to(data, sink, runs, any_type=any_type)`` as one callable of
-        ``data``: a provider's whole per-read step, made once per stream (no
-        bound methods made per read), which hands a read of exactly one plain
-        event (a live stream's usual read) to ``runs`` without a region search."""
+        """`feed_to` with these sinks as one callable of ``data``, made once per stream;
+        a read of one plain event (a live stream's) goes to ``runs`` without a search."""
         return partial(self._step, sink, runs, any_type)
 
     def _step(self, sink: DataSink, runs: RunSink, any_type: bool, data: bytes) -> None:
         if self._bom is not None or self._error is not None or self._closed:
             data = self._settle(data)
-            if not data:
-                return
+        if not data:
+            return
         if not self._regions:
             self._lines_then_regions(data, sink, runs, any_type)
             return
-        end = len(data) - 2
-        if self._tail or data[end:] != b"\n\n" or 13 in data or end > self._region_cap:
+        end = len(data) - 2  # index compares, not a slice: this runs once per read
+        if (
+            self._tail
+            or end < 0
+            or data[-1] != 10
+            or data[end] != 10
+            or 13 in data
+            or end > self._region_cap
+        ):
             self._regions_to(data, sink, runs, any_type)
             return
         # one read, one event: its first line ends it (data), or its second (typed)
@@ -479,9 +483,7 @@ class SSEDecoder:
                 if self._error is not None:
                     return delivered
                 first, size, event_type = self._first, self._size, self._event_type
-        self._first = first
-        self._size = size
-        self._event_type = event_type
+        self._first, self._size, self._event_type = first, size, event_type
         return delivered
 
     def _set_retry(self, value: bytes) -> None:
