@@ -75,3 +75,6 @@ def test_any_chunking_gives_the_same_events(api: str, provider: str | None, path
     # byte by byte only where it is cheap: 7-byte pieces cut every event somewhere too
     for size in (1, 7, 4096) if len(data) <= BYTEWISE_MAX else (7, 4096):
         assert run(api, provider, [data[i : i + size] for i in range(0, len(data), size)]) == whole
+    # a live stream: one read per event (the one-event step of the SSE providers)
+    ends = [i + 2 for i in range(len(data)) if data.startswith(b"\n\n", i)]
+    assert run(api, provider, [p for p in split_at(data, ends) if p]) == whole

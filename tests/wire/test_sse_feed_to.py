@@ -26,13 +26,14 @@ Delivered = tuple[str, str]
 
 
 def sink_outcome(
-    chunks: list[bytes], runs: str | None = None, **options: Any
+    chunks: list[bytes], runs: str | None = None, bound: bool = False, **options: Any
 ) -> tuple[list[Delivered], str | None]:
     """What `feed_to` delivers (then `end`, as a provider call does), as (data, type) text.
 
     ``runs``: None (no run sink), ``"plain"`` or ``"any"`` (``any_type``). A run
     sink gets events as if typeless, so with ``"any"`` every type reads as
-    ``message`` (`erase_types`).
+    ``message`` (`erase_types`). ``bound``: through `SSEDecoder.bind`, the step
+    the providers call per read.
     """
     options.pop("emit_comments", None)
     decoder = SSEDecoder(**options)
@@ -49,9 +50,12 @@ def sink_outcome(
         out.extend((d.decode("utf-8", "replace"), "message") for d in datas)
         return False
 
+    step = decoder.bind(sink, run, any_type=runs == "any") if bound else None
     try:
         for chunk in chunks:
-            if runs is None:
+            if step is not None:
+                step(chunk)
+            elif runs is None:
                 decoder.feed_to(chunk, sink)
             else:
                 decoder.feed_to(chunk, sink, run, any_type=runs == "any")
@@ -123,18 +127,26 @@ def _event(draw: st.DrawFn) -> bytes:
 region_streams = st.lists(_event(), max_size=12).map(b"".join)
 
 
+def per_event(data: bytes) -> list[bytes]:
+    """``data`` cut after every blank line: a live stream's reads, one event each."""
+    pieces = data.split(b"\n\n")
+    return [p for p in [*(p + b"\n\n" for p in pieces[:-1]), pieces[-1]] if p]
+
+
+@pytest.mark.parametrize("bound", [False, True])
 @pytest.mark.parametrize("runs", ["plain", "any"])
 @given(case=chunked(region_streams | sse_like))
 def test_runs_deliver_what_feed_returns_under_any_chunking(
-    runs: str, case: tuple[bytes, list[bytes]]
+    runs: str, bound: bool, case: tuple[bytes, list[bytes]]
 ) -> None:
     data, chunks = case
     for caps in (_CAPS, {}):
         delivered, error = feed_outcome([data], **caps)
         expected = (erase_types(delivered) if runs == "any" else delivered), error
-        assert sink_outcome([data], runs, **caps) == expected
-        assert sink_outcome(chunks, runs, **caps) == expected
-        assert sink_outcome(bytewise(data), runs, **caps) == expected
+        assert sink_outcome([data], runs, bound, **caps) == expected
+        assert sink_outcome(chunks, runs, bound, **caps) == expected
+        assert sink_outcome(bytewise(data), runs, bound, **caps) == expected
+        assert sink_outcome(per_event(data), runs, bound, **caps) == expected
 
 
 @pytest.mark.parametrize(
@@ -160,6 +172,7 @@ def test_streams_near_the_plain_shapes_read_as_the_line_parser_reads_them(
     for cut in range(len(stream) + 1):
         assert sink_outcome([stream[:cut], stream[cut:]], runs) == expected
     assert sink_outcome(bytewise(stream), runs) == expected
+    assert sink_outcome(per_event(stream), runs, bound=True) == expected
 
 
 def test_a_plain_region_goes_to_runs_in_one_call_and_the_rest_to_the_sink() -> None:
