@@ -340,6 +340,9 @@ class FramedCall(ProviderCall, Generic[FrameT]):
         self.on_end()
 
 
+_PATHS: Final = "on_event(event) for decoded events, or raw_data = True and on_run(datas)"
+
+
 def sse_decoder(options: Options) -> SSEDecoder:
     """An SSE decoder with the line and event caps of ``options``."""
     return SSEDecoder(
@@ -371,6 +374,9 @@ class SSECall(FramedCall[ServerSentEvent | SSEComment]):
         self, model: Model, context: Context, options: Options, request: HTTPRequest
     ) -> None:
         super().__init__(model, context, options, request)
+        path = "on_run" if self.raw_data else "on_event"  # the one path it writes
+        if getattr(type(self), path) is getattr(SSECall, path):
+            raise TypeError(f"{type(self).__name__} must define {path}: {_PATHS}")
         if self.raw_data:
             decoder = self.decoder
             assert isinstance(decoder, SSEDecoder)
@@ -403,7 +409,7 @@ class SSECall(FramedCall[ServerSentEvent | SSEComment]):
         of a large read at once, and one event (a one-element run) from any
         other way in, so no behaviour exists twice. Any run split into runs
         anywhere must act the same: the chunking properties feed both."""
-        raise NotImplementedError(f"{type(self).__name__} sets raw_data without on_run")
+        raise NotImplementedError(f"{type(self).__name__} must define on_run: {_PATHS}")
 
 
 class NDJSONCall(FramedCall[bytes]):
