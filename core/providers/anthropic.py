@@ -200,6 +200,8 @@ class AnthropicCall(SSECall):
         #: structured output rides on a forced tool: its input is the answer, as text
         self._answer_tool = answers_with_tool(model, options)
         self._answered: dict[int, bool] = {}  # answer block -> any text yet
+        #: `on_run`'s gathered deltas, reused: empty between reads (each run flushes it)
+        self._pending: list[str] = []
 
     # -- SSE events -----------------------------------------------------------
     raw_data = True
@@ -211,7 +213,7 @@ class AnthropicCall(SSECall):
         # handed to the emitter in one call; any other event flushes it and goes
         # the general way.
         kinds = self._kinds
-        pending: list[str] = []
+        pending = self._pending
         run_index = -1
         run_kind: str | None = None
         for data in datas:

@@ -198,6 +198,8 @@ class OpenAIChatCall(SSECall):
         super().__init__(model, context, options, request)
         self._finish_reason: str | None = None
         self._tools: list[_ToolSlot] = []
+        #: `on_run`'s gathered deltas, reused: empty between reads (each run flushes it)
+        self._pending: list[str] = []
         self._tool_by_index: dict[int, _ToolSlot] = {}
         self._tool_by_id: dict[str, _ToolSlot] = {}
         self._warned_choices = False
@@ -224,7 +226,7 @@ class OpenAIChatCall(SSECall):
         # response id is known no chunk's id is decoded: so a chunk is accepted
         # or refused alike however the reads fall.
         emit = self.emit
-        pending: list[str] = []
+        pending = self._pending
         pending_text = True
         hot = self.response_id is not None  # until then every chunk goes the general way
         for data in datas:
