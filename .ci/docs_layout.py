@@ -25,8 +25,15 @@ def on_startup(**_: Any) -> None:
     shutil.rmtree(LAYOUT, ignore_errors=True)
     for package, folder in folders.items():
         parent, _, name = package.rpartition(".")
-        if parent in folders:  # nested in a mapped package: reached through its parent
-            continue
+        if parent in folders and Path(folder).parent == Path(folders[parent]):
+            continue  # nested in a mapped package's folder: reached through its parent
         link = LAYOUT.joinpath(*parent.split("."), name)
         link.parent.mkdir(parents=True, exist_ok=True)
+        if not (ROOT / folder / "__init__.py").exists():
+            # a namespace portion (``streamfn`` itself: its ``__main__``): its modules
+            # beside the other portions, not the folder in their place
+            link.mkdir(exist_ok=True)
+            for module in (ROOT / folder).glob("*.py"):
+                (link / module.name).symlink_to(module)
+            continue
         link.symlink_to(ROOT / folder, target_is_directory=True)

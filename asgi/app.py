@@ -12,6 +12,9 @@ bytes and runs tasks. Routes:
 - ``POST /v1/stream``: the native proxy format (our events as SSE).
 - ``POST /v1/agent/stream``: the same request, answered in the agent-server
   SSE contract (`streamfn.core.serve.agent_events`).
+- ``POST /v1/ui/chat`` and ``POST /v1/agui``: the front-end protocols, the
+  Vercel AI SDK's UI message stream (``useChat``) and AG-UI events, each
+  taking its client's own request body (always streamed).
 - ``GET /v1/models`` (OpenAI or, with an ``anthropic-version`` header,
   Anthropic shape) and ``GET /health``.
 
@@ -42,8 +45,6 @@ import time
 from collections.abc import MutableMapping
 from typing import Any, ClassVar, Final
 
-from streamfn.core.capabilities import UnsupportedInput
-from streamfn.core.credentials import MissingCredentials
 from streamfn.core.events import (
     Done,
     Error,
@@ -53,18 +54,24 @@ from streamfn.core.events import (
     ThinkingDelta,
     ToolCallDelta,
 )
-from streamfn.core.schema import StructuredOutputUnsupported
 from streamfn.core.serve.cut import CUT_STOP_REASONS, cut_error
 from streamfn.core.serve.guard import cors_headers, header, preflight_headers
 from streamfn.core.serve.inbound import ClientRequest
-from streamfn.core.serve.responses import MAX_BATCH, OPENED, Stamps, encoder_for, final_body
+from streamfn.core.serve.log_text import loggable
+from streamfn.core.serve.responses import (
+    MAX_BATCH,
+    OPENED,
+    Stamps,
+    encoder_for,
+    final_body,
+    stream_headers,
+)
 from streamfn.core.serve.routes import (
     AGENT_PATH,
     PARSE_INLINE_BYTES,
     BodyBudget,
     Route,
     admit,
-    body_too_slow,
     check_model,
     disconnected_early,
     models_body,
@@ -78,12 +85,16 @@ from streamfn.core.serve.status import (
     early_error,
     error_response,
     for_the_client,
+    is_shutting_down,
     shutting_down,
     shutting_down_refusal,
 )
 
 from .contract import Backend, ServerConfig, UnknownModelError
+from .failures import backend_failure
+from .intake import receive_body
 from .messages import Receive, Send, adding_headers, send_json, start_sse, watch_disconnect
+from .resolve import Resolver, check_input_urls, system_resolver
 from .runtime import (
     ABORTED,
     DISCONNECTED,
@@ -114,6 +125,8 @@ class App:
     ``runtime`` is the event loop's (`streamfn.io_asyncio.server.AsyncioRuntime`,
     `streamfn.io_trio.server.TrioRuntime`); each shell's ``serve`` binds its own
     when none was given. A shell's subclass names its own as ``default_runtime``.
+    ``resolver`` looks up the host names of client input URLs (the system's DNS
+    unless given; tests hand in a table).
     """
 
     default_runtime: ClassVar[type[Runtime] | None] = None
@@ -125,8 +138,10 @@ class App:
         *,
         runtime: Runtime | None = None,
         stamps: Stamps | None = None,
+        resolver: Resolver | None = None,
     ) -> None:
         self.backend = backend
+        self.resolver: Resolver = resolver or system_resolver
         self.config = config or ServerConfig()
         self.stamps: Stamps = stamps or SystemStamps()
         #: backend streams running now
@@ -139,6 +154,8 @@ class App:
         self._aborted = False
         self._mailboxes: set[Mailbox] = set()
         self._idle_waiters: list[Flag] = []
+        #: one flag per request still receiving its body, set when shutdown begins
+        self._uploads: set[Flag] = set()
         self._shutdown_done: Flag | None = None
         self._runtime: Runtime | None = None
         self._slots: Slots | None = None
@@ -245,6 +262,8 @@ class App:
     async def _shut_down(self) -> None:
         try:
             self._closing = True
+            for upload in list(self._uploads):  # a body still arriving: a 503 now
+                upload.set()
             if self._slots is not None:
                 self._slots.close()
             await self._until_idle(self.config.shutdown_grace)
@@ -281,13 +300,16 @@ class App:
         request: ClientRequest | None = None
         held = [0]  # this request's share of the budget, until it ends
         try:
-            body = await self._read_body(receive, held)
+            body = await receive_body(
+                self.runtime, self._uploads, config.body_timeout, receive, held, self._receive
+            )
             extra = parsed_cost(body)
             self.budget.hold_parsed(held[0], extra)
             held[0] += extra
             request = await self._parse(path, body)
             del body
             check_model(path, request, self._max_output(request.model))
+            await check_input_urls(self.runtime, self.resolver, request)  # DNS: after the rest
             await self._run(receive, send, path, request)
         finally:
             self.budget.release(held[0])
@@ -300,18 +322,10 @@ class App:
                 log.info(
                     "served %s model=%s stream=%s in %.3f s",
                     path,
-                    request.model,
+                    loggable(request.model),
                     request.stream,
                     time.perf_counter() - started,
                 )
-
-    async def _read_body(self, receive: Receive, held: list[int]) -> bytes:
-        """The whole body, counted in ``held[0]`` and the budget as it arrives."""
-        timeout = self.config.body_timeout
-        try:
-            return await self.runtime.within(timeout, lambda: self._receive(receive, held))
-        except TimeoutError:
-            raise body_too_slow(timeout) from None
 
     async def _receive(self, receive: Receive, held: list[int]) -> bytes:
         chunks: list[bytes] = []
@@ -329,9 +343,10 @@ class App:
     async def _parse(self, path: str, body: bytes) -> ClientRequest:
         allowed = frozenset(self.config.allow_server_tools)
         urls = self.config.allow_input_urls
+        default = self.config.default_model
         if len(body) > PARSE_INLINE_BYTES:  # megabytes of prompt: not on the loop
-            return await self.runtime.to_thread(parse_request, path, body, allowed, urls)
-        return parse_request(path, body, allowed, urls)
+            return await self.runtime.to_thread(parse_request, path, body, allowed, urls, default)
+        return parse_request(path, body, allowed, urls, default)
 
     def _max_output(self, model: str) -> int | None:
         try:
@@ -384,19 +399,8 @@ class App:
             finally:
                 self.active -= 1
                 slots.release()
-        except UnknownModelError as exc:
-            await fail(Error.invalid_request(str(exc), status=404))
-        except UnsupportedInput as exc:  # a kind of input or server tool the model lacks
-            await fail(Error.invalid_request(str(exc), status=400))
-        except MissingCredentials as exc:
-            log.error("no upstream key for model %s: %s", request.model, exc)
-            await fail(Error.auth("the server has no upstream key for this model"))
-        except StructuredOutputUnsupported as exc:  # the client's schema, this model
-            await fail(Error.invalid_request(str(exc)))
-        except Exception:  # a backend failure is the client's Error, not a 500 page
-            # the details are the operator's (the log), not the untrusted client's
-            log.exception("backend failed for model %s", request.model)
-            await fail(Error.network("the server failed to produce this answer"))
+        except Exception as exc:  # a backend failure is the client's Error, not a 500 page
+            await fail(backend_failure(exc, request.model))
         finally:
             mailbox.put_nowait(None)
 
@@ -432,6 +436,7 @@ class App:
     ) -> None:
         config = self.config
         encode, keep_alive = encoder_for(path, request, self.stamps, append=config.append_sources)
+        extra = stream_headers(path)
         clock = self.runtime.clock
         head_deadline = clock() + config.head_wait
         started = False  # response headers sent
@@ -446,7 +451,7 @@ class App:
                 # the model is slow to start: tell the client and its proxies we are here
                 chunk = keep_alive() if started else OPENED
                 if not started:
-                    await start_sse(send)
+                    await start_sse(send, extra)
                     started = True
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
                 continue
@@ -456,9 +461,11 @@ class App:
                 if output is None:
                     held += batch
                     continue
-                if isinstance(output, Error) and path != AGENT_PATH:
+                if isinstance(output, Error) and (
+                    path != AGENT_PATH or is_shutting_down(output)  # a 503 on every route
+                ):
                     raise early_error(path, output)
-                await start_sse(send)
+                await start_sse(send, extra)
                 started = True
             events = held + batch if held else batch
             held = []

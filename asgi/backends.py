@@ -19,11 +19,11 @@ from typing import Any, Final
 
 import msgspec
 
-from streamfn.core.credentials import MissingCredentials
+from streamfn.core.credentials import MissingCredentials, resolve_api_key
 from streamfn.core.events import Event
 from streamfn.core.http.client_base import ClientBase
 from streamfn.core.messages import Context
-from streamfn.core.models import Model, UnknownModel, get_model, list_models
+from streamfn.core.models import LOCAL_DEFAULT_ID, Model, UnknownModel, get_model, list_models
 from streamfn.core.options import Options, client_fields
 from streamfn.core.serve.replayed_turns import attribute_client_turns
 
@@ -65,7 +65,7 @@ class ServedModel(msgspec.Struct, kw_only=True):
 UPSTREAM_ATTEMPTS: Final = 1
 
 #: the names the local model answers to
-LOCAL_NAMES = ("local", "local:smollm2-135m-instruct", "smollm2-135m-instruct")
+LOCAL_NAMES = ("local", f"local:{LOCAL_DEFAULT_ID}", LOCAL_DEFAULT_ID)
 
 
 def environment(environ: Mapping[str, str] | None) -> dict[str, str]:
@@ -86,6 +86,7 @@ class ProviderBackend:
         served: Iterable[ServedModel] = (),
         registry: bool = True,
         base_urls: Mapping[str, str] | None = None,
+        list_all: bool = False,
         upstream_attempts: int = UPSTREAM_ATTEMPTS,
     ) -> None:
         """``models`` are served by ``provider:id`` ahead of the registry's (a
@@ -93,7 +94,10 @@ class ProviderBackend:
         their own names; ``registry`` False serves only those two.
         ``base_urls`` sends every model of a provider to another upstream.
         ``upstream_attempts``: requests sent upstream per client request (see
-        `UPSTREAM_ATTEMPTS`; a model's ``defaults`` do not change it)."""
+        `UPSTREAM_ATTEMPTS`; a model's ``defaults`` do not change it).
+        `list_models` names only the models whose key this server holds (a
+        client cannot use the others: they answer that the server has no
+        key); ``list_all`` names every model it knows, keys or not."""
         if upstream_attempts < 1:
             raise ValueError(f"upstream_attempts must be at least 1, got {upstream_attempts}")
         self.upstream_attempts = upstream_attempts
@@ -109,6 +113,7 @@ class ProviderBackend:
         self.served = {s.name: s for s in served}
         self.registry = registry
         self.base_urls = dict(base_urls or {})
+        self.list_all = list_all
         #: every key this server holds, scrubbed from what upstreams say (`UpstreamText`)
         self.keys = configured_keys(
             self.environ, [s.api_key_env for s in self.served.values() if s.api_key_env]
@@ -119,10 +124,29 @@ class ProviderBackend:
         await self.client.aclose()
 
     def list_models(self) -> list[str]:
-        names = list(self.served) + list(self.models)
+        """What a client can ask for: the models whose upstream key is set here (all
+        the models known, with ``list_all``)."""
+        names = [s.name for s in self.served.values() if self._servable(s.model, s.api_key_env)]
+        names += [key for key, m in self.models.items() if self._servable(m)]
         if self.registry:
-            names += [m.key for m in list_models() if m.key not in self.models]
+            names += [
+                m.key
+                for m in list_models()
+                if m.key not in self.models and m.api != "local" and self._servable(m)
+            ]
         return names
+
+    def _servable(self, model: Model, api_key_env: str | None = None) -> bool:
+        """Whether this server holds ``model``'s key (keyless servers always do)."""
+        if self.list_all:
+            return True
+        if api_key_env:
+            return bool(self.environ.get(api_key_env))
+        try:
+            resolve_api_key(model, Options(), self.environ)
+        except MissingCredentials:
+            return False
+        return True
 
     def _resolve(self, name: str) -> tuple[Model, ServedModel | None]:
         served = self.served.get(name)

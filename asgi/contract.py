@@ -86,6 +86,8 @@ class ServerConfig(msgspec.Struct, kw_only=True):
     #: pass client image and document URLs to upstreams (which fetch them); off, since
     #: an upstream on the operator's network would fetch intranet addresses for clients
     allow_input_urls: bool = False
+    #: the model of a front-end request (``/v1/ui/chat``, ``/v1/agui``) that names none
+    default_model: str | None = None
 
     def __repr__(self) -> str:
         key = "***" if self.api_key else None

@@ -28,8 +28,10 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 
-async def start_sse(send: Send) -> None:
-    await send({"type": "http.response.start", "status": 200, "headers": list(SSE_HEADERS)})
+async def start_sse(send: Send, extra: list[tuple[bytes, bytes]] | None = None) -> None:
+    """A 200 SSE response's start; ``extra``: a protocol's own headers."""
+    headers = [*SSE_HEADERS, *(extra or ())]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
 
 
 async def send_json(send: Send, status: int, obj: Any) -> None:

@@ -7,12 +7,8 @@ The rest lives in its room: decoders in `streamfn.core.wire`, the provider
 extension API in `streamfn.core.providers`, the server codec in
 `streamfn.core.serve`, HTTP/1.1 in `streamfn.core.http`, and the helpers in
 their modules (`streamfn.core.events`, `.classify`, `.text_tools` ...).
-Names that used to be here still resolve for one release, with a
-`DeprecationWarning` naming the new import (`streamfn.core._moved`).
 """
 
-from ._moved import install as _install_moved
-from ._moved import moved_attribute as _moved_attribute
 from .accumulate import accumulate, check_protocol
 from .call import open_call, register_api, replay
 from .completion import raise_for_error
@@ -64,8 +60,6 @@ from .messages import (
 from .models import Model, get_model, list_models, model, register_model
 from .options import AWSCredentials, CachePoint, Options, ThinkingLevel
 from .structured import OutputValidationError, parse_output
-
-_install_moved()
 
 __all__ = [
     "AWSCredentials",
@@ -127,6 +121,15 @@ __all__ = [
 ]
 
 
+#: the installed distribution's version (read from its metadata on first use)
+__version__: str
+
+
 def __getattr__(name: str) -> object:
-    """A name that moved out of `streamfn.core`: still there for one release, with a warning."""
-    return _moved_attribute(__name__, name)
+    """``__version__``, read once from the installed distribution's metadata."""
+    if name == "__version__":
+        from .version import installed_version
+
+        globals()[name] = found = installed_version()
+        return found
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

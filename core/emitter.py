@@ -86,6 +86,8 @@ class Emitter:
         #: signatures for the next thinking block each key closes (see `sign`)
         self._signatures: dict[Hashable, str] = {}
         self._next_index = 0
+        #: the blocks an `Error` left open, for `reopen` (a resumed stream goes on in them)
+        self._cut: dict[Hashable, _Block] = {}
         self._content_bytes = 0
         self._max_content = max_content_bytes
 
@@ -312,4 +314,17 @@ class Emitter:
             self.close_all()
         self._push(event)
         self.finished = STREAM_TRANSITIONS[STREAMING][type(event)] == FINISHED
+        self._cut = dict(self._open) if isinstance(event, Error) else {}
         self._open.clear()
+
+    def reopen(self) -> None:
+        """Go on after an `Error` ended the stream, with the blocks it left open.
+
+        For a provider that continues the same response on a new request (see
+        `streamfn.core.recovery`): the `Error` is not handed out, the next events
+        carry on the same blocks and indexes.
+        """
+        self.events = [e for e in self.events if not isinstance(e, Error)]
+        if self.finished:  # the cut was seen here (a body that ended early)
+            self._open, self._cut = self._cut, {}
+            self.finished = False

@@ -266,12 +266,17 @@ class Done(msgspec.Struct, tag="done", frozen=True, kw_only=True, gc=False):
     caller sees it only when continuing was turned off or its bound reached.
     Left unset otherwise, and then never encoded: a stream without a pause
     encodes as it always did.
+
+    ``recovered`` counts the cuts the stream survived (``Options.recover``, see
+    `streamfn.core.recovery`), and ``usage`` and ``cost`` then sum every request
+    the answer took; unset (never encoded) for an answer that came in one piece.
     """
 
     stop_reason: StopReason = StopReason.STOP
     usage: Usage = msgspec.field(default_factory=Usage)
     cost: Cost = msgspec.field(default_factory=Cost)
     paused: bool | msgspec.UnsetType = msgspec.UNSET
+    recovered: int | msgspec.UnsetType = msgspec.UNSET
 
 
 class Error(msgspec.Struct, tag="error", frozen=True, kw_only=True, gc=False):

@@ -24,6 +24,7 @@ from .plugin_apis import plugin_api_names
 __all__ = [
     "API_NAMES",
     "BUILTIN",
+    "LOCAL_DEFAULT_ID",
     "CatalogInfo",
     "Model",
     "PriceTier",
@@ -32,6 +33,7 @@ __all__ = [
     "compute_cost",
     "get_model",
     "list_models",
+    "local_model",
     "model",
     "openai_compatible",
     "provider_names",
@@ -52,6 +54,8 @@ API_NAMES = (
     "bedrock",
     "proxy",
     "agent-events",
+    "ui-message-stream",
+    "agui",
     "local",
 )
 
@@ -203,11 +207,46 @@ _API_ALIASES: dict[str, tuple[str, str]] = {"openai-responses": ("openai", "open
 _PROVIDER_ALIASES: dict[str, str] = {"gemini": "google"}
 
 
+#: the model ``model("local")`` names: the one ``streamfn.local`` prepares on first use
+LOCAL_DEFAULT_ID = "smollm2-135m-instruct"
+
+
+def local_model(name: str = "", *, base_url: str | None = None) -> Model:
+    """The local CTranslate2 model as a `Model` (``api="local"``): nothing is loaded here.
+
+    ``name`` is empty or the default model's id (``smollm2-135m-instruct``,
+    prepared on first use in the user cache or ``$STREAMFN_LOCAL_MODEL_DIR``),
+    or the path of a CTranslate2 model directory. ``base_url`` may name the
+    directory too (a path or a ``file://`` URI). The shells load it on first
+    use (`streamfn.local.provider`), which needs the ``[local]`` extra.
+    """
+    directory = base_url or ""
+    if name and name != LOCAL_DEFAULT_ID:
+        if not name.startswith(("/", "./", "../", "~", "file:")):
+            raise UnknownModel(
+                f"unknown local model {name!r}: write 'local' (or 'local:{LOCAL_DEFAULT_ID}') "
+                "for the default model, or 'local:/path/to/ctranslate2-model-dir' for another"
+            )
+        directory = name
+    model_id = LOCAL_DEFAULT_ID if not directory else directory.rstrip("/").rsplit("/", 1)[-1]
+    return Model(
+        id=model_id or LOCAL_DEFAULT_ID,
+        provider="local",
+        api="local",
+        base_url=directory,
+        name=model_id or LOCAL_DEFAULT_ID,
+        context_window=8192,
+        max_output=2048,
+        images=False,
+    )
+
+
 def provider_names() -> list[str]:
     """Every provider name `model` accepts before the colon (plug-in wire formats too)."""
     _ensure_builtin()
     names = {m.provider for m in _REGISTRY.values()} | set(_ENDPOINTS) | set(_API_ALIASES)
     names |= set(_PROVIDER_ALIASES) | set(plugin_api_names())
+    names.add("local")
     return sorted(names)
 
 
@@ -229,7 +268,9 @@ def model(name: str, *, base_url: str | None = None, id: str | None = None) -> M
     - ``"vllm:Qwen/Qwen3-8B"``, ``"lmstudio:…"``, ``"llamacpp:…"``: local OpenAI-compatible
       servers on their usual ports; ``"openai-compatible:id"`` with ``base_url`` for any other;
     - ``"azure:deployment"`` with ``base_url="https://RESOURCE.openai.azure.com"``;
-    - ``"http://localhost:8080/v1"`` (with ``id=`` the model id): an OpenAI-compatible server.
+    - ``"http://localhost:8080/v1"`` (with ``id=`` the model id): an OpenAI-compatible server;
+    - ``"local"``, ``"local:/path/to/model-dir"``: the local CTranslate2 model (see
+      `local_model`), streamed by every shell like a provider.
 
     ``base_url`` replaces the model's endpoint: the server root or the API root,
     with or without the version path (see "Any model on any endpoint" in the documentation).
@@ -237,6 +278,8 @@ def model(name: str, *, base_url: str | None = None, id: str | None = None) -> M
     """
     if _is_url(name):
         return openai_compatible(id or "default", base_url or name)
+    if name == "local" or name.startswith("local:"):
+        return local_model(name.partition(":")[2], base_url=base_url)
     _ensure_builtin()
     found = _REGISTRY.get(name)
     if found is None and ":" not in name:

@@ -27,6 +27,7 @@ __all__ = [
     "CacheSetting",
     "CacheTTL",
     "Options",
+    "RecoverMode",
     "ThinkingLevel",
     "ThinkingName",
     "client_fields",
@@ -48,6 +49,9 @@ class CachePoint(msgspec.Struct, frozen=True):
 
 
 CacheSetting: TypeAlias = Literal["off", "auto"] | list[CachePoint]
+
+#: how a stream cut after output began goes on (``Options.recover``)
+RecoverMode: TypeAlias = Literal["resume", "continue"]
 
 
 class ThinkingLevel(enum.StrEnum):
@@ -152,6 +156,12 @@ class Options(msgspec.Struct, kw_only=True):
     #: after the deterministic repairs, and the errors; returns a replacement `ToolCall`
     #: or None. See `streamfn.core.tool_checks`.
     repair_tool_call: Any = None
+    #: a stream cut after output began (a network error) goes on: "resume" (the
+    #: same response, OpenAI Responses background mode) or "continue" (a new
+    #: request with the partial answer as prefill); None: off. See `recovery`.
+    recover: RecoverMode | None = None
+    #: the most cuts one stream survives (each costs at least one more request)
+    max_recoveries: int = 2
 
     def __post_init__(self) -> None:
         if self.thinking is not None and not isinstance(self.thinking, ThinkingLevel):
@@ -161,6 +171,10 @@ class Options(msgspec.Struct, kw_only=True):
             raise ValueError(f'cache={cache!r}: use "off", "auto" or a list of CachePoint')
         if isinstance(cache, list) and not all(isinstance(p, CachePoint) for p in cache):
             raise ValueError("cache: a list holds CachePoint(at, ttl) breakpoints only")
+        if self.recover not in (None, "resume", "continue"):
+            raise ValueError(f'recover={self.recover!r}: use "resume", "continue" or None')
+        if self.max_recoveries < 0:
+            raise ValueError(f"max_recoveries={self.max_recoveries}: use 0 or more")
 
     if TYPE_CHECKING:
         # What type checkers see: the fields above, except that ``thinking`` also
@@ -202,6 +216,8 @@ class Options(msgspec.Struct, kw_only=True):
             retry_max_delay: float = 30.0,
             pause_turn_continuations: int = 5,
             repair_tool_call: ToolCallRepair | None = None,
+            recover: RecoverMode | None = None,
+            max_recoveries: int = 2,
         ) -> None: ...
 
     def __repr__(self) -> str:

@@ -30,7 +30,7 @@ from .messages import AssistantMessage, Context
 from .models import Model
 from .options import Options
 
-__all__ = ["PAUSING_APIS", "continue_paused_turns", "continued_context"]
+__all__ = ["PAUSING_APIS", "continue_paused_turns", "continued_context", "summed"]
 
 log = logging.getLogger("streamfn")
 
@@ -51,7 +51,7 @@ def continued_context(context: Context, paused: AssistantMessage) -> Context:
     return msgspec.structs.replace(context, messages=[*context.messages, paused])
 
 
-def _summed(a: _Bill, b: _Bill) -> _Bill:
+def summed(a: _Bill, b: _Bill) -> _Bill:
     """``a + b`` field by field (the constructor computes ``total`` again)."""
     names = [name for name in a.__struct_fields__ if name != "total"]
     return type(a)(**{name: getattr(a, name) + getattr(b, name) for name in names})
@@ -83,17 +83,17 @@ class _Turn:
         if isinstance(event, Done):
             return msgspec.structs.replace(
                 event,
-                usage=_summed(self.usage, event.usage),
-                cost=_summed(self.cost, event.cost),
+                usage=summed(self.usage, event.usage),
+                cost=summed(self.cost, event.cost),
             )
         own = event.usage or Usage()
-        return msgspec.structs.replace(event, usage=_summed(self.usage, own))
+        return msgspec.structs.replace(event, usage=summed(self.usage, own))
 
     def pause(self, done: Done) -> AssistantMessage:
         """Book a paused request; the answer so far, to send back."""
         self.requests += 1
-        self.usage = _summed(self.usage, done.usage)
-        self.cost = _summed(self.cost, done.cost)
+        self.usage = summed(self.usage, done.usage)
+        self.cost = summed(self.cost, done.cost)
         message = self.fold.message
         self.offset = len(message.content)
         return AssistantMessage(

@@ -78,7 +78,8 @@ def __getattr__(name: str) -> Any:
     except ModuleNotFoundError as exc:
         if exc.name == "hypothesis":
             raise ModuleNotFoundError(
-                f"streamfn.fuzz.{name} needs hypothesis: pip install 'streamfn[fuzz]'",
+                f"streamfn.fuzz.{name} needs hypothesis: pip install 'streamfn[fuzz]' "
+                "(from a checkout: pip install -e '.[fuzz]')",
                 name="hypothesis",
             ) from exc
         raise

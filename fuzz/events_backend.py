@@ -1,5 +1,5 @@
 """`EventsBackend`: a `streamfn serve` backend that replays event lists, for tests,
-demos and benchmarks (it was ``streamfn.io_asyncio.server.EventsBackend``).
+demos and benchmarks.
 
 It serves on either shell: it sleeps with the running loop's own ``sleep``.
 """

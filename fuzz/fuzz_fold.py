@@ -1,7 +1,8 @@
 """Long-running fuzz of the fold and the partial-JSON parser.
 
-Runs the property tests of tests/core/test_accumulate.py and
-tests/core/test_partial_json.py with many more examples, plus targets with wider
+Runs the fold's and the partial-JSON parser's properties (the kit's
+`streamfn.fuzz._fold_properties` and `_json_properties`, which the test suite
+runs with a few dozen examples) with many more examples, plus targets with wider
 input than the test suite affords (any Unicode text as JSON, long event
 sequences). What must hold:
 
@@ -23,29 +24,35 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
-import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamfn.fuzz import harness
-
-# the suite's own properties and oracles are test code, not shipped (see harness.py)
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "core"))
-
-import test_accumulate as fold
-import test_partial_json as pj
-
 from streamfn.core.accumulate import Accumulator, ProtocolViolation
+from streamfn.core.events import Event
 from streamfn.core.partial_json import PartialJSONError, PartialJSONParser
+from streamfn.fuzz import harness
+from streamfn.fuzz._fold_properties import (
+    START,
+    a_valid_stream_folds_into_the_intended_message,
+    any_event,
+    any_event_sequence_raises_only_protocol_violation,
+    the_live_view_after_each_event_is_the_fold_of_that_prefix,
+)
+from streamfn.fuzz._json_properties import (
+    accepts_and_rejects_exactly_what_msgspec_does,
+    any_chunking_gives_exactly_what_msgspec_gives,
+    best_effort_value_does_not_depend_on_chunking,
+    every_prefix_is_consistent_with_the_final_value,
+    msgspec_outcome,
+    text_chunkings,
+)
 
 
-@given(st.lists(fold.any_event, max_size=200))
-def long_random_event_sequences(events: list[fold.Event]) -> None:
+@given(st.lists(any_event, max_size=200))
+def long_random_event_sequences(events: list[Event]) -> None:
     acc = Accumulator()
-    for event in [fold.START, *events]:
+    for event in [START, *events]:
         try:
             acc.add(event)
         except ProtocolViolation:
@@ -56,7 +63,7 @@ def long_random_event_sequences(events: list[fold.Event]) -> None:
 
 @given(st.text(), st.data())
 def any_text_as_json(text: str, data: st.DataObject) -> None:
-    chunks = data.draw(pj.chunkings(text))
+    chunks = data.draw(text_chunkings(text))
     parser = PartialJSONParser()
     for chunk in chunks:
         parser.feed(chunk)  # never raises
@@ -65,22 +72,19 @@ def any_text_as_json(text: str, data: st.DataObject) -> None:
         ours: tuple[bool, object] = (True, parser.close())
     except PartialJSONError:
         ours = (False, None)
-    try:
-        theirs: tuple[bool, object] = (True, msgspec.json.decode(text))
-    except msgspec.DecodeError:
-        theirs = (False, None)
+    theirs = msgspec_outcome(text)
     assert ours == theirs, (text, ours, theirs)
 
 
 TARGETS: dict[str, Callable[[], None]] = {
-    "random-events": fold.test_any_event_sequence_raises_only_protocol_violation,
+    "random-events": any_event_sequence_raises_only_protocol_violation,
     "long-random-events": long_random_event_sequences,
-    "valid-streams": fold.test_a_valid_stream_folds_into_the_intended_message,
-    "live-view": fold.test_the_live_view_after_each_event_is_the_fold_of_that_prefix,
-    "json-vs-msgspec": pj.test_any_chunking_gives_exactly_what_msgspec_gives,
-    "json-prefixes": pj.test_every_prefix_is_consistent_with_the_final_value,
-    "json-chunking": pj.test_best_effort_value_does_not_depend_on_chunking,
-    "damaged-json": pj.test_accepts_and_rejects_exactly_what_msgspec_does,
+    "valid-streams": a_valid_stream_folds_into_the_intended_message,
+    "live-view": the_live_view_after_each_event_is_the_fold_of_that_prefix,
+    "json-vs-msgspec": any_chunking_gives_exactly_what_msgspec_gives,
+    "json-prefixes": every_prefix_is_consistent_with_the_final_value,
+    "json-chunking": best_effort_value_does_not_depend_on_chunking,
+    "damaged-json": accepts_and_rejects_exactly_what_msgspec_does,
     "any-text-json": any_text_as_json,
 }
 

@@ -12,11 +12,6 @@ from __future__ import annotations
 
 import re
 import sys
-from pathlib import Path
-
-# the suite's own properties and oracles are test code, not shipped (see harness.py)
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "wire"))
 
 if "--atheris" in sys.argv:  # instrument only the decoder, before anything imports it
     import atheris  # type: ignore[import-untyped,import-not-found,unused-ignore]
@@ -26,18 +21,18 @@ if "--atheris" in sys.argv:  # instrument only the decoder, before anything impo
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_ndjson import outcome
 
 from streamfn.core.wire.ndjson import NDJSONDecoder, NDJSONError
 from streamfn.fuzz import harness
+from streamfn.fuzz._wire_oracles import ndjson_outcome
 
 _PIECES = st.sampled_from([b'{"a":1}', b"\n", b"\r\n", b"\r", b" ", b"\t", b"xyz", b"\xff", b"[]"])
 
 
 def check(data: bytes, chunks: list[bytes], cap: int) -> None:
-    whole = outcome([data], cap)
-    assert outcome(chunks, cap) == whole, (data, chunks, cap)
-    assert outcome([data[i : i + 1] for i in range(len(data))], cap) == whole, (data, cap)
+    whole = ndjson_outcome([data], cap)
+    assert ndjson_outcome(chunks, cap) == whole, (data, chunks, cap)
+    assert ndjson_outcome([data[i : i + 1] for i in range(len(data))], cap) == whole, (data, cap)
     lines, error = whole
     if error is None:
         assert lines == [line for line in re.split(rb"\r\n|\r|\n", data) if line.strip()]

@@ -1,20 +1,31 @@
-"""Fuzz every provider state machine with mutated real bodies.
+"""Fuzz every provider state machine with mutated bodies.
 
-Seeds are the hand-made transcripts in ``tests/transcripts/<api>/`` and, when
-``../shared/corpus`` is beside the repository, every real recording in it.
+Seeds are the recorded bodies in the directories named on the command line,
+each either a tree of ``<wire api>/<file>`` bodies (a checkout's
+``tests/transcripts``) or a corpus of recordings described by an
+``index.json`` (its entries' ``protocol``, ``provider`` and ``files``). With
+no directory, the seeds are transcripts the kit draws itself (`transcripts`:
+every wire format, written by its encoder), so an installed
+``streamfn[fuzz]`` runs this target with nothing beside it; the run says
+which seeds it uses.
+
 Each example picks a seed, mutates it (bit flips, byte insertions and
-deletions, truncation, duplicated or dropped ranges), chunks it at random
-and replays it through its wire format. Invariants:
+deletions, truncation, duplicated or dropped ranges and frames), chunks it at
+random and replays it through its wire format. Invariants:
 
 - no exception escapes ``replay``;
 - the events satisfy the protocol (`check_protocol`): one Start, exactly one
   terminal event, last, every block closed before Done, indices in order;
 - a different chunking of the same bytes gives the same events.
 
-Run (from the repository root)::
+A second target draws streams, writes them with each format's encoder and
+reads them back in any chunking.
 
-    FUZZ_EXAMPLES=2000 .venv/bin/python -m streamfn.fuzz.fuzz_providers            # a smoke run
-    FUZZ_SECONDS=3600 FUZZ_EXAMPLES=20000 .venv/bin/python -m streamfn.fuzz.fuzz_providers  # an hour
+Run::
+
+    FUZZ_EXAMPLES=2000 python -m streamfn.fuzz.fuzz_providers            # a smoke run
+    FUZZ_SECONDS=3600 FUZZ_EXAMPLES=20000 python -m streamfn.fuzz.fuzz_providers \\
+        tests/transcripts path/to/corpus                                 # an hour
 """
 
 from __future__ import annotations
@@ -23,6 +34,8 @@ import json
 import logging
 import os
 import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -32,42 +45,69 @@ from streamfn.core import check_protocol, replay
 from streamfn.core.call import API_MODULES
 from streamfn.fuzz import chunkings, harness, mutations, same_stream, transcripts
 
-ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT.parent / "shared" / "corpus"
+#: corpus ``protocol`` names that differ from the wire api's name
 _API_OF_PROTOCOL = {"bedrock-eventstream": "bedrock"}
+_BODY_SUFFIXES = (".sse", ".ndjson", ".bin")
 
 
-def seeds() -> list[tuple[str, str | None, bytes]]:
-    """(api, provider, body) for every recorded body we can find."""
-    found: list[tuple[str, str | None, bytes]] = []
-    for directory in sorted((ROOT / "tests" / "transcripts").iterdir()):
-        api = directory.name  # transcripts/<wire api>/
-        if api not in API_MODULES:
-            continue
-        for path in sorted(directory.iterdir()):
-            if path.is_file():
-                found.append((api, None, path.read_bytes()))
-    index = CORPUS / "index.json"
+@dataclass(frozen=True)
+class Seed:
+    """One body to mutate, and how to replay it."""
+
+    api: str
+    provider: str | None
+    body: bytes
+    headers: tuple[tuple[str, str], ...] | None = None
+
+
+def seeds_in(directory: Path) -> list[Seed]:
+    """The bodies in a corpus (``index.json``) or a ``<wire api>/<file>`` tree."""
+    if not directory.is_dir():
+        raise SystemExit(f"seed directory {directory} does not exist (or is not a directory)")
+    index = directory / "index.json"
     if index.exists():
+        found = []
         for entry in json.loads(index.read_text()):
             api = _API_OF_PROTOCOL.get(entry["protocol"], entry["protocol"])
             for name in entry["files"]:
-                if name.endswith((".sse", ".ndjson", ".bin")):
-                    found.append((api, entry["provider"], (CORPUS / name).read_bytes()))
-    return found
+                if name.endswith(_BODY_SUFFIXES):
+                    found.append(Seed(api, entry["provider"], (directory / name).read_bytes()))
+        return found
+    trees = [d for d in sorted(directory.iterdir()) if d.is_dir() and d.name in API_MODULES]
+    if not trees:
+        raise SystemExit(
+            f"{directory} holds neither an index.json nor folders named by wire api "
+            f"({', '.join(sorted(API_MODULES))})"
+        )
+    return [
+        Seed(tree.name, None, path.read_bytes())
+        for tree in trees
+        for path in sorted(tree.iterdir())
+        if path.is_file()
+    ]
 
 
-SEEDS = seeds()
+def _drawn_seeds() -> st.SearchStrategy[Seed]:
+    return transcripts().map(lambda t: Seed(t.api, t.provider, t.body, tuple(t.headers)))
 
 
-@given(st.data())
-def fuzz_any_provider(data: st.DataObject) -> None:
-    index = data.draw(st.integers(0, len(SEEDS) - 1))
-    api, provider, seed = SEEDS[index]
-    body = data.draw(mutations(seed))
-    whole = replay(api, body, provider=provider)
-    check_protocol(whole)
-    assert replay(api, data.draw(chunkings(body)), provider=provider) == whole
+def any_provider(seeds: Iterable[Seed]) -> Callable[[], None]:
+    """The mutation target over ``seeds`` (drawn transcripts when there are none)."""
+    recorded = list(seeds)
+    pick = st.sampled_from(recorded) if recorded else _drawn_seeds()
+
+    @given(st.data())
+    def fuzz_any_provider(data: st.DataObject) -> None:
+        seed = data.draw(pick)
+        body = data.draw(mutations(seed.body))
+        whole = replay(seed.api, body, provider=seed.provider, headers=seed.headers)
+        check_protocol(whole)
+        again = replay(
+            seed.api, data.draw(chunkings(body)), provider=seed.provider, headers=seed.headers
+        )
+        assert again == whole
+
+    return fuzz_any_provider
 
 
 @given(st.data())
@@ -79,19 +119,28 @@ def fuzz_transcripts_round_trip(data: st.DataObject) -> None:
     assert same_stream(t.api, got, t.events), (got, t.events)
 
 
-def main() -> None:
+def main(directories: list[str]) -> None:
+    seeds = [seed for name in directories for seed in seeds_in(Path(name))]
     examples = int(os.environ.get("FUZZ_EXAMPLES", "100000"))
     logging.getLogger("streamfn").setLevel(logging.ERROR)  # mutated bodies warn by design
-    print(f"{len(SEEDS)} seed bodies; up to {examples} examples per batch", file=sys.stderr)
-
-    database = None if os.environ.get("FUZZ_NO_DB") else settings.default.database
+    if seeds:
+        print(f"{len(seeds)} seed bodies from {', '.join(directories)}", file=sys.stderr)
+    else:
+        print(
+            "no seed directories given: mutating drawn transcripts only "
+            "(name recordings, e.g. a checkout's tests/transcripts, to seed from them)",
+            file=sys.stderr,
+        )
+    print(f"up to {examples} examples per batch", file=sys.stderr)
+    target = any_provider(seeds)
+    database = None if os.environ.get("FUZZ_NO_DB") else settings().database
 
     def one_round(n: int) -> None:
-        harness.run_given(fuzz_any_provider, n, database=database)
+        harness.run_given(target, n, database=database)
         harness.run_given(fuzz_transcripts_round_trip, n, database=database)
 
     harness.run_rounds("fuzz_providers", one_round)
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -1,7 +1,8 @@
 """Long-running fuzz target for the SSE decoder (see fuzz/README.md).
 
-Two engines, the same checks as tests/wire/test_sse.py's properties but with a
-budget of hours instead of seconds:
+Two engines, the same checks as the test suite's SSE properties (the oracles
+are the kit's, `streamfn.fuzz._wire_oracles`) but with a budget of hours
+instead of seconds:
 
 - hypothesis (default): ``FUZZ_EXAMPLES`` examples per property (default
   100,000), repeated with fresh seeds until ``FUZZ_SECONDS`` have passed
@@ -15,12 +16,7 @@ budget of hours instead of seconds:
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
-
-# the suite's own properties and oracles are test code, not shipped (see harness.py)
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "wire"))
 
 if "--atheris" in sys.argv:  # instrument only the decoder, before anything imports it
     import atheris  # type: ignore[import-untyped,import-not-found,unused-ignore]
@@ -30,11 +26,18 @@ if "--atheris" in sys.argv:  # instrument only the decoder, before anything impo
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_sse import bytewise, chunked, outcome, spec_oracle
-from test_sse_feed_to import erase_types, feed_outcome, sink_outcome
 
 from streamfn.core.wire.sse import ServerSentEvent, SSEComment, SSEDecoder, SSEError
 from streamfn.fuzz import harness
+from streamfn.fuzz._wire_oracles import (
+    chunked,
+    erase_types,
+    feed_outcome,
+    sink_outcome,
+    spec_oracle,
+    sse_outcome,
+)
+from streamfn.fuzz.bytes import bytewise
 
 CAPS: dict[str, Any] = {"max_line_bytes": 24, "max_event_bytes": 40, "emit_comments": True}
 BIG_CAPS: dict[str, Any] = {"emit_comments": True}
@@ -43,9 +46,9 @@ BIG_CAPS: dict[str, Any] = {"emit_comments": True}
 def check(data: bytes, chunks: list[bytes]) -> None:
     """Every invariant one input can be held to."""
     for caps in (CAPS, BIG_CAPS):
-        whole = outcome([data], **caps)
-        assert outcome(chunks, **caps) == whole, (data, chunks, caps)
-        assert outcome(bytewise(data), **caps) == whole, (data, caps)
+        whole = sse_outcome([data], **caps)
+        assert sse_outcome(chunks, **caps) == whole, (data, chunks, caps)
+        assert sse_outcome(bytewise(data), **caps) == whole, (data, caps)
         # the providers' fast path delivers the same events and error, with and
         # without run sinks (which see every event as typeless: erase_types)
         expected = feed_outcome([data], **caps)
@@ -55,7 +58,7 @@ def check(data: bytes, chunks: list[bytes]) -> None:
         typeless = erase_types(expected[0]), expected[1]
         assert sink_outcome(chunks, "any", **caps) == typeless, (data, chunks, caps)
         assert sink_outcome(bytewise(data), "any", **caps) == typeless, (data, caps)
-    items, error = outcome([data], **BIG_CAPS)
+    items, error = sse_outcome([data], **BIG_CAPS)
     if error is None:
         assert items == spec_oracle(data), data
     decoder = SSEDecoder(max_line_bytes=16, max_event_bytes=24, emit_comments=True)

@@ -4,12 +4,12 @@ Each target supplies only its checks: a hypothesis round and an atheris
 ``one_input``. The environment variables and switches live here, so the
 targets cannot drift apart in how they are run.
 
-Three targets (`fuzz_sse`, `fuzz_ndjson`, `fuzz_fold`) run the test suite's
-own properties with many more examples, so they put ``tests/`` on `sys.path`
-and import them: the properties and their oracles (a literal transcription of
-the WHATWG SSE parser, the fold's event strategies) are test code, not part of
-the installed package, and those targets are run from a checkout. The other
-targets need only the package.
+Every target runs from the installed kit (``pip install 'streamfn[fuzz]'``),
+with no checkout: the properties and oracles the test suite shares with them
+(a literal transcription of the WHATWG SSE parser, the fold's event
+strategies, msgspec as the JSON oracle) live in the kit's private modules
+(`_wire_oracles`, `_fold_properties`, `_json_properties`), and the suite
+imports them from there.
 """
 
 from __future__ import annotations

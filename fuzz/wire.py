@@ -33,6 +33,7 @@ from streamfn.core.events import (
     ThinkingEnd,
     ToolCallEnd,
 )
+from streamfn.core.serve.encode_agui import AGUIEncoder
 from streamfn.core.serve.encode_anthropic import AnthropicEncoder
 from streamfn.core.serve.encode_bedrock import BedrockEncoder
 from streamfn.core.serve.encode_gemini import GeminiEncoder
@@ -40,6 +41,7 @@ from streamfn.core.serve.encode_ollama import OllamaEncoder
 from streamfn.core.serve.encode_openai import OpenAIChatEncoder
 from streamfn.core.serve.encode_proxy import encode_proxy_event
 from streamfn.core.serve.encode_responses import ResponsesEncoder
+from streamfn.core.serve.encode_ui import UIMessageStreamEncoder
 
 from .streams import StreamShape, event_streams
 
@@ -196,6 +198,24 @@ WIRE_FORMATS: Final[dict[str, WireFormat]] = {
             usage_fields=frozenset({"input", "output", "cache_read", "cache_write"}),
         ),
         lambda _: BedrockEncoder(),
+    ),
+    # the front-end protocols (what `streamfn serve` answers on /v1/ui/chat and /v1/agui)
+    "ui-message-stream": WireFormat(
+        "ui-message-stream",
+        "text/event-stream",
+        _UNSIGNED.with_(response_ids=True, usage_fields=frozenset()),
+        lambda s: UIMessageStreamEncoder(message_id=s.response_id or ""),
+    ),
+    "agui": WireFormat(
+        "agui",
+        "text/event-stream",
+        StreamShape(
+            response_ids=True,
+            text_signatures=False,
+            tool_signatures=False,
+            redacted_thinking=False,
+        ),
+        lambda s: AGUIEncoder(thread_id="thread", run_id=s.response_id or "", message_id="msg"),
     ),
 }
 

@@ -1,25 +1,22 @@
 """`streamfn serve`'s backends with asyncio's upstream client.
 
 The backends live in `streamfn.asgi.backends` (they pick no event loop);
-this module keeps their old import path and gives `ProviderBackend` an
-asyncio `Client` by default. The local model's backend moved to
-`streamfn.local.serve_backend` (the composition root hands it in).
+this module gives `ProviderBackend` an asyncio `Client` by default. The
+local model's backend is `streamfn.local.serve_backend` (the composition
+root hands it in).
 """
 
 from __future__ import annotations
 
-import importlib
-import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from streamfn.asgi import backends as _shared
-from streamfn.asgi.backends import RouterBackend, ServedModel
 from streamfn.core.models import Model
 
 from .client import Client
 
-__all__ = ["ProviderBackend", "RouterBackend", "ServedModel"]
+__all__ = ["ProviderBackend"]
 
 
 class ProviderBackend(_shared.ProviderBackend):
@@ -31,7 +28,7 @@ class ProviderBackend(_shared.ProviderBackend):
         environ: Mapping[str, str] | None = None,
         *,
         models: Iterable[Model] = (),
-        served: Iterable[ServedModel] = (),
+        served: Iterable[_shared.ServedModel] = (),
         registry: bool = True,
         base_urls: Mapping[str, str] | None = None,
         upstream_attempts: int = _shared.UPSTREAM_ATTEMPTS,
@@ -46,14 +43,3 @@ class ProviderBackend(_shared.ProviderBackend):
             base_urls=base_urls,
             upstream_attempts=upstream_attempts,
         )
-
-
-def __getattr__(name: str) -> Any:
-    if name == "LocalBackend":
-        warnings.warn(
-            "streamfn.io_asyncio.backends.LocalBackend moved to streamfn.local.serve_backend",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return importlib.import_module("streamfn.local.serve_backend").LocalBackend
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from streamfn.core.events import Error, Event
 from streamfn.core.http.client_base import ClientBase
@@ -58,6 +58,16 @@ class Client(ClientBase[Connection]):
 
     async def _readable(self, conn: Connection) -> bool:
         return await conn.readable()
+
+    @asynccontextmanager
+    async def _local_stream(
+        self, model: Model, context: Context, options: Options
+    ) -> AsyncIterator[AsyncIterator[Event]]:
+        from streamfn.local.provider import load_local
+
+        local = await asyncio.to_thread(load_local, model, self.environ)
+        async with local.stream_asyncio(context, options) as events:
+            yield events
 
     async def _open(self, step: Connect) -> Connection | Error | Expired:
         try:

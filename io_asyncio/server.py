@@ -14,10 +14,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 from streamfn.asgi import app as _shared
-from streamfn.asgi.contract import Backend, ServerConfig, UnknownModelError
 from streamfn.asgi.runtime import Flag
 
-__all__ = ["App", "AsyncioRuntime", "Backend", "ServerConfig", "UnknownModelError"]
+__all__ = ["App", "AsyncioRuntime"]
 
 T = TypeVar("T")
 
@@ -101,18 +100,3 @@ class App(_shared.App):
     """`streamfn.asgi.App` on asyncio unless another ``runtime`` is given."""
 
     default_runtime = AsyncioRuntime
-
-
-def __getattr__(name: str) -> Any:
-    if name == "EventsBackend":  # a test fixture; it moved out of the shell
-        import warnings
-
-        warnings.warn(
-            "streamfn.io_asyncio.server.EventsBackend moved to streamfn.fuzz.events_backend",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        from streamfn.fuzz.events_backend import EventsBackend
-
-        return EventsBackend
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

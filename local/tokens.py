@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, Final
 
-__all__ = ["byte_level_alphabet", "token_bytes_table"]
+__all__ = ["byte_level_alphabet", "special_token_text", "token_bytes_table"]
 
 _BYTE_PIECE: Final = re.compile(r"<0x([0-9A-Fa-f]{2})>")
 
@@ -78,3 +78,10 @@ def token_bytes_table(vocabulary: Sequence[str], tokenizer_json: dict[str, Any])
             return token.replace("▁", " ").encode("utf-8")
 
     return [convert(token) for token in vocabulary]
+
+
+def special_token_text(value: Any) -> str:
+    """``tokenizer_config.json`` spells special tokens as strings or as AddedToken dicts."""
+    if isinstance(value, dict):
+        return str(value.get("content") or "")
+    return str(value or "")

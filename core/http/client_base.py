@@ -18,6 +18,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
 from typing import ClassVar, Generic, NamedTuple, Self, TypedDict, Unpack
 
+from ..call import Call, open_call
 from ..credentials import with_credentials
 from ..events import Error, Event
 from ..fallback import FallbackModel, check_chain, fall_back
@@ -25,6 +26,7 @@ from ..messages import AssistantMessage, Context
 from ..models import Model
 from ..options import Options
 from ..pause_turn import continue_paused_turns
+from ..recovery import recovering
 from ..responses_upgrade import upgrade_to_responses
 from ..text_tools import with_text_tool_calls
 from ..tool_checks import with_checked_tool_calls
@@ -202,6 +204,16 @@ class ClientBase(Generic[ConnT], abc.ABC):
         closed anyway.
         """
 
+    def _local_stream(
+        self, model: Model, context: Context, options: Options
+    ) -> AbstractAsyncContextManager[AsyncIterator[Event]]:
+        """The local model's stream (``api="local"``) in this shell's flavour.
+
+        Each shell loads the model with `streamfn.local.provider.load_local`
+        (off its event loop) and opens the `LocalModel` stream that matches it.
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot run the local model")
+
     def _usable(self, conn: ConnT) -> bool:
         """Whether an idle connection may serve another request (shell-specific rules)."""
         return True
@@ -241,19 +253,56 @@ class ClientBase(Generic[ConnT], abc.ABC):
     def _upgraded_events(
         self, model: Model, context: Context, options: Options
     ) -> AsyncGenerator[Event, None]:
-        """One request's stream, sent to the Responses API where the model needs it."""
+        """One request's stream, sent to the Responses API where the model needs it
+        (and recovered after a cut where ``Options.recover`` asks)."""
         return upgrade_to_responses(
-            self._traced_events, self.responses_upgraded, model, context, options
+            self._recovering_events, self.responses_upgraded, model, context, options
         )
 
-    def _traced_events(
+    def _recovering_events(
         self, model: Model, context: Context, options: Options
     ) -> AsyncGenerator[Event, None]:
-        """One call to one model, in an OpenTelemetry span when OpenTelemetry is there."""
-        return traced(self._events(model, context, options), model, options, self._clock())
+        """One model's requests, joined into one stream after a cut where
+        ``Options.recover`` asks (see `streamfn.core.recovery`)."""
+        return recovering(self._traced_events, model, context, options)
 
-    async def _events(
+    def _traced_events(
+        self,
+        model: Model,
+        context: Context,
+        options: Options,
+        opener: Callable[[Model, Context, Options], Call] = open_call,
+    ) -> AsyncGenerator[Event, None]:
+        """One call to one model, in an OpenTelemetry span when OpenTelemetry is there."""
+        events = self._events(model, context, options, opener)
+        return traced(events, model, options, self._clock())
+
+    def _events(
+        self,
+        model: Model,
+        context: Context,
+        options: Options,
+        opener: Callable[[Model, Context, Options], Call] = open_call,
+    ) -> AsyncGenerator[Event, None]:
+        """One request's events: over the wire (`_wire_events`), or from the local
+        model, which has no wire (`_local_stream`)."""
+        if model.api == "local":
+            return self._local_events(model, context, options)
+        return self._wire_events(model, context, options, opener)
+
+    async def _local_events(
         self, model: Model, context: Context, options: Options
+    ) -> AsyncGenerator[Event, None]:
+        async with self._local_stream(model, context, options) as local:
+            async for event in local:
+                yield event
+
+    async def _wire_events(
+        self,
+        model: Model,
+        context: Context,
+        options: Options,
+        opener: Callable[[Model, Context, Options], Call],
     ) -> AsyncGenerator[Event, None]:
         """Perform the steps of `drive`; the connection in hand is closed on any exit."""
         steps = drive(
@@ -265,6 +314,7 @@ class ClientBase(Generic[ConnT], abc.ABC):
             rand=self._rand,
             log=self.log,
             wall_clock=self._wall_clock,
+            opener=opener,
         )
         conn: ConnT | None = None
         answer: Answer = None

@@ -76,6 +76,7 @@ class _Run:
         rand: Callable[[], float],
         log: logging.Logger,
         wall_clock: Callable[[], datetime],
+        opener: Callable[[Model, Context, Options], Call],
     ) -> None:
         self.environ = environ
         self.clock = clock
@@ -87,6 +88,8 @@ class _Run:
         total = options.total_timeout
         self.deadline = None if total is None else self.began + total
         self.debug = log.isEnabledFor(logging.DEBUG)
+        #: makes each attempt's call (`open_call`, or stream recovery's own)
+        self.opener = opener
 
     def feed(self, events: list[Event]) -> list[Event] | Retry:
         """The gate's verdict on a batch, with what is left of the total deadline."""
@@ -141,6 +144,7 @@ def drive(
     rand: Callable[[], float],
     log: logging.Logger,
     wall_clock: Callable[[], datetime],
+    opener: Callable[[Model, Context, Options], Call] = open_call,
 ) -> Steps:
     """The whole life of one `stream()` call, as steps for a shell to perform.
 
@@ -148,9 +152,10 @@ def drive(
     the jitter source, ``wall_clock`` the UTC time (request signing and
     Retry-After dates). Retries happen only before the caller saw an event
     (`FirstOutputGate`); a pooled socket the server had already closed is
-    replaced without counting an attempt.
+    replaced without counting an attempt. ``opener`` makes each attempt's call
+    (`open_call`; stream recovery passes its own, see `streamfn.core.recovery`).
     """
-    run = _Run(options, environ, clock, rand, log, wall_clock)
+    run = _Run(options, environ, clock, rand, log, wall_clock, opener)
     fresh = False
     while True:
         if not fresh:
@@ -173,7 +178,7 @@ def _attempt(
     run: _Run, model: Model, context: Context, options: Options, fresh: bool
 ) -> Generator[Step, Answer, Retry | _Reconnect | None]:
     """One request: connect, send, read. Returns how it ended (None: the stream is over)."""
-    call = open_call(model, context, options)
+    call = run.opener(model, context, options)
     target = parse_target(call.request.url)
     proxy = proxy_for(target.scheme, target.host, target.port, run.environ)
     run.log.info(

@@ -195,6 +195,24 @@ class ProviderCall(abc.ABC):
         self.emit.error(Error.aborted(message, usage=self._usage_or_none()))
         return self._drain()
 
+    def resume(self, request: HTTPRequest) -> ProviderCall:
+        """This call once more, reading the rest of its response from ``request``.
+
+        For a provider that continues one response on a new request (OpenAI
+        Responses background mode, see `streamfn.core.recovery`): the HTTP state
+        starts afresh, the stream state (blocks, indexes, usage, the provider's
+        own bookkeeping) goes on, and an `Error` the cut left is withdrawn.
+        """
+        self.request = request
+        self._state = _AWAITING
+        self._status = 0
+        self._headers = []
+        self._error_body = bytearray()
+        self._wrong_type = None
+        self.cut_inside_event = False
+        self.emit.reopen()
+        return self
+
     def sign(self, timestamp: datetime) -> HTTPRequest:
         """The request to send at ``timestamp``. Most providers need no signature;
         Bedrock overrides this with SigV4, which covers the time of sending."""
@@ -307,6 +325,10 @@ class FramedCall(ProviderCall, Generic[FrameT]):
     ) -> None:
         super().__init__(model, context, options, request)
         self.decoder: Decoder[FrameT] = self.make_decoder(options)
+
+    def resume(self, request: HTTPRequest) -> ProviderCall:
+        self.decoder = self.make_decoder(self.options)  # a cut frame is not carried over
+        return super().resume(request)
 
     @abc.abstractmethod
     def make_decoder(self, options: Options) -> Decoder[FrameT]:

@@ -26,6 +26,7 @@ __all__ = [
     "merge_extra_body",
     "redact_headers",
     "request_headers",
+    "route_request",
 ]
 
 #: Header names whose values are credentials; never logged, never in a repr.
@@ -130,3 +131,16 @@ def json_request(
     if options.extra_body:
         merge_extra_body(body, options.extra_body)
     return HTTPRequest(method="POST", url=url, headers=headers, body=_JSON_ENCODER.encode(body))
+
+
+def route_request(
+    model: Model, options: Options, default_path: str, body: dict[str, Any]
+) -> HTTPRequest:
+    """A streaming POST to a server route (a streamfn server's, an application's): the
+    key as a bearer token, the path ``Model.extra["path"]`` or ``default_path``."""
+    headers = request_headers(
+        model, options, accept="text/event-stream", auth=bearer(options.api_key)
+    )
+    base = (options.base_url or model.base_url).rstrip("/")
+    path = (model.extra or {}).get("path", default_path)
+    return json_request(base + path, headers, body, options)

@@ -30,7 +30,7 @@ from ..models import Model
 from ..options import Options, ThinkingLevel
 from .convert import thinking_allowed
 
-__all__ = ["ClaudeThinking", "claude_thinking"]
+__all__ = ["ClaudeThinking", "claude_thinking", "thinking_asked"]
 
 
 class ClaudeThinking(NamedTuple):
@@ -42,7 +42,7 @@ class ClaudeThinking(NamedTuple):
     max_tokens: int | None
 
 
-def _asked(options: Options) -> bool:
+def thinking_asked(options: Options) -> bool:
     """An explicit budget decides (0: off); otherwise a level other than off."""
     if options.thinking_budget is not None:
         return options.thinking_budget > 0
@@ -60,7 +60,7 @@ def claude_thinking(
 ) -> ClaudeThinking:
     """The thinking fields of one Claude request. ``budgets``: the provider's
     budget per level, for the models that think by budget."""
-    if not _asked(options) or not thinking_allowed(model, context, options, messages):
+    if not thinking_asked(options) or not thinking_allowed(model, context, options, messages):
         return ClaudeThinking(None, None, max_tokens)
     caps = capabilities_for(model)
     explicit = options.thinking_budget
@@ -79,7 +79,7 @@ def claude_thinking(
     if explicit is not None:
         budget = explicit
     else:
-        assert options.thinking is not None  # _asked
+        assert options.thinking is not None  # thinking_asked
         budget = budgets[options.thinking]
     total, budget = fit_thinking_tokens(model, max_tokens, budget)
     return ClaudeThinking({"type": "enabled", "budget_tokens": budget}, None, total)

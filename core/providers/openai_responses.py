@@ -127,6 +127,8 @@ class _Event(msgspec.Struct, gc=False):
     message: str | None = None
     code: str | int | None = None
     annotation: Any = None
+    #: the event's place in the response, what a resumed stream starts after
+    sequence_number: int | None = None
 
 
 _decode_event: Final = msgspec.json.Decoder(_Event).decode
@@ -183,6 +185,8 @@ class OpenAIResponsesCall(SSECall):
         self._streamed: dict[Hashable, bool] = {}  # text keys that got deltas
         self._parts_streamed: set[tuple[int, tuple[str, int]]] = set()
         self._last_part: dict[int, tuple[str, int]] = {}  # reasoning item -> last part seen
+        #: the ``sequence_number`` of the last event handled: a resumed stream starts after it
+        self.last_sequence: int | None = None
 
     # -- routing ----------------------------------------------------------------
     def on_event(self, event: ServerSentEvent) -> None:
@@ -192,6 +196,8 @@ class OpenAIResponsesCall(SSECall):
         ev = _decode_event(data)  # a body cut inside this event: see SSECall._eof
         kind = ev.type
         handler = _HANDLERS.get(kind)
+        if ev.sequence_number is not None:
+            self.last_sequence = ev.sequence_number
         if handler is not None:
             handler(self, ev)
         elif kind.endswith((".in_progress", ".searching", ".interpreting", ".generating")):

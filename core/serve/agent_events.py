@@ -56,6 +56,7 @@ from ..events import (
 )
 from ..wire.sse import encode_sse
 from .encode_openai import openai_usage
+from .status import OWN_STATUSES
 
 __all__ = [
     "AGENT_ORDER",
@@ -118,7 +119,10 @@ def problem_details(error: Error, *, type_base: str = ERROR_TYPE_BASE) -> dict[s
         slug, status = "error", 500
     else:
         slug = error.kind.value.replace("_", "-")
-        status = 404 if error.status == 404 else HTTP_STATUS_FOR_KIND.get(error.kind, 502)
+        # the server's own statuses (an unknown model, shutting down) stay as they are,
+        # as they do on every other route
+        own = error.status if error.status in OWN_STATUSES else None
+        status = own or HTTP_STATUS_FOR_KIND.get(error.kind, 502)
     problem: dict[str, Any] = {
         "type": type_base + slug,
         "title": slug.replace("-", " ").capitalize(),

@@ -16,15 +16,16 @@ applied to the result before any upstream call, for every route:
   an intranet or cloud-metadata address for the client, a provider's own file
   URL reads the operator's uploads, and a URL bills far more input than
   ``--max-body-bytes`` lets through. So they are off unless the operator turns
-  them on (``--allow-input-urls``), and even then never a loopback, private or
-  link-local address, ``localhost``, or a provider's file host.
+  them on (``--allow-input-urls``), and even then only a public host, however its
+  address is spelled (`input_urls`): the text of each URL is judged here, and the
+  addresses its DNS name resolves to are judged by `check_resolved_hosts` once the
+  shell has resolved the names `hosts_to_resolve` lists.
 """
 
 from __future__ import annotations
 
-import ipaddress
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
-from urllib.parse import urlsplit
 
 import msgspec
 
@@ -36,6 +37,7 @@ from ..messages import (
     ToolResultMessage,
     UserMessage,
 )
+from .input_urls import FILE_HOSTS, host_to_resolve, resolved_problem, url_problem
 from .request_fields import BadRequest, ClientRequest
 
 __all__ = [
@@ -44,6 +46,8 @@ __all__ = [
     "MAX_SERVER_TOOL_USES",
     "SERVER_TOOL_CONFIG",
     "check_client_inputs",
+    "check_resolved_hosts",
+    "hosts_to_resolve",
 ]
 
 #: the config keys a client may set per server-tool type (provider docs: Anthropic
@@ -60,16 +64,6 @@ _DROPPED: Final = frozenset({"cache_control"})
 MAX_SERVER_TOOL_USES: Final = 10
 #: the most image and document URLs one request may carry
 MAX_INPUT_URLS: Final = 16
-#: hosts whose URLs name a provider's stored files (the operator's uploads)
-FILE_HOSTS: Final = frozenset(
-    {
-        "generativelanguage.googleapis.com",
-        "storage.googleapis.com",
-        "api.openai.com",
-        "api.anthropic.com",
-        "files.openai.com",
-    }
-)
 
 
 def check_client_inputs(request: ClientRequest, *, allow_input_urls: bool) -> ClientRequest:
@@ -112,8 +106,9 @@ def _checked_tools(context: Context) -> list[Any] | None:
     return out
 
 
-def _check_urls(context: Context, allowed: bool) -> None:
-    urls = [
+def _input_urls(context: Context) -> list[tuple[int, str]]:
+    """(message number, URL) of every image and document URL in ``context``."""
+    return [
         (number, part.url)
         for number, message in enumerate(context.messages)
         if isinstance(message, (UserMessage, ToolResultMessage))
@@ -121,6 +116,10 @@ def _check_urls(context: Context, allowed: bool) -> None:
         for part in message.content
         if isinstance(part, (ImageContent, DocumentContent)) and part.url is not None
     ]
+
+
+def _check_urls(context: Context, allowed: bool) -> None:
+    urls = _input_urls(context)
     if not urls:
         return
     if not allowed:
@@ -131,27 +130,27 @@ def _check_urls(context: Context, allowed: bool) -> None:
     if len(urls) > MAX_INPUT_URLS:
         raise BadRequest(f"at most {MAX_INPUT_URLS} image and document URLs per request")
     for number, url in urls:
-        problem = _url_problem(url)
+        problem = url_problem(url)
         if problem:
             raise BadRequest(f"messages[{number}]: {problem}")
 
 
-def _url_problem(url: str) -> str | None:
-    """Why ``url`` may not go upstream for a client, or None."""
-    try:
-        host = (urlsplit(url).hostname or "").lower().rstrip(".")
-    except ValueError:
-        return "not a valid URL"
-    if not host:
-        return "a URL needs a host"
-    if host == "localhost" or host.endswith(".localhost"):
-        return "a URL on this machine (localhost) is not passed on"
-    if host in FILE_HOSTS:
-        return f"{host} holds provider files (the operator's uploads); send the bytes"
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return None
-    if not address.is_global:
-        return f"{host} is not a public address (loopback, private or link-local)"
-    return None
+def hosts_to_resolve(request: ClientRequest) -> dict[str, int]:
+    """The DNS names in ``request``'s input URLs (each with the first message naming it)
+    that the shell must resolve and hand to `check_resolved_hosts` before any upstream
+    call. Empty when every URL host is an IP literal, or there are none."""
+    names: dict[str, int] = {}
+    for number, url in _input_urls(request.context):
+        name = host_to_resolve(url)
+        if name is not None:
+            names.setdefault(name, number)
+    return names
+
+
+def check_resolved_hosts(names: Mapping[str, int], resolved: Mapping[str, Sequence[str]]) -> None:
+    """`BadRequest` unless every name in ``names`` resolved (``resolved``: the addresses
+    the shell found, none for a name that failed) to public addresses only."""
+    for name, number in names.items():
+        problem = resolved_problem(name, resolved.get(name, ()))
+        if problem:
+            raise BadRequest(f"messages[{number}]: {problem}")

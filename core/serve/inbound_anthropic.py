@@ -274,6 +274,8 @@ _ANTHROPIC_FIELDS: Final = frozenset(
 )
 #: accepted and not acted on (attribution, priority hints)
 _ANTHROPIC_IGNORED: Final = frozenset({"metadata", "service_tier"})
+#: our option names as the Anthropic request spells them (for the 400s naming them)
+_ANTHROPIC_NAMES: Final = {"thinking_budget": "thinking.budget_tokens", "stop": "stop_sequences"}
 
 
 #: Anthropic's server-tool type prefixes -> our `ServerTool` types
@@ -361,7 +363,7 @@ def parse_anthropic_request(
         response_schema=schema,
         cache=_anthropic_cache(obj),
     )
-    check_ranges(options, "request", {"thinking_budget": "thinking.budget_tokens"})
+    check_ranges(options, "request", _ANTHROPIC_NAMES)
     request = ClientRequest(
         model=model,
         context=typed_context(

@@ -9,26 +9,37 @@ raises `BadRequest` naming the field the client sent, so the server answers a
 
 from __future__ import annotations
 
-import math
+import re
 from typing import Any, Final, TypeVar
 
 import msgspec
 
 from ..errors import UsageError
-from ..messages import Context, DocumentContent, ImageContent, ServerTool
+from ..messages import Context, DocumentContent, ImageContent, ServerTool, Tool
 from ..options import Options
 from ..structured import output_schema
 
 __all__ = [
+    "MAX_COUNT",
     "MAX_DEPTH",
+    "MAX_JSON_VALUES",
+    "MAX_STOP_BYTES",
+    "MAX_STOP_SEQUENCES",
+    "MAX_TEMPERATURE",
     "MAX_URL_CHARS",
+    "SEED_RANGE",
     "BadRequest",
     "ClientRequest",
+    "TooLarge",
     "check_fields",
     "check_ranges",
+    "chosen_model",
     "client_url",
+    "count_json_values",
     "data_url",
     "decode_body",
+    "function_tools",
+    "image_or_document",
     "integer",
     "media_part",
     "number",
@@ -44,10 +55,24 @@ __all__ = [
 #: the deepest nesting of objects and arrays a request body may have; the
 #: deepest thing clients legitimately send is a tool's JSON Schema
 MAX_DEPTH: Final = 64
+#: the most JSON values (objects, arrays, strings, numbers, literals, each counted
+#: once) a request body may hold: a long conversation holds tens of thousands, and
+#: every value costs decoding time and memory whatever field it sits in
+MAX_JSON_VALUES: Final = 1_000_000
+#: a JSON string once its escaped backslashes and quotes are gone (or an unterminated
+#: one, to the end): replaced before counting so its commas and brackets are not
+#: structure; possessive, so no quote is ever scanned twice
+_STRING: Final = re.compile(rb'"[^"]*+"?')
+_EMPTY_CONTAINER: Final = re.compile(rb"\[\]|\{\}")
+_NOT_BRACKETS: Final = bytes(b for b in range(256) if b not in b"[]{}")
 
 
 class BadRequest(UsageError):
     """The client's request is malformed; the message says which field and why."""
+
+
+class TooLarge(BadRequest):
+    """The body holds more than this server parses (a 413, like an oversized body)."""
 
 
 class ClientRequest(msgspec.Struct, kw_only=True):
@@ -56,10 +81,24 @@ class ClientRequest(msgspec.Struct, kw_only=True):
     options: Options
     stream: bool = False
     include_usage: bool = False
+    #: ids the client chose that its answer echoes (AG-UI's ``threadId`` and ``runId``)
+    echo: dict[str, str] = msgspec.field(default_factory=dict)
 
 
 def decode_body(body: bytes) -> dict[str, Any]:
-    """The body as a JSON object, or `BadRequest` saying why it is not one."""
+    """The body as a JSON object, or `BadRequest` saying why it is not one.
+
+    Its values are counted on the raw bytes first (a few passes at C speed, no
+    Python per value), so a body of millions of tiny values in an ignored field
+    is refused before anything is built from it; the nesting is then measured on
+    the same bytes."""
+    structure = _structure(body)
+    values = _value_count(structure)
+    if values > MAX_JSON_VALUES:
+        raise TooLarge(
+            f"request body holds {values} JSON values, more than this server parses "
+            f"({MAX_JSON_VALUES})"
+        )
     try:
         obj = msgspec.json.decode(body)
     except UnicodeDecodeError:
@@ -70,18 +109,43 @@ def decode_body(body: bytes) -> dict[str, Any]:
         raise BadRequest(f"request body nests deeper than {MAX_DEPTH} levels") from None
     if not isinstance(obj, dict):
         raise BadRequest("request body must be a JSON object")
-    _check_depth(obj)
+    if _nests_deeper(structure, MAX_DEPTH):
+        raise BadRequest(f"request body nests deeper than {MAX_DEPTH} levels")
     return obj
 
 
-def _check_depth(obj: Any) -> None:
-    stack: list[tuple[Any, int]] = [(obj, 1)]
-    while stack:
-        value, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            raise BadRequest(f"request body nests deeper than {MAX_DEPTH} levels")
-        children = value.values() if isinstance(value, dict) else value
-        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+def count_json_values(body: bytes) -> int:
+    """How many JSON values ``body`` holds (exact for valid JSON), without decoding it."""
+    return _value_count(_structure(body))
+
+
+def _structure(body: bytes) -> bytes:
+    """``body`` with each string replaced by ``0`` and whitespace removed: what is left
+    is brackets, braces, commas, colons and scalars."""
+    # escaped backslashes first: a backslash-quote left after that is an escaped quote
+    unescaped = body.replace(b"\\\\", b"").replace(b'\\"', b"")
+    return _STRING.sub(b"0", unescaped).translate(None, b" \t\r\n")
+
+
+def _value_count(structure: bytes) -> int:
+    """The number of JSON values in a valid document's `_structure` (exact): the root,
+    plus one per comma, plus one first element per container that is not empty."""
+    count = structure.count
+    containers = count(b"[") + count(b"{")
+    return 1 + count(b",") + containers - count(b"[]") - count(b"{}")
+
+
+def _nests_deeper(structure: bytes, limit: int) -> bool:
+    """Whether containers nest more than ``limit`` deep in a valid document's
+    `_structure`: each pass removes the innermost pairs, so what survives ``limit``
+    passes is nested deeper (at most ``limit`` linear passes, never a Python loop
+    per value)."""
+    brackets = structure.translate(None, _NOT_BRACKETS)
+    for _ in range(limit):
+        if not brackets:
+            return False
+        brackets = _EMPTY_CONTAINER.sub(b"", brackets)
+    return bool(brackets)
 
 
 def check_fields(
@@ -108,22 +172,56 @@ def check_fields(
         )
 
 
+#: the highest sampling temperature a client may ask for (OpenAI's and Gemini's top)
+MAX_TEMPERATURE: Final = 2.0
+#: the largest token count (``max_tokens``, a thinking budget) or ``top_k`` a client
+#: may send: a signed 32-bit integer, which every provider and the local model hold
+MAX_COUNT: Final = 2**31 - 1
+#: a seed is a signed 64-bit integer
+SEED_RANGE: Final = (-(2**63), 2**63 - 1)
+#: the most stop sequences one request may carry, and their total size in UTF-8
+#: bytes: every generated token is checked against each of them
+MAX_STOP_SEQUENCES: Final = 64
+MAX_STOP_BYTES: Final = 8192
+
+
 def check_ranges(options: Options, where: str, names: dict[str, str]) -> None:
-    """Out-of-range generation knobs are 400s, under the name the client used."""
+    """Out-of-range generation knobs are 400s, under the name the client used: an
+    upstream or the local model would fail on them later, as a 502."""
 
     def name(field: str) -> str:
         return f"{where}.{names.get(field, field)}"
 
-    if options.max_tokens is not None and options.max_tokens < 1:
-        raise BadRequest(f"{name('max_tokens')}: must be at least 1, got {options.max_tokens}")
-    if options.temperature is not None and not 0 <= options.temperature < math.inf:
-        raise BadRequest(f"{name('temperature')}: must be a number >= 0")
-    if options.top_p is not None and not 0 <= options.top_p <= 1:
-        raise BadRequest(f"{name('top_p')}: must be between 0 and 1")
-    if options.top_k is not None and options.top_k < 0:
-        raise BadRequest(f"{name('top_k')}: must be >= 0")
-    if options.thinking_budget is not None and options.thinking_budget < 0:
-        raise BadRequest(f"{name('thinking_budget')}: must be >= 0")
+    _check_count(options.max_tokens, 1, name("max_tokens"))
+    _check_count(options.thinking_budget, 0, name("thinking_budget"))
+    _check_count(options.top_k, 0, name("top_k"))
+    if options.temperature is not None and not 0 <= options.temperature <= MAX_TEMPERATURE:
+        raise BadRequest(f"{name('temperature')}: must be a number from 0 to {MAX_TEMPERATURE:g}")
+    if options.top_p is not None and not 0 < options.top_p <= 1:
+        raise BadRequest(f"{name('top_p')}: must be more than 0 and at most 1")
+    if options.seed is not None and not SEED_RANGE[0] <= options.seed <= SEED_RANGE[1]:
+        raise BadRequest(
+            f"{name('seed')}: must be a signed 64-bit integer ({SEED_RANGE[0]} to {SEED_RANGE[1]})"
+        )
+    if options.stop is not None:
+        _check_stops(options.stop, name("stop"))
+
+
+def _check_count(value: int | None, least: int, where: str) -> None:
+    if value is not None and not least <= value <= MAX_COUNT:
+        raise BadRequest(f"{where}: must be an integer from {least} to {MAX_COUNT}, got {value}")
+
+
+def _check_stops(stops: list[str], where: str) -> None:
+    if len(stops) > MAX_STOP_SEQUENCES:
+        raise BadRequest(
+            f"{where}: at most {MAX_STOP_SEQUENCES} stop sequences per request, got {len(stops)}"
+        )
+    size = sum(len(stop.encode("utf-8", "surrogatepass")) for stop in stops)
+    if size > MAX_STOP_BYTES:
+        raise BadRequest(
+            f"{where}: stop sequences may hold {MAX_STOP_BYTES} bytes in all, got {size}"
+        )
 
 
 def response_schema(schema: Any, where: str) -> dict[str, Any]:
@@ -219,6 +317,13 @@ def media_part(cls: type[_Part], where: str, **fields: Any) -> _Part:
         raise BadRequest(f"{where}: {exc}") from None
 
 
+def image_or_document(image: bool, where: str, **fields: Any) -> ImageContent | DocumentContent:
+    """`media_part` of an image when ``image``, else of a document."""
+    if image:
+        return media_part(ImageContent, where, **fields)
+    return media_part(DocumentContent, where, **fields)
+
+
 def _data_url_image(url: str, where: str) -> ImageContent:
     if not url.startswith("data:"):
         return media_part(ImageContent, where, url=client_url(url, where))
@@ -247,3 +352,40 @@ def refuse_server_tools(request: ClientRequest, allowed: frozenset[str]) -> Clie
                 f"can allow it with --allow-server-tools {tool.type}"
             )
     return request
+
+
+def chosen_model(value: Any, default: str | None, where: str) -> str:
+    """The model a front-end request names, else the server's default; a 400 when
+    there is neither (front ends often send no model at all)."""
+    if value is None:
+        if default:
+            return default
+        raise BadRequest(
+            f"{where}: no model given and this server has no default model (send one, or "
+            "start the server with --default-model NAME)"
+        )
+    if not isinstance(value, str) or not value:
+        raise BadRequest(f"{where}: must be a model name (a non-empty string)")
+    return value
+
+
+def function_tools(value: Any, where: str, schema_key: str) -> list[Tool]:
+    """A list of ``{name, description, <schema_key>}`` function declarations."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise BadRequest(f"{where}: must be a list of tools")
+    tools = []
+    for i, tool in enumerate(value):
+        w = f"{where}[{i}]"
+        if not isinstance(tool, dict):
+            raise BadRequest(f"{w}: must be an object")
+        tools.append(
+            Tool(
+                name=require(tool, "name", str, w),
+                description=optional(tool, "description", str, w) or "",
+                parameters=optional(tool, schema_key, dict, w)
+                or {"type": "object", "properties": {}},
+            )
+        )
+    return tools

@@ -1,7 +1,8 @@
 """Which encoder answers a request, and the whole body of a non-streaming one.
 
 The route picks the dialect: OpenAI chunks, Anthropic events, the agent
-contract or our own events (the native proxy wire). Ids, timestamps and the
+contract, the front-end protocols (the AI SDK's UI message stream, AG-UI
+events) or our own events (the native proxy wire). Ids, timestamps and the
 agent contract's clock come from the shell as `Stamps`, so this stays pure.
 """
 
@@ -14,12 +15,14 @@ from ..accumulate import accumulate
 from ..events import Event
 from ..wire.sse import encode_sse
 from .agent_events import AgentEventsEncoder
+from .encode_agui import AGUIEncoder
 from .encode_anthropic import AnthropicEncoder, anthropic_message_body
 from .encode_openai import OpenAIChatEncoder, openai_completion_body
 from .encode_proxy import encode_proxy_event
+from .encode_ui import UI_STREAM_HEADER, UIMessageStreamEncoder
 from .grounding import append_sources, appending_sources
 from .inbound import ClientRequest
-from .routes import AGENT_PATH, CHAT_PATH, MESSAGES_PATH, SOURCELESS
+from .routes import AGENT_PATH, AGUI_PATH, CHAT_PATH, MESSAGES_PATH, SOURCELESS, UI_CHAT_PATH
 
 __all__ = [
     "KEEP_ALIVE",
@@ -30,6 +33,7 @@ __all__ = [
     "agent_encoder",
     "encoder_for",
     "final_body",
+    "stream_headers",
 ]
 
 #: the native stream's keep-alive: an SSE comment every client ignores
@@ -101,11 +105,28 @@ def encoder_for(
         encoder = an.encode, an.keep_alive
     elif path == AGENT_PATH:
         encoder = agent_encoder(request, stamps)
+    elif path == UI_CHAT_PATH:
+        message_id = request.echo.get("messageId") or f"msg-{stamps.hex_id()}"
+        ui = UIMessageStreamEncoder(message_id=message_id)
+        encoder = ui.encode, ui.keep_alive
+    elif path == AGUI_PATH:
+        ag = AGUIEncoder(
+            thread_id=request.echo["threadId"],
+            run_id=request.echo["runId"],
+            message_id=f"msg-{stamps.hex_id()}",
+        )
+        encoder = ag.encode, ag.keep_alive
     else:
         encoder = encode_proxy_event, _native_keep_alive
     if append and path in SOURCELESS:
         return appending_sources(encoder[0]), encoder[1]
     return encoder
+
+
+def stream_headers(path: str) -> list[tuple[bytes, bytes]]:
+    """Response headers a streaming route adds to the SSE ones (the UI message stream's
+    protocol header, which the AI SDK's clients look for)."""
+    return [UI_STREAM_HEADER] if path == UI_CHAT_PATH else []
 
 
 def final_body(

@@ -14,7 +14,7 @@ import hmac
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
-from .client_inputs import check_client_inputs
+from .client_inputs import check_client_inputs, check_resolved_hosts
 from .guard import header, host_allowed, is_json
 from .inbound import (
     BadRequest,
@@ -23,11 +23,16 @@ from .inbound import (
     parse_native_request,
     parse_openai_request,
 )
+from .inbound_agui import parse_agui_request
+from .inbound_ui import parse_ui_chat_request
+from .request_fields import TooLarge
 from .status import HTTPError
 
 __all__ = [
     "AGENT_PATH",
+    "AGUI_PATH",
     "CHAT_PATH",
+    "FRONT_END_PATHS",
     "MESSAGES_PATH",
     "NATIVE_PATH",
     "PARSED_BASE_BYTES",
@@ -35,11 +40,14 @@ __all__ = [
     "PARSE_INLINE_BYTES",
     "ROUTES",
     "SOURCELESS",
+    "UI_CHAT_PATH",
+    "UNAUTHORIZED",
     "BodyBudget",
     "Route",
     "admit",
     "authenticate",
     "body_too_slow",
+    "check_input_hosts",
     "check_model",
     "disconnected_early",
     "models_body",
@@ -54,12 +62,19 @@ CHAT_PATH: Final = "/v1/chat/completions"
 MESSAGES_PATH: Final = "/v1/messages"
 NATIVE_PATH: Final = "/v1/stream"
 AGENT_PATH: Final = "/v1/agent/stream"
+#: the Vercel AI SDK UI message stream (``useChat``) and the AG-UI event protocol
+UI_CHAT_PATH: Final = "/v1/ui/chat"
+AGUI_PATH: Final = "/v1/agui"
+#: front-end protocols: always streamed, the model may come from the server's default
+FRONT_END_PATHS: Final = (UI_CHAT_PATH, AGUI_PATH)
 #: the routes and the methods each answers
 ROUTES: Final = {
     CHAT_PATH: ("POST",),
     MESSAGES_PATH: ("POST",),
     NATIVE_PATH: ("POST",),
     AGENT_PATH: ("POST",),
+    UI_CHAT_PATH: ("POST",),
+    AGUI_PATH: ("POST",),
     "/v1/models": ("GET",),
     "/health": ("GET",),
     "/healthz": ("GET",),
@@ -70,10 +85,21 @@ _PARSERS: Final[dict[str, Callable[..., ClientRequest]]] = {
     NATIVE_PATH: parse_native_request,
     AGENT_PATH: parse_native_request,
 }
+#: the front-end parsers, which also take the server's default model
+_FRONT_END_PARSERS: Final[dict[str, Callable[..., ClientRequest]]] = {
+    UI_CHAT_PATH: parse_ui_chat_request,
+    AGUI_PATH: parse_agui_request,
+}
 #: client dialects with no field for web-search sources (see `streamfn.core.serve.grounding`)
-SOURCELESS: Final = (CHAT_PATH, AGENT_PATH)
+SOURCELESS: Final = (CHAT_PATH, AGENT_PATH, UI_CHAT_PATH, AGUI_PATH)
 #: bodies above this size are parsed on a worker thread, off the event loop
 PARSE_INLINE_BYTES: Final = 256 << 10
+#: the 401 of a server started with an API key; streamfn's own clients read their
+#: token for it from STREAMFN_PROXY_TOKEN (`streamfn.core.credentials`)
+UNAUTHORIZED: Final = (
+    "invalid or missing API key for this streamfn server (send the token it was started "
+    "with; streamfn clients read it from STREAMFN_PROXY_TOKEN)"
+)
 
 
 class Route(enum.Enum):
@@ -95,8 +121,10 @@ def route(
     api_key: str | None,
 ) -> Route:
     """The route for a request, or the `HTTPError` refusing it (checked in this order:
-    Host, Origin, path, method, key, Content-Type). ``cors``: its Origin is allowed."""
+    framing, Host, Origin, path, method, key, Content-Type). ``cors``: its Origin is
+    allowed."""
     headers = list(headers)
+    _check_framing(headers)
     _check_origin(headers, allowed_hosts, cors)
     methods = ROUTES.get(path)
     if methods is None:
@@ -120,6 +148,21 @@ def route(
             415, "invalid_request", "request body must be sent with Content-Type: application/json"
         )
     return Route.COMPLETION
+
+
+def _check_framing(headers: Headers) -> None:
+    """A request with both ``Content-Length`` and ``Transfer-Encoding`` is how requests
+    are smuggled past a proxy that reads the other one: refused, and the connection
+    closed after the answer (RFC 9112 section 6.1), whatever the HTTP server chose."""
+    if header(headers, b"content-length") is not None and (
+        header(headers, b"transfer-encoding") is not None
+    ):
+        raise HTTPError(
+            400,
+            "invalid_request",
+            "a request may not carry both Content-Length and Transfer-Encoding",
+            headers=[(b"connection", b"close")],
+        )
 
 
 def _check_origin(headers: Headers, allowed_hosts: tuple[str, ...] | None, cors: bool) -> None:
@@ -152,7 +195,7 @@ def authenticate(headers: Headers, expected: str | None) -> None:
         elif lname in (b"x-api-key", b"api-key") and not given:
             given = value.strip()
     if not hmac.compare_digest(given, expected.encode()):
-        raise HTTPError(401, "auth", "invalid or missing API key for this streamfn server")
+        raise HTTPError(401, "auth", UNAUTHORIZED)
 
 
 def admit(*, closing: bool, admitted: int, capacity: int) -> None:
@@ -249,13 +292,39 @@ def parse_request(
     body: bytes,
     allow_server_tools: frozenset[str] = frozenset(),
     allow_input_urls: bool = False,
+    default_model: str | None = None,
 ) -> ClientRequest:
     """The body in ``path``'s dialect, or a 400 naming what is wrong with it. A server
     tool (run and billed on the server's key) passes only if its type is allowed, with
-    the config keys `check_client_inputs` lists; image and document URLs only if allowed."""
+    the config keys `check_client_inputs` lists; image and document URLs only if allowed.
+    ``default_model``: the model of a front-end request that names none."""
     try:
-        request = _PARSERS[path](body, allow_server_tools=allow_server_tools)
+        front_end = _FRONT_END_PARSERS.get(path)
+        if front_end is not None:
+            request = front_end(
+                body, allow_server_tools=allow_server_tools, default_model=default_model
+            )
+        else:
+            request = _PARSERS[path](body, allow_server_tools=allow_server_tools)
         return check_client_inputs(request, allow_input_urls=allow_input_urls)
+    except TooLarge as exc:
+        raise HTTPError(413, "too_large", str(exc)) from None
+    except BadRequest as exc:
+        raise HTTPError(400, "invalid_request", str(exc)) from None
+
+
+def check_input_hosts(names: dict[str, int], resolved: dict[str, list[str]] | None) -> None:
+    """A 400 unless each input-URL host name resolved to public addresses only
+    (``resolved`` None: the lookups did not finish in time)."""
+    if resolved is None:
+        raise HTTPError(
+            400,
+            "invalid_request",
+            f"the input URL hosts ({', '.join(sorted(names))}) did not resolve in time, "
+            "so they cannot be checked",
+        )
+    try:
+        check_resolved_hosts(names, resolved)
     except BadRequest as exc:
         raise HTTPError(400, "invalid_request", str(exc)) from None
 
@@ -265,10 +334,14 @@ def check_model(path: str, request: ClientRequest, limit: int | None) -> None:
     wanted = request.options.max_tokens
     if limit is not None and wanted is not None and wanted > limit:
         where = "options" if path in (NATIVE_PATH, AGENT_PATH) else "request"
+        if path == UI_CHAT_PATH:
+            where, wanted_name = "request", "maxOutputTokens"
+        else:
+            wanted_name = "max_tokens"
         raise HTTPError(
             400,
             "invalid_request",
-            f"{where}.max_tokens: {wanted} is more than {request.model} generates "
+            f"{where}.{wanted_name}: {wanted} is more than {request.model} generates "
             f"per request ({limit})",
         )
 

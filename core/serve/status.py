@@ -19,11 +19,14 @@ from ..errors import StreamfnError
 from ..events import Error, ErrorKind, Event
 from .encode_anthropic import anthropic_error_body, anthropic_error_type
 from .encode_openai import openai_error_type
+from .log_text import loggable
 
 __all__ = [
     "ANTHROPIC",
     "JSON_HEADERS",
+    "NO_UPSTREAM_KEY",
     "OPENAI",
+    "OWN_STATUSES",
     "SSE_HEADERS",
     "STATUS_FOR_KIND",
     "TIMEOUT_WORDS",
@@ -33,6 +36,7 @@ __all__ = [
     "early_error",
     "error_response",
     "for_the_client",
+    "is_shutting_down",
     "is_timeout",
     "json_body",
     "shutting_down",
@@ -83,7 +87,7 @@ STATUS_FOR_KIND: Final = {
     ErrorKind.LIMIT: 502,
 }
 #: statuses a backend error keeps as they are (not the client's nor the upstream's fault)
-_OWN_STATUSES: Final = frozenset({404, 503})
+OWN_STATUSES: Final = frozenset({404, 503})
 
 #: generic kinds of our own errors that mean what an ErrorKind means, so each
 #: dialect names them as it names that kind
@@ -173,7 +177,7 @@ def early_error(path: str, error: Error) -> HTTPError:
     Before any output, or at any point of a non-streaming request (nothing is
     sent until the answer is whole: a cut answer is this error, never a body).
     A deadline is 504, a failed or broken upstream 502."""
-    if error.status in _OWN_STATUSES:
+    if error.status in OWN_STATUSES:
         status = error.status
     elif is_timeout(error):
         status = 504
@@ -186,13 +190,21 @@ def early_error(path: str, error: Error) -> HTTPError:
     )
 
 
+_SHUTTING_DOWN: Final = "server is shutting down; retry on another instance or in a moment"
+
+
 def shutting_down() -> Error:
     return Error(
-        message="server is shutting down; retry on another instance or in a moment",
+        message=_SHUTTING_DOWN,
         kind=ErrorKind.NETWORK,
         status=503,
         retry_after=1,
     )
+
+
+def is_shutting_down(event: Event) -> bool:
+    """Whether ``event`` is this server's own `shutting_down` error (no upstream's)."""
+    return isinstance(event, Error) and event.status == 503 and event.message == _SHUTTING_DOWN
 
 
 def shutting_down_refusal() -> HTTPError:
@@ -201,12 +213,24 @@ def shutting_down_refusal() -> HTTPError:
     return HTTPError(503, "unavailable", error.message, retry_after=error.retry_after)
 
 
+#: what a client hears when the server lacks the upstream key for the model it asked
+#: for: the operator's to fix (a client's own key never reaches the upstream)
+NO_UPSTREAM_KEY: Final = (
+    "this streamfn server has no upstream key for this model: its operator must set one "
+    "(no key sent by a client can fix this); GET /v1/models lists the models it can serve"
+)
+
+
 def for_the_client(event: Event, model: str) -> Event:
     """``event`` as an untrusted client may see it: an upstream's refusal of the server's
     own key can quote part of it ("Incorrect API key provided: sk-...abcd"), so its
     words stay in the log."""
     if isinstance(event, Error) and event.kind == ErrorKind.AUTH:
-        log.error("upstream refused the server's credentials for %s: %s", model, event.message)
+        log.error(
+            "upstream refused the server's credentials for %s: %s",
+            loggable(model),
+            loggable(event.message, 2000),
+        )
         return msgspec.structs.replace(
             event, message="the upstream refused the server's credentials for this model"
         )

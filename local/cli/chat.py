@@ -1,9 +1,15 @@
 """``streamfn chat``: stream an answer from the local model or from any provider.
 
 One prompt from the argument or stdin, or an interactive multi-turn chat when
-stdin is a terminal; ``--json`` prints every event as one JSON line. The local
-model runs on trio in this process; providers are reached through the trio
-shell (`streamfn.io_trio`), both imported only when the command runs.
+stdin is a terminal; ``--json`` prints every event as one JSON line. Every
+model, the local one included, is reached through the blocking shell
+(`streamfn.io_sync`), which a plain ``pip install streamfn`` provides.
+
+An answer that stops at the token cap says so (a notice on stderr;
+``stop_reason: length`` in ``--json``). In the interactive chat, Ctrl-C ends
+the answer being written, keeps what was said (marked as interrupted) and
+returns to the prompt; Ctrl-C at the prompt, Ctrl-D or an empty line ends
+the chat.
 """
 
 from __future__ import annotations
@@ -12,29 +18,59 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Final
+
+import msgspec
 
 from streamfn.core.accumulate import accumulate
-from streamfn.core.events import Error, ErrorKind, Event, encode_event_json
-from streamfn.core.messages import AssistantMessage, Context, Message, UserMessage
+from streamfn.core.events import Done, Error, Event, StopReason, encode_event_json
+from streamfn.core.messages import AssistantMessage, Context, Message, TextContent, UserMessage
+from streamfn.core.models import Model
 from streamfn.core.options import Options, ThinkingLevel
 
 from .command import EXIT_OK, EXIT_USAGE, Command, CommandError, leaves
-from .model_dir import LOCAL_EXTRA_HINT, LOCAL_PREFIX, add_model_dir, model_dir, require_prepared
+from .flags import check_base_url
+from .model_dir import LOCAL_PREFIX, add_model_dir
 from .progress import progress_printer
 from .render import Renderer
 
-__all__ = ["COMMAND"]
+__all__ = ["COMMAND", "DEFAULT_LOCAL_MAX_TOKENS", "LOCAL_REPETITION_GUARD"]
+
+#: the local chat's cap on generated tokens unless --max-tokens says otherwise: a
+#: small model's useful answers fit (a few seconds on a laptop CPU), a runaway one stops
+DEFAULT_LOCAL_MAX_TOKENS: Final = 512
+
+#: the local chat's repetition guard (CTranslate2's knobs, see `streamfn.local.model`):
+#: small models decoding greedily fall into loops; this mild penalty breaks them and
+#: leaves short factual answers meaningful ("The capital of France is Paris ...")
+LOCAL_REPETITION_GUARD: Final = {"repetition_penalty": 1.1}
+
+#: how an answer Ctrl-C ended is marked in the conversation
+INTERRUPTED_MARK: Final = " [interrupted by the user]"
 
 
 class _Transcript:
-    """Keeps what the assistant said, for the next turn of an interactive chat."""
+    """What the assistant said in one turn, kept as it streams (so Ctrl-C keeps it too)."""
 
     def __init__(self) -> None:
         self.events: list[Event] = []
 
     def message(self) -> AssistantMessage:
         return accumulate(self.events)
+
+    def interrupted(self) -> AssistantMessage:
+        """The partial answer as the conversation keeps it: its text so far, then a mark.
+
+        Only the text: a thinking block or a tool call cut off half-way cannot
+        be replayed (providers skip a whole turn that ended aborted, so the
+        model would not see what it said). The mark tells the model, and the
+        reader of a saved conversation, that the user stopped the answer here.
+        """
+        partial = accumulate(self.events)
+        text = "".join(b.text for b in partial.content if isinstance(b, TextContent))
+        return msgspec.structs.replace(
+            partial, content=[TextContent(text=f"{text}{INTERRUPTED_MARK}")], error_message=None
+        )
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
@@ -43,10 +79,17 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         "-m",
         "--model",
         default=LOCAL_PREFIX,
-        help="provider:model (see `streamfn models`); default: the local model",
+        metavar="PROVIDER:MODEL",
+        help="e.g. openai:gpt-4o-mini (see `streamfn models`); default: the local model",
     )
-    parser.add_argument("--system", help="system prompt")
-    parser.add_argument("--max-tokens", type=int, metavar="N", help="cap on generated tokens")
+    parser.add_argument("--system", metavar="TEXT", help="system prompt")
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        metavar="N",
+        help=f"cap on generated tokens (local model default: {DEFAULT_LOCAL_MAX_TOKENS}); "
+        "an answer cut at the cap says so",
+    )
     parser.add_argument("--temperature", type=float, metavar="T", help="0 = greedy")
     parser.add_argument(
         "--thinking",
@@ -73,13 +116,19 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     add_model_dir(parser)
 
 
-def _options(args: argparse.Namespace) -> Options:
+def _options(args: argparse.Namespace, local: bool) -> Options:
     if args.max_tokens is not None and args.max_tokens < 1:
         raise CommandError("--max-tokens must be at least 1", EXIT_USAGE)
+    if args.temperature is not None and args.temperature < 0:
+        raise CommandError("--temperature must be 0 or more", EXIT_USAGE)
+    max_tokens = args.max_tokens
+    if max_tokens is None and local:
+        max_tokens = DEFAULT_LOCAL_MAX_TOKENS
     return Options(
-        max_tokens=args.max_tokens,
+        max_tokens=max_tokens,
         temperature=args.temperature,
         thinking=ThinkingLevel(args.thinking) if args.thinking else None,
+        extra_body=dict(LOCAL_REPETITION_GUARD) if local else None,
     )
 
 
@@ -99,49 +148,51 @@ def _read_prompt(args: argparse.Namespace) -> str | None:
     return None
 
 
-StreamOpener = Callable[[Context, Options], Any]
+def _is_local(name: str) -> bool:
+    return name == LOCAL_PREFIX or name.startswith(LOCAL_PREFIX + ":")
 
 
-def _local_opener(args: argparse.Namespace) -> StreamOpener:
-    from ..fetch import PrepareError, default_model_dir
-
-    try:  # what loading needs, checked before any work (prepare checks its own)
-        import ctranslate2  # noqa: F401
-        import jinja2  # noqa: F401
-        import tokenizers  # noqa: F401
-
-        from ..model import LocalModel
-    except ImportError as exc:
-        raise CommandError(
-            f"the local model needs packages that are not installed ({exc}); {LOCAL_EXTRA_HINT}, "
-            "or chat with a provider instead (-m openai:gpt-4o-mini, -m ollama:llama3.2 ...)"
-        ) from exc
-    directory = model_dir(args)
-    try:
-        require_prepared(directory)
-        model = LocalModel.default(directory, progress=progress_printer())
-    except PrepareError as exc:
-        raise CommandError(str(exc)) from exc
-    except (OSError, ValueError, RuntimeError) as exc:
-        where = directory or default_model_dir()
-        raise CommandError(
-            f"cannot load the local model in {where}: {exc}; check it with `streamfn local info` "
-            "and convert it again with `streamfn local prepare --force`"
-        ) from exc
-    return model.stream_trio
-
-
-def _remote_opener(args: argparse.Namespace, options: Options) -> tuple[StreamOpener, Options]:
-    """The opener and ``options`` with the credentials in, checked before any connection."""
-    import msgspec
-
-    from streamfn.core.credentials import MissingCredentials, with_credentials
+def _choose(args: argparse.Namespace) -> Model:
+    """The model ``-m`` names (``--base-url``/``--model-dir`` applied); usage errors exit 2."""
     from streamfn.core.models import UnknownModel, model
 
+    local = _is_local(args.model)
+    if local and (args.base_url or args.api_key_env):
+        raise CommandError(
+            "--base-url and --api-key-env are for providers; the local model takes "
+            "--model-dir DIR (or -m local:/path/to/model-dir)",
+            EXIT_USAGE,
+        )
+    if not local and args.model_dir is not None:
+        raise CommandError("--model-dir is for the local model (-m local)", EXIT_USAGE)
+    if args.base_url:
+        check_base_url("--base-url", args.base_url)
     try:
         chosen = model(args.model, base_url=args.base_url)
     except UnknownModel as exc:
         raise CommandError(str(exc), EXIT_USAGE) from exc
+    if local and args.model_dir is not None:
+        chosen = msgspec.structs.replace(chosen, base_url=str(args.model_dir))
+    return chosen
+
+
+def _load_local(chosen: Model) -> None:
+    """Load (and on first use prepare, with progress) the local model before the prompt."""
+    from streamfn.local.provider import LocalModelError, load_local
+
+    try:
+        load_local(chosen, os.environ, progress=progress_printer())
+    except LocalModelError as exc:
+        raise CommandError(
+            f"{exc}; or chat with a provider instead (-m openai:gpt-4o-mini, "
+            "-m ollama:llama3.2 ...)"
+        ) from exc
+
+
+def _with_key(args: argparse.Namespace, chosen: Model, options: Options) -> Options:
+    """``options`` with the base URL and the credentials in, checked before any connection."""
+    from streamfn.core.credentials import MissingCredentials, with_credentials
+
     if args.base_url:  # over OPENAI_BASE_URL and the like, too
         options = msgspec.structs.replace(options, base_url=chosen.base_url)
     if args.api_key_env:
@@ -150,21 +201,9 @@ def _remote_opener(args: argparse.Namespace, options: Options) -> tuple[StreamOp
             raise CommandError(f"--api-key-env {args.api_key_env}: that variable is not set")
         options = msgspec.structs.replace(options, api_key=key)
     try:
-        options = with_credentials(chosen, options, os.environ)
+        return with_credentials(chosen, options, os.environ)
     except MissingCredentials as exc:
         raise CommandError(_missing_key_fix(exc)) from exc
-    try:
-        from streamfn.io_trio import stream
-    except ImportError as exc:
-        raise CommandError(
-            f"talking to providers needs the [trio] extra ({exc}): "
-            "`pip install 'streamfn[trio]'` (from a checkout: `pip install -e '.[trio]'`)"
-        ) from exc
-
-    def opener(context: Context, opts: Options) -> Any:
-        return stream(chosen, context, opts)
-
-    return opener, options
 
 
 def _missing_key_fix(exc: Exception) -> str:
@@ -179,72 +218,89 @@ def _missing_key_fix(exc: Exception) -> str:
     )
 
 
-def _is_local(name: str) -> bool:
-    return name == LOCAL_PREFIX or name.startswith(LOCAL_PREFIX + ":")
+Turn = Callable[[Context, _Transcript], None]
 
 
-async def _stream_once(
-    opener: StreamOpener, context: Context, options: Options, args: argparse.Namespace
-) -> _Transcript:
-    transcript = _Transcript()
+def _turns(args: argparse.Namespace, chosen: Model, options: Options) -> Turn:
+    """One answer per call, streamed to stdout through the blocking shell."""
+    try:
+        from streamfn.io_sync import stream
+    except ImportError as exc:  # h11 is a dependency of streamfn itself
+        raise CommandError(
+            f"talking to models needs h11, a dependency of streamfn ({exc}): reinstall it "
+            "with `pip install --force-reinstall streamfn` (from a checkout: `pip install -e .`)"
+        ) from exc
     out = sys.stdout
-    renderer = Renderer(out, color=out.isatty() and not os.environ.get("NO_COLOR"))
-    async with opener(context, options) as events:
-        async for event in events:
-            transcript.events.append(event)
-            if args.json:
-                out.write(encode_event_json(event).decode() + "\n")
-                out.flush()
-            else:
-                renderer.event(event)
-            if isinstance(event, Error):
-                raise CommandError(_describe_error(event))
-    return transcript
+    color = out.isatty() and not os.environ.get("NO_COLOR")
+
+    def turn(context: Context, transcript: _Transcript) -> None:
+        renderer = Renderer(out, color=color)
+        with stream(chosen, context, options) as events:
+            for event in events:
+                transcript.events.append(event)
+                if args.json:
+                    out.write(encode_event_json(event).decode() + "\n")
+                    out.flush()
+                else:
+                    renderer.event(event)
+                if isinstance(event, Error):
+                    raise CommandError(_describe_error(event, chosen))
+                if isinstance(event, Done) and event.stop_reason is StopReason.LENGTH:
+                    sys.stderr.write(f"streamfn: {_cut_notice(options)}\n")
+
+    return turn
 
 
-def _describe_error(error: Error) -> str:
+def _cut_notice(options: Options) -> str:
+    cap = f"the {options.max_tokens}-token cap" if options.max_tokens else "the model's token cap"
+    return f"the answer stopped at {cap} (stop_reason: length); --max-tokens N allows more"
+
+
+def _describe_error(error: Error, chosen: Model) -> str:
+    from .hints import error_hint
+
     kind = f" ({error.kind.value})" if error.kind else ""
     text = f"the model stopped with an error{kind}: {error.message}"
-    if error.kind is ErrorKind.AUTH:
-        text += "; check the API key (the provider's variable, or --api-key-env VAR)"
-    return text
+    hint = error_hint(error, chosen)
+    return f"{text}; {hint}" if hint else text
 
 
 def _run(args: argparse.Namespace) -> int:
-    try:
-        import trio
-    except ImportError as exc:
-        raise CommandError(
-            f"chat needs trio ({exc}): `pip install 'streamfn[trio]'` for providers, "
-            f"or {LOCAL_EXTRA_HINT} for the local model"
-        ) from exc
-
-    options = _options(args)
+    local = _is_local(args.model)
+    options = _options(args, local)
     prompt = _read_prompt(args)
-    if _is_local(args.model):
-        if args.base_url or args.api_key_env:
-            raise CommandError(
-                "--base-url and --api-key-env are for providers; pick one with -m", EXIT_USAGE
-            )
-        opener = _local_opener(args)
+    chosen = _choose(args)
+    if local:
+        _load_local(chosen)
     else:
-        opener, options = _remote_opener(args, options)
+        options = _with_key(args, chosen, options)
+    turn = _turns(args, chosen, options)
     if prompt is not None:
-        context = Context.of(prompt, system_prompt=args.system)
-        trio.run(_stream_once, opener, context, options, args)
+        turn(Context.of(prompt, system_prompt=args.system), _Transcript())
         return EXIT_OK
-    return _interactive(args, lambda ctx: trio.run(_stream_once, opener, ctx, options, args))
+    return _interactive(args, turn)
 
 
-def _interactive(args: argparse.Namespace, turn: Callable[[Context], _Transcript]) -> int:
-    """Multi-turn chat with line editing; a failed turn is reported and the chat goes on."""
+def _interactive(args: argparse.Namespace, turn: Turn) -> int:
+    """Multi-turn chat with line editing. A failed turn is reported and the chat goes on;
+    Ctrl-C during an answer ends that answer (kept, marked as interrupted), not the chat."""
     _enable_line_editing()
     history: list[Message] = []
-    sys.stderr.write("interactive chat: an empty line or Ctrl-D ends it\n")
+    sys.stderr.write(
+        "interactive chat: Ctrl-C stops an answer; Ctrl-D, Ctrl-C at the prompt "
+        "or an empty line ends the chat\n"
+    )
     for line in _prompts():
         context = Context(messages=[*history, UserMessage(content=line)], system_prompt=args.system)
+        transcript = _Transcript()
         try:
-            transcript = turn(context)
+            turn(context, transcript)
+        except KeyboardInterrupt:
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+            sys.stderr.write("streamfn: answer interrupted; the conversation goes on\n")
+            history += [context.messages[-1], transcript.interrupted()]
+            continue
         except (CommandError, BaseExceptionGroup) as exc:
             failure = next((e for e in leaves(exc) if isinstance(e, CommandError)), None)
             if failure is None:
@@ -257,7 +313,10 @@ def _interactive(args: argparse.Namespace, turn: Callable[[Context], _Transcript
 
 
 def _prompts() -> Iterator[str]:
-    """Lines typed at the ``> `` prompt until an empty line or end of input."""
+    """Lines typed at the ``> `` prompt until an empty line or end of input.
+
+    Ctrl-C here is not caught: it ends the chat (exit status 130).
+    """
     prompt = "> " if sys.stdin.isatty() else ""
     while True:
         try:

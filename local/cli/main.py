@@ -49,11 +49,14 @@ examples:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from streamfn.core.version import installed_version
+
     parser = argparse.ArgumentParser(
         prog="streamfn",
         description=_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"streamfn {installed_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in commands().values():
         child = sub.add_parser(

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import Final
 
+from ..provider import LOCAL_EXTRA_HINT, MODEL_DIR_ENV, LocalModelError, check_prepared
 from .command import CommandError
 
 __all__ = [
@@ -22,21 +23,14 @@ __all__ = [
     "require_prepared",
 ]
 
-#: where `streamfn chat` finds the local model when --model-dir is not given
-MODEL_DIR_ENV: Final = "STREAMFN_LOCAL_MODEL_DIR"
 LOCAL_PREFIX: Final = "local"
-
-#: how to get the local model's dependencies, said wherever they are missing
-LOCAL_EXTRA_HINT: Final = (
-    "install the [local] extra: `pip install 'streamfn[local]'` "
-    "(from a checkout: `pip install -e '.[local]'`)"
-)
 
 
 def add_model_dir(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model-dir",
         type=Path,
+        metavar="DIR",
         help=f"local model directory (default: ${MODEL_DIR_ENV} or the user cache)",
     )
 
@@ -50,11 +44,8 @@ def model_dir(args: argparse.Namespace) -> Path | None:
 
 
 def require_prepared(directory: Path | None) -> None:
-    """Only the default directory is prepared on first use; others must hold a model already."""
-    from ..fetch import default_model_dir, is_prepared
-
-    if directory is not None and not is_prepared(directory) and directory != default_model_dir():
-        raise CommandError(
-            f"{directory} holds no prepared model; run `streamfn local prepare "
-            f"--model-dir {directory}` or point --model-dir at a CTranslate2 model"
-        )
+    """`check_prepared`, as the command line reports it."""
+    try:
+        check_prepared(directory)
+    except LocalModelError as exc:
+        raise CommandError(str(exc)) from exc

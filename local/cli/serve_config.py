@@ -40,7 +40,7 @@ from streamfn.core.errors import UsageError
 from streamfn.core.models import Model, UnknownModel, get_model
 from streamfn.core.options import Options
 
-__all__ = ["ConfigError", "GatewayConfig", "load_gateway_config"]
+__all__ = ["ConfigError", "GatewayConfig", "load_gateway_config", "with_base_urls"]
 
 
 class ConfigError(UsageError):
@@ -71,6 +71,8 @@ class GatewayConfig(msgspec.Struct, kw_only=True):
 
     registry: bool
     models: list[Any]  # list[ServedModel]; typed loosely to keep this module import-light
+    #: the served names whose entry sets its own ``base_url``
+    own_base_url: frozenset[str] = frozenset()
 
 
 #: defaults a file may not set: they have their own keys (and keys never go in files)
@@ -151,4 +153,28 @@ def load_gateway_config(path: Path) -> GatewayConfig:
                 defaults=_defaults(entry, where),
             )
         )
-    return GatewayConfig(registry=parsed.registry, models=served)
+    own = frozenset(e.name for e in parsed.models if e.base_url is not None)
+    return GatewayConfig(registry=parsed.registry, models=served, own_base_url=own)
+
+
+def with_base_urls(config: GatewayConfig, base_urls: dict[str, str]) -> GatewayConfig:
+    """``config`` with ``--base-url PROVIDER=URL`` applied to its models of PROVIDER.
+
+    An entry that sets its own ``base_url`` is refused rather than silently
+    moved (or silently left): the operator said two things, and must pick one.
+    """
+    models = []
+    for served in config.models:
+        url = base_urls.get(served.model.provider)
+        if url is None:
+            models.append(served)
+            continue
+        if served.name in config.own_base_url:
+            raise ConfigError(
+                f"--base-url {served.model.provider}={url} would move the model "
+                f"{served.name!r}, whose entry sets its own base_url "
+                f"({served.model.base_url}); drop one of the two"
+            )
+        moved = msgspec.structs.replace(served.model, base_url=url)
+        models.append(msgspec.structs.replace(served, model=moved))
+    return msgspec.structs.replace(config, models=models)

@@ -2,9 +2,9 @@
 
 For each package, ``__all__`` is exactly the public names its namespace holds
 (modules and `typing` helpers aside), each resolves, and `streamfn.core`
-stays the small surface users touch. Names that left `streamfn.core` resolve
-for one release with a `DeprecationWarning` naming their new home, and no
-code of ours imports them from the old place.
+stays the small surface users touch. The paths CHANGELOG.md lists as removed
+(old path → new path) are gone, their new paths resolve, and no code of ours
+imports an old one.
 """
 
 from __future__ import annotations
@@ -12,14 +12,12 @@ import __future__
 
 import ast
 import importlib
+import re
 import types
 import typing
-import warnings
 from pathlib import Path
 
 import pytest
-
-from streamfn.core._moved import MOVED_MODULES, MOVED_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = [
@@ -63,44 +61,48 @@ def test_core_is_the_small_surface() -> None:
     # DocumentContent, ServerTool, OutputValidationError, parse_output) and the
     # loud-stream pair (StreamError, raise_for_error)
     assert 40 <= len(core.__all__) <= 56
-    assert not set(core.__all__) & set(MOVED_NAMES)
 
 
-@pytest.mark.parametrize("name", sorted(MOVED_NAMES))
-def test_a_moved_name_still_resolves_with_a_warning(name: str) -> None:
-    import streamfn.core as core
-
-    new = MOVED_NAMES[name]
-    with pytest.warns(DeprecationWarning, match=f"import it from {new}") as caught:
-        old = getattr(core, name)
-    assert old is getattr(importlib.import_module(new), name)
-    assert caught[0].filename == __file__  # the warning points at the importer
-    assert name in importlib.import_module(new).__all__
+def _removed_paths() -> dict[str, str]:
+    """CHANGELOG.md's "Removed" lines ``- `old` → `new```: old path -> new path."""
+    text = (ROOT / "CHANGELOG.md").read_text()
+    return dict(re.findall(r"^\s*- `(streamfn[\w.]+)` → `(streamfn[\w.]+)`$", text, re.M))
 
 
-def test_an_unknown_name_is_still_an_attribute_error() -> None:
-    import streamfn.core as core
+REMOVED = _removed_paths()
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        with pytest.raises(AttributeError, match="no attribute 'NoSuchThing'"):
-            core.NoSuchThing  # noqa: B018
+
+def _resolve(path: str) -> object:
+    """The module at ``path``, else the attribute its last part names in its parent."""
+    try:
+        return importlib.import_module(path)
+    except ModuleNotFoundError as exc:
+        if exc.name != path:
+            raise
+    parent, _, name = path.rpartition(".")
+    return getattr(importlib.import_module(parent), name)
+
+
+def test_the_changelog_lists_the_removed_paths() -> None:
+    assert len(REMOVED) >= 60  # the modules and names the old redirect tables held
+
+
+@pytest.mark.parametrize(("old", "new"), sorted(REMOVED.items()))
+def test_a_removed_path_is_gone_and_its_new_path_resolves(old: str, new: str) -> None:
+    with pytest.raises((ModuleNotFoundError, AttributeError)):
+        _resolve(old)
+    assert _resolve(new) is not None
 
 
 def _stale_imports(node: ast.AST) -> list[str]:
-    """The moved names and modules an import statement reaches by their old path."""
+    """The removed paths an import statement reaches."""
     if isinstance(node, ast.Import):
-        return [a.name for a in node.names if a.name in MOVED_MODULES]
+        return [a.name for a in node.names if a.name in REMOVED]
     if not isinstance(node, ast.ImportFrom) or node.module is None or node.level:
         return []  # relative imports stay inside the package, which uses the new paths
-    if node.module in MOVED_MODULES:
+    if node.module in REMOVED:
         return [node.module]
-    return [
-        a.name
-        for a in node.names
-        if (node.module == "streamfn.core" and a.name in MOVED_NAMES)
-        or f"{node.module}.{a.name}" in MOVED_MODULES
-    ]
+    return [a.name for a in node.names if f"{node.module}.{a.name}" in REMOVED]
 
 
 def test_our_code_imports_nothing_by_its_old_path() -> None:

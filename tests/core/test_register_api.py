@@ -22,6 +22,7 @@ from fake_provider import FakeProvider
 from loopback_server import KEY, Server
 from shell_runner import FAST, collect, run
 
+from streamfn.asgi import ServerConfig
 from streamfn.asgi.backends import RouterBackend
 from streamfn.core import (
     Context,
@@ -37,7 +38,7 @@ from streamfn.core import (
 )
 from streamfn.core.call import api_names, load_entry_point_apis
 from streamfn.io_asyncio.backends import ProviderBackend
-from streamfn.io_asyncio.server import App, ServerConfig
+from streamfn.io_asyncio.server import App
 from streamfn.local import cli
 
 BODY = b"".join(

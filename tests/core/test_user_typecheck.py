@@ -6,41 +6,20 @@ maps the package folders with an import hook that mypy cannot follow, so a
 user's ``mypy`` reported "Cannot find implementation or library stub for
 module named streamfn.core") and a normal install of the built wheel.
 
-To stay fast and offline, each install goes into a bare virtual environment
-that borrows this environment's dependencies through a ``.pth`` file, and is
-built from a copy of the sources without build isolation: what is checked is
-the installed layout, which build isolation does not change.
+Each install goes into a bare virtual environment (`installed`: offline,
+borrowing this environment's dependencies).
 """
 
 from __future__ import annotations
 
-import shutil
 import subprocess
-import sys
-import sysconfig
-import tomllib
 from pathlib import Path
 
 import pytest
+from installed import bare_venv, copy_sources, install
 
 pytest.importorskip("mypy")
 
-ROOT = Path(__file__).resolve().parents[2]
-#: what a build needs: every folder the package-dir mapping names, and the metadata
-SOURCES = (
-    *sorted(
-        {
-            folder.split("/")[0]
-            for folder in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"][
-                "setuptools"
-            ]["package-dir"].values()
-        }
-    ),
-    "pyproject.toml",
-    "README.md",
-    "LICENSE",
-    "NOTICE",
-)
 
 USER_PROGRAM = """\
 import trio
@@ -83,43 +62,6 @@ get_model(42)
 """
 
 
-def _bare_venv(path: Path) -> Path:
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True)
-    python = path / "bin" / "python"
-    purelib = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    # this environment's packages (msgspec, trio, mypy ...), never its streamfn install hook
-    (Path(purelib) / "borrowed.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    return python
-
-
-def _install(python: Path, source: Path, *extra: str) -> None:
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "--python",
-            str(python),
-            "install",
-            "-q",
-            "--no-deps",
-            "--no-build-isolation",
-            "--no-index",
-            *extra,
-            str(source),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-
-
 def _mypy(python: Path, cache: Path, *programs: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(python), "-m", "mypy", "--strict", "--cache-dir", str(cache), *map(str, programs)],
@@ -135,19 +77,12 @@ def test_mypy_strict_on_a_user_program(
     tmp_path_factory: pytest.TempPathFactory, layout: str
 ) -> None:
     work = tmp_path_factory.mktemp(layout)
-    source = work / "streamfn-src"
-    source.mkdir()
-    for name in SOURCES:
-        src = ROOT / name
-        if src.is_dir():
-            shutil.copytree(src, source / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(src, source / name)
-    python = _bare_venv(work / "venv")
+    source = copy_sources(work / "streamfn-src")
+    python = bare_venv(work / "venv")
     if layout == "editable":
-        _install(python, source, "--config-settings", "editable_mode=strict", "-e")
+        install(python, source, "--config-settings", "editable_mode=strict", "-e")
     else:
-        _install(python, source)
+        install(python, source)
         # the licence travels with the wheel (PEP 639 license-files)
         shipped = list(
             (work / "venv").glob("lib/*/site-packages/streamfn-*.dist-info/licenses/LICENSE")

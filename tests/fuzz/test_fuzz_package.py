@@ -126,7 +126,7 @@ def test_the_responses_encoder_writes_events_the_openai_sdk_accepts() -> None:
 
 
 def test_unknown_wire_format_is_named() -> None:
-    with pytest.raises(ValueError, match="known: anthropic"):
+    with pytest.raises(ValueError, match="known: agui, anthropic"):
         transcripts("carrier-pigeon")
 
 

@@ -26,7 +26,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from blocked_imports import blocking
 from fake_provider import FakeProvider
+from test_cli_interrupt import wait_until_blocked
 
 from streamfn.local import cli
 from streamfn.local.cache import file_record
@@ -36,20 +38,8 @@ from streamfn.local.fetch import WHEEL_FILENAME
 
 LOCAL_EXTRA = ("numpy", "ctranslate2", "gguf", "tokenizers", "jinja2")
 
-#: runs the CLI with the [local] extra's packages made unimportable
-_BOOT = """
-import sys
-
-class _NotInstalled:
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in {blocked!r}:
-            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
-        return None
-
-sys.meta_path.insert(0, _NotInstalled())
-from streamfn.local.cli import main
-raise SystemExit(main(sys.argv[1:]))
-"""
+#: runs the CLI (with the [local] extra's packages made unimportable: `blocking`)
+_MAIN = "from streamfn.local.cli import main\nraise SystemExit(main(sys.argv[1:]))\n"
 
 ANSWER = "Hello, wor" + "ld — café 🙂!"
 
@@ -66,7 +56,7 @@ def _env(**changes: str | None) -> dict[str, str]:
 
 
 def _command(args: list[str], blocked: tuple[str, ...]) -> list[str]:
-    return [sys.executable, "-c", _BOOT.format(blocked=blocked), *args]
+    return [sys.executable, "-c", blocking(blocked, _MAIN), *args]
 
 
 def run_cli(
@@ -298,12 +288,23 @@ def test_broken_pipe_is_a_quiet_exit(fake: FakeProvider) -> None:
     assert err == ""
 
 
-def test_ctrl_c_exits_130_with_one_line(fake: FakeProvider) -> None:
-    proc = _spawn_chat("--base-url", fake.base_url("stall-first", "openai-chat"))
+@pytest.fixture
+def stalled() -> Any:
+    """A fake whose stalls end only when the test is over, so nothing but the interrupt
+    can end the stream. (With ``fake``'s one-second stall, a busy machine could take
+    longer than the stalls of all three attempts to deliver the interrupt: the stream
+    then failed first, exit 1.)"""
+    with FakeProvider(stall=3600) as server:
+        yield server
+
+
+def test_ctrl_c_exits_130_with_one_line(stalled: FakeProvider) -> None:
+    proc = _spawn_chat("--base-url", stalled.base_url("stall-first", "openai-chat"))
     deadline = time.monotonic() + 60
-    while not fake.requests and time.monotonic() < deadline:
+    while not stalled.requests and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert fake.requests, "the CLI never reached the fake provider"
+    assert stalled.requests, "the CLI never reached the fake provider"
+    wait_until_blocked(proc.pid)  # waiting for the stalled answer
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == cli.EXIT_INTERRUPTED

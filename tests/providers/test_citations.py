@@ -343,8 +343,10 @@ def test_sdk_clients_of_the_gateway_see_the_citations(entry: dict[str, Any] | No
     from fake_provider import FakeProvider
     from loopback_server import KEY, Server
 
-    from streamfn.io_asyncio.backends import ProviderBackend, RouterBackend
-    from streamfn.io_asyncio.server import App, ServerConfig
+    from streamfn.asgi import ServerConfig
+    from streamfn.asgi.backends import RouterBackend
+    from streamfn.io_asyncio.backends import ProviderBackend
+    from streamfn.io_asyncio.server import App
 
     entry = require_corpus(entry)
     wanted = [c for c in _citations(accumulate(_cited_events(entry))) if c.url is not None]

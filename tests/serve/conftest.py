@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import loopback_server
 import pytest
+from fake_provider import FakeProvider
 
 
 @pytest.fixture(scope="module", params=["asyncio", "trio"])
@@ -14,3 +15,10 @@ def shell(request: pytest.FixtureRequest) -> Iterator[str]:
     loopback_server.SHELL[0] = request.param
     yield request.param
     loopback_server.SHELL[0] = "asyncio"
+
+
+@pytest.fixture(scope="module")
+def fake_upstream() -> Iterator[FakeProvider]:
+    """A loopback fake provider for one module's gateway to call."""
+    with FakeProvider() as fake:
+        yield fake

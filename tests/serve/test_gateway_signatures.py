@@ -22,6 +22,8 @@ import pytest
 from fake_provider import FakeProvider
 from loopback_server import KEY, Server
 
+from streamfn.asgi import ServerConfig
+from streamfn.asgi.backends import RouterBackend
 from streamfn.core import (
     Context,
     Model,
@@ -38,8 +40,8 @@ from streamfn.core.providers.gemini_request import DUMMY_THOUGHT_SIGNATURE
 from streamfn.core.serve.encode_openai import OpenAIChatEncoder
 from streamfn.fuzz.fake_bodies import sse
 from streamfn.io_asyncio import Client
-from streamfn.io_asyncio.backends import ProviderBackend, RouterBackend
-from streamfn.io_asyncio.server import App, ServerConfig
+from streamfn.io_asyncio.backends import ProviderBackend
+from streamfn.io_asyncio.server import App
 
 SIGNATURE = "CiQBjz1rX6ZoAxmPsignedByGemini"
 THINKING_SIGNATURE = "EqQBCkYIBxgCKkBsignedByClaude"

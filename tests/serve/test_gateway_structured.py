@@ -19,6 +19,8 @@ import pytest
 from fake_provider import FakeProvider
 from loopback_server import KEY, Server
 
+from streamfn.asgi import ServerConfig
+from streamfn.asgi.backends import RouterBackend
 from streamfn.core import Model
 from streamfn.core.serve.inbound import (
     BadRequest,
@@ -27,8 +29,8 @@ from streamfn.core.serve.inbound import (
     parse_openai_request,
 )
 from streamfn.core.structured import ANSWER_TOOL
-from streamfn.io_asyncio.backends import ProviderBackend, RouterBackend
-from streamfn.io_asyncio.server import App, ServerConfig
+from streamfn.io_asyncio.backends import ProviderBackend
+from streamfn.io_asyncio.server import App
 
 SCHEMA = {
     "type": "object",

@@ -15,11 +15,13 @@ from fake_provider import FakeProvider
 from loopback_server import KEY, Server
 from shell_runner import FAST, SHELLS, run
 
+from streamfn.asgi import ServerConfig
+from streamfn.asgi.backends import RouterBackend
 from streamfn.core import Context, Model, Options
 from streamfn.core.partial_output import PartialOutput, partial_outputs
 from streamfn.fuzz.fake_bodies import openai_body
-from streamfn.io_asyncio.backends import ProviderBackend, RouterBackend
-from streamfn.io_asyncio.server import App, ServerConfig
+from streamfn.io_asyncio.backends import ProviderBackend
+from streamfn.io_asyncio.server import App
 
 
 class City(msgspec.Struct):

@@ -24,10 +24,11 @@ from fake_provider import FakeProvider
 from loopback_server import STREAMS, Server
 
 import streamfn.io_asyncio as sf_asyncio
+from streamfn.asgi import ServerConfig
 from streamfn.core import Context, Done, Model, Options
 from streamfn.fuzz.events_backend import EventsBackend
 from streamfn.io_asyncio.backends import ProviderBackend
-from streamfn.io_asyncio.server import App, ServerConfig
+from streamfn.io_asyncio.server import App
 from streamfn.local import cli
 from streamfn.local.cli.serve_config import ConfigError, load_gateway_config
 
@@ -245,3 +246,15 @@ def test_the_gateway_keeps_a_warm_upstream_connection_per_stream(shell: str) -> 
     client = upstream_client(shell, {}, 50)
     assert client.max_idle_per_host == 50
     assert type(client).__module__ == f"streamfn.io_{shell}.client"
+
+
+def test_default_model_flag_reaches_the_front_end_routes() -> None:
+    import argparse
+
+    from streamfn.local.cli import serve, serve_flags
+
+    parser = argparse.ArgumentParser()
+    serve_flags.configure(parser)
+    for argv, expected in ((["--default-model", "demo-text"], "demo-text"), ([], None)):
+        app = serve._app(parser.parse_args(argv), EventsBackend(STREAMS))
+        assert app.config.default_model == expected

@@ -22,10 +22,12 @@ import pytest
 from fake_provider import FakeProvider
 from loopback_server import KEY, Server
 
+from streamfn.asgi import ServerConfig
+from streamfn.asgi.backends import RouterBackend
 from streamfn.core import Model
 from streamfn.core.models import openai_compatible
-from streamfn.io_asyncio.backends import ProviderBackend, RouterBackend
-from streamfn.io_asyncio.server import App, ServerConfig
+from streamfn.io_asyncio.backends import ProviderBackend
+from streamfn.io_asyncio.server import App
 
 PDF = b"%PDF-1.4\n%%EOF\n"
 IMAGE_URL = "https://example.com/cat.png"
@@ -49,7 +51,14 @@ def _gateway(upstream: FakeProvider, token: str, **config: Any) -> Server:
         ),
     ]
     backend = ProviderBackend(environ={"ANTHROPIC_API_KEY": "upstream-key"}, models=models)
-    return Server(App(RouterBackend(None, backend), ServerConfig(api_key=KEY, **config)))
+    config = ServerConfig(api_key=KEY, **config)
+    return Server(App(RouterBackend(None, backend), config, resolver=_public_dns))
+
+
+def _public_dns(name: str) -> list[str]:
+    """DNS as the server would see it (these tests run without a network): example.com
+    resolves to a public address, other names to nothing."""
+    return ["93.184.215.14"] if name == "example.com" else []
 
 
 @pytest.fixture(scope="module")

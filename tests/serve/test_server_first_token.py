@@ -13,9 +13,10 @@ import asyncio
 import json
 from typing import Any
 
+from streamfn.asgi import ServerConfig
 from streamfn.core import Done, Start, StopReason, TextDelta, TextEnd, TextStart, Usage
 from streamfn.fuzz.events_backend import EventsBackend
-from streamfn.io_asyncio.server import App, ServerConfig
+from streamfn.io_asyncio.server import App
 
 N = 200
 

@@ -18,9 +18,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from loopback_server import STREAMS
 
+from streamfn.asgi import ServerConfig
 from streamfn.core import Context, Options
 from streamfn.fuzz.events_backend import EventsBackend
-from streamfn.io_asyncio.server import App, ServerConfig
+from streamfn.io_asyncio.server import App
 
 ROUTES = ("/v1/chat/completions", "/v1/messages", "/v1/stream")
 VALID: dict[str, dict[str, Any]] = {

@@ -13,29 +13,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from streamfn.core.wire.ndjson import NDJSONDecoder, NDJSONError
-
-
-def outcome(chunks: list[bytes], max_line_bytes: int = 1 << 20) -> tuple[list[bytes], str | None]:
-    decoder = NDJSONDecoder(max_line_bytes=max_line_bytes)
-    lines: list[bytes] = []
-    try:
-        for chunk in chunks:
-            lines += decoder.feed(chunk)
-        lines += decoder.end()
-    except NDJSONError as exc:
-        return lines, exc.reason
-    return lines, None
+from streamfn.fuzz._wire_oracles import ndjson_outcome
 
 
 def test_lf_crlf_and_cr_all_end_a_line() -> None:
-    assert outcome([b'{"a":1}\n{"b":2}\r\n{"c":3}\r{"d":4}\n']) == (
+    assert ndjson_outcome([b'{"a":1}\n{"b":2}\r\n{"c":3}\r{"d":4}\n']) == (
         [b'{"a":1}', b'{"b":2}', b'{"c":3}', b'{"d":4}'],
         None,
     )
 
 
 def test_blank_and_whitespace_lines_are_skipped() -> None:
-    assert outcome([b"\n\r\n  \n{}\n\t\n{}\n\n"]) == ([b"{}", b"{}"], None)
+    assert ndjson_outcome([b"\n\r\n  \n{}\n\t\n{}\n\n"]) == ([b"{}", b"{}"], None)
 
 
 def test_last_line_without_newline_is_returned_by_end() -> None:
@@ -82,9 +71,9 @@ def test_any_chunking_gives_the_same_lines_and_error(
     data: bytes, cuts: list[int], cap: int
 ) -> None:
     chunks = split_at(data, sorted(min(c, len(data)) for c in cuts))
-    whole = outcome([data], cap)
-    assert outcome(chunks, cap) == whole
-    assert outcome(bytewise(data), cap) == whole
+    whole = ndjson_outcome([data], cap)
+    assert ndjson_outcome(chunks, cap) == whole
+    assert ndjson_outcome(bytewise(data), cap) == whole
     if whole[1] is None:
         expected = [line for line in re.split(rb"\r\n|\r|\n", data) if line.strip()]
         assert whole[0] == expected
@@ -107,8 +96,8 @@ def test_arbitrary_bytes_yield_lines_or_ndjson_error_within_cap(data: bytes, siz
 def test_corpus_ollama_streams_are_one_json_object_per_line(entry: dict[str, Any] | None) -> None:
     entry = require_corpus(entry)
     raw = body(entry)
-    lines, error = outcome([raw])
+    lines, error = ndjson_outcome([raw])
     assert error is None
-    assert outcome(bytewise(raw)) == (lines, None)
+    assert ndjson_outcome(bytewise(raw)) == (lines, None)
     objects = [json.loads(line) for line in lines]
     assert objects and objects[-1].get("done") is True

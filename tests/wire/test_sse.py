@@ -3,7 +3,9 @@
 One test per rule of the spec, named after it; then properties (chunking
 invariance, an independent str-domain oracle written from the spec text,
 robustness on arbitrary bytes, bounded buffers, encode/decode round trip);
-then the real recordings of the shared corpus.
+then the real recordings of the shared corpus. The oracle and the strategies
+live in the fuzz kit (`streamfn.fuzz._wire_oracles`), which the long-running
+target `fuzz_sse` shares.
 """
 
 from __future__ import annotations
@@ -13,14 +15,13 @@ import re
 from typing import Any
 
 import pytest
-from chunking import bytewise, split_at
+from chunking import bytewise
 from corpus_support import body, corpus_entries, require_corpus
 from hypothesis import given
 from hypothesis import strategies as st
 
 from streamfn.core.wire.sse import ServerSentEvent, SSEComment, SSEDecoder, SSEError, encode_sse
-
-Item = ServerSentEvent | SSEComment
+from streamfn.fuzz._wire_oracles import Item, chunked, spec_oracle, sse_outcome
 
 
 def decode(data: bytes, **options: Any) -> list[Item]:
@@ -34,19 +35,6 @@ def decode_chunks(chunks: list[bytes], **options: Any) -> list[Item]:
     for chunk in chunks:
         out += decoder.feed(chunk)
     return out + decoder.end()
-
-
-def outcome(chunks: list[bytes], **options: Any) -> tuple[list[Item], str | None]:
-    """Everything a caller observes: the items, then the error (if any) that ended them."""
-    decoder = SSEDecoder(**options)
-    out: list[Item] = []
-    try:
-        for chunk in chunks:
-            out += decoder.feed(chunk)
-        out += decoder.end()
-    except SSEError as exc:
-        return out, exc.reason
-    return out, None
 
 
 def datas(items: list[Item]) -> list[str]:
@@ -312,94 +300,15 @@ def test_huge_line_in_small_chunks_is_linear() -> None:
 
 # -- properties ---------------------------------------------------------------------
 
-_PIECES = st.sampled_from(
-    [
-        b"data",
-        b"data:",
-        b"data: ",
-        b"event: ",
-        b"event",
-        b"id: ",
-        b"id",
-        b"retry: ",
-        b"retry:",
-        b":",
-        b": ",
-        b"\x00",
-        b"\r",
-        b"\n",
-        b"\r\n",
-        b"\n\n",
-        b" ",
-        b"12",
-        b"x",
-        b"{}",
-        b"\xef\xbb\xbf",
-        b"\xef",
-        b"\xc3\xa9",
-        b"\xff",
-        "🙂".encode(),
-        b"[DONE]",
-    ]
-)
-sse_like = st.lists(st.one_of(_PIECES, st.binary(max_size=6)), max_size=40).map(b"".join)
-
-
-@st.composite
-def chunked(
-    draw: st.DrawFn, streams: st.SearchStrategy[bytes] = sse_like
-) -> tuple[bytes, list[bytes]]:
-    data = draw(streams)
-    cuts = sorted(draw(st.lists(st.integers(0, len(data)), max_size=12)))
-    return data, split_at(data, cuts)
-
-
 _CAPS: dict[str, Any] = {"max_line_bytes": 24, "max_event_bytes": 40, "emit_comments": True}
 
 
 @given(chunked())
 def test_any_chunking_gives_the_same_events_and_error(case: tuple[bytes, list[bytes]]) -> None:
     data, chunks = case
-    whole = outcome([data], **_CAPS)
-    assert outcome(chunks, **_CAPS) == whole
-    assert outcome(bytewise(data), **_CAPS) == whole
-
-
-def spec_oracle(stream: bytes) -> list[Item]:
-    """§9.2.6 transcribed literally in the str domain (decode first, then parse),
-    plus streamfn's two documented choices (end-of-stream leniency, retry digits)."""
-    text = stream.decode("utf-8", "replace")
-    text = text.removeprefix("\ufeff")
-    out: list[Item] = []
-    data, event_type, last_id, retry = "", "", None, None
-    for line in [*re.split("\r\n|\r|\n", text), ""]:
-        if line == "":
-            if data == "":
-                event_type = ""
-                continue
-            out.append(
-                ServerSentEvent(data.removesuffix("\n"), event_type or "message", last_id, retry)
-            )
-            data, event_type, retry = "", "", None
-        elif line.startswith(":"):
-            out.append(SSEComment(line[1:].removeprefix(" ")))
-        else:
-            field, colon, value = line.partition(":")
-            value = value.removeprefix(" ") if colon else ""
-            if field == "data":
-                data += value + "\n"
-            elif field == "event":
-                event_type = value
-            elif field == "id" and "\x00" not in value:
-                last_id = value
-            elif (
-                field == "retry"
-                and value
-                and all(c in "0123456789" for c in value)
-                and len(value.lstrip("0")) <= 18
-            ):
-                retry = int(value)
-    return out
+    whole = sse_outcome([data], **_CAPS)
+    assert sse_outcome(chunks, **_CAPS) == whole
+    assert sse_outcome(bytewise(data), **_CAPS) == whole
 
 
 @given(chunked())

@@ -18,63 +18,9 @@ from chunking import bytewise
 from hypothesis import given
 from hypothesis import strategies as st
 from scaling import assert_linear
-from test_sse import chunked, outcome, sse_like
 
 from streamfn.core.wire.sse import ServerSentEvent, SSEDecoder, SSEError, decode_data
-
-Delivered = tuple[str, str]
-
-
-def sink_outcome(
-    chunks: list[bytes], runs: str | None = None, bound: bool = False, **options: Any
-) -> tuple[list[Delivered], str | None]:
-    """What `feed_to` delivers (then `end`, as a provider call does), as (data, type) text.
-
-    ``runs``: None (no run sink), ``"plain"`` or ``"any"`` (``any_type``). A run
-    sink gets events as if typeless, so with ``"any"`` every type reads as
-    ``message`` (`erase_types`). ``bound``: through `SSEDecoder.bind`, the step
-    the providers call per read.
-    """
-    options.pop("emit_comments", None)
-    decoder = SSEDecoder(**options)
-    out: list[Delivered] = []
-
-    def sink(data: bytes, event_type: bytes) -> bool:
-        assert type(data) in (bytes, bytearray) and type(event_type) is bytes
-        kind = event_type.decode("utf-8", "replace") if event_type else "message"
-        out.append((data.decode("utf-8", "replace"), kind))
-        return False
-
-    def run(datas: list[bytes]) -> bool:
-        assert datas and all(type(d) is bytes for d in datas)
-        out.extend((d.decode("utf-8", "replace"), "message") for d in datas)
-        return False
-
-    step = decoder.bind(sink, run, any_type=runs == "any") if bound else None
-    try:
-        for chunk in chunks:
-            if step is not None:
-                step(chunk)
-            elif runs is None:
-                decoder.feed_to(chunk, sink)
-            else:
-                decoder.feed_to(chunk, sink, run, any_type=runs == "any")
-        for event in decoder.end():
-            if isinstance(event, ServerSentEvent):
-                out.append((event.data, event.event))
-    except SSEError as exc:
-        return (erase_types(out) if runs == "any" else out), exc.reason
-    return (erase_types(out) if runs == "any" else out), None
-
-
-def erase_types(delivered: list[Delivered]) -> list[Delivered]:
-    return [(data, "message") for data, _ in delivered]
-
-
-def feed_outcome(chunks: list[bytes], **options: Any) -> tuple[list[Delivered], str | None]:
-    items, error = outcome(chunks, **options)
-    return [(i.data, i.event) for i in items if isinstance(i, ServerSentEvent)], error
-
+from streamfn.fuzz._wire_oracles import chunked, erase_types, feed_outcome, sink_outcome, sse_like
 
 _CAPS: dict[str, Any] = {"max_line_bytes": 24, "max_event_bytes": 40}
 

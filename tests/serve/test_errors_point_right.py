@@ -1,0 +1,154 @@
+"""Errors that point the right way: flag values are usage errors naming the flag; a
+streamfn server that lacks an upstream key says so; the proxy's 401 names the client's
+token variable; ``--base-url PROVIDER=URL`` reaches config models; ``/v1/models`` lists
+what the server can serve."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import openai
+import pytest
+from loopback_server import KEY, Server, provider_backend
+
+from streamfn.asgi import App, ServerConfig
+from streamfn.asgi.backends import RouterBackend
+from streamfn.local import cli
+from streamfn.local.cli.serve_config import ConfigError, load_gateway_config, with_base_urls
+
+pytestmark = pytest.mark.usefixtures("shell")
+
+
+@pytest.mark.parametrize("value", ["localhost:9", "ftp://x", "http://", "http://h:port"])
+def test_a_bad_base_url_is_a_usage_error_naming_the_flag(
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["chat", "-m", "openai:gpt-4o-mini", "--base-url", value, "Hi"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"streamfn: --base-url {value!r}") and err.count("\n") == 1
+    assert "please report it" not in err
+    assert cli.main(["serve", "--no-local", "--base-url", f"openai={value}"]) == 2
+    assert "--base-url openai=" in capsys.readouterr().err
+
+
+def test_local_flags_on_a_provider_and_provider_flags_on_the_local_model_are_usage_errors(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    assert cli.main(["chat", "--base-url", "http://x", "Hi"]) == 2
+    assert "--base-url and --api-key-env are for providers" in capsys.readouterr().err
+    assert cli.main(["chat", "-m", "openai:gpt-4o", "--model-dir", str(tmp_path), "Hi"]) == 2
+    assert "--model-dir is for the local model" in capsys.readouterr().err
+    assert cli.main(["chat", "--temperature", "-1", "Hi"]) == 2
+    assert "--temperature" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def keyless() -> Iterator[Server]:
+    """A streamfn server with no upstream key at all, and a token of its own."""
+    backend = provider_backend(environ={})
+    with Server(App(RouterBackend(None, backend), ServerConfig(api_key=KEY))) as server:
+        yield server
+
+
+def _chat_through(server: Server, **env: str) -> subprocess.CompletedProcess[str]:
+    clean = {"PATH": "/usr/bin:/bin", "NO_COLOR": "1", **env}
+    chat = ["chat", "-m", "proxy:openai:gpt-4o-mini", "--base-url", server.url, "Hi"]
+    return subprocess.run(
+        [sys.executable, "-m", "streamfn", *chat],
+        capture_output=True,
+        text=True,
+        env=clean,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_a_server_without_its_upstream_key_says_the_operator_must_fix_it(
+    keyless: Server,
+) -> None:
+    done = _chat_through(keyless, STREAMFN_PROXY_TOKEN=KEY)
+    assert done.returncode == 1
+    assert "no upstream key for this model" in done.stderr
+    assert "operator must set" in done.stderr
+    assert "check the API key" not in done.stderr  # the client's key is not at fault
+
+
+def test_the_proxys_401_names_the_token_variable(keyless: Server) -> None:
+    done = _chat_through(keyless)  # no STREAMFN_PROXY_TOKEN
+    assert done.returncode == 1
+    assert "STREAMFN_PROXY_TOKEN" in done.stderr
+    wrong = _chat_through(keyless, STREAMFN_PROXY_TOKEN="not-it")
+    assert "STREAMFN_PROXY_TOKEN" in wrong.stderr
+
+
+def test_models_lists_only_what_the_server_can_serve() -> None:
+    without = provider_backend(environ={}).list_models()
+    assert not any(name.startswith(("openai:", "anthropic:")) for name in without)
+    with_openai = provider_backend(environ={"OPENAI_API_KEY": "k"}).list_models()
+    assert "openai:gpt-4o-mini" in with_openai
+    assert not any(name.startswith("anthropic:") for name in with_openai)
+    everything = provider_backend(environ={}, list_all=True).list_models()
+    assert "openai:gpt-4o-mini" in everything and "anthropic:claude-sonnet-4-5" in everything
+
+
+def test_models_over_http_lists_keyed_models_only(keyless: Server) -> None:
+    with openai.OpenAI(base_url=keyless.url + "/v1", api_key=KEY, max_retries=0) as client:
+        ids = [m.id for m in client.models.list()]
+    assert not any(i.startswith("openai:") for i in ids)
+
+
+def test_base_url_applies_to_config_models_of_that_provider(tmp_path: Path) -> None:
+    path = tmp_path / "gateway.toml"
+    path.write_text(
+        "[[models]]\nname='fast'\nupstream='openai:gpt-4o-mini'\n"
+        "[[models]]\nname='claude'\nupstream='anthropic:claude-sonnet-4-5'\n"
+    )
+    moved = with_base_urls(load_gateway_config(path), {"openai": "http://127.0.0.1:4000/v1"})
+    urls = {s.name: s.model.base_url for s in moved.models}
+    assert urls["fast"] == "http://127.0.0.1:4000/v1"
+    assert urls["claude"] == "https://api.anthropic.com"
+    path.write_text(
+        "[[models]]\nname='own'\nupstream='openai:gpt-4o-mini'\nbase_url='http://box:1/v1'\n"
+    )
+    with pytest.raises(ConfigError, match="sets its own base_url"):
+        with_base_urls(load_gateway_config(path), {"openai": "http://127.0.0.1:4000/v1"})
+
+
+def test_serve_refuses_a_base_url_that_contradicts_the_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "gateway.toml"
+    path.write_text(
+        "[[models]]\nname='own'\nupstream='openai:gpt-4o-mini'\nbase_url='http://box:1/v1'\n"
+    )
+    moved = ["--base-url", "openai=http://127.0.0.1:4000/v1"]
+    code = cli.main(["serve", "--no-local", "--port", "0", "--config", str(path), *moved])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "'own'" in err and "drop one of the two" in err
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--port", "70000"),
+        ("--port", "-5"),
+        ("--workers", "0"),
+        ("--max-concurrency", "0"),
+        ("--max-connections", "0"),
+        ("--max-body-bytes", "0"),
+        ("--head-timeout", "-1"),
+        ("--keepalive", "0"),
+        ("--shutdown-grace", "nan"),
+    ],
+)
+def test_serve_flag_values_are_usage_errors_naming_the_flag(
+    flag: str, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as caught:
+        cli.main(["serve", "--no-local", flag, value])
+    assert caught.value.code == 2
+    assert f"argument {flag}: " in capsys.readouterr().err
