@@ -14,8 +14,9 @@ Contenders:
   ``data:`` lines only: the tight streaming reference, no spec work, no caps.
 - ``streamfn``: `SSEDecoder` (WHATWG-compliant, bounded) + ``msgspec.json`` into structs.
 - ``streamfn-runs``: the same decoder the way the providers drive it
-  (``feed_to`` with a run sink: plain regions of events found with a few
-  C-level calls, their data handed over as one list per chunk).
+  (``bind``: ``feed_to`` with a run sink as one step per read; plain regions
+  of events found with a few C-level calls, their data handed over as one
+  list per chunk, and a read of exactly one event without a region search).
 - ``find-reference``: bytearray + ``find(b"\\n\\n")``, each block copied and split into
   lines (the reference the README used to divide by; not minimal).
 - ``openai-sdk``: ``openai._streaming.SSEDecoder.iter_bytes`` + ``json.loads`` (what the
@@ -44,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.fair import payloads
 from bench.streams import (
     anthropic_stream,
+    chunks_events,
     chunks_fixed,
     chunks_random,
     openai_chat_stream,
@@ -155,8 +157,9 @@ def run_streamfn_runs(chunks: Sequence[bytes], provider: str) -> tuple[int, int]
     def sink(data: bytes, event_type: bytes) -> None:
         run([data])
 
+    feed = decoder.bind(sink, run, any_type=not openai)  # as the providers drive it
     for chunk in chunks:
-        decoder.feed_to(chunk, sink, run, any_type=not openai)
+        feed(chunk)
     for event in decoder.end():
         if type(event) is ServerSentEvent:
             run([event.data.encode()])
@@ -323,6 +326,7 @@ def streams_table(n_events: int, repeats: int) -> None:
             "64 KiB": chunks_fixed(body, 64 << 10),
             "1500 B": chunks_fixed(body, 1500),
             "rand 1..4096": chunks_random(body, 1, 4096, seed=1),
+            "1 event": chunks_events(body),
         }
         for label, chunks in chunkings.items():
             results = {name: run(chunks, provider) for name, run in CONTENDERS.items()}

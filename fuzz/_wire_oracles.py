@@ -98,13 +98,14 @@ def spec_oracle(stream: bytes) -> list[Item]:
 
 
 def sink_outcome(
-    chunks: list[bytes], runs: str | None = None, **options: Any
+    chunks: list[bytes], runs: str | None = None, bound: bool = False, **options: Any
 ) -> tuple[list[Delivered], str | None]:
     """What `feed_to` delivers (then `end`, as a provider call does), as (data, type) text.
 
     ``runs``: None (no run sink), ``"plain"`` or ``"any"`` (``any_type``). A run
     sink gets events as if typeless, so with ``"any"`` every type reads as
-    ``message`` (`erase_types`).
+    ``message`` (`erase_types`). ``bound``: through `SSEDecoder.bind`, the step
+    the providers call per read.
     """
     options.pop("emit_comments", None)
     decoder = SSEDecoder(**options)
@@ -121,9 +122,12 @@ def sink_outcome(
         out.extend((d.decode("utf-8", "replace"), "message") for d in datas)
         return False
 
+    step = decoder.bind(sink, run, any_type=runs == "any") if bound else None
     try:
         for chunk in chunks:
-            if runs is None:
+            if step is not None:
+                step(chunk)
+            elif runs is None:
                 decoder.feed_to(chunk, sink)
             else:
                 decoder.feed_to(chunk, sink, run, any_type=runs == "any")

@@ -141,6 +141,30 @@ class ChunkedBody:
             return None
         return pieces[0] if len(pieces) == 1 else b"".join(pieces)
 
+    def whole_chunk(self, data: bytes) -> bytes | None:
+        """The data of ``data`` when it is exactly one whole non-empty chunk and
+        nothing is held (a live stream's read: one event, one chunk, one read);
+        otherwise None, with nothing read (then `feed` and `read` as usual)."""
+        if (
+            self._pos < len(self._buf)
+            or self._left
+            or self._discard
+            or self._trailing
+            or self._trailers is not None
+            or self.done
+            or self._error is not None
+        ):
+            return None
+        eol = data.find(b"\r\n")
+        match = _HEADER.fullmatch(data, 0, eol + 2) if eol > 0 else None
+        if match is None:
+            return None
+        start = eol + 2
+        end = start + int(match.group(1), 16)
+        if end == start or end + 2 != len(data) or data[end] != 13 or data[-1] != 10:
+            return None
+        return data[start:end]
+
     # -- internals -------------------------------------------------------------
     def _whole_chunks(self, pieces: list[bytes], size: int, budget: int, single: bool) -> int:
         """The fast path: chunks whose size line, data and CRLF are all here, onto

@@ -149,6 +149,11 @@ class Exchange:
         if self._broken or not data:
             return []
         self.bytes_received += len(data)
+        body = self._chunked
+        if body is not None and eager and self._decoder is None and not self.finished:
+            piece = body.whole_chunk(data) if type(data) is bytes else None
+            if piece is not None:  # a live stream's read: no loop, no h11
+                return self._one_chunk(piece)
         if self.finished:
             self._tail_bytes += len(data)
         if self._chunked is not None:
@@ -347,6 +352,16 @@ class Exchange:
         if body.done and not self._body_ended:
             events += self._message_end()
         return events
+
+    def _one_chunk(self, data: bytes) -> list[Event]:
+        """What `_pump_chunked` does with a read that was one whole chunk, in one step."""
+        self.body_bytes += len(data)
+        if self.body_bytes > self._options.max_response_bytes:
+            return self._too_big()
+        self.decoded_bytes += len(data)
+        events = self.call.receive_data(data)
+        self._timer.body(len(data), bool(events))
+        return self._finish_call(events)
 
     def _data(self, data: bytes, events: list[Event], eager: bool) -> bool:
         """Body bytes to the call, its events onto ``events``; True: stop reading for now

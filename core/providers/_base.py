@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import abc
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any, ClassVar, Final, Generic, TypeVar
 
@@ -111,6 +111,8 @@ class ProviderCall(abc.ABC):
         self._wrong_type: str | None = None
         #: the body stopped inside an event (set by `FramedCall` at end of body)
         self.cut_inside_event = False
+        #: what `receive_data` hands a read to: `_feed`, or one bound decoder step
+        self._step: Callable[[bytes], object] = self._feed
 
     # -- public contract --------------------------------------------------
     @property
@@ -141,21 +143,26 @@ class ProviderCall(abc.ABC):
         return []
 
     def receive_data(self, data: bytes) -> list[Event]:
-        if self._state == _ERROR_BODY:
+        emit = self.emit
+        if self._state is not _STREAMING or emit.finished or not data:
+            return self._not_streamed(data)
+        try:  # _guard, inlined: this runs once per read
+            self._step(data)
+        except Exception as exc:
+            self._fault(exc)
+        events = emit.events  # emit.drain, inlined
+        emit.events = []
+        if emit.finished:
+            self._state = _DONE
+        return events
+
+    def _not_streamed(self, data: bytes) -> list[Event]:
+        """Bytes `receive_data` does not decode: an error body's (kept up to its cap)."""
+        if self._state is _ERROR_BODY:
             room = self.options.max_error_body_bytes - len(self._error_body)
             if room > 0:
                 self._error_body += data[:room]
-            return []
-        if self._state != _STREAMING or self.emit.finished or not data:
-            return []
-        try:  # _guard, inlined: this runs once per read
-            self._feed(data)
-        except Exception as exc:
-            self._fault(exc)
-        events = self.emit.drain()
-        if self.emit.finished:
-            self._state = _DONE
-        return events
+        return []
 
     def receive_eof(self) -> list[Event]:
         if self._state == _ERROR_BODY:
@@ -355,6 +362,9 @@ class FramedCall(ProviderCall, Generic[FrameT]):
         self.on_end()
 
 
+_PATHS: Final = "on_event(event) for decoded events, or raw_data = True and on_run(datas)"
+
+
 def sse_decoder(options: Options) -> SSEDecoder:
     """An SSE decoder with the line and event caps of ``options``."""
     return SSEDecoder(
@@ -363,53 +373,65 @@ def sse_decoder(options: Options) -> SSEDecoder:
 
 
 class SSECall(FramedCall[ServerSentEvent | SSEComment]):
-    """A provider whose body is ``text/event-stream``; comments (keep-alives) are skipped."""
+    """A provider whose body is ``text/event-stream``; comments (keep-alives) are skipped.
+
+    A provider either handles `on_event` (the decoded event), or sets
+    ``raw_data`` and writes its dialect once, in `on_run`: the data of
+    consecutive plain events, as bytes. A read then goes from `receive_data`
+    to one bound decoder step (`SSEDecoder.bind`) and from there to `on_run`
+    with the read's events (a live stream's read: a one-element run); every
+    other way in (an event whose type the provider reads in `on_data`, the
+    line parser's events, the end of the body) comes to the same `on_run`.
+    """
 
     content_types = ("text/event-stream",)
     lenient_last_frame = True
 
+    #: True in providers that write `on_run`: their bytes take the raw path
+    raw_data: ClassVar[bool] = False
+    #: whether `on_run` takes events that name a type too (it ignores the type)
+    runs_any_type: ClassVar[bool] = False
+
+    def __init__(
+        self, model: Model, context: Context, options: Options, request: HTTPRequest
+    ) -> None:
+        super().__init__(model, context, options, request)
+        path = "on_run" if self.raw_data else "on_event"  # the one path it writes
+        if getattr(type(self), path) is getattr(SSECall, path):
+            raise TypeError(f"{type(self).__name__} must define {path}: {_PATHS}")
+        if self.raw_data:
+            decoder = self.decoder
+            assert isinstance(decoder, SSEDecoder)
+            self._step = decoder.bind(self.on_data, self.on_run, any_type=self.runs_any_type)
+
     def make_decoder(self, options: Options) -> Decoder[ServerSentEvent | SSEComment]:
         return sse_decoder(options)
 
-    @abc.abstractmethod
     def on_event(self, event: ServerSentEvent) -> None:
-        """Handle one decoded SSE event."""
+        """Handle one decoded SSE event (``raw_data`` providers: as its raw data)."""
+        kind = event.event
+        self.on_data(event.data.encode(), b"" if kind == "message" else kind.encode())
 
     def on_frame(self, frame: ServerSentEvent | SSEComment) -> None:
         if type(frame) is ServerSentEvent:
             self.on_event(frame)
 
-    #: True in providers that override `on_data`: their bytes take the fast path
-    raw_data: ClassVar[bool] = False
-    #: whether `on_run` takes events that name a type too (it ignores the type)
-    runs_any_type: ClassVar[bool] = False
-
     def on_data(self, data: bytes, event_type: bytes) -> bool:
-        """Handle one event's raw data (`SSEDecoder.feed_to`); True once finished.
+        """One event's raw data and its type as sent (``b""``: none); True once finished.
 
-        The fast path for providers that parse the data themselves (no
-        `ServerSentEvent`, no text copy); set ``raw_data`` with it. It must act
-        exactly as `on_event` on the same event: the chunking tests feed both
-        (the end of a body always goes through `on_event`).
-        """
-        raise NotImplementedError
+        A one-element run of `on_run`; a provider whose events' types matter
+        reads them here first (`runs_any_type` unset: `on_run` only ever gets
+        events without one)."""
+        return self.on_run([data])
 
     def on_run(self, datas: list[bytes]) -> bool:
-        """Handle the data of consecutive plain events (`SSEDecoder.feed_to`), as
-        ``on_data(data, b"")`` would one by one; True once finished.
+        """The data of consecutive events in stream order; True once finished.
 
-        Overridden where one frame for the whole run pays: the per-event call
-        and the attribute lookups are most of what a text delta costs.
-        """
-        return any(self.on_data(data, b"") for data in datas)
-
-    def _feed(self, data: bytes) -> None:
-        if self.raw_data:
-            decoder = self.decoder
-            assert isinstance(decoder, SSEDecoder)
-            decoder.feed_to(data, self.on_data, self.on_run, any_type=self.runs_any_type)
-            return
-        super()._feed(data)
+        The one place a ``raw_data`` provider reads its events: whole regions
+        of a large read at once, and one event (a one-element run) from any
+        other way in, so no behaviour exists twice. Any run split into runs
+        anywhere must act the same: the chunking properties feed both."""
+        raise NotImplementedError(f"{type(self).__name__} must define on_run: {_PATHS}")
 
 
 class NDJSONCall(FramedCall[bytes]):

@@ -57,7 +57,7 @@ from ..messages import Context
 from ..models import Model
 from ..options import Options
 from ..structured import ANSWER_TOOL, answers_with_tool
-from ..wire.sse import ServerSentEvent, decode_data
+from ..wire.sse import decode_data
 from ._base import HTTPRequest, SSECall
 from .anthropic_request import build_request
 
@@ -200,54 +200,26 @@ class AnthropicCall(SSECall):
         #: structured output rides on a forced tool: its input is the answer, as text
         self._answer_tool = answers_with_tool(model, options)
         self._answered: dict[int, bool] = {}  # answer block -> any text yet
+        #: `on_run`'s gathered deltas, reused: empty between reads (each run flushes it)
+        self._pending: list[str] = []
 
     # -- SSE events -----------------------------------------------------------
     raw_data = True
     runs_any_type = True  # the type is in the data too
 
-    def on_data(self, data: bytes, event_type: bytes) -> bool:
-        # The fast path (SSEDecoder.feed_to): the event type is in the data too.
-        try:
-            wire = _decode_event(data)
-        except Exception:  # invalid UTF-8 decodes as the spec says, or fails the same
-            wire = decode_data(_decode_event, data)
-        self._on_decoded(wire)
-        return self.emit.finished
-
-    def _on_decoded(self, wire: _Event) -> None:
-        kind = wire.type
-        if kind == "content_block_delta":
-            # Hot path: one more text delta for an open text block, nothing else.
-            delta = wire.delta
-            index = wire.index
-            if (
-                delta is not None
-                and delta.type == "text_delta"
-                and type(delta.text) is str
-                and index is not None
-                and self._kinds.get(index) == _TEXT
-            ):
-                self.emit.text(index, delta.text)
-            else:
-                self._delta(wire)
-        else:
-            self._on_wire(wire)
-
     def on_run(self, datas: list[bytes]) -> bool:
-        # The hot loop (SSEDecoder.feed_to runs): a text, thinking or tool-argument
-        # delta for an open block of that kind joins `pending` while the block
-        # stays the same, handed to the emitter in one call; any other event
-        # flushes it and goes the general way.
-        if len(datas) == 1:  # the usual chunk of a live stream: no run to gather
-            return self.on_data(datas[0], b"")
+        # The one path for events: a text, thinking or tool-argument delta for an
+        # open block of that kind joins `pending` while the block stays the same,
+        # handed to the emitter in one call; any other event flushes it and goes
+        # the general way.
         kinds = self._kinds
-        pending: list[str] = []
+        pending = self._pending
         run_index = -1
         run_kind: str | None = None
         for data in datas:
             try:
                 wire: _Event | None = _decode_event(data)
-            except Exception:  # invalid UTF-8 or a fault: on_data decides
+            except Exception:  # invalid UTF-8 or a fault: decided below
                 wire = None
             if wire is not None and wire.type == "content_block_delta":
                 delta = wire.delta
@@ -266,7 +238,6 @@ class AnthropicCall(SSECall):
                     if type(piece) is str:
                         if pending and (index != run_index or kind != run_kind):
                             self._flush_run(run_kind, run_index, pending)
-                            pending = []
                             if self.emit.finished:  # the cap fell inside the run
                                 return True
                         run_index = index
@@ -275,30 +246,33 @@ class AnthropicCall(SSECall):
                         continue
             if pending:
                 self._flush_run(run_kind, run_index, pending)
-                pending = []
                 if self.emit.finished:
                     return True
-            if wire is None:
-                if self.on_data(data, b""):
-                    return True
-            else:
-                self._on_decoded(wire)
-                if self.emit.finished:
-                    return True
+            # the spec's decoding of invalid UTF-8; a fault raises
+            self._on_wire(wire if wire is not None else decode_data(_decode_event, data))
+            if self.emit.finished:
+                return True
         if pending:
             self._flush_run(run_kind, run_index, pending)
         return self.emit.finished
 
     def _flush_run(self, kind: str | None, index: int, pending: list[str]) -> None:
-        if kind == _TEXT:
-            self.emit.texts(index, pending)
+        """The run gathered so far to the emitter; ``pending`` is emptied."""
+        emit = self.emit
+        if len(pending) == 1:  # a live stream's read: one delta, no run to set up
+            if kind == _TEXT:
+                emit.text(index, pending[0])
+            elif kind == _THINKING:
+                emit.thinking(index, pending[0])
+            else:
+                emit.tool_delta(index, pending[0])
+        elif kind == _TEXT:
+            emit.texts(index, pending)
         elif kind == _THINKING:
-            self.emit.thinkings(index, pending)
+            emit.thinkings(index, pending)
         else:
-            self.emit.tool_deltas(index, pending)
-
-    def on_event(self, event: ServerSentEvent) -> None:
-        self.on_data(event.data.encode(), b"")  # a body cut inside this event: SSECall._eof
+            emit.tool_deltas(index, pending)
+        pending.clear()
 
     def _on_wire(self, wire: _Event) -> None:
         kind = wire.type

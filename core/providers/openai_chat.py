@@ -54,7 +54,7 @@ from ..events import Error, StopReason
 from ..messages import Context
 from ..models import Model
 from ..options import Options
-from ..wire.sse import ServerSentEvent, decode_data
+from ..wire.sse import decode_data
 from ._base import HTTPRequest, SSECall
 from ._openai_common import Quirks, WireUsage, call_signature, convert_usage, error_text, quirks_for
 from .openai_chat_request import build_request
@@ -163,7 +163,9 @@ _SEGMENT: Final = "segment"
 def _flush_run(emit: Emitter, text: bool, pending: list[str]) -> bool:
     """The run gathered so far to the emitter (``pending`` is emptied); True when
     that finished the stream (the cap fell inside the run)."""
-    if text:
+    if len(pending) == 1:  # a live stream's read: one delta, no run to set up
+        (emit.text if text else emit.thinking)(_SEGMENT, pending[0])
+    elif text:
         emit.texts(_SEGMENT, pending)
     else:
         emit.thinkings(_SEGMENT, pending)
@@ -196,6 +198,8 @@ class OpenAIChatCall(SSECall):
         super().__init__(model, context, options, request)
         self._finish_reason: str | None = None
         self._tools: list[_ToolSlot] = []
+        #: `on_run`'s gathered deltas, reused: empty between reads (each run flushes it)
+        self._pending: list[str] = []
         self._tool_by_index: dict[int, _ToolSlot] = {}
         self._tool_by_id: dict[str, _ToolSlot] = {}
         self._warned_choices = False
@@ -204,7 +208,7 @@ class OpenAIChatCall(SSECall):
     raw_data = True
 
     def on_data(self, data: bytes, event_type: bytes) -> bool:
-        # The fast path (SSEDecoder.feed_to); on_event comes here too.
+        # an event's type matters here: the rest is a one-element run
         if event_type and event_type != b"message":
             if event_type == b"error":
                 self._stream_error(data.decode("utf-8", "replace"))
@@ -213,35 +217,22 @@ class OpenAIChatCall(SSECall):
                     "openai-chat: ignoring SSE event type %r", event_type.decode("utf-8", "replace")
                 )
             return self.emit.finished
-        if not data:
-            return False
-        if data == b"[DONE]":
-            self._complete()
-            return self.emit.finished
-        # once the response id is known, no chunk's id is read (as in `on_run`): so
-        # a chunk is accepted or refused alike however the reads fall
-        decode = _decode_chunk if self.response_id is None else _decode_hot
-        try:
-            chunk: _HotChunk = decode(data)
-        except Exception:  # invalid UTF-8 decodes as the spec says, or fails the same
-            chunk = decode_data(decode, data)
-        return self._on_chunk(chunk)
+        return self.on_run([data])
 
     def on_run(self, datas: list[bytes]) -> bool:
-        # The hot loop (SSEDecoder.feed_to runs): a chunk that is one more text or
-        # reasoning delta and nothing else joins `pending`, handed to the emitter
-        # in one call; any other chunk flushes it and goes the general way. Once
-        # the response id is known the chunk's id is not even decoded.
-        if len(datas) == 1:  # the usual chunk of a live stream: no run to gather
-            return self.on_data(datas[0], b"")
+        # The one path for chunks: a chunk that is one more text or reasoning
+        # delta and nothing else joins `pending`, handed to the emitter in one
+        # call; any other chunk flushes it and goes the general way. Once the
+        # response id is known no chunk's id is decoded: so a chunk is accepted
+        # or refused alike however the reads fall.
         emit = self.emit
-        pending: list[str] = []
+        pending = self._pending
         pending_text = True
         hot = self.response_id is not None  # until then every chunk goes the general way
         for data in datas:
             try:
                 chunk: _HotChunk | None = (_decode_hot if hot else _decode_chunk)(data)
-            except Exception:  # [DONE], invalid UTF-8, a fault: on_data decides
+            except Exception:  # [DONE], invalid UTF-8, a fault: _on_raw decides
                 chunk = None
             if hot and chunk is not None and chunk.usage is None and chunk.x_groq is None:
                 choices = chunk.choices
@@ -279,15 +270,27 @@ class OpenAIChatCall(SSECall):
                             continue
             if pending and _flush_run(emit, pending_text, pending):
                 return True
-            if self._on_chunk(chunk) if chunk is not None else self.on_data(data, b""):
+            if self._on_chunk(chunk) if chunk is not None else self._on_raw(data):
                 return True
             hot = self.response_id is not None
         if pending:
             _flush_run(emit, pending_text, pending)
         return emit.finished
 
+    def _on_raw(self, data: bytes) -> bool:
+        """A chunk the hot decode refused: the end marker, or the spec's decoding
+        of invalid UTF-8 (a fault raises); True once the stream is finished."""
+        if not data:
+            return False
+        if data == b"[DONE]":
+            self._complete()
+            return self.emit.finished
+        return self._on_chunk(
+            decode_data(_decode_chunk if self.response_id is None else _decode_hot, data)
+        )
+
     def _on_chunk(self, chunk: _HotChunk) -> bool:
-        """`on_data` after decoding; True once the stream is finished."""
+        """A decoded chunk the general way; True once the stream is finished."""
         if self.response_id is None and isinstance(chunk, _Chunk) and chunk.id:
             self.response_id = chunk.id
             self.response_model = chunk.model or None
@@ -299,30 +302,11 @@ class OpenAIChatCall(SSECall):
             if choice.index:
                 self._other_choice()
                 continue
-            delta = choice.delta
-            if delta is not None:
-                content = delta.content
-                if (  # one more text delta and nothing else: straight to the emitter
-                    content
-                    and type(content) is str
-                    and delta.tool_calls is None
-                    and delta.reasoning_content is None
-                    and delta.reasoning is None
-                    and delta.refusal is None
-                    and not delta.reasoning_details
-                    and delta.annotations is None
-                ):
-                    self.emit.text(_SEGMENT, content)
-                else:
-                    self._on_delta(delta)
+            if choice.delta is not None:
+                self._on_delta(choice.delta)
             if choice.finish_reason is not None:
                 self._finish_reason = choice.finish_reason
         return self.emit.finished
-
-    def on_event(self, event: ServerSentEvent) -> None:
-        # a body cut inside this event: see SSECall._eof
-        kind = event.event
-        self.on_data(event.data.encode(), b"" if kind == "message" else kind.encode())
 
     def _chunk_extras(self, chunk: _HotChunk) -> bool:
         """Usage and in-stream errors; True when the chunk ended the stream."""

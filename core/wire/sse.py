@@ -13,13 +13,13 @@ browser would drop it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Final, TypeVar
-
-import msgspec
+from functools import partial
+from typing import Final
 
 from ..errors import SSEError
 from .lines import LineSplitter, LineTooLong
 from .sse_encode import encode_sse
+from .sse_events import ServerSentEvent, SSEComment, decode_data
 from .sse_regions import region_datas
 
 __all__ = [
@@ -34,48 +34,17 @@ __all__ = [
 ]
 
 _BOM: Final = b"\xef\xbb\xbf"
+_DATA: Final = b"data: "
+_EVENT: Final = b"event: "
+_LF_DATA: Final = b"\ndata: "
 
 #: ``sink(data, event_type) -> stop``: what `SSEDecoder.feed_to` hands each event to
 DataSink = Callable[[bytes, bytes], object]
 #: the most `SSEDecoder.feed_to` holds back as a region's unfinished tail: beyond
 #: it the line parser reads the event (its buffer grows, a copied tail would not)
 _TAIL_CAP: Final = 16 << 10
-
 #: ``runs(datas) -> stop``: what `SSEDecoder.feed_to` hands a run of events to
 RunSink = Callable[[list[bytes]], object]
-
-T = TypeVar("T")
-
-
-def decode_data(decode: Callable[[bytes | str], T], data: bytes) -> T:
-    """``decode`` (a msgspec decoder) on an event's raw data, as if it were the text.
-
-    The spec decodes event data as UTF-8 with U+FFFD for invalid bytes; msgspec
-    refuses invalid UTF-8 in bytes. So the bytes go first (no copy, the usual
-    case) and only data that fails is decoded the spec's way and tried again,
-    which gives exactly the result (or the error) of decoding the text.
-    """
-    try:
-        return decode(data)
-    except Exception:
-        return decode(data.decode("utf-8", "replace"))
-
-
-class ServerSentEvent(msgspec.Struct, frozen=True, gc=False):
-    """One dispatched event. ``id`` is the last event id seen so far (it persists
-    across events, as the spec says); ``retry`` is set only on the event after a
-    valid ``retry:`` field."""
-
-    data: str
-    event: str = "message"
-    id: str | None = None
-    retry: int | None = None
-
-
-class SSEComment(msgspec.Struct, frozen=True, gc=False):
-    """A ``:`` line: servers send these as keep-alives while the model thinks."""
-
-    text: str
 
 
 class SSEDecoder:
@@ -99,25 +68,13 @@ class SSEDecoder:
     parsed: the only deviation, and it keeps parsing O(1).
     """
 
+    # fmt: off
     __slots__ = (
-        "_bom",
-        "_closed",
-        "_emit_comments",
-        "_error",
-        "_event_type",
-        "_first",
-        "_last_id",
-        "_lines",
-        "_max_event",
-        "_more",
-        "_reconnection_time",
-        "_region_cap",
-        "_regions",
-        "_retry",
-        "_size",
-        "_tail",
-        "_tail_cap",
+        "_bom", "_closed", "_emit_comments", "_error", "_event_type", "_first", "_last_id",
+        "_lines", "_max_event", "_more", "_reconnection_time", "_region_cap", "_regions",
+        "_retry", "_size", "_tail", "_tail_cap",
     )
+    # fmt: on
 
     def __init__(
         self,
@@ -127,8 +84,8 @@ class SSEDecoder:
         emit_comments: bool = False,
     ) -> None:
         self._lines = LineSplitter(max_line_bytes)
-        #: `feed_to` with runs reads by regions (`sse_regions`) while this is set;
-        #: the bytes after the last blank line then wait in ``_tail``
+        #: `feed_to` with runs reads by regions (`sse_regions`) while set; the
+        #: bytes after the last blank line wait in ``_tail``
         self._regions = True
         self._tail = b""
         self._region_cap = min(max_line_bytes, max_event_bytes)
@@ -214,6 +171,50 @@ class SSEDecoder:
             self._regions_to(data, sink, runs, any_type)
         else:
             self._lines_then_regions(data, sink, runs, any_type)
+
+    def bind(
+        self, sink: DataSink, runs: RunSink, *, any_type: bool = False
+    ) -> Callable[[bytes], None]:
+        """`feed_to` with these sinks as one callable of ``data``, made once per stream;
+        a read of one plain event (a live stream's) goes to ``runs`` without a search."""
+        return partial(self._step, sink, runs, any_type)
+
+    def _step(self, sink: DataSink, runs: RunSink, any_type: bool, data: bytes) -> None:
+        if self._bom is not None or self._error is not None or self._closed:
+            data = self._settle(data)
+        if not data:
+            return
+        if not self._regions:
+            self._lines_then_regions(data, sink, runs, any_type)
+            return
+        end = len(data) - 2  # index compares, not a slice: this runs once per read
+        if (
+            self._tail
+            or end < 0
+            or data[-1] != 10
+            or data[end] != 10
+            or 13 in data
+            or end > self._region_cap
+        ):
+            self._regions_to(data, sink, runs, any_type)
+            return
+        # one read, one event: its first line ends it (data), or its second (typed)
+        first = data.find(10)
+        if first == end and data[:6] == _DATA:
+            datas = [data[6:end]]
+        elif (
+            any_type
+            and data[:7] == _EVENT
+            and data.startswith(_LF_DATA, first)
+            and data.find(10, first + 7) == end
+        ):
+            datas = [data[first + 7 : end]]
+        else:
+            self._regions_to(data, sink, runs, any_type)
+            return
+        if self._retry is not None:
+            self._retry = None
+        runs(datas)
 
     def _lines_then_regions(
         self, data: bytes, sink: DataSink, runs: RunSink, any_type: bool
@@ -482,9 +483,7 @@ class SSEDecoder:
                 if self._error is not None:
                     return delivered
                 first, size, event_type = self._first, self._size, self._event_type
-        self._first = first
-        self._size = size
-        self._event_type = event_type
+        self._first, self._size, self._event_type = first, size, event_type
         return delivered
 
     def _set_retry(self, value: bytes) -> None:

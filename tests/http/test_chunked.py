@@ -47,8 +47,15 @@ def h11_reads(pieces: list[bytes], eof: bool, max_incomplete: int) -> Outcome:
 
 
 def ours(
-    pieces: list[bytes], eof: bool, max_incomplete: int, budgets: list[int], single: bool
+    pieces: list[bytes],
+    eof: bool,
+    max_incomplete: int,
+    budgets: list[int],
+    single: bool,
+    whole: bool = False,
 ) -> Outcome:
+    """``whole``: each piece is offered to `ChunkedBody.whole_chunk` first (the
+    exchange's one-chunk read), and fed only when it declines."""
     reader = ChunkedBody(max_incomplete)
     body = bytearray()
     turn = 0
@@ -65,6 +72,10 @@ def ours(
 
     try:
         for piece in pieces:
+            data = reader.whole_chunk(piece) if whole else None
+            if data is not None:
+                body.extend(data)
+                continue
             reader.feed(piece)
             drain()
         if eof:
@@ -133,6 +144,49 @@ def test_any_chunking_reads_as_h11_reads(
     assert ours(pieces, eof, max_incomplete, budgets, single) == h11_reads(
         pieces, eof, max_incomplete
     )
+
+
+@given(
+    datas=st.lists(st.binary(min_size=1, max_size=40), max_size=8),
+    data=st.data(),
+    eof=st.booleans(),
+    whole=st.booleans(),
+)
+def test_a_read_per_chunk_reads_as_h11_reads(
+    datas: list[bytes], data: st.DataObject, eof: bool, whole: bool
+) -> None:
+    """A live stream's reads: each one whole chunk (`ChunkedBody.whole_chunk`
+    takes it without feeding), some damaged, then the end; as h11 reads them."""
+    pieces = [data.draw(chunk_line(len(d))) + d + b"\r\n" for d in datas]
+    pieces.append(data.draw(chunk_line(0)) + data.draw(st.sampled_from([b"\r\n", b"x: 1\r\n\r\n"])))
+    if data.draw(st.booleans()):
+        at = data.draw(st.integers(0, len(pieces) - 1))
+        piece = pieces[at]
+        cut = data.draw(st.integers(0, len(piece) - 1))
+        new = data.draw(st.sampled_from([b"", b"\r", b"\n", b"zz", b"1", b"0x1"]))
+        pieces[at] = piece[:cut] + new + piece[cut + 1 :]
+    pieces = [p for p in pieces if p]
+    expected = h11_reads(pieces, eof, 1 << 16)
+    assert ours(pieces, eof, 1 << 16, [1 << 30], True, whole) == expected
+
+
+@pytest.mark.parametrize(
+    "piece",
+    [
+        b"5\r\nhello\r\n",
+        b"5\r\nhello\n\n",
+        b"5\r\nhello\r\r",
+        b"5\r\nhelloX\n",
+        b"5 \r\nhello\r\n",
+        b"5;x\r\nhello\r\n",
+        b"0x5\r\nhello\r\n",
+        b"+5\r\nhello\r\n",
+        b"6\r\nhello\r\n",
+    ],
+)
+def test_a_one_chunk_read_is_taken_only_when_h11_would_read_it(piece: bytes) -> None:
+    pieces = [piece, b"0\r\n\r\n"]
+    assert ours(pieces, True, 16, [1 << 30], True, whole=True) == h11_reads(pieces, True, 16)
 
 
 @pytest.mark.parametrize(
@@ -212,6 +266,31 @@ def test_an_exchange_reads_any_chunked_wire_as_the_replayed_events(
     assert again.reused and not ex.reusable
     again.bytes_to_send()
     assert again.receive_bytes(_chunked_wire(OPENAI_BODY, [64])) == EXPECTED and again.reusable
+
+
+@given(sizes=st.lists(st.integers(1, 300), min_size=1, max_size=4))
+def test_an_exchange_reading_one_chunk_per_read_gives_the_replayed_events(
+    sizes: list[int],
+) -> None:
+    """A live stream: the head, then each read exactly one chunk (the exchange's
+    one-step path), then the last chunk."""
+    wire = _chunked_wire(OPENAI_BODY, sizes)
+    head, _, rest = wire.partition(b"\r\n\r\n")
+    reads, pos = [head + b"\r\n\r\n"], 0
+    while pos < len(rest):
+        size_end = rest.index(b"\r\n", pos)
+        end = size_end + 2 + int(rest[pos:size_end], 16) + 2
+        reads.append(rest[pos:end] if end > size_end + 4 else rest[pos:])
+        pos = end if end > size_end + 4 else len(rest)
+    ex = exchange()
+    ex.bytes_to_send()
+    events = []
+    for read in reads:
+        events += ex.receive_bytes(read, eager=True)
+        while more := ex.pump(some=True):
+            events += more
+    assert events == EXPECTED
+    assert ex.finished and ex.reusable and ex.body_bytes == len(OPENAI_BODY)
 
 
 def test_the_growing_share_stops_growing_once_it_no_longer_limits_a_read() -> None:

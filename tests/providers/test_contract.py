@@ -17,8 +17,10 @@ from typing import Any
 import pytest
 from corpus_support import CORPUS, corpus_entries
 
-from streamfn.core import check_protocol, replay
+from streamfn.core import Context, Model, Options, check_protocol, replay
 from streamfn.core.events import Event
+from streamfn.core.providers import HTTPRequest, SSECall
+from streamfn.core.wire.sse import ServerSentEvent
 from streamfn.fuzz import split_at
 
 TRANSCRIPTS = Path(__file__).resolve().parents[1] / "transcripts"
@@ -75,3 +77,34 @@ def test_any_chunking_gives_the_same_events(api: str, provider: str | None, path
     # byte by byte only where it is cheap: 7-byte pieces cut every event somewhere too
     for size in (1, 7, 4096) if len(data) <= BYTEWISE_MAX else (7, 4096):
         assert run(api, provider, [data[i : i + size] for i in range(0, len(data), size)]) == whole
+    # a live stream: one read per event (the one-event step of the SSE providers)
+    ends = [i + 2 for i in range(len(data)) if data.startswith(b"\n\n", i)]
+    assert run(api, provider, [p for p in split_at(data, ends) if p]) == whole
+
+
+class _NoPath(SSECall):
+    """Writes neither of the two ways in."""
+
+
+class _RawNoRun(SSECall):
+    raw_data = True
+
+
+class _OnEvent(SSECall):
+    def on_event(self, event: ServerSentEvent) -> None:
+        self.emit.text("t", event.data)
+
+
+@pytest.mark.parametrize(("cls", "missing"), [(_NoPath, "on_event"), (_RawNoRun, "on_run")])
+def test_an_sse_provider_without_its_one_path_is_refused_when_opened(
+    cls: type[SSECall], missing: str
+) -> None:
+    """A provider writes one path (`on_event`, or `on_run` with ``raw_data``); a
+    class that writes none fails when a call is opened, naming the method."""
+    with pytest.raises(TypeError, match=f"must define {missing}"):
+        cls(_MODEL, Context(), Options(api_key="k"), _REQUEST)
+    assert _OnEvent(_MODEL, Context(), Options(api_key="k"), _REQUEST).receive_data(b"") == []
+
+
+_MODEL = Model(id="m", provider="p", api="custom-sse", base_url="http://x")
+_REQUEST = HTTPRequest(method="POST", url="http://x", headers=[], body=b"")

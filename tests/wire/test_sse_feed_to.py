@@ -73,18 +73,26 @@ def _event(draw: st.DrawFn) -> bytes:
 region_streams = st.lists(_event(), max_size=12).map(b"".join)
 
 
+def per_event(data: bytes) -> list[bytes]:
+    """``data`` cut after every blank line: a live stream's reads, one event each."""
+    pieces = data.split(b"\n\n")
+    return [p for p in [*(p + b"\n\n" for p in pieces[:-1]), pieces[-1]] if p]
+
+
+@pytest.mark.parametrize("bound", [False, True])
 @pytest.mark.parametrize("runs", ["plain", "any"])
 @given(case=chunked(region_streams | sse_like))
 def test_runs_deliver_what_feed_returns_under_any_chunking(
-    runs: str, case: tuple[bytes, list[bytes]]
+    runs: str, bound: bool, case: tuple[bytes, list[bytes]]
 ) -> None:
     data, chunks = case
     for caps in (_CAPS, {}):
         delivered, error = feed_outcome([data], **caps)
         expected = (erase_types(delivered) if runs == "any" else delivered), error
-        assert sink_outcome([data], runs, **caps) == expected
-        assert sink_outcome(chunks, runs, **caps) == expected
-        assert sink_outcome(bytewise(data), runs, **caps) == expected
+        assert sink_outcome([data], runs, bound, **caps) == expected
+        assert sink_outcome(chunks, runs, bound, **caps) == expected
+        assert sink_outcome(bytewise(data), runs, bound, **caps) == expected
+        assert sink_outcome(per_event(data), runs, bound, **caps) == expected
 
 
 @pytest.mark.parametrize(
@@ -110,6 +118,7 @@ def test_streams_near_the_plain_shapes_read_as_the_line_parser_reads_them(
     for cut in range(len(stream) + 1):
         assert sink_outcome([stream[:cut], stream[cut:]], runs) == expected
     assert sink_outcome(bytewise(stream), runs) == expected
+    assert sink_outcome(per_event(stream), runs, bound=True) == expected
 
 
 def test_a_plain_region_goes_to_runs_in_one_call_and_the_rest_to_the_sink() -> None:
