@@ -82,7 +82,7 @@ from streamfn.core.serve.status import (
     shutting_down_refusal,
 )
 
-from .contract import Backend, ServerConfig, UnknownModelError
+from .contract import Backend, ServerConfig, UnknownModelError, open_batches
 from .messages import Receive, Send, adding_headers, send_json, start_sse, watch_disconnect
 from .runtime import (
     ABORTED,
@@ -359,9 +359,7 @@ class App:
         started = False  # a Start went out: a failure after it must not send another
 
         async def fail(error: Error) -> None:
-            if not started:
-                await mailbox.put(Start())
-            await mailbox.put(error)
+            await mailbox.put([error] if started else [Start(), error])
 
         slots = self._slots
         assert slots is not None
@@ -373,14 +371,25 @@ class App:
             try:
                 model = request.model
                 first_output = True
-                async with self.backend.stream(model, request.context, request.options) as ev:
-                    async for event in ev:
-                        started = started or isinstance(event, Start)
-                        if first_output and isinstance(event, _FIRST_TOKEN):
-                            first_output = False  # let it out before decoding the rest
-                            await mailbox.put_and_hand_over(for_the_client(event, model))
-                        elif not mailbox.offer(item := for_the_client(event, model)):
-                            await mailbox.put(item)
+                opened = open_batches(self.backend, model, request.context, request.options)
+                async with opened as batches:
+                    async for batch in batches:
+                        # the Start opens a stream, an Error ends it: only a batch's
+                        # first event can be the one, only its last the other
+                        started = started or isinstance(batch[0], Start)
+                        last = batch[-1]
+                        if isinstance(last, Error):
+                            batch = [*batch[:-1], for_the_client(last, model)]
+                        if first_output:
+                            first = _first_token(batch)
+                            if first is not None:
+                                first_output = False  # let it out before the rest
+                                await mailbox.put_and_hand_over(batch[: first + 1])
+                                batch = batch[first + 1 :]
+                                if not batch:
+                                    continue
+                        if not mailbox.offer(batch):
+                            await mailbox.put(batch)
             finally:
                 self.active -= 1
                 slots.release()
@@ -410,11 +419,11 @@ class App:
                 return
             if got is ABORTED:
                 raise shutting_down_refusal()
-            event = ended_early() if got is None else got
-            assert not isinstance(event, Marker)
+            assert not isinstance(got, Marker)
+            events += [ended_early()] if got is None else got
+            event = events[-1]
             if isinstance(event, Done) and event.stop_reason in CUT_STOP_REASONS:
-                event = cut_error(event)  # a backend's Done that says it did not finish
-            events.append(event)
+                event = events[-1] = cut_error(event)  # a Done that says it did not finish
             if isinstance(event, Error):
                 # nothing was sent yet: a cut answer is an HTTP error, never a body
                 # that calls it complete (nor a tool call with repaired input)
@@ -463,13 +472,13 @@ class App:
             events = held + batch if held else batch
             held = []
             final = isinstance(events[-1], (Done, Error))
-            body = b"".join([encode(event) for event in events])
+            body = encode(events)
             await send({"type": "http.response.body", "body": body, "more_body": not final})
             if final:
                 return
 
 
-def _batch(got: Event | Marker | None, mailbox: Mailbox, started: bool) -> list[Event]:
+def _batch(got: list[Event] | Marker | None, mailbox: Mailbox, started: bool) -> list[Event]:
     """What goes out in one write: ``got`` and what the producer already has ready
     (no added latency, far fewer sends when the model outpaces the socket)."""
     if got is ABORTED:
@@ -479,6 +488,15 @@ def _batch(got: Event | Marker | None, mailbox: Mailbox, started: bool) -> list[
     if got is None:
         return [ended_early()]
     assert not isinstance(got, Marker)
-    batch = [got]
-    mailbox.take_ready(batch, MAX_BATCH)
-    return batch
+    if mailbox.items and not isinstance(got[-1], (Done, Error)):
+        got = [*got]  # the producer's list stays the producer's
+        mailbox.take_ready(got, MAX_BATCH)
+    return got
+
+
+def _first_token(batch: list[Event]) -> int | None:
+    """Where the first event a client's clock waits for is in ``batch`` (`_FIRST_TOKEN`)."""
+    for at, event in enumerate(batch):
+        if isinstance(event, _FIRST_TOKEN):
+            return at
+    return None

@@ -18,6 +18,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
 from typing import ClassVar, Generic, NamedTuple, Self, TypedDict, Unpack
 
+from ..batches import Batches, flattened
 from ..credentials import with_credentials
 from ..events import Error, Event
 from ..fallback import FallbackModel, check_chain, fall_back
@@ -149,6 +150,17 @@ class ClientBase(Generic[ConnT], abc.ABC):
         """
         return self._stream(model, context, options or Options(), raise_on_error)
 
+    def stream_batches(
+        self, model: Model, context: Context, options: Options | None = None
+    ) -> AbstractAsyncContextManager[AsyncIterator[list[Event]]]:
+        """`stream`'s events as the lists each read decodes to (never an empty one):
+        ``async with client.stream_batches(m, ctx) as batches: async for batch in batches``.
+
+        The same events in the same order as `stream` (which is this, flattened),
+        without a step per event: for a relay that sends each list in one write.
+        """
+        return self._batches(model, context, options or Options())
+
     async def complete(
         self,
         model: Model,
@@ -211,22 +223,31 @@ class ClientBase(Generic[ConnT], abc.ABC):
     async def _stream(
         self, model: Model, context: Context, options: Options, raise_on_error: bool = False
     ) -> AsyncIterator[AsyncIterator[Event]]:
+        async with self._batches(model, context, options) as batches:
+            events = flattened(batches)
+            handed = _raising(events) if raise_on_error else events
+            try:
+                yield handed
+            finally:
+                if handed is not events:
+                    await handed.aclose()
+                await events.aclose()
+
+    @asynccontextmanager
+    async def _batches(
+        self, model: Model, context: Context, options: Options
+    ) -> AsyncIterator[Batches]:
         if isinstance(model, FallbackModel):
             check_chain(model, options, self.environ)
-            events = fall_back(self._open_events, model, context, options)
+            batches = fall_back(self._open_events, model, context, options)
         else:
-            events = self._open_events(model, context, options)
-        handed = _raising(events) if raise_on_error else events
+            batches = self._open_events(model, context, options)
         try:
-            yield handed
+            yield batches
         finally:
-            if handed is not events:
-                await handed.aclose()
-            await events.aclose()
+            await batches.aclose()
 
-    def _open_events(
-        self, model: Model, context: Context, options: Options
-    ) -> AsyncGenerator[Event, None]:
+    def _open_events(self, model: Model, context: Context, options: Options) -> Batches:
         """One model's stream, with the upgrades and transforms it asks for: the Responses
         upgrade per request, paused turns continued, tool calls read from text, then
         every complete tool call checked against its tool's schema.
@@ -234,28 +255,23 @@ class ClientBase(Generic[ConnT], abc.ABC):
         Raises `MissingCredentials` at once (before any connection) without a key.
         """
         options = with_credentials(model, options, self.environ)
-        events = continue_paused_turns(self._upgraded_events, model, context, options)
-        events = with_text_tool_calls(events, model, context, options)
-        return with_checked_tool_calls(events, context, options)
+        batches = continue_paused_turns(self._upgraded_events, model, context, options)
+        batches = with_text_tool_calls(batches, model, context, options)
+        return with_checked_tool_calls(batches, context, options)
 
-    def _upgraded_events(
-        self, model: Model, context: Context, options: Options
-    ) -> AsyncGenerator[Event, None]:
+    def _upgraded_events(self, model: Model, context: Context, options: Options) -> Batches:
         """One request's stream, sent to the Responses API where the model needs it."""
         return upgrade_to_responses(
             self._traced_events, self.responses_upgraded, model, context, options
         )
 
-    def _traced_events(
-        self, model: Model, context: Context, options: Options
-    ) -> AsyncGenerator[Event, None]:
+    def _traced_events(self, model: Model, context: Context, options: Options) -> Batches:
         """One call to one model, in an OpenTelemetry span when OpenTelemetry is there."""
         return traced(self._events(model, context, options), model, options, self._clock())
 
-    async def _events(
-        self, model: Model, context: Context, options: Options
-    ) -> AsyncGenerator[Event, None]:
-        """Perform the steps of `drive`; the connection in hand is closed on any exit."""
+    async def _events(self, model: Model, context: Context, options: Options) -> Batches:
+        """Perform the steps of `drive`, yielding each `Emit`'s events as one list; the
+        connection in hand is closed on any exit."""
         steps = drive(
             model,
             context,
@@ -276,8 +292,8 @@ class ClientBase(Generic[ConnT], abc.ABC):
                     return
                 answer = None
                 if isinstance(step, Emit):
-                    for event in step.events:
-                        yield event
+                    if step.events:
+                        yield step.events
                 elif isinstance(step, Receive):
                     assert conn is not None
                     answer = await self._receive(conn, step.deadline)
