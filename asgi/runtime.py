@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Final, Protocol, TypeVar
 
-from streamfn.core.events import Done, Error, Event
+from streamfn.core.events import Done, Error, Event, TextDelta, ThinkingDelta, ToolCallDelta
 
 __all__ = [
     "ABORTED",
@@ -243,8 +243,21 @@ class Mailbox:
 
 
 def batch_bytes(batch: list[Event] | None) -> int:
-    """What ``batch`` costs while it waits (`event_bytes` of each event)."""
-    return sum(map(event_bytes, batch)) if batch else EVENT_OVERHEAD
+    """What ``batch`` costs while it waits: `event_bytes` of each event, summed (the
+    deltas, most of a stream, read here without a call each)."""
+    if not batch:
+        return EVENT_OVERHEAD
+    size = EVENT_OVERHEAD * len(batch)
+    for event in batch:
+        if type(event) in _DELTAS:
+            size += len(event.delta)  # type: ignore[attr-defined]
+        else:
+            size += event_bytes(event) - EVENT_OVERHEAD
+    return size
+
+
+#: the events whose only text is a ``delta`` string
+_DELTAS: Final = frozenset({TextDelta, ThinkingDelta, ToolCallDelta})
 
 
 def event_bytes(event: Event | None) -> int:

@@ -3,6 +3,7 @@
 Run::
 
     .venv/bin/python bench/bench_gateway.py [--rounds 3] [--seconds 5] [--litellm PATH]
+        [--workers 2] [--before SRC]
 
 Every piece runs in its own process on loopback: a fake OpenAI upstream that
 streams a 200-delta chat completion per request (pre-encoded, written at once,
@@ -12,7 +13,15 @@ interleaved round-robin, ``--rounds`` times each:
 
 - ``direct``: the load generator talks to the fake upstream itself: the limit
   (no gateway at all);
-- ``streamfn``: ``streamfn serve --no-local --base-url openai=<upstream>``;
+- ``streamfn``: ``streamfn serve --no-local --config gateway.toml``, the way a
+  gateway is run: one served model (``bench``) on the fake upstream, its key
+  in an environment variable;
+- with ``--workers N``, ``streamfn xN``: the same with ``--workers N``
+  (scale-out on this machine: throughput and p99 against one process);
+- with ``--before SRC``, ``streamfn before``: the same server run from
+  another source tree (``SRC/streamfn`` importable as ``streamfn``, e.g. an
+  extracted ``git archive`` of the base commit), so a change is measured
+  against its base in one interleaved run on the same load;
 - ``litellm``: ``litellm --config`` with one ``openai/`` model on the upstream
   (LiteLLM's proxy, pinned: ``litellm[proxy]==1.106.2``, in a venv of its own
   because its pins conflict with the project's; ``--litellm`` names its
@@ -308,11 +317,33 @@ def _wait_ready(port: int, proc: subprocess.Popen[bytes] | None, seconds: float 
     raise SystemExit(f"nothing listens on {port} after {seconds} s")
 
 
-def start_streamfn(upstream: int, port: int) -> subprocess.Popen[bytes]:
-    env = dict(os.environ, OPENAI_API_KEY="bench-upstream-key")
-    exe = str(Path(sys.executable).with_name("streamfn"))
-    args = [exe, "serve", "--no-local", "--port", str(port)]
-    args += ["--base-url", f"openai=http://127.0.0.1:{upstream}/v1"]
+#: the gateway's configuration, as an operator writes it (see ``streamfn serve --config``)
+GATEWAY_TOML = """\
+registry = false
+
+[[models]]
+name = "bench"
+upstream = "openai:gpt-4o-mini"
+base_url = "http://127.0.0.1:{port}/v1"
+api_key_env = "BENCH_UPSTREAM_KEY"
+"""
+
+
+def start_streamfn(
+    upstream: int, port: int, workdir: Path, workers: int = 1, source: Path | None = None
+) -> subprocess.Popen[bytes]:
+    """``streamfn serve --no-local --config`` on ``port``; ``source``: a directory
+    whose ``streamfn`` package is run instead of the installed one."""
+    config = workdir / "gateway.toml"
+    config.write_text(GATEWAY_TOML.format(port=upstream))
+    env = dict(os.environ, BENCH_UPSTREAM_KEY="bench-upstream-key")
+    if source is None:
+        args = [str(Path(sys.executable).with_name("streamfn"))]
+    else:
+        env["PYTHONPATH"] = str(source)
+        args = [sys.executable, "-c", "import sys, streamfn.local.cli as c; sys.exit(c.main())"]
+    args += ["serve", "--no-local", "--port", str(port), "--config", str(config)]
+    args += ["--workers", str(workers)]
     return subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -351,7 +382,18 @@ def main() -> None:
     parser.add_argument("--c1-requests", type=int, default=40)
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--litellm", default=shutil.which("litellm") or "", help="litellm script")
+    parser.add_argument(
+        "--workers", type=int, default=1, help="also run streamfn with this many workers"
+    )
+    parser.add_argument(
+        "--before", type=Path, help="also run the streamfn in SRC/streamfn (a base commit)"
+    )
+    parser.add_argument(
+        "--no-litellm", action="store_true", help="leave LiteLLM out (streamfn only)"
+    )
     args = parser.parse_args()
+    if args.no_litellm:
+        args.litellm = ""
 
     ctx = mp.get_context("spawn")
     upstream_port = _free_port()
@@ -367,10 +409,18 @@ def main() -> None:
         "direct": (upstream_port, "gpt-4o-mini", upstream.pid, "bench")
     }
     try:
-        port = _free_port()
-        procs["streamfn"] = start_streamfn(upstream_port, port)
-        _wait_ready(port, procs["streamfn"])
-        targets["streamfn"] = (port, "openai:gpt-4o-mini", procs["streamfn"].pid, "bench")
+        gateways: dict[str, tuple[int, Path | None]] = {"streamfn": (1, None)}
+        if args.before is not None:
+            gateways["streamfn before"] = (1, args.before.resolve())
+        if args.workers > 1:
+            gateways[f"streamfn x{args.workers}"] = (args.workers, None)
+        for name, (workers, source) in gateways.items():
+            port = _free_port()
+            home = workdir / name.replace(" ", "-")
+            home.mkdir()
+            procs[name] = start_streamfn(upstream_port, port, home, workers, source)
+            _wait_ready(port, procs[name])
+            targets[name] = (port, "bench", procs[name].pid, "bench")
         if args.litellm:
             port = _free_port()
             procs["litellm"] = start_litellm(args.litellm, upstream_port, port, workdir)
@@ -459,16 +509,23 @@ def report(rows: dict[str, list[dict[str, float]]], args: argparse.Namespace) ->
             f"| {name} | {rps:,.0f} | {cpu:.4f} | {cpu * 1000:.1f} | "
             f"{p50:.2f} ms{extra} | {p99:.1f} ms{extra99} |"
         )
-    if "litellm" in rows:
-        ours = max(r["rps"] for r in rows["streamfn"])
-        theirs = max(r["rps"] for r in rows["litellm"])
-        cpu_ours = min(r["cpu_per_1k"] for r in rows["streamfn"])
-        cpu_theirs = min(r["cpu_per_1k"] for r in rows["litellm"])
-        print()
+    best = {name: max(r["rps"] for r in runs) for name, runs in rows.items()}
+    cpu = {name: min(r["cpu_per_1k"] for r in runs) for name, runs in rows.items()}
+    p99 = {name: min(r["p99_c50"] for r in runs) for name, runs in rows.items()}
+    print()
+    for name in rows:
+        if name in ("direct", "streamfn"):
+            continue
         print(
-            f"streamfn / litellm: {ours / theirs:.0f}x the requests/s, "
-            f"{cpu_theirs / cpu_ours:.0f}x less CPU per delta"
+            f"streamfn / {name}: {best['streamfn'] / best[name]:.2f}x the requests/s, "
+            f"{cpu[name] / cpu['streamfn']:.2f}x less CPU per delta, "
+            f"p99 c=50 {p99['streamfn']:.1f} ms against {p99[name]:.1f} ms"
         )
+    us = cpu["streamfn"]  # CPU-s per 1k deltas = ms per delta
+    print(
+        f"one core at {us * 1000:.1f} us per delta holds about "
+        f"{1 / (us / 1000 * 50):,.0f} streams of 50 tokens/s"
+    )
 
 
 if __name__ == "__main__":

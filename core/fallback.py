@@ -99,8 +99,6 @@ def check_chain(chain: FallbackModel, options: Options, environ: Mapping[str, st
     )
 
 
-
-
 async def fall_back(
     open_batches: OpenBatches, chain: FallbackModel, context: Context, options: Options
 ) -> Batches:

@@ -43,7 +43,6 @@ _Bill = TypeVar("_Bill", Usage, Cost)
 PAUSING_APIS: Final = frozenset({"anthropic"})
 
 
-
 def continued_context(context: Context, paused: AssistantMessage) -> Context:
     """``context`` with the paused answer as its last assistant turn: the request that
     continues the turn (Anthropic's documented way: send the content back as is)."""

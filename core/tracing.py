@@ -194,14 +194,18 @@ async def _traced(
     ended = False  # the terminal event went by: a close after it is no cancellation
     try:
         async for batch in events:
-            for event in batch:
-                if first is None and not isinstance(event, Start):
-                    first = clock() - began
-                _observe(span, event, instruments, common)
-                if isinstance(event, (Done, Error)):
-                    ended = True
-                    if isinstance(event, Error):
-                        error_type = event.kind.value if event.kind else "error"
+            # one request's stream: its Start comes first, its terminal event last, and
+            # nothing between says anything a span records
+            if first is None and any(not isinstance(event, Start) for event in batch):
+                first = clock() - began
+            _observe(span, batch[0], instruments, common)
+            last = batch[-1]
+            if len(batch) > 1:
+                _observe(span, last, instruments, common)
+            if isinstance(last, (Done, Error)):
+                ended = True
+                if isinstance(last, Error):
+                    error_type = last.kind.value if last.kind else "error"
             yield batch
     except BaseException as exc:
         if not ended:
