@@ -456,8 +456,12 @@ def run_rounds(
     expected_text: str,
 ) -> dict[str, list[dict[str, float]]]:
     rows: dict[str, list[dict[str, float]]] = {name: [] for name in targets}
-    for _ in range(args.rounds):
-        for name, (port, model, pid, token) in targets.items():
+    names = list(targets)
+    for round_ in range(args.rounds):
+        # each round in another order: no target always runs right after the same one
+        shift = round_ % len(names)
+        for name in names[shift:] + names[:shift]:
+            port, model, pid, token = targets[name]
             c1 = pool.submit(load, port, model, 1, 60.0, args.c1_requests, token).result()
             before = _tree_cpu(pid) if pid else 0.0
             c50 = pool.submit(load, port, model, args.clients, args.seconds, 10**9, token).result()
