@@ -92,11 +92,12 @@ def upstream_body() -> tuple[bytes, str]:
     return body, "".join(text)
 
 
-def _serve_upstream(port: int, bodies: dict[bytes, bytes] | None = None) -> None:
+def _serve_upstream(port: int, bodies: dict[bytes, bytes] | None = None, pace: float = 0.0) -> None:
     """A fake OpenAI server: every request gets its body at once, in chunked framing.
 
     ``bodies`` maps a byte string of the request (a model name) to the body it
-    gets; the default is the 200-delta stream for every request.
+    gets; the default is the 200-delta stream for every request. ``pace``: seconds
+    between two SSE events (0: all at once), a live model's token rate.
     """
     _use_uvloop()
     if bodies is None:
@@ -104,17 +105,27 @@ def _serve_upstream(port: int, bodies: dict[bytes, bytes] | None = None) -> None
     head = (
         b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
     )
-    answers = {}
+    answers: dict[bytes, list[bytes]] = {}
     for key, body in bodies.items():
         events = [e + b"\n\n" for e in body.split(b"\n\n") if e]
-        framed = b"".join(b"%x\r\n%s\r\n" % (len(e), e) for e in events) + b"0\r\n\r\n"
-        answers[key] = head + framed
+        framed = [b"%x\r\n%s\r\n" % (len(e), e) for e in events]
+        answers[key] = [head + framed[0], *framed[1:-1], framed[-1] + b"0\r\n\r\n"]
 
-    def answer(request: bytes) -> bytes:
+    def answer(request: bytes) -> list[bytes]:
         for key, response in answers.items():
             if key in request:
                 return response
         raise KeyError("no body for this request")
+
+    writing: set[asyncio.Future[None]] = set()
+
+    async def paced(transport: Any, pieces: list[bytes]) -> None:
+        for i, piece in enumerate(pieces):
+            if i:
+                await asyncio.sleep(pace)
+            if transport.is_closing():
+                return
+            transport.write(piece)
 
     class Upstream(asyncio.Protocol):
         def connection_made(self, transport: Any) -> None:
@@ -132,7 +143,12 @@ def _serve_upstream(port: int, bodies: dict[bytes, bytes] | None = None) -> None
                 if len(self.buffer) < end + 4 + size:
                     return
                 request, self.buffer = self.buffer[: end + 4 + size], self.buffer[end + 4 + size :]
-                self.transport.write(answer(request))
+                if pace:
+                    task = asyncio.ensure_future(paced(self.transport, answer(request)))
+                    writing.add(task)
+                    task.add_done_callback(writing.discard)
+                else:
+                    self.transport.write(b"".join(answer(request)))
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
@@ -389,6 +405,12 @@ def main() -> None:
         "--before", type=Path, help="also run the streamfn in SRC/streamfn (a base commit)"
     )
     parser.add_argument(
+        "--pace",
+        type=float,
+        default=0.0,
+        help="seconds between the upstream's events (0.02: 50 tokens/s, one event per read)",
+    )
+    parser.add_argument(
         "--no-litellm", action="store_true", help="leave LiteLLM out (streamfn only)"
     )
     args = parser.parse_args()
@@ -397,7 +419,9 @@ def main() -> None:
 
     ctx = mp.get_context("spawn")
     upstream_port = _free_port()
-    upstream = ctx.Process(target=_serve_upstream, args=(upstream_port,), daemon=True)
+    upstream = ctx.Process(
+        target=_serve_upstream, args=(upstream_port, None, args.pace), daemon=True
+    )
     upstream.start()
     _wait_ready(upstream_port, None)
     _, expected_text = upstream_body()
@@ -489,14 +513,16 @@ def run_rounds(
 def report(rows: dict[str, list[dict[str, float]]], args: argparse.Namespace) -> None:
     load_avg = os.getloadavg()[0]
     print(
-        f"{N_DELTAS}-delta streams, c=50 for {args.seconds:.0f} s and {args.c1_requests} "
+        f"{N_DELTAS}-delta streams"
+        + (f" paced {args.pace * 1000:g} ms apart" if args.pace else "")
+        + f", c={args.clients} for {args.seconds:.0f} s and {args.c1_requests} "
         f"sequential requests per round, best of {args.rounds} interleaved rounds; "
         f"load average {load_avg:.1f}; python {sys.version.split()[0]}"
     )
     print()
     print(
-        "| target | req/s c=50 | CPU-s per 1k deltas | us CPU per delta | "
-        "TTFT p50 c=1 (added) | TTFT p99 c=50 (added) |"
+        f"| target | req/s c={args.clients} | CPU-s per 1k deltas | us CPU per delta | "
+        f"TTFT p50 c=1 (added) | TTFT p99 c={args.clients} (added) |"
     )
     print("|---|---|---|---|---|---|")
     direct = rows["direct"]
@@ -523,7 +549,7 @@ def report(rows: dict[str, list[dict[str, float]]], args: argparse.Namespace) ->
         print(
             f"streamfn / {name}: {best['streamfn'] / best[name]:.2f}x the requests/s, "
             f"{cpu[name] / cpu['streamfn']:.2f}x less CPU per delta, "
-            f"p99 c=50 {p99['streamfn']:.1f} ms against {p99[name]:.1f} ms"
+            f"p99 c={args.clients} {p99['streamfn']:.1f} ms against {p99[name]:.1f} ms"
         )
     us = cpu["streamfn"]  # CPU-s per 1k deltas = ms per delta
     print(

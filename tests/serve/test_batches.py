@@ -26,6 +26,7 @@ import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_codec import FixedStamps
 
 from streamfn.asgi.runtime import Mailbox, batch_bytes, event_bytes
 from streamfn.core import (
@@ -76,20 +77,6 @@ def batched(draw: st.DrawFn, events: list[Event]) -> list[list[Event]]:
     cuts = sorted(draw(st.sets(st.integers(1, max(1, len(events) - 1)))))
     edges = [0, *[c for c in cuts if c < len(events)], len(events)]
     return [events[a:b] for a, b in itertools.pairwise(edges) if b > a]
-
-
-class FixedStamps:
-    def hex_id(self) -> str:
-        return "0" * 24
-
-    def ulid(self) -> str:
-        return "01" + "A" * 24
-
-    def unix_time(self) -> int:
-        return 1700000000
-
-    def clock(self) -> float:
-        return 1.0
 
 
 def _request(tools: bool, include_usage: bool) -> ClientRequest:
