@@ -544,6 +544,12 @@ def report(rows: dict[str, list[dict[str, float]]], args: argparse.Namespace) ->
     p99 = {name: min(r["p99_c50"] for r in runs) for name, runs in rows.items()}
     print()
     for name in rows:
+        if name.startswith("streamfn x"):  # scale-out: the workers against one process
+            print(
+                f"{name} / streamfn: {best[name] / best['streamfn']:.2f}x the requests/s, "
+                f"p99 c={args.clients} {p99[name]:.1f} ms against {p99['streamfn']:.1f} ms"
+            )
+            continue
         if name in ("direct", "streamfn"):
             continue
         print(
