@@ -250,7 +250,7 @@ def batch_bytes(batch: list[Event] | None) -> int:
     size = EVENT_OVERHEAD * len(batch)
     for event in batch:
         if type(event) in _DELTAS:
-            size += len(event.delta)  # type: ignore[attr-defined]
+            size += len(event.delta)  # type: ignore[union-attr]
         else:
             size += event_bytes(event) - EVENT_OVERHEAD
     return size
