@@ -40,7 +40,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import MutableMapping
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar
 
 from streamfn.core.capabilities import UnsupportedInput
 from streamfn.core.credentials import MissingCredentials
@@ -49,9 +49,6 @@ from streamfn.core.events import (
     Error,
     Event,
     Start,
-    TextDelta,
-    ThinkingDelta,
-    ToolCallDelta,
 )
 from streamfn.core.schema import StructuredOutputUnsupported
 from streamfn.core.serve.cut import CUT_STOP_REASONS, cut_error
@@ -94,6 +91,7 @@ from .runtime import (
     Runtime,
     Slots,
     ended_early,
+    first_token_at,
 )
 from .stamps import SystemStamps
 
@@ -102,10 +100,6 @@ __all__ = ["App"]
 log = logging.getLogger("streamfn")
 
 Scope = MutableMapping[str, Any]
-
-
-#: what counts as the first token (the moment a client's clock stops)
-_FIRST_TOKEN: Final = (TextDelta, ThinkingDelta, ToolCallDelta, Done, Error)
 
 
 class App:
@@ -381,7 +375,7 @@ class App:
                         if isinstance(last, Error):
                             batch = [*batch[:-1], for_the_client(last, model)]
                         if first_output:
-                            first = _first_token(batch)
+                            first = first_token_at(batch)
                             if first is not None:
                                 first_output = False  # let it out before the rest
                                 await mailbox.put_and_hand_over(batch[: first + 1])
@@ -492,11 +486,3 @@ def _batch(got: list[Event] | Marker | None, mailbox: Mailbox, started: bool) ->
         got = [*got]  # the producer's list stays the producer's
         mailbox.take_ready(got, MAX_BATCH)
     return got
-
-
-def _first_token(batch: list[Event]) -> int | None:
-    """Where the first event a client's clock waits for is in ``batch`` (`_FIRST_TOKEN`)."""
-    for at, event in enumerate(batch):
-        if isinstance(event, _FIRST_TOKEN):
-            return at
-    return None

@@ -26,6 +26,7 @@ __all__ = [
     "ABORTED",
     "DISCONNECTED",
     "EVENT_OVERHEAD",
+    "FIRST_TOKEN",
     "TIMEOUT",
     "Flag",
     "Mailbox",
@@ -36,6 +37,7 @@ __all__ = [
     "batch_bytes",
     "ended_early",
     "event_bytes",
+    "first_token_at",
 ]
 
 T = TypeVar("T")
@@ -269,6 +271,18 @@ def event_bytes(event: Event | None) -> int:
     if isinstance(signature, str):
         size += len(signature)
     return size + EVENT_OVERHEAD
+
+
+#: what counts as the first token (the moment a client's clock stops)
+FIRST_TOKEN: Final = (TextDelta, ThinkingDelta, ToolCallDelta, Done, Error)
+
+
+def first_token_at(batch: list[Event]) -> int | None:
+    """Where the first event a client's clock waits for (`FIRST_TOKEN`) is in ``batch``."""
+    for at, event in enumerate(batch):
+        if isinstance(event, FIRST_TOKEN):
+            return at
+    return None
 
 
 def ended_early() -> Error:
