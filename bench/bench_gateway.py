@@ -557,10 +557,11 @@ def report(rows: dict[str, list[dict[str, float]]], args: argparse.Namespace) ->
             f"{cpu[name] / cpu['streamfn']:.2f}x less CPU per delta, "
             f"p99 c={args.clients} {p99['streamfn']:.1f} ms against {p99[name]:.1f} ms"
         )
-    us = cpu["streamfn"]  # CPU-s per 1k deltas = ms per delta
+    per_delta = cpu["streamfn"] / 1000  # CPU-seconds per delta
+    reads = f"events {args.pace * 1000:g} ms apart" if args.pace else "whole answers per read"
     print(
-        f"one core at {us * 1000:.1f} us per delta holds about "
-        f"{1 / (us / 1000 * 50):,.0f} streams of 50 tokens/s"
+        f"one core: {1 / per_delta:,.0f} deltas/s with {reads}, "
+        f"{1 / (per_delta * 50):,.0f} streams of 50 tokens/s at that cost per delta"
     )
 
 
