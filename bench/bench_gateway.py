@@ -402,7 +402,10 @@ def main() -> None:
         "--workers", type=int, default=1, help="also run streamfn with this many workers"
     )
     parser.add_argument(
-        "--before", type=Path, help="also run the streamfn in SRC/streamfn (a base commit)"
+        "--before",
+        type=Path,
+        metavar="SRC",
+        help="also run the streamfn in SRC/streamfn (a base commit)",
     )
     parser.add_argument(
         "--pace",
