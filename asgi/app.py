@@ -43,17 +43,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import MutableMapping
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar
 
-from streamfn.core.events import (
-    Done,
-    Error,
-    Event,
-    Start,
-    TextDelta,
-    ThinkingDelta,
-    ToolCallDelta,
-)
+from streamfn.core.events import Done, Error, Event, Start
 from streamfn.core.serve.cut import CUT_STOP_REASONS, cut_error
 from streamfn.core.serve.guard import cors_headers, header, preflight_headers
 from streamfn.core.serve.inbound import ClientRequest
@@ -90,7 +82,7 @@ from streamfn.core.serve.status import (
     shutting_down_refusal,
 )
 
-from .contract import Backend, ServerConfig, UnknownModelError
+from .contract import Backend, ServerConfig, UnknownModelError, open_batches
 from .failures import backend_failure
 from .intake import receive_body
 from .messages import Receive, Send, adding_headers, send_json, start_sse, watch_disconnect
@@ -104,8 +96,9 @@ from .runtime import (
     Marker,
     Runtime,
     Slots,
+    batch_bytes,
     ended_early,
-    event_bytes,
+    first_token_at,
 )
 from .stamps import SystemStamps
 
@@ -114,10 +107,6 @@ __all__ = ["App"]
 log = logging.getLogger("streamfn")
 
 Scope = MutableMapping[str, Any]
-
-
-#: what counts as the first token (the moment a client's clock stops)
-_FIRST_TOKEN: Final = (TextDelta, ThinkingDelta, ToolCallDelta, Done, Error)
 
 
 class App:
@@ -377,9 +366,7 @@ class App:
         started = False  # a Start went out: a failure after it must not send another
 
         async def fail(error: Error) -> None:
-            if not started:
-                await mailbox.put(Start())
-            await mailbox.put(error)
+            await mailbox.put([error] if started else [Start(), error])
 
         slots = self._slots
         assert slots is not None
@@ -391,14 +378,25 @@ class App:
             try:
                 model = request.model
                 first_output = True
-                async with self.backend.stream(model, request.context, request.options) as ev:
-                    async for event in ev:
-                        started = started or isinstance(event, Start)
-                        if first_output and isinstance(event, _FIRST_TOKEN):
-                            first_output = False  # let it out before decoding the rest
-                            await mailbox.put_and_hand_over(for_the_client(event, model))
-                        elif not mailbox.offer(item := for_the_client(event, model)):
-                            await mailbox.put(item)
+                opened = open_batches(self.backend, model, request.context, request.options)
+                async with opened as batches:
+                    async for batch in batches:
+                        # the Start opens a stream, an Error ends it: only a batch's
+                        # first event can be the one, only its last the other
+                        started = started or isinstance(batch[0], Start)
+                        last = batch[-1]
+                        if isinstance(last, Error):
+                            batch = [*batch[:-1], for_the_client(last, model)]
+                        if first_output:
+                            first = first_token_at(batch)
+                            if first is not None:
+                                first_output = False  # let it out before the rest
+                                await mailbox.put_and_hand_over(batch[: first + 1])
+                                batch = batch[first + 1 :]
+                                if not batch:
+                                    continue
+                        if not mailbox.offer(batch):
+                            await mailbox.put(batch)
             finally:
                 self.active -= 1
                 slots.release()
@@ -420,13 +418,14 @@ class App:
                 return
             if got is ABORTED:
                 raise shutting_down_refusal()
-            event = ended_early() if got is None else got
-            assert not isinstance(event, Marker)
-            if isinstance(event, Done) and event.stop_reason in CUT_STOP_REASONS:
-                event = cut_error(event)  # a backend's Done that says it did not finish
-            self.budget.hold_answer(size := event_bytes(event))
+            assert not isinstance(got, Marker)
+            batch: list[Event] = [ended_early()] if got is None else got
+            self.budget.hold_answer(size := batch_bytes(batch))
             held[0] += size
-            events.append(event)
+            events += batch
+            event = events[-1]
+            if isinstance(event, Done) and event.stop_reason in CUT_STOP_REASONS:
+                event = events[-1] = cut_error(event)  # a Done that says it did not finish
             if isinstance(event, Error):
                 # nothing was sent yet: a cut answer is an HTTP error, never a body
                 # that calls it complete (nor a tool call with repaired input)
@@ -478,13 +477,13 @@ class App:
             events = held + batch if held else batch
             held = []
             final = isinstance(events[-1], (Done, Error))
-            body = b"".join([encode(event) for event in events])
+            body = encode(events)
             await send({"type": "http.response.body", "body": body, "more_body": not final})
             if final:
                 return
 
 
-def _batch(got: Event | Marker | None, mailbox: Mailbox, started: bool) -> list[Event]:
+def _batch(got: list[Event] | Marker | None, mailbox: Mailbox, started: bool) -> list[Event]:
     """What goes out in one write: ``got`` and what the producer already has ready
     (no added latency, far fewer sends when the model outpaces the socket)."""
     if got is ABORTED:
@@ -494,6 +493,7 @@ def _batch(got: Event | Marker | None, mailbox: Mailbox, started: bool) -> list[
     if got is None:
         return [ended_early()]
     assert not isinstance(got, Marker)
-    batch = [got]
-    mailbox.take_ready(batch, MAX_BATCH)
-    return batch
+    if mailbox.items and not isinstance(got[-1], (Done, Error)):
+        got = [*got]  # the producer's list stays the producer's
+        mailbox.take_ready(got, MAX_BATCH)
+    return got

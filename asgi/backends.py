@@ -27,7 +27,7 @@ from streamfn.core.models import LOCAL_DEFAULT_ID, Model, UnknownModel, get_mode
 from streamfn.core.options import Options, client_fields
 from streamfn.core.serve.replayed_turns import attribute_client_turns
 
-from .contract import Backend, UnknownModelError
+from .contract import Backend, UnknownModelError, open_batches
 from .upstream_text import UpstreamText, configured_keys
 
 __all__ = [
@@ -175,8 +175,23 @@ class ProviderBackend:
     def stream(
         self, model: str, context: Context, options: Options
     ) -> AbstractAsyncContextManager[AsyncIterator[Event]]:
-        resolved, served = self._resolve(model)
+        resolved, options, text = self._upstream(model, context, options)
         context = attribute_client_turns(context, resolved)  # keeps their signatures
+        return text.wrap(self.client.stream(resolved, context, options))
+
+    def stream_batches(
+        self, model: str, context: Context, options: Options
+    ) -> AbstractAsyncContextManager[AsyncIterator[list[Event]]]:
+        """`stream`'s events as the lists each upstream read decodes to."""
+        resolved, options, text = self._upstream(model, context, options)
+        context = attribute_client_turns(context, resolved)  # keeps their signatures
+        return text.wrap_batches(self.client.stream_batches(resolved, context, options))
+
+    def _upstream(
+        self, model: str, context: Context, options: Options
+    ) -> tuple[Model, Options, UpstreamText]:
+        """Where ``model`` goes, with which options, and what of it a client may read."""
+        resolved, served = self._resolve(model)
         # the server's retry count, never a model's defaults nor a client's (see
         # UPSTREAM_ATTEMPTS): the bill per client call stays the one documented
         options = msgspec.structs.replace(options, max_attempts=self.upstream_attempts)
@@ -191,8 +206,7 @@ class ProviderBackend:
                         f"{served.name} needs its key in ${served.api_key_env}"
                     )
                 options = msgspec.structs.replace(options, api_key=key)
-        text = UpstreamText(resolved, options, self.environ, self.keys)
-        return text.wrap(self.client.stream(resolved, context, options))
+        return resolved, options, UpstreamText(resolved, options, self.environ, self.keys)
 
 
 class RouterBackend:
@@ -235,3 +249,8 @@ class RouterBackend:
         self, model: str, context: Context, options: Options
     ) -> AbstractAsyncContextManager[AsyncIterator[Event]]:
         return self._route(model).stream(model, context, options)
+
+    def stream_batches(
+        self, model: str, context: Context, options: Options
+    ) -> AbstractAsyncContextManager[AsyncIterator[list[Event]]]:
+        return open_batches(self._route(model), model, context, options)

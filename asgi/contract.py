@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Protocol
 
 import msgspec
@@ -14,7 +14,7 @@ from streamfn.core.messages import Context
 from streamfn.core.options import Options
 from streamfn.core.serve.guard import LOOPBACK_HOSTS
 
-__all__ = ["Backend", "ServerConfig", "UnknownModelError"]
+__all__ = ["Backend", "ServerConfig", "UnknownModelError", "open_batches"]
 
 
 class UnknownModelError(UnknownModel):
@@ -27,7 +27,10 @@ class Backend(Protocol):
     ``stream`` returns an async context manager yielding an async iterator, which
     runs on whichever event loop serves the app (a backend written with only
     ``async``/``await`` serves both shells). A backend with an ``aclose``
-    coroutine has it awaited at shutdown.
+    coroutine has it awaited at shutdown. A backend with a ``stream_batches``
+    method (same arguments; an iterator of non-empty event lists, one per read)
+    is relayed a list at a time (`open_batches`), which the providers' backend
+    does: one step, one encoding and one write per upstream read.
     """
 
     def list_models(self) -> list[str]: ...
@@ -43,6 +46,41 @@ class Backend(Protocol):
     def stream(
         self, model: str, context: Context, options: Options
     ) -> AbstractAsyncContextManager[AsyncIterator[Event]]: ...
+
+
+def open_batches(
+    backend: Backend, model: str, context: Context, options: Options
+) -> AbstractAsyncContextManager[AsyncIterator[list[Event]]]:
+    """``backend``'s stream as lists of events: its own ``stream_batches`` where it has
+    one, else each event of its ``stream`` as a list of one."""
+    batched = getattr(backend, "stream_batches", None)
+    if batched is not None:
+        opened: AbstractAsyncContextManager[AsyncIterator[list[Event]]] = batched(
+            model, context, options
+        )
+        return opened
+    return _one_by_one(backend.stream(model, context, options))
+
+
+@asynccontextmanager
+async def _one_by_one(
+    opened: AbstractAsyncContextManager[AsyncIterator[Event]],
+) -> AsyncIterator[AsyncIterator[list[Event]]]:
+    async with opened as events:
+        yield _Singletons(events)
+
+
+class _Singletons:
+    """Each event as a list of one (a class, not a generator: nothing left to finalise)."""
+
+    def __init__(self, events: AsyncIterator[Event]) -> None:
+        self._events = events
+
+    def __aiter__(self) -> _Singletons:
+        return self
+
+    async def __anext__(self) -> list[Event]:
+        return [await self._events.__anext__()]
 
 
 class ServerConfig(msgspec.Struct, kw_only=True):

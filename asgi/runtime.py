@@ -20,12 +20,13 @@ from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Final, Protocol, TypeVar
 
-from streamfn.core.events import Done, Error, Event
+from streamfn.core.events import Done, Error, Event, TextDelta, ThinkingDelta, ToolCallDelta
 
 __all__ = [
     "ABORTED",
     "DISCONNECTED",
     "EVENT_OVERHEAD",
+    "FIRST_TOKEN",
     "TIMEOUT",
     "Flag",
     "Mailbox",
@@ -33,8 +34,10 @@ __all__ = [
     "Runtime",
     "Slots",
     "TaskGroup",
+    "batch_bytes",
     "ended_early",
     "event_bytes",
+    "first_token_at",
 ]
 
 T = TypeVar("T")
@@ -115,15 +118,16 @@ TIMEOUT: Final = Marker("timeout")
 DISCONNECTED: Final = Marker("disconnected")
 ABORTED: Final = Marker("aborted")
 
-#: an event, the producer's end (None), or why there is none
-Got = Event | Marker | None
+#: a batch of events, the producer's end (None), or why there is none
+Got = list[Event] | Marker | None
 
 
 class Mailbox:
-    """One request's backend events, at most ``capacity`` of them and ``max_bytes`` of
-    their text waiting (the producer waits for room: a client that reads slowly or
-    not at all holds the model's stream back, never more memory), and the signals that
-    end it early. One event larger than ``max_bytes`` still passes, alone.
+    """One request's backend events, as the batches the producer reads (one per
+    upstream read): at most ``capacity`` batches and ``max_bytes`` of their text
+    waiting (the producer waits for room: a client that reads slowly or not at all
+    holds the model's stream back, never more memory), and the signals that end it
+    early. One batch larger than ``max_bytes`` still passes, alone.
 
     Events come first: a signal is seen once the events already here are taken.
     """
@@ -132,8 +136,9 @@ class Mailbox:
         self.runtime = runtime
         self.capacity = capacity
         self.max_bytes = max_bytes
-        self.items: deque[Event | None] = deque()
-        #: what the waiting events cost (`event_bytes`)
+        #: each waiting batch with what it costs (`batch_bytes`)
+        self.items: deque[tuple[list[Event] | None, int]] = deque()
+        #: what the waiting events cost
         self.bytes = 0
         self.signalled: Marker | None = None
         self._reader: Flag | None = None
@@ -145,23 +150,26 @@ class Mailbox:
             bool(self.items) and self.bytes >= self.max_bytes
         )
 
-    def put_nowait(self, item: Event | None) -> None:
-        """Add ``item`` whatever the capacity (the producer's last word)."""
-        self.items.append(item)
-        self.bytes += event_bytes(item)
-        self._wake_reader()
+    def put_nowait(self, batch: list[Event] | None) -> None:
+        """Add ``batch`` (a non-empty list) whatever the capacity; None: the producer's end."""
+        size = batch_bytes(batch)
+        self.items.append((batch, size))
+        self.bytes += size
+        if self._reader is not None:
+            self._reader.set()
+            self._reader = None
 
-    def offer(self, item: Event | None) -> bool:
-        """Put ``item`` if there is room (what `put` does without suspending); False if full.
+    def offer(self, batch: list[Event]) -> bool:
+        """Put ``batch`` if there is room (what `put` does without suspending); False if full.
 
-        The producer's per-event path: no coroutine per event while the reader keeps up.
+        The producer's path per read: no coroutine while the reader keeps up.
         """
         if self.full():
             return False
-        self.put_nowait(item)
+        self.put_nowait(batch)
         return True
 
-    async def put(self, item: Event | None) -> None:
+    async def put(self, batch: list[Event] | None) -> None:
         while self.full():
             if self.bytes >= self.max_bytes and not self._said_full:
                 self._said_full = True
@@ -173,18 +181,19 @@ class Mailbox:
                 )
             self._writer = flag = self.runtime.flag()
             await flag.wait()
-        self.put_nowait(item)
+        self.put_nowait(batch)
 
-    async def put_and_hand_over(self, item: Event, patience: float = 0.05) -> None:
-        """Put ``item`` and wait (at most ``patience`` s) until the reader took it.
+    async def put_and_hand_over(self, batch: list[Event], patience: float = 0.05) -> None:
+        """Put ``batch`` and wait (at most ``patience`` s) until the reader took it.
 
         For the first token: a put into a queue with room does not suspend, and one
         upstream read can hold the whole answer, so without this the rest of that
-        read would be decoded and queued before the first byte left for the client.
+        read would be queued (and the next reads decoded) before the first byte left
+        for the client.
         """
-        self.put_nowait(item)
+        self.put_nowait(batch)
         deadline = self.runtime.clock() + patience
-        while self.items and self.signalled is None:  # until ``item`` itself was taken
+        while self.items and self.signalled is None:  # until ``batch`` itself was taken
             left = deadline - self.runtime.clock()
             if left <= 0:
                 break
@@ -199,25 +208,29 @@ class Mailbox:
             self._wake_reader()
 
     async def get(self, timeout: float | None) -> Got:
-        """The next event, else the signal, else `TIMEOUT` after ``timeout`` seconds."""
+        """The next batch, else the signal, else `TIMEOUT` after ``timeout`` seconds."""
         if not self.items and self.signalled is None:
             self._reader = flag = self.runtime.flag()
             await self.runtime.wait(flag, timeout)
             self._reader = None
         if self.items:
-            item = self.items.popleft()
-            self.bytes -= event_bytes(item)
+            batch, size = self.items.popleft()
+            self.bytes -= size
             self._wake_writer()
-            return item
+            return batch
         return self.signalled or TIMEOUT
 
     def take_ready(self, batch: list[Event], limit: int) -> None:
-        """Move events already here onto ``batch``, up to ``limit`` and its terminal one."""
+        """Move the batches already here onto ``batch`` while it has fewer than ``limit``
+        events and no terminal one (a producer's end becomes `ended_early`)."""
         items = self.items
         while items and len(batch) < limit and not isinstance(batch[-1], (Done, Error)):
-            ready = items.popleft()
-            self.bytes -= event_bytes(ready)
-            batch.append(ready if ready is not None else ended_early())
+            ready, size = items.popleft()
+            self.bytes -= size
+            if ready is None:
+                batch.append(ended_early())
+            else:
+                batch += ready
         self._wake_writer()
 
     def _wake_reader(self) -> None:
@@ -235,6 +248,22 @@ class Mailbox:
 #: an opaque block's JSON (a server tool's results), a tool call's repaired arguments,
 #: an error's message
 _TEXT_FIELDS: Final = ("delta", "signature", "json", "arguments", "message")
+def batch_bytes(batch: list[Event] | None) -> int:
+    """What ``batch`` costs while it waits: `event_bytes` of each event, summed (the
+    deltas, most of a stream, read here without a call each)."""
+    if not batch:
+        return EVENT_OVERHEAD
+    size = EVENT_OVERHEAD * len(batch)
+    for event in batch:
+        if type(event) in _DELTAS:
+            size += len(event.delta)  # type: ignore[union-attr]
+        else:
+            size += event_bytes(event) - EVENT_OVERHEAD
+    return size
+
+
+#: the events whose only text is a ``delta`` string
+_DELTAS: Final = frozenset({TextDelta, ThinkingDelta, ToolCallDelta})
 
 
 def event_bytes(event: Event | None) -> int:
@@ -246,6 +275,18 @@ def event_bytes(event: Event | None) -> int:
         if isinstance(text, str):
             size += len(text)
     return size
+
+
+#: what counts as the first token (the moment a client's clock stops)
+FIRST_TOKEN: Final = (TextDelta, ThinkingDelta, ToolCallDelta, Done, Error)
+
+
+def first_token_at(batch: list[Event]) -> int | None:
+    """Where the first event a client's clock waits for (`FIRST_TOKEN`) is in ``batch``."""
+    for at, event in enumerate(batch):
+        if isinstance(event, FIRST_TOKEN):
+            return at
+    return None
 
 
 def ended_early() -> Error:

@@ -120,6 +120,20 @@ class UpstreamText:
         """The stream ``opened`` gives, with every event passed through `event`."""
         return _scrubbed(opened, self)
 
+    def batch(self, events: list[Event]) -> list[Event]:
+        """A batch as a client may see it. An `Error` is always a stream's last event
+        (the core ends every stream with it), so only a batch's last event can be one."""
+        last = events[-1]
+        if isinstance(last, Error):
+            return [*events[:-1], self.event(last)]
+        return events
+
+    def wrap_batches(
+        self, opened: AbstractAsyncContextManager[AsyncIterator[list[Event]]]
+    ) -> AbstractAsyncContextManager[AsyncIterator[list[Event]]]:
+        """The batches ``opened`` gives, each passed through `batch`."""
+        return _scrubbed_batches(opened, self)
+
 
 @asynccontextmanager
 async def _scrubbed(
@@ -142,3 +156,25 @@ class _Scrubbing:
 
     async def __anext__(self) -> Event:
         return self._text.event(await self._events.__anext__())
+
+
+@asynccontextmanager
+async def _scrubbed_batches(
+    opened: AbstractAsyncContextManager[AsyncIterator[list[Event]]], text: UpstreamText
+) -> AsyncIterator[AsyncIterator[list[Event]]]:
+    async with opened as batches:
+        yield _ScrubbingBatches(batches, text)
+
+
+class _ScrubbingBatches:
+    """A batch iterator through `UpstreamText.batch` (a class, as `_Scrubbing` is)."""
+
+    def __init__(self, batches: AsyncIterator[list[Event]], text: UpstreamText) -> None:
+        self._batches = batches
+        self._text = text
+
+    def __aiter__(self) -> _ScrubbingBatches:
+        return self
+
+    async def __anext__(self) -> list[Event]:
+        return self._text.batch(await self._batches.__anext__())

@@ -3,6 +3,7 @@
 Run::
 
     .venv/bin/python bench/bench_gateway.py [--rounds 3] [--seconds 5] [--litellm PATH]
+        [--workers 2] [--before SRC]
 
 Every piece runs in its own process on loopback: a fake OpenAI upstream that
 streams a 200-delta chat completion per request (pre-encoded, written at once,
@@ -12,7 +13,15 @@ interleaved round-robin, ``--rounds`` times each:
 
 - ``direct``: the load generator talks to the fake upstream itself: the limit
   (no gateway at all);
-- ``streamfn``: ``streamfn serve --no-local --base-url openai=<upstream>``;
+- ``streamfn``: ``streamfn serve --no-local --config gateway.toml``, the way a
+  gateway is run: one served model (``bench``) on the fake upstream, its key
+  in an environment variable;
+- with ``--workers N``, ``streamfn xN``: the same with ``--workers N``
+  (scale-out on this machine: throughput and p99 against one process);
+- with ``--before SRC``, ``streamfn before``: the same server run from
+  another source tree (``SRC/streamfn`` importable as ``streamfn``, e.g. an
+  extracted ``git archive`` of the base commit), so a change is measured
+  against its base in one interleaved run on the same load;
 - ``litellm``: ``litellm --config`` with one ``openai/`` model on the upstream
   (LiteLLM's proxy, pinned: ``litellm[proxy]==1.106.2``, in a venv of its own
   because its pins conflict with the project's; ``--litellm`` names its
@@ -83,11 +92,12 @@ def upstream_body() -> tuple[bytes, str]:
     return body, "".join(text)
 
 
-def _serve_upstream(port: int, bodies: dict[bytes, bytes] | None = None) -> None:
+def _serve_upstream(port: int, bodies: dict[bytes, bytes] | None = None, pace: float = 0.0) -> None:
     """A fake OpenAI server: every request gets its body at once, in chunked framing.
 
     ``bodies`` maps a byte string of the request (a model name) to the body it
-    gets; the default is the 200-delta stream for every request.
+    gets; the default is the 200-delta stream for every request. ``pace``: seconds
+    between two SSE events (0: all at once), a live model's token rate.
     """
     _use_uvloop()
     if bodies is None:
@@ -95,17 +105,27 @@ def _serve_upstream(port: int, bodies: dict[bytes, bytes] | None = None) -> None
     head = (
         b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
     )
-    answers = {}
+    answers: dict[bytes, list[bytes]] = {}
     for key, body in bodies.items():
         events = [e + b"\n\n" for e in body.split(b"\n\n") if e]
-        framed = b"".join(b"%x\r\n%s\r\n" % (len(e), e) for e in events) + b"0\r\n\r\n"
-        answers[key] = head + framed
+        framed = [b"%x\r\n%s\r\n" % (len(e), e) for e in events]
+        answers[key] = [head + framed[0], *framed[1:-1], framed[-1] + b"0\r\n\r\n"]
 
-    def answer(request: bytes) -> bytes:
+    def answer(request: bytes) -> list[bytes]:
         for key, response in answers.items():
             if key in request:
                 return response
         raise KeyError("no body for this request")
+
+    writing: set[asyncio.Future[None]] = set()
+
+    async def paced(transport: Any, pieces: list[bytes]) -> None:
+        for i, piece in enumerate(pieces):
+            if i:
+                await asyncio.sleep(pace)
+            if transport.is_closing():
+                return
+            transport.write(piece)
 
     class Upstream(asyncio.Protocol):
         def connection_made(self, transport: Any) -> None:
@@ -123,7 +143,12 @@ def _serve_upstream(port: int, bodies: dict[bytes, bytes] | None = None) -> None
                 if len(self.buffer) < end + 4 + size:
                     return
                 request, self.buffer = self.buffer[: end + 4 + size], self.buffer[end + 4 + size :]
-                self.transport.write(answer(request))
+                if pace:
+                    task = asyncio.ensure_future(paced(self.transport, answer(request)))
+                    writing.add(task)
+                    task.add_done_callback(writing.discard)
+                else:
+                    self.transport.write(b"".join(answer(request)))
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
@@ -308,11 +333,33 @@ def _wait_ready(port: int, proc: subprocess.Popen[bytes] | None, seconds: float 
     raise SystemExit(f"nothing listens on {port} after {seconds} s")
 
 
-def start_streamfn(upstream: int, port: int) -> subprocess.Popen[bytes]:
-    env = dict(os.environ, OPENAI_API_KEY="bench-upstream-key")
-    exe = str(Path(sys.executable).with_name("streamfn"))
-    args = [exe, "serve", "--no-local", "--port", str(port)]
-    args += ["--base-url", f"openai=http://127.0.0.1:{upstream}/v1"]
+#: the gateway's configuration, as an operator writes it (see ``streamfn serve --config``)
+GATEWAY_TOML = """\
+registry = false
+
+[[models]]
+name = "bench"
+upstream = "openai:gpt-4o-mini"
+base_url = "http://127.0.0.1:{port}/v1"
+api_key_env = "BENCH_UPSTREAM_KEY"
+"""
+
+
+def start_streamfn(
+    upstream: int, port: int, workdir: Path, workers: int = 1, source: Path | None = None
+) -> subprocess.Popen[bytes]:
+    """``streamfn serve --no-local --config`` on ``port``; ``source``: a directory
+    whose ``streamfn`` package is run instead of the installed one."""
+    config = workdir / "gateway.toml"
+    config.write_text(GATEWAY_TOML.format(port=upstream))
+    env = dict(os.environ, BENCH_UPSTREAM_KEY="bench-upstream-key")
+    if source is None:
+        args = [str(Path(sys.executable).with_name("streamfn"))]
+    else:
+        env["PYTHONPATH"] = str(source)
+        args = [sys.executable, "-c", "import sys, streamfn.local.cli as c; sys.exit(c.main())"]
+    args += ["serve", "--no-local", "--port", str(port), "--config", str(config)]
+    args += ["--workers", str(workers)]
     return subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -351,11 +398,33 @@ def main() -> None:
     parser.add_argument("--c1-requests", type=int, default=40)
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--litellm", default=shutil.which("litellm") or "", help="litellm script")
+    parser.add_argument(
+        "--workers", type=int, default=1, help="also run streamfn with this many workers"
+    )
+    parser.add_argument(
+        "--before",
+        type=Path,
+        metavar="SRC",
+        help="also run the streamfn in SRC/streamfn (a base commit)",
+    )
+    parser.add_argument(
+        "--pace",
+        type=float,
+        default=0.0,
+        help="seconds between the upstream's events (0.02: 50 tokens/s, one event per read)",
+    )
+    parser.add_argument(
+        "--no-litellm", action="store_true", help="leave LiteLLM out (streamfn only)"
+    )
     args = parser.parse_args()
+    if args.no_litellm:
+        args.litellm = ""
 
     ctx = mp.get_context("spawn")
     upstream_port = _free_port()
-    upstream = ctx.Process(target=_serve_upstream, args=(upstream_port,), daemon=True)
+    upstream = ctx.Process(
+        target=_serve_upstream, args=(upstream_port, None, args.pace), daemon=True
+    )
     upstream.start()
     _wait_ready(upstream_port, None)
     _, expected_text = upstream_body()
@@ -367,10 +436,18 @@ def main() -> None:
         "direct": (upstream_port, "gpt-4o-mini", upstream.pid, "bench")
     }
     try:
-        port = _free_port()
-        procs["streamfn"] = start_streamfn(upstream_port, port)
-        _wait_ready(port, procs["streamfn"])
-        targets["streamfn"] = (port, "openai:gpt-4o-mini", procs["streamfn"].pid, "bench")
+        gateways: dict[str, tuple[int, Path | None]] = {"streamfn": (1, None)}
+        if args.before is not None:
+            gateways["streamfn before"] = (1, args.before.resolve())
+        if args.workers > 1:
+            gateways[f"streamfn x{args.workers}"] = (args.workers, None)
+        for name, (workers, source) in gateways.items():
+            port = _free_port()
+            home = workdir / name.replace(" ", "-")
+            home.mkdir()
+            procs[name] = start_streamfn(upstream_port, port, home, workers, source)
+            _wait_ready(port, procs[name])
+            targets[name] = (port, "bench", procs[name].pid, "bench")
         if args.litellm:
             port = _free_port()
             procs["litellm"] = start_litellm(args.litellm, upstream_port, port, workdir)
@@ -406,8 +483,12 @@ def run_rounds(
     expected_text: str,
 ) -> dict[str, list[dict[str, float]]]:
     rows: dict[str, list[dict[str, float]]] = {name: [] for name in targets}
-    for _ in range(args.rounds):
-        for name, (port, model, pid, token) in targets.items():
+    names = list(targets)
+    for round_ in range(args.rounds):
+        # each round in another order: no target always runs right after the same one
+        shift = round_ % len(names)
+        for name in names[shift:] + names[:shift]:
+            port, model, pid, token = targets[name]
             c1 = pool.submit(load, port, model, 1, 60.0, args.c1_requests, token).result()
             before = _tree_cpu(pid) if pid else 0.0
             c50 = pool.submit(load, port, model, args.clients, args.seconds, 10**9, token).result()
@@ -435,14 +516,16 @@ def run_rounds(
 def report(rows: dict[str, list[dict[str, float]]], args: argparse.Namespace) -> None:
     load_avg = os.getloadavg()[0]
     print(
-        f"{N_DELTAS}-delta streams, c=50 for {args.seconds:.0f} s and {args.c1_requests} "
+        f"{N_DELTAS}-delta streams"
+        + (f" paced {args.pace * 1000:g} ms apart" if args.pace else "")
+        + f", c={args.clients} for {args.seconds:.0f} s and {args.c1_requests} "
         f"sequential requests per round, best of {args.rounds} interleaved rounds; "
         f"load average {load_avg:.1f}; python {sys.version.split()[0]}"
     )
     print()
     print(
-        "| target | req/s c=50 | CPU-s per 1k deltas | us CPU per delta | "
-        "TTFT p50 c=1 (added) | TTFT p99 c=50 (added) |"
+        f"| target | req/s c={args.clients} | CPU-s per 1k deltas | us CPU per delta | "
+        f"TTFT p50 c=1 (added) | TTFT p99 c={args.clients} (added) |"
     )
     print("|---|---|---|---|---|---|")
     direct = rows["direct"]
@@ -459,16 +542,30 @@ def report(rows: dict[str, list[dict[str, float]]], args: argparse.Namespace) ->
             f"| {name} | {rps:,.0f} | {cpu:.4f} | {cpu * 1000:.1f} | "
             f"{p50:.2f} ms{extra} | {p99:.1f} ms{extra99} |"
         )
-    if "litellm" in rows:
-        ours = max(r["rps"] for r in rows["streamfn"])
-        theirs = max(r["rps"] for r in rows["litellm"])
-        cpu_ours = min(r["cpu_per_1k"] for r in rows["streamfn"])
-        cpu_theirs = min(r["cpu_per_1k"] for r in rows["litellm"])
-        print()
+    best = {name: max(r["rps"] for r in runs) for name, runs in rows.items()}
+    cpu = {name: min(r["cpu_per_1k"] for r in runs) for name, runs in rows.items()}
+    p99 = {name: min(r["p99_c50"] for r in runs) for name, runs in rows.items()}
+    print()
+    for name in rows:
+        if name.startswith("streamfn x"):  # scale-out: the workers against one process
+            print(
+                f"{name} / streamfn: {best[name] / best['streamfn']:.2f}x the requests/s, "
+                f"p99 c={args.clients} {p99[name]:.1f} ms against {p99['streamfn']:.1f} ms"
+            )
+            continue
+        if name in ("direct", "streamfn"):
+            continue
         print(
-            f"streamfn / litellm: {ours / theirs:.0f}x the requests/s, "
-            f"{cpu_theirs / cpu_ours:.0f}x less CPU per delta"
+            f"streamfn / {name}: {best['streamfn'] / best[name]:.2f}x the requests/s, "
+            f"{cpu[name] / cpu['streamfn']:.2f}x less CPU per delta, "
+            f"p99 c={args.clients} {p99['streamfn']:.1f} ms against {p99[name]:.1f} ms"
         )
+    per_delta = cpu["streamfn"] / 1000  # CPU-seconds per delta
+    reads = f"events {args.pace * 1000:g} ms apart" if args.pace else "whole answers per read"
+    print(
+        f"one core: {1 / per_delta:,.0f} deltas/s with {reads}, "
+        f"{1 / (per_delta * 50):,.0f} streams of 50 tokens/s at that cost per delta"
+    )
 
 
 if __name__ == "__main__":

@@ -21,14 +21,14 @@ every provider of a chain would leak it to all of them.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
+from .batches import Batches, OpenBatches, first_answer, first_output
 from .credentials import MissingCredentials, with_credentials
 from .events import Error, ErrorKind, Event
 from .messages import Context
 from .models import Model
 from .options import Options
-from .retry import first_answer
 
 __all__ = ["FallbackModel", "check_chain", "fall_back", "fallback", "falls_back"]
 
@@ -99,15 +99,12 @@ def check_chain(chain: FallbackModel, options: Options, environ: Mapping[str, st
     )
 
 
-OpenEvents = Callable[[Model, Context, Options], AsyncGenerator[Event, None]]
-
-
 async def fall_back(
-    open_events: OpenEvents, chain: FallbackModel, context: Context, options: Options
-) -> AsyncGenerator[Event, None]:
+    open_batches: OpenBatches, chain: FallbackModel, context: Context, options: Options
+) -> Batches:
     """The first answer of ``chain``'s models that does not fail before output.
 
-    ``open_events(model, context, options)`` opens one model's stream (the
+    ``open_batches(model, context, options)`` opens one model's stream (the
     shell resolves its credentials there and may raise `MissingCredentials`).
     """
     missing: list[MissingCredentials] = []
@@ -115,14 +112,14 @@ async def fall_back(
     failure: list[Event] = []
     for model in chain.models:
         try:
-            events = open_events(model, context, options)
+            batches = open_batches(model, context, options)
         except MissingCredentials as exc:
             log.warning("fallback: skipping %s: %s", model.key, exc)
             missing.append(exc)
             continue
         try:
-            head = await first_answer(events)
-            failed = head[-1] if head else None
+            head = await first_answer(batches)
+            failed = first_output(head)
             if isinstance(failed, Error) and falls_back(chain, failed):
                 log.warning(
                     "fallback: %s failed before any output (%s: %s)",
@@ -132,16 +129,15 @@ async def fall_back(
                 )
                 failure = head
                 continue
-            for event in head:
-                yield event
-            async for event in events:
-                yield event
+            if head:
+                yield head
+            async for batch in batches:
+                yield batch
             return
         finally:
-            await events.aclose()
+            await batches.aclose()
     if failure:  # every model that could be called failed over: the last one's error
-        for event in failure:
-            yield event
+        yield failure
         return
     if missing:
         raise MissingCredentials(

@@ -19,12 +19,12 @@ what the earlier requests said stays, as for any error after output.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Callable
 from typing import Final, TypeVar
 
 import msgspec
 
 from .accumulate import Accumulator
+from .batches import Batches, OpenBatches
 from .events import Cost, Done, Error, Event, Start, Usage
 from .messages import AssistantMessage, Context
 from .models import Model
@@ -41,8 +41,6 @@ _Bill = TypeVar("_Bill", Usage, Cost)
 #: it left would multiply the requests the server's operator pays for; a pause the
 #: server passes on reaches the caller as ``Done.paused``.
 PAUSING_APIS: Final = frozenset({"anthropic"})
-
-OpenEvents = Callable[[Model, Context, Options], AsyncGenerator[Event, None]]
 
 
 def continued_context(context: Context, paused: AssistantMessage) -> Context:
@@ -106,9 +104,9 @@ class _Turn:
 
 
 def continue_paused_turns(
-    open_events: OpenEvents, model: Model, context: Context, options: Options
-) -> AsyncGenerator[Event, None]:
-    """``open_events(model, context, options)``, with each paused turn continued by one
+    open_batches: OpenBatches, model: Model, context: Context, options: Options
+) -> Batches:
+    """``open_batches(model, context, options)``, with each paused turn continued by one
     more request, ``options.pause_turn_continuations`` times at most.
 
     Only the wire formats whose providers pause (`PAUSING_APIS`) are watched: the
@@ -116,50 +114,58 @@ def continue_paused_turns(
     """
     left = max(0, options.pause_turn_continuations)
     if not left or model.api not in PAUSING_APIS:
-        return open_events(model, context, options)
-    return _continued(open_events, model, context, options, left)
+        return open_batches(model, context, options)
+    return _continued(open_batches, model, context, options, left)
 
 
 async def _continued(
-    open_events: OpenEvents, model: Model, context: Context, options: Options, left: int
-) -> AsyncGenerator[Event, None]:
+    open_batches: OpenBatches, model: Model, context: Context, options: Options, left: int
+) -> Batches:
     turn = _Turn()
     asked = context  # every continuation sends this, plus the whole turn so far
     while True:
-        events = open_events(model, context, options)
+        batches = open_batches(model, context, options)
         continuing = False
         try:
-            async for event in events:
-                if isinstance(event, Start):
-                    if turn.requests:
-                        continue  # the caller has the first request's Start
-                    turn.fold.add(event)
-                    yield event
-                elif isinstance(event, Done) and event.paused is True and left:
-                    left -= 1
-                    paused = turn.pause(event)
-                    log.info(
-                        "%s paused the turn; continuing it (request %d, %d more allowed)",
-                        model.key,
-                        turn.requests + 1,
-                        left,
-                    )
-                    context = continued_context(asked, paused)
-                    continuing = True
-                    break
-                elif isinstance(event, (Done, Error)):
-                    if isinstance(event, Done) and event.paused is True:
-                        log.warning(
-                            "%s paused the turn and it is not continued "
-                            "(Options.pause_turn_continuations=%d reached); Done.paused is set",
+            async for batch in batches:
+                out: list[Event] = []
+                for event in batch:
+                    if isinstance(event, Start):
+                        if turn.requests:
+                            continue  # the caller has the first request's Start
+                        turn.fold.add(event)
+                        out.append(event)
+                    elif isinstance(event, Done) and event.paused is True and left:
+                        left -= 1
+                        paused = turn.pause(event)
+                        log.info(
+                            "%s paused the turn; continuing it (request %d, %d more allowed)",
                             model.key,
-                            options.pause_turn_continuations,
+                            turn.requests + 1,
+                            left,
                         )
-                    yield turn.billed(event)
-                    return
-                else:
-                    yield turn.shifted(event)
+                        context = continued_context(asked, paused)
+                        continuing = True
+                        break
+                    elif isinstance(event, (Done, Error)):
+                        if isinstance(event, Done) and event.paused is True:
+                            log.warning(
+                                "%s paused the turn and it is not continued "
+                                "(Options.pause_turn_continuations=%d reached); "
+                                "Done.paused is set",
+                                model.key,
+                                options.pause_turn_continuations,
+                            )
+                        out.append(turn.billed(event))
+                        yield out
+                        return
+                    else:
+                        out.append(turn.shifted(event))
+                if out:
+                    yield out
+                if continuing:
+                    break
         finally:
-            await events.aclose()
+            await batches.aclose()
         if not continuing:
             return

@@ -90,7 +90,7 @@ CONTINUE_SERVERS: Final = frozenset({"vllm", "llamacpp"})
 #: one request of a stream: ``(model, context, options, opener)`` -> its events
 EventsFor = Callable[
     [Model, Context, Options, Callable[[Model, Context, Options], Call]],
-    AsyncGenerator[Event, None],
+    AsyncGenerator[list[Event], None],
 ]
 
 
@@ -330,7 +330,7 @@ class Splice:
 
 def recovering(
     events_for: EventsFor, model: Model, context: Context, options: Options
-) -> AsyncGenerator[Event, None]:
+) -> AsyncGenerator[list[Event], None]:
     """One model's stream, recovered after cuts as ``options.recover`` asks (see the
     module docstring). ``events_for(model, context, options, opener)`` performs one
     request, making its call with ``opener`` (`open_call` or a resumed call).
@@ -343,7 +343,7 @@ def recovering(
 
 async def _recovered(
     events_for: EventsFor, mode: RecoverMode, model: Model, context: Context, options: Options
-) -> AsyncGenerator[Event, None]:
+) -> AsyncGenerator[list[Event], None]:
     splice = Splice(model, mode, options.max_recoveries)
     #: every new call made (a resumed call is no new one), with the request it was made for
     opened: list[tuple[Call, HTTPRequest]] = []
@@ -359,20 +359,25 @@ async def _recovered(
     while True:
         cut: Error | None = None
         try:
-            async for event in events:
-                if isinstance(event, Error) and splice.recovers(event):
-                    cut = event
-                    break
-                for out in splice.admit(event):
+            async for batch in events:
+                out: list[Event] = []
+                for event in batch:
+                    if isinstance(event, Error) and splice.recovers(event):
+                        cut = event  # the last event of its stream
+                        break
+                    out += splice.admit(event)
+                if out:
                     yield out
+                if cut is not None:
+                    break
         finally:
             await events.aclose()
         if cut is None:
             return
         following = _next_request(splice, cut, opened[-1] if opened else None, context, options)
         if following is None:
-            for out in splice.admit(cut):
-                yield out
+            if admitted := splice.admit(cut):
+                yield admitted
             return
         log.warning(
             "recover=%s: %s was cut after output (%s); recovery %d of at most %d",

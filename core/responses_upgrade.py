@@ -20,16 +20,15 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import AsyncGenerator, Callable
 from typing import Final
 
 import msgspec
 
-from .events import Error, ErrorKind, Event
+from .batches import Batches, OpenBatches, first_answer, first_output
+from .events import Error, ErrorKind
 from .messages import Context
 from .models import Model
 from .options import Options
-from .retry import first_answer
 
 __all__ = ["needs_responses_api", "responses_model", "upgrade_to_responses"]
 
@@ -71,13 +70,13 @@ def _key(model: Model) -> _Key:
 
 
 async def upgrade_to_responses(
-    open_events: Callable[[Model, Context, Options], AsyncGenerator[Event, None]],
+    open_batches: OpenBatches,
     upgraded: set[_Key],
     model: Model,
     context: Context,
     options: Options,
-) -> AsyncGenerator[Event, None]:
-    """``open_events(model, ...)``, retried once on the Responses API when the provider says so.
+) -> Batches:
+    """``open_batches(model, ...)``, retried once on the Responses API when the provider says so.
 
     ``upgraded`` is the client's memory: models found to need the Responses API
     go there at once. Only an ``openai-chat`` model's first answer (the
@@ -88,20 +87,19 @@ async def upgrade_to_responses(
     if eligible and _key(model) in upgraded:
         model = responses_model(model)
         eligible = False
-    events = open_events(model, context, options)
+    batches = open_batches(model, context, options)
     try:
         if eligible:
-            head = await first_answer(events)
-            first = head[-1] if head else None
+            head = await first_answer(batches)
+            first = first_output(head)
             if isinstance(first, Error) and needs_responses_api(first):
-                await events.aclose()
+                await batches.aclose()
                 upgraded.add(_key(model))
                 log.info("%s needs the Responses API; retrying there (remembered)", model.key)
-                events = open_events(responses_model(model), context, options)
-            else:
-                for event in head:
-                    yield event
-        async for event in events:
-            yield event
+                batches = open_batches(responses_model(model), context, options)
+            elif head:
+                yield head
+        async for batch in batches:
+            yield batch
     finally:
-        await events.aclose()
+        await batches.aclose()

@@ -14,7 +14,6 @@ through every later failure is handed to the caller as an `Error`.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
 from typing import NamedTuple
 
 import msgspec
@@ -23,7 +22,7 @@ from .classify import retryable_status
 from .events import Error, Event, Start
 from .options import Options
 
-__all__ = ["FirstOutputGate", "Retry", "RetryPolicy", "first_answer", "retryable_status"]
+__all__ = ["FirstOutputGate", "Retry", "RetryPolicy", "retryable_status"]
 
 
 class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
@@ -130,14 +129,3 @@ class FirstOutputGate:
         if events and isinstance(events[-1], Error):
             events = [*events[:-1], msgspec.structs.replace(events[-1], attempts=self.attempts)]
         return events
-
-
-async def first_answer(events: AsyncGenerator[Event, None]) -> list[Event]:
-    """The events up to and including the first one after `Start`: what decides whether
-    a stream is failing before output (that one is an `Error`) or answering."""
-    head: list[Event] = []
-    async for event in events:
-        head.append(event)
-        if not isinstance(event, Start):
-            break
-    return head

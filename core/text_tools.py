@@ -44,11 +44,12 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import AsyncGenerator, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Final
 
 import msgspec
 
+from .batches import Batches
 from .emitter import Emitter
 from .events import (
     Done,
@@ -467,21 +468,21 @@ def markups_for(model: Model, options: Options) -> list[Markup] | None:
 
 
 def with_text_tool_calls(
-    events: AsyncGenerator[Event, None], model: Model, context: Context, options: Options
-) -> AsyncGenerator[Event, None]:
-    """``events`` through `TextToolCalls` when the model or request turns it on, else as is."""
+    batches: Batches, model: Model, context: Context, options: Options
+) -> Batches:
+    """``batches`` through `TextToolCalls` when the model or request turns it on, else as is."""
     markups = markups_for(model, options)
     if markups is None:
-        return events
-    return _transformed(events, TextToolCalls(tools=context.function_tools, markups=markups))
+        return batches
+    return _transformed(batches, TextToolCalls(tools=context.function_tools, markups=markups))
 
 
-async def _transformed(
-    events: AsyncGenerator[Event, None], transform: TextToolCalls
-) -> AsyncGenerator[Event, None]:
+async def _transformed(batches: Batches, transform: TextToolCalls) -> Batches:
+    feed = transform.feed
     try:
-        async for event in events:
-            for out in transform.feed(event):
+        async for batch in batches:
+            out = [made for event in batch for made in feed(event)]
+            if out:
                 yield out
     finally:
-        await events.aclose()
+        await batches.aclose()

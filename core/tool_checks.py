@@ -39,12 +39,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final, TypeAlias
 
 import msgspec
 
 from .accumulate import parse_arguments
+from .batches import Batches
 from .events import Error, Event, ToolCallDelta, ToolCallEnd, ToolCallStart
 from .messages import Context, Tool, ToolCall
 from .options import Options
@@ -210,21 +211,18 @@ class ToolCallChecks:
         )
 
 
-def with_checked_tool_calls(
-    events: AsyncGenerator[Event, None], context: Context, options: Options
-) -> AsyncGenerator[Event, None]:
-    """``events`` through `ToolCallChecks` when ``context`` declares function tools."""
+def with_checked_tool_calls(batches: Batches, context: Context, options: Options) -> Batches:
+    """``batches`` through `ToolCallChecks` when ``context`` declares function tools."""
     tools = context.function_tools
     if not tools:
-        return events
-    return _checked(events, ToolCallChecks(tools, options.repair_tool_call))
+        return batches
+    return _checked(batches, ToolCallChecks(tools, options.repair_tool_call))
 
 
-async def _checked(
-    events: AsyncGenerator[Event, None], checks: ToolCallChecks
-) -> AsyncGenerator[Event, None]:
+async def _checked(batches: Batches, checks: ToolCallChecks) -> Batches:
+    feed = checks.feed
     try:
-        async for event in events:
-            yield checks.feed(event)
+        async for batch in batches:
+            yield [feed(event) for event in batch]
     finally:
-        await events.aclose()
+        await batches.aclose()

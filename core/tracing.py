@@ -30,11 +30,12 @@ span timestamps are OpenTelemetry's.
 from __future__ import annotations
 
 import importlib
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+from .batches import Batches
 from .events import Done, Error, Event, Start, StopReason
 from .models import Model
 from .options import Options
@@ -159,12 +160,12 @@ def _request_attributes(model: Model, options: Options) -> dict[str, Any]:
 
 
 def traced(
-    events: AsyncGenerator[Event, None],
+    events: Batches,
     model: Model,
     options: Options,
     clock: Callable[[], float],
-) -> AsyncGenerator[Event, None]:
-    """``events`` inside a GenAI span with its metrics; ``events`` itself without OpenTelemetry."""
+) -> Batches:
+    """``events`` (a stream of batches) inside a GenAI span with its metrics; ``events`` itself without OpenTelemetry."""
     instruments = _get()
     if instruments is None:
         return events
@@ -173,11 +174,11 @@ def traced(
 
 async def _traced(
     instruments: _Instruments,
-    events: AsyncGenerator[Event, None],
+    events: Batches,
     model: Model,
     options: Options,
     clock: Callable[[], float],
-) -> AsyncGenerator[Event, None]:
+) -> Batches:
     attributes = _request_attributes(model, options)
     common = {
         k: v
@@ -192,15 +193,20 @@ async def _traced(
     error_type: str | None = None
     ended = False  # the terminal event went by: a close after it is no cancellation
     try:
-        async for event in events:
-            if first is None and not isinstance(event, Start):
+        async for batch in events:
+            # one request's stream: its Start comes first, its terminal event last, and
+            # nothing between says anything a span records
+            if first is None and any(not isinstance(event, Start) for event in batch):
                 first = clock() - began
-            _observe(span, event, instruments, common)
-            if isinstance(event, (Done, Error)):
+            _observe(span, batch[0], instruments, common)
+            last = batch[-1]
+            if len(batch) > 1:
+                _observe(span, last, instruments, common)
+            if isinstance(last, (Done, Error)):
                 ended = True
-                if isinstance(event, Error):
-                    error_type = event.kind.value if event.kind else "error"
-            yield event
+                if isinstance(last, Error):
+                    error_type = last.kind.value if last.kind else "error"
+            yield batch
     except BaseException as exc:
         if not ended:
             error_type = "cancelled" if _cancelled(exc) else type(exc).__qualname__

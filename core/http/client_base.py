@@ -18,6 +18,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
 from typing import ClassVar, Generic, NamedTuple, Self, TypedDict, Unpack
 
+from ..batches import Batches, flattened
 from ..call import Call, open_call
 from ..credentials import with_credentials
 from ..events import Error, Event
@@ -151,6 +152,17 @@ class ClientBase(Generic[ConnT], abc.ABC):
         """
         return self._stream(model, context, options or Options(), raise_on_error)
 
+    def stream_batches(
+        self, model: Model, context: Context, options: Options | None = None
+    ) -> AbstractAsyncContextManager[AsyncIterator[list[Event]]]:
+        """`stream`'s events as the lists each read decodes to (never an empty one):
+        ``async with client.stream_batches(m, ctx) as batches: async for batch in batches``.
+
+        The same events in the same order as `stream` (which is this, flattened),
+        without a step per event: for a relay that sends each list in one write.
+        """
+        return self._batches(model, context, options or Options())
+
     async def complete(
         self,
         model: Model,
@@ -223,22 +235,31 @@ class ClientBase(Generic[ConnT], abc.ABC):
     async def _stream(
         self, model: Model, context: Context, options: Options, raise_on_error: bool = False
     ) -> AsyncIterator[AsyncIterator[Event]]:
+        async with self._batches(model, context, options) as batches:
+            events = flattened(batches)
+            handed = _raising(events) if raise_on_error else events
+            try:
+                yield handed
+            finally:
+                if handed is not events:
+                    await handed.aclose()
+                await events.aclose()
+
+    @asynccontextmanager
+    async def _batches(
+        self, model: Model, context: Context, options: Options
+    ) -> AsyncIterator[Batches]:
         if isinstance(model, FallbackModel):
             check_chain(model, options, self.environ)
-            events = fall_back(self._open_events, model, context, options)
+            batches = fall_back(self._open_events, model, context, options)
         else:
-            events = self._open_events(model, context, options)
-        handed = _raising(events) if raise_on_error else events
+            batches = self._open_events(model, context, options)
         try:
-            yield handed
+            yield batches
         finally:
-            if handed is not events:
-                await handed.aclose()
-            await events.aclose()
+            await batches.aclose()
 
-    def _open_events(
-        self, model: Model, context: Context, options: Options
-    ) -> AsyncGenerator[Event, None]:
+    def _open_events(self, model: Model, context: Context, options: Options) -> Batches:
         """One model's stream, with the upgrades and transforms it asks for: the Responses
         upgrade per request, paused turns continued, tool calls read from text, then
         every complete tool call checked against its tool's schema.
@@ -246,22 +267,18 @@ class ClientBase(Generic[ConnT], abc.ABC):
         Raises `MissingCredentials` at once (before any connection) without a key.
         """
         options = with_credentials(model, options, self.environ)
-        events = continue_paused_turns(self._upgraded_events, model, context, options)
-        events = with_text_tool_calls(events, model, context, options)
-        return with_checked_tool_calls(events, context, options)
+        batches = continue_paused_turns(self._upgraded_events, model, context, options)
+        batches = with_text_tool_calls(batches, model, context, options)
+        return with_checked_tool_calls(batches, context, options)
 
-    def _upgraded_events(
-        self, model: Model, context: Context, options: Options
-    ) -> AsyncGenerator[Event, None]:
+    def _upgraded_events(self, model: Model, context: Context, options: Options) -> Batches:
         """One request's stream, sent to the Responses API where the model needs it
         (and recovered after a cut where ``Options.recover`` asks)."""
         return upgrade_to_responses(
             self._recovering_events, self.responses_upgraded, model, context, options
         )
 
-    def _recovering_events(
-        self, model: Model, context: Context, options: Options
-    ) -> AsyncGenerator[Event, None]:
+    def _recovering_events(self, model: Model, context: Context, options: Options) -> Batches:
         """One model's requests, joined into one stream after a cut where
         ``Options.recover`` asks (see `streamfn.core.recovery`)."""
         return recovering(self._traced_events, model, context, options)
@@ -272,7 +289,7 @@ class ClientBase(Generic[ConnT], abc.ABC):
         context: Context,
         options: Options,
         opener: Callable[[Model, Context, Options], Call] = open_call,
-    ) -> AsyncGenerator[Event, None]:
+    ) -> Batches:
         """One call to one model, in an OpenTelemetry span when OpenTelemetry is there."""
         events = self._events(model, context, options, opener)
         return traced(events, model, options, self._clock())
@@ -283,19 +300,17 @@ class ClientBase(Generic[ConnT], abc.ABC):
         context: Context,
         options: Options,
         opener: Callable[[Model, Context, Options], Call] = open_call,
-    ) -> AsyncGenerator[Event, None]:
-        """One request's events: over the wire (`_wire_events`), or from the local
-        model, which has no wire (`_local_stream`)."""
+    ) -> Batches:
+        """One request's events, a list per read: over the wire (`_wire_events`), or
+        from the local model, which has no wire (`_local_stream`)."""
         if model.api == "local":
             return self._local_events(model, context, options)
         return self._wire_events(model, context, options, opener)
 
-    async def _local_events(
-        self, model: Model, context: Context, options: Options
-    ) -> AsyncGenerator[Event, None]:
+    async def _local_events(self, model: Model, context: Context, options: Options) -> Batches:
         async with self._local_stream(model, context, options) as local:
             async for event in local:
-                yield event
+                yield [event]
 
     async def _wire_events(
         self,
@@ -303,8 +318,9 @@ class ClientBase(Generic[ConnT], abc.ABC):
         context: Context,
         options: Options,
         opener: Callable[[Model, Context, Options], Call],
-    ) -> AsyncGenerator[Event, None]:
-        """Perform the steps of `drive`; the connection in hand is closed on any exit."""
+    ) -> Batches:
+        """Perform the steps of `drive`, yielding each `Emit`'s events as one list; the
+        connection in hand is closed on any exit."""
         steps = drive(
             model,
             context,
@@ -326,8 +342,8 @@ class ClientBase(Generic[ConnT], abc.ABC):
                     return
                 answer = None
                 if isinstance(step, Emit):
-                    for event in step.events:
-                        yield event
+                    if step.events:
+                        yield step.events
                 elif isinstance(step, Receive):
                     assert conn is not None
                     answer = await self._receive(conn, step.deadline)

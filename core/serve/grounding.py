@@ -107,7 +107,9 @@ def append_sources(events: Iterable[Event]) -> list[Event]:
     return [out for event in events for out in transform.feed(event)]
 
 
-def appending_sources(encode: Callable[[Event], bytes]) -> Callable[[Event], bytes]:
-    """An event encoder that writes the sources block too (for a server's stream)."""
-    transform = AppendSources()
-    return lambda event: b"".join(encode(out) for out in transform.feed(event))
+def appending_sources(
+    encode: Callable[[list[Event]], bytes],
+) -> Callable[[list[Event]], bytes]:
+    """A list encoder that writes the sources block too (for a server's stream)."""
+    feed = AppendSources().feed
+    return lambda events: encode([out for event in events for out in feed(event)])

@@ -18,7 +18,7 @@ from .agent_events import AgentEventsEncoder
 from .encode_agui import AGUIEncoder
 from .encode_anthropic import AnthropicEncoder, anthropic_message_body
 from .encode_openai import OpenAIChatEncoder, openai_completion_body
-from .encode_proxy import encode_proxy_event
+from .encode_proxy import encode_proxy_events
 from .encode_ui import UI_STREAM_HEADER, UIMessageStreamEncoder
 from .grounding import append_sources, appending_sources
 from .inbound import ClientRequest
@@ -31,6 +31,7 @@ __all__ = [
     "Encoder",
     "Stamps",
     "agent_encoder",
+    "each",
     "encoder_for",
     "final_body",
     "stream_headers",
@@ -43,8 +44,13 @@ OPENED: Final = encode_sse(comment="streamfn: waiting for the model")
 #: most events coalesced into one write
 MAX_BATCH: Final = 256
 
-#: (encode one event, a keep-alive frame)
-Encoder = tuple[Callable[[Event], bytes], Callable[[], bytes]]
+#: (encode a list of events into one write, a keep-alive frame)
+Encoder = tuple[Callable[[list[Event]], bytes], Callable[[], bytes]]
+
+
+def each(encode: Callable[[Event], bytes]) -> Callable[[list[Event]], bytes]:
+    """A list encoder from a per-event one: the frames of each event, in order."""
+    return lambda events: b"".join([encode(event) for event in events])
 
 
 class Stamps(Protocol):
@@ -79,7 +85,7 @@ def agent_encoder(request: ClientRequest, stamps: Stamps) -> Encoder:
         clock=stamps.clock,
         hold_text=bool(request.context.tools),
     )
-    return encoder.encode, encoder.keep_alive
+    return each(encoder.encode), encoder.keep_alive
 
 
 def _native_keep_alive() -> bytes:
@@ -99,25 +105,25 @@ def encoder_for(
             created=stamps.unix_time(),
             include_usage=request.include_usage,
         )
-        encoder = oa.encode, oa.keep_alive
+        encoder = oa.encode_many, oa.keep_alive
     elif path == MESSAGES_PATH:
         an = AnthropicEncoder(message_id=f"msg_{stamps.hex_id()}", model=request.model)
-        encoder = an.encode, an.keep_alive
+        encoder = each(an.encode), an.keep_alive
     elif path == AGENT_PATH:
         encoder = agent_encoder(request, stamps)
     elif path == UI_CHAT_PATH:
         message_id = request.echo.get("messageId") or f"msg-{stamps.hex_id()}"
         ui = UIMessageStreamEncoder(message_id=message_id)
-        encoder = ui.encode, ui.keep_alive
+        encoder = each(ui.encode), ui.keep_alive
     elif path == AGUI_PATH:
         ag = AGUIEncoder(
             thread_id=request.echo["threadId"],
             run_id=request.echo["runId"],
             message_id=f"msg-{stamps.hex_id()}",
         )
-        encoder = ag.encode, ag.keep_alive
+        encoder = each(ag.encode), ag.keep_alive
     else:
-        encoder = encode_proxy_event, _native_keep_alive
+        encoder = encode_proxy_events, _native_keep_alive
     if append and path in SOURCELESS:
         return appending_sources(encoder[0]), encoder[1]
     return encoder

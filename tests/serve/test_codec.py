@@ -94,8 +94,8 @@ class FixedStamps:
 def test_ids_and_times_come_from_the_shell() -> None:
     request = ClientRequest(model="m", context=Context.of("hi"), options=Options())
     encode, _ = encoder_for("/v1/chat/completions", request, FixedStamps())
-    assert b'"id":"chatcmpl-000000000000000000000000"' in encode(TextDelta(0, "x"))
-    assert b'"created":1700000000' in encode(TextDelta(0, "x"))
+    assert b'"id":"chatcmpl-000000000000000000000000"' in encode([TextDelta(0, "x")])
+    assert b'"created":1700000000' in encode([TextDelta(0, "x")])
     body = final_body("/v1/messages", request, [Start(), Done()], FixedStamps())
     assert body["id"] == "msg_" + "0" * 24
 
@@ -113,10 +113,10 @@ def test_the_mailbox_gives_events_before_signals_and_holds_the_producer(shell: s
     async def main(runtime: Runtime) -> None:
         box = Mailbox(runtime, capacity=2)
         assert await box.get(0.01) is TIMEOUT
-        await box.put(Start())
-        await box.put(TextDelta(0, "a"))
+        await box.put([Start()])
+        await box.put([TextDelta(0, "a")])
         async with runtime.task_group() as tasks:
-            tasks.start_soon(box.put, Done())
+            tasks.start_soon(box.put, [Done()])
             await runtime.wait(runtime.flag(), 0.01)
             assert len(box.items) == 2  # the producer waits: the box is full
             seen.append(await box.get(1.0))
@@ -128,7 +128,11 @@ def test_the_mailbox_gives_events_before_signals_and_holds_the_producer(shell: s
                 seen.append(await box.get(1.0))
 
     RUNS[shell](main)
-    assert [type(x).__name__ for x in seen[:3]] == ["Start", "TextDelta", "Done"]
+    assert [[type(x).__name__ for x in batch] for batch in seen[:3]] == [  # type: ignore[attr-defined]
+        ["Start"],
+        ["TextDelta"],
+        ["Done"],
+    ]
     assert seen[3] is DISCONNECTED
 
 

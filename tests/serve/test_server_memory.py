@@ -153,15 +153,15 @@ def test_the_mailbox_holds_the_producer_by_bytes_and_says_so_once(
 
     async def main(runtime: Runtime) -> None:
         box = Mailbox(runtime, capacity=256, max_bytes=1000)
-        await box.put(TextDelta(0, "y" * 5000))  # one event past the cap passes alone
-        assert box.get is not None and await box.get(0.01) == TextDelta(0, "y" * 5000)
+        await box.put([TextDelta(0, "y" * 5000)])  # one batch past the cap passes alone
+        assert box.get is not None and await box.get(0.01) == [TextDelta(0, "y" * 5000)]
         assert box.bytes == 0
-        await box.put(TextDelta(0, big))
-        await box.put(TextDelta(0, big))  # 1600 bytes now: full by bytes, not by count
-        assert not box.offer(TextDelta(0, big))
+        await box.put([TextDelta(0, big)])
+        await box.put([TextDelta(0, big)])  # 1600 bytes now: full by bytes, not by count
+        assert not box.offer([TextDelta(0, big)])
         async with runtime.task_group() as tasks:
             for _ in range(2):
-                tasks.start_soon(box.put, TextDelta(0, big))
+                tasks.start_soon(box.put, [TextDelta(0, big)])
             await runtime.wait(runtime.flag(), 0.05)
             assert len(box.items) == 2  # both producers wait
             await box.get(1.0)
