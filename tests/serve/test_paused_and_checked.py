@@ -122,3 +122,25 @@ def test_agui_does_not_ask_the_client_to_run_unchecked_unparsable_arguments() ->
     parts = _agui(_encode(AGUIEncoder(thread_id="t", run_id="r", message_id="m"), events))
     assert [p["value"]["toolCallId"] for p in parts if p["type"] == "CUSTOM"] == ["cut"]
     assert "pendingToolCallIds" not in parts[-1]["outcome"]
+
+
+@pytest.mark.usefixtures("shell")
+def test_a_whole_answer_that_paused_is_incomplete_for_the_official_sdks() -> None:
+    """Non-streaming: the OpenAI SDK reads ``finish_reason: "length"`` and the Anthropic
+    SDK ``stop_reason: "pause_turn"`` for a pause the server did not continue."""
+    import anthropic
+    import openai
+    from loopback_server import KEY, Server
+
+    from streamfn.asgi import App, ServerConfig
+    from streamfn.fuzz.events_backend import EventsBackend
+
+    backend = EventsBackend({"m": PAUSED})
+    user: Any = [{"role": "user", "content": "search"}]
+    with Server(App(backend, ServerConfig(api_key=KEY, head_wait=0))) as server:
+        with openai.OpenAI(base_url=server.url + "/v1", api_key=KEY, max_retries=0) as oa:
+            chat = oa.chat.completions.create(model="m", messages=user)
+        with anthropic.Anthropic(base_url=server.url, api_key=KEY, max_retries=0) as an:
+            message = an.messages.create(model="m", max_tokens=10, messages=user)
+    assert chat.choices[0].finish_reason == "length"
+    assert message.stop_reason == "pause_turn"
