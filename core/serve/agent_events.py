@@ -1,7 +1,7 @@
 """Events -> the agent-server SSE contract (``stream_start`` ... ``stream_end``), and ULIDs.
 
-The contract (reference document 003) is what front ends written for an agent
-server consume: ``stream_start`` with session and message ids (ULIDs),
+The contract is an agent server's SSE contract, what front ends written for an
+agent server consume: ``stream_start`` with session and message ids (ULIDs),
 ``message_delta`` for answer text, ``tool_call_start`` / ``tool_call_args`` /
 ``tool_call_end`` (with a ``status``), ``stream_end`` with token usage and
 ``execution_time_ms``, ``error`` as an RFC 9457 problem-details object with an

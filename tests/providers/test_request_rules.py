@@ -1,4 +1,4 @@
-"""The thirteen request classes providers refused (issue 12), one test each, named after
+"""The thirteen request classes providers refused, one test each, named after
 the provider's error; plus the capability data behind them.
 
 Each test builds the request, checks it with the oracles of `request_oracles`
