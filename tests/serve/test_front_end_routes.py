@@ -248,6 +248,7 @@ def test_agui_error_after_output_is_run_error_never_run_finished(server: Server)
         ({"resume": [{"interruptId": "i", "status": "resolved"}]}, "request.resume"),
         ({"messages": [{"id": "u", "role": "user", "content": [{"type": "audio", "source": {"type": "data", "value": "AA==", "mimeType": "audio/wav"}}]}]}, "messages[0].content[0].type"),
         ({"runId": 7}, "request.runId"),
+        ({"messages": [{"id": "u", "role": "user", "content": "hi"}, {"id": "a", "role": "assistant", "toolCalls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"city": "Pa'}}]}]}, "messages[1].toolCalls[0].function.arguments (tool call 'c1'"),
     ],
 )  # fmt: skip
 def test_agui_bad_bodies_are_400s_naming_the_field(
