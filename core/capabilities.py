@@ -206,7 +206,9 @@ def effort_for_off(model: Model) -> str | None:
     if "none" in (caps.efforts or ()):
         return "none"
     if not caps.thinking_off:
-        unsupported(model, "thinking=off", "is not possible on this model (it always thinks); left on")
+        unsupported(
+            model, "thinking=off", "is not possible on this model (it always thinks); left on"
+        )
     return None
 
 
