@@ -229,16 +229,19 @@ def upstream() -> Iterator[FakeProvider]:
         yield fake
 
 
-@pytest.mark.parametrize("shell", SHELLS)
-def test_every_shell_checks_and_repairs(upstream: FakeProvider, shell: str) -> None:
-    model = Model(
-        id="gpt-4o",
-        provider="openai",
-        api="openai-chat",
-        base_url=upstream.base_url("ok", "glitch", f"tools-{shell}"),
-    )
+def _weather_call(upstream: FakeProvider, body: str, token: str) -> tuple[Model, Context]:
+    """An openai-chat model answering with the fake's ``body``, and a context with the
+    weather tool."""
+    url = upstream.base_url("ok", body, token)
+    model = Model(id="gpt-4o", provider="openai", api="openai-chat", base_url=url)
     context = Context.of("weather?")
     context.tools = [WEATHER]
+    return model, context
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_every_shell_checks_and_repairs(upstream: FakeProvider, shell: str) -> None:
+    model, context = _weather_call(upstream, "glitch", f"tools-{shell}")
     hooked: list[list[SchemaMismatch]] = []
 
     def repair(call: ToolCall, errors: list[SchemaMismatch]) -> ToolCall | None:
@@ -266,14 +269,7 @@ def test_every_shell_checks_and_repairs(upstream: FakeProvider, shell: str) -> N
 def test_every_shell_leaves_a_call_cut_by_max_tokens_unrepaired(
     upstream: FakeProvider, shell: str
 ) -> None:
-    model = Model(
-        id="gpt-4o",
-        provider="openai",
-        api="openai-chat",
-        base_url=upstream.base_url("ok", "cut", f"cut-{shell}"),
-    )
-    context = Context.of("weather?")
-    context.tools = [WEATHER]
+    model, context = _weather_call(upstream, "cut", f"cut-{shell}")
     hooked: list[ToolCall] = []
 
     def repair(call: ToolCall, errors: list[SchemaMismatch]) -> ToolCall:
