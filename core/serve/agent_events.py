@@ -55,6 +55,7 @@ from ..events import (
     ToolCallStart,
 )
 from ..wire.sse import encode_sse
+from .cut import unpaused
 from .encode_openai import openai_usage
 from .status import OWN_STATUSES
 
@@ -208,7 +209,7 @@ class AgentEventsEncoder:
             ids = {"session_id": self.session_id, "message_id": self.message_id}
             return self._frame("stream_start", ids)
         if isinstance(event, Done):
-            stop = event.stop_reason
+            stop = unpaused(event).stop_reason  # a paused turn is "length", not "stop"
             if stop == StopReason.STOP and self._tool_calls:
                 stop = StopReason.TOOL_USE
             payload: dict[str, Any] = {

@@ -25,6 +25,7 @@ from streamfn.core import (
     ToolCallStart,
 )
 from streamfn.core.schema_check import SchemaMismatch
+from streamfn.core.serve.agent_events import AgentEventsEncoder
 from streamfn.core.serve.encode_agui import TOOL_CALL_ERROR, AGUIEncoder
 from streamfn.core.serve.encode_bedrock import BedrockEncoder
 from streamfn.core.serve.encode_gemini import GeminiEncoder
@@ -65,6 +66,11 @@ DIALECTS: dict[str, tuple[Callable[[], Any], bytes, bytes]] = {
     ),
     "ollama": (lambda: OllamaEncoder(model="m"), b'"done_reason":"length"', b'"stop"'),
     "bedrock": (BedrockEncoder, b"max_tokens", b"end_turn"),
+    "agent": (
+        lambda: AgentEventsEncoder(session_id="s", message_id="m", clock=lambda: 0.0),
+        b'"stop_reason":"length"',
+        b'"stop_reason":"stop"',
+    ),
     "agui": (
         lambda: AGUIEncoder(thread_id="t", run_id="r", message_id="m"),
         b'"code":"paused"',
