@@ -32,6 +32,7 @@ from .upstream_text import UpstreamText, configured_keys
 
 __all__ = [
     "LOCAL_NAMES",
+    "PAUSE_CONTINUATIONS",
     "UPSTREAM_ATTEMPTS",
     "ProviderBackend",
     "RouterBackend",
@@ -64,6 +65,13 @@ class ServedModel(msgspec.Struct, kw_only=True):
 #: one client call costs at most N x the client's own attempts.
 UPSTREAM_ATTEMPTS: Final = 1
 
+#: how many times the server continues a turn the provider paused (Anthropic's
+#: ``pause_turn``), each by one more upstream request whose whole input (the client's
+#: conversation and the turn so far) is billed again on the server's key; past it the
+#: client sees the pause (`streamfn.core.serve.cut.unpaused`). ``streamfn serve
+#: --pause-continuations N`` sets it; a model's ``defaults`` do not change it.
+PAUSE_CONTINUATIONS: Final = 5
+
 #: the names the local model answers to
 LOCAL_NAMES = ("local", f"local:{LOCAL_DEFAULT_ID}", LOCAL_DEFAULT_ID)
 
@@ -88,19 +96,25 @@ class ProviderBackend:
         base_urls: Mapping[str, str] | None = None,
         list_all: bool = False,
         upstream_attempts: int = UPSTREAM_ATTEMPTS,
+        pause_continuations: int = PAUSE_CONTINUATIONS,
     ) -> None:
         """``models`` are served by ``provider:id`` ahead of the registry's (a
         gateway's own vLLM box, a renamed deployment ...); ``served`` under
         their own names; ``registry`` False serves only those two.
         ``base_urls`` sends every model of a provider to another upstream.
         ``upstream_attempts``: requests sent upstream per client request (see
-        `UPSTREAM_ATTEMPTS`; a model's ``defaults`` do not change it).
+        `UPSTREAM_ATTEMPTS`; a model's ``defaults`` do not change it), and
+        ``pause_continuations`` the paused turns continued per answer (see
+        `PAUSE_CONTINUATIONS`).
         `list_models` names only the models whose key this server holds (a
         client cannot use the others: they answer that the server has no
         key); ``list_all`` names every model it knows, keys or not."""
         if upstream_attempts < 1:
             raise ValueError(f"upstream_attempts must be at least 1, got {upstream_attempts}")
         self.upstream_attempts = upstream_attempts
+        if pause_continuations < 0:
+            raise ValueError(f"pause_continuations must be 0 or more, got {pause_continuations}")
+        self.pause_continuations = pause_continuations
         self.environ = environment(environ)
         if client is None:
             raise TypeError(
@@ -192,13 +206,15 @@ class ProviderBackend:
     ) -> tuple[Model, Options, UpstreamText]:
         """Where ``model`` goes, with which options, and what of it a client may read."""
         resolved, served = self._resolve(model)
-        # the server's retry count, never a model's defaults nor a client's (see
-        # UPSTREAM_ATTEMPTS): the bill per client call stays the one documented
-        options = msgspec.structs.replace(options, max_attempts=self.upstream_attempts)
+        # the server's retry and pause counts, never a model's defaults nor a client's
+        # (see UPSTREAM_ATTEMPTS): the bill per client call stays the one documented
+        bounds = {
+            "max_attempts": self.upstream_attempts,
+            "pause_turn_continuations": self.pause_continuations,
+        }
+        options = msgspec.structs.replace(options, **bounds)
         if served is not None:
-            options = msgspec.structs.replace(
-                served.defaults, max_attempts=self.upstream_attempts, **client_fields(options)
-            )
+            options = msgspec.structs.replace(served.defaults, **bounds, **client_fields(options))
             if served.api_key_env:
                 key = self.environ.get(served.api_key_env)
                 if not key:

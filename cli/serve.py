@@ -114,6 +114,7 @@ def _backend(args: argparse.Namespace, base_urls: dict[str, str]) -> Any:
             base_urls=base_urls,
             list_all=args.list_all_models,
             upstream_attempts=args.upstream_attempts,
+            pause_continuations=args.pause_continuations,
         )
     local = None
     if not args.no_local:

@@ -113,6 +113,15 @@ def _add_capacity(parser: argparse.ArgumentParser) -> None:
         help="requests sent upstream per client request (default 1: a 429 or 5xx goes to "
         "the client with its Retry-After and the client retries; N multiplies its retries)",
     )
+    add(
+        "--pause-continuations",
+        type=at_least(0),
+        default=5,
+        metavar="N",
+        help="times a turn the provider paused (Anthropic pause_turn) is continued, each one "
+        "more upstream request billing the whole conversation again (default 5; 0: the "
+        "client sees the pause)",
+    )
 
 
 def _add_memory(parser: argparse.ArgumentParser) -> None:

@@ -58,6 +58,7 @@ __all__ = [
     "ProtocolViolation",
     "WholeToolCalls",
     "accumulate",
+    "call_problem",
     "check_protocol",
     "parse_arguments",
 ]
@@ -131,25 +132,43 @@ def _not_an_object(value: object) -> str:
 
 class WholeToolCalls:
     """Tool calls gathered until their end, for wire formats that send a call whole
-    (Gemini's ``functionCall``, Ollama's ``tool_calls``): `add` takes a call's
-    start and argument deltas; at its end it returns ``(id, name, arguments)``
-    with the arguments parsed by the fold's own rule (`parse_arguments`)."""
+    (Gemini's ``functionCall``, Ollama's ``tool_calls``) or that send it checked
+    (the UI message stream, AG-UI): `add` takes a call's start and argument deltas;
+    at its end `end_text` returns ``(id, name, arguments text)`` as the tool-call
+    checks repaired them, and `end` the arguments parsed by the fold's own rule
+    (`parse_arguments`)."""
 
     __slots__ = ("_calls",)
 
     def __init__(self) -> None:
         self._calls: dict[int, tuple[str, str, list[str]]] = {}
 
-    def add(self, event: ToolCallStart | ToolCallDelta) -> None:
+    def add(self, event: ToolCallStart | ToolCallDelta) -> str | None:
+        """Take a start or a delta; the call's id (None: a delta of no open call)."""
         if isinstance(event, ToolCallStart):
             self._calls[event.index] = (event.id, event.name, [])
-        else:
-            self._calls[event.index][2].append(event.delta)
+            return event.id
+        call = self._calls.get(event.index)
+        if call is None:
+            return None
+        call[2].append(event.delta)
+        return call[0]
+
+    def end_text(self, event: ToolCallEnd) -> tuple[str, str, str] | None:
+        """The ended call's id, name and arguments text (None: no such call was open)."""
+        call = self._calls.pop(event.index, None)
+        if call is None:
+            return None
+        ident, name, pieces = call
+        text = "".join(pieces) if event.arguments is None else event.arguments  # as repaired
+        return ident, event.name or name, text
 
     def end(self, event: ToolCallEnd) -> tuple[str, str, dict[str, Any]]:
-        ident, name, pieces = self._calls.pop(event.index)
-        text = "".join(pieces) if event.arguments is None else event.arguments  # as repaired
-        return ident, event.name or name, parse_arguments(text)[0]  # {} when not one object
+        call = self.end_text(event)
+        if call is None:
+            raise KeyError(event.index)
+        ident, name, text = call
+        return ident, name, parse_arguments(text)[0]  # {} when not one object
 
 
 def _apply_checks(call: ToolCall, end: ToolCallEnd) -> None:
@@ -164,6 +183,15 @@ def _apply_checks(call: ToolCall, end: ToolCallEnd) -> None:
         call.repairs = list(end.repairs)
     if end.errors:
         call.errors = list(end.errors)
+
+
+def call_problem(end: ToolCallEnd, parse_error: str | None) -> str | None:
+    """Why a finished call must not run (None: it may): the tool-call checks' errors
+    (`streamfn.core.tool_checks`), else its arguments' parse error. The one rule for
+    every encoder that tells a client which calls to run."""
+    if end.errors:
+        return "; ".join(str(error) for error in end.errors)
+    return parse_error
 
 
 def parse_arguments(text: str) -> tuple[dict[str, Any], str | None]:

@@ -178,7 +178,7 @@ def fit_effort(model: Model, level: str) -> str | None:
             return level
         return "high" if level == "xhigh" else "low"
     if not caps.efforts:
-        unsupported(model, "thinking", f"={level} has no effort knob on this model; not sent")
+        unsupported(model, f"thinking={level}", "has no effort knob on this model; not sent")
         return None
     if level in caps.efforts:
         return level
@@ -189,7 +189,7 @@ def fit_effort(model: Model, level: str) -> str | None:
         key=lambda e: (abs(order.index(e) - rank), -order.index(e)),
     )
     chosen = ranked[0] if ranked else caps.efforts[-1]
-    unsupported(model, "thinking", f"={level} is not an effort this model takes; sent {chosen}")
+    unsupported(model, f"thinking={level}", f"is not an effort this model takes; sent {chosen}")
     return chosen
 
 
@@ -206,7 +206,9 @@ def effort_for_off(model: Model) -> str | None:
     if "none" in (caps.efforts or ()):
         return "none"
     if not caps.thinking_off:
-        unsupported(model, "thinking", "=off cannot switch thinking off on this model; left on")
+        unsupported(
+            model, "thinking=off", "is not possible on this model (it always thinks); left on"
+        )
     return None
 
 

@@ -143,8 +143,14 @@ def relative(provider: str, model_id: str, known: Iterable[Model]) -> tuple[Mode
 def describe(model: Model, like: Model | None, how: str, catalogue: str) -> str:
     """The one warning for an id nobody listed: what was assumed and how to state it."""
     if like is None:
+        family = family_of(model.provider, model.id)
+        which = (
+            "no family is known"
+            if family is None
+            else f"its family ({family}) has no catalogued {model.provider} model"
+        )
         assumed = (
-            f"no family is known, so defaults are assumed: context {model.context_window:,}, "
+            f"{which}, so defaults are assumed: context {model.context_window:,}, "
             f"output {model.max_output:,}, no reasoning, prices unknown (cost 0)"
         )
     else:

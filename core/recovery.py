@@ -17,7 +17,10 @@ the cuts survived (unset when there was none).
   a prefill; vLLM and llama.cpp through ``continue_final_message``): the same
   request again, with the answer so far as the last assistant message for the
   model to go on from. Each continuation is a new request billed in full (the
-  prompt again, plus the prefix as input), and ``usage``/``cost`` sum every request. Only text is
+  prompt again, plus the prefix as input), and ``usage``/``cost`` sum every request.
+  ``max_tokens`` bounds the whole answer: each continuation asks for what is
+  left after the output already produced (as reported, or counted from the text
+  where nothing was reported), and none is made once nothing is left. Only text is
   continued: a cut inside a tool call or thinking block, or an answer that
   holds anything but text, ends with the `Error` as before.
 
@@ -70,6 +73,7 @@ from .providers._request import HTTPRequest, merge_extra_body
 from .providers.claude_thinking import thinking_asked
 
 __all__ = [
+    "CHARS_PER_TOKEN",
     "CONTINUE_SERVERS",
     "RESUMABLE_PROVIDERS",
     "Splice",
@@ -184,6 +188,10 @@ def continue_request(
     )
 
 
+#: how many characters of text count as one token where no request reported its usage
+#: (a rough English average; it errs towards stopping early, never towards billing more)
+CHARS_PER_TOKEN: Final = 4
+
 _STARTS: Final = {TextStart: "text", ThinkingStart: "thinking", ToolCallStart: "tool"}
 
 
@@ -211,6 +219,11 @@ class Splice:
         self._held = ""  # whitespace the continuation may say again
         self._usage = Usage()  # what the cut requests billed (continue)
         self._cost = Cost()
+
+    @property
+    def billed_output(self) -> int:
+        """The output tokens the cut requests reported so far (continue)."""
+        return self._usage.output
 
     # -- decisions ---------------------------------------------------------------
     def recovers(self, error: Error) -> bool:
@@ -417,9 +430,39 @@ def _next_request(
         return None
     if cut.usage is None and isinstance(call, ProviderCall) and call.usage.total:
         cut = msgspec.structs.replace(cut, usage=call.usage)  # what it reported before the cut
+    left = _tokens_left(splice, cut, options.max_tokens, prefix)
+    if left is not None and left <= 0:
+        log.warning(
+            "recover=continue: the answer already produced its max_tokens (%d) before the "
+            "cut, so it is not continued and the Error stands",
+            options.max_tokens,
+        )
+        return None
+    if left is not None:  # the whole answer keeps one max_tokens, not one per request
+        options = msgspec.structs.replace(options, max_tokens=left)
     next_context, next_options, held = continue_request(splice.model, context, options, prefix)
     splice.continue_from(cut, held)
     return next_context, next_options, None
+
+
+def _tokens_left(splice: Splice, cut: Error, max_tokens: int | None, prefix: str) -> int | None:
+    """What is left of ``max_tokens`` after the output the cut requests produced (None:
+    no limit was asked). The output is what they reported; where none reported any,
+    the prefix's characters are counted, `CHARS_PER_TOKEN` to a token, and a
+    warning says so."""
+    if max_tokens is None:
+        return None
+    produced = splice.billed_output + (cut.usage.output if cut.usage is not None else 0)
+    if not produced and prefix:
+        produced = -(-len(prefix) // CHARS_PER_TOKEN)
+        log.warning(
+            "recover=continue: no usage was reported before the cut; counted the %d "
+            "characters said so far as %d output tokens (%d characters a token)",
+            len(prefix),
+            produced,
+            CHARS_PER_TOKEN,
+        )
+    return max_tokens - produced
 
 
 def _resumer(call: ProviderCall, posted: HTTPRequest) -> Callable[[Model, Context, Options], Call]:

@@ -5,7 +5,7 @@ Some OpenAI models (the ``-pro`` reasoning models, the codex models) answer
 supported in ``v1/responses``. Rather than hand the caller that error, the
 shells send the same request once more on the ``openai-responses`` wire
 format and remember, per model in the client, to go there directly from then
-on (reference document 004's "sticky auto-upgrade").
+on (a sticky upgrade: one failed request per model and client, not one per call).
 
 `needs_responses_api` is the pure classifier: an ``invalid_request`` `Error`
 with status 400 (some gateways say 404) whose message, which is the error

@@ -28,6 +28,14 @@ so it is never checked nor repaired) and says on that event:
    `ToolCall` (its name and ``arguments`` are used, and checked again) or None to
    leave the call as it is.
 
+4. **Cut calls are not repaired.** Arguments cut by the answer's token limit
+   (``{"path": "/home/user`` then ``Done`` with stop reason ``length``) look like
+   a glitch, and a lenient repair would turn them into a valid call that was never
+   made. So a call with anything to repair or report is held, with the events after
+   it, until the stream's terminal event: on ``Done(LENGTH)`` or an `Error` a held
+   call whose arguments do not parse, and are no known glitch, is marked ``cut at max_tokens`` (or cut by an
+   error) and nothing repairs it, the hook included. A valid call passes at once.
+
 The fold (`Accumulator`) puts the result on the `ToolCall`: ``name`` and
 ``arguments`` as repaired (the streamed text kept in ``streamed_arguments``),
 ``repairs``, ``errors``. The shells apply this to every stream whose context
@@ -39,14 +47,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, TypeAlias
 
 import msgspec
 
 from .accumulate import parse_arguments
 from .batches import Batches
-from .events import Error, Event, ToolCallDelta, ToolCallEnd, ToolCallStart
+from .events import Done, Error, Event, StopReason, ToolCallDelta, ToolCallEnd, ToolCallStart
 from .messages import Context, Tool, ToolCall
 from .options import Options
 from .schema_check import SchemaMismatch, check_json
@@ -132,29 +140,83 @@ def repair_arguments(text: str) -> tuple[str, list[str]] | None:
     return kept, repairs
 
 
+#: why a call the answer's end cut is not repaired, by what cut it
+_CUT_BY_LENGTH: Final = (
+    "cut at max_tokens: the answer reached its token limit inside this call, so its "
+    "arguments are incomplete; it was not repaired (raise max_tokens and ask again)"
+)
+_CUT_BY_ERROR: Final = (
+    "cut by an error: the answer broke off inside this call, so its arguments are "
+    "incomplete; it was not repaired"
+)
+
+
+class _Held(msgspec.Struct, gc=False):
+    """A call whose end had something to say, held until the stream's end is known."""
+
+    end: ToolCallEnd
+    ident: str
+    name: str
+    streamed: str
+
+
 class ToolCallChecks:
-    """Checks and repairs tool calls one event at a time; `feed` returns the event to
-    pass on (the `ToolCallEnd` of a call with something to say carries it)."""
+    """Checks and repairs tool calls; `feed` takes a batch of events and returns the
+    ones to pass on (the `ToolCallEnd` of a call with something to say carries it).
+
+    A call that needs a repair or has errors is held, with every event after it,
+    until the stream's terminal event says how the answer ended: a call the answer's
+    token limit (``Done`` with `StopReason.LENGTH`) or an `Error` cut off has
+    unparsable arguments because they are incomplete, and repairing those (least of
+    all by the caller's hook) would turn a cut call into a valid one. Such a call is
+    marked cut, with no repair. A call with nothing to say passes at once.
+    """
 
     def __init__(self, tools: Sequence[Tool], repair: ToolCallRepair | None = None) -> None:
         self._schemas = {tool.name: tool.parameters for tool in tools}
         self._repair = repair
         self._calls: dict[int, tuple[str, str, list[str]]] = {}
+        self._held: list[Event | _Held] = []
 
-    def feed(self, event: Event) -> Event:
-        if isinstance(event, ToolCallDelta):
-            call = self._calls.get(event.index)
-            if call is not None:
-                call[2].append(event.delta)
-        elif isinstance(event, ToolCallStart):
-            self._calls[event.index] = (event.id, event.name, [])
-        elif isinstance(event, ToolCallEnd):
-            call = self._calls.pop(event.index, None)
-            if call is not None:
-                return self._end(event, *call)
-        elif isinstance(event, Error):
-            self._calls.clear()  # cut calls are never checked nor repaired
-        return event
+    def feed(self, events: Iterable[Event]) -> list[Event]:
+        out: list[Event] = []
+        for event in events:
+            item: Event | _Held = event
+            if isinstance(event, ToolCallDelta):
+                call = self._calls.get(event.index)
+                if call is not None:
+                    call[2].append(event.delta)
+            elif isinstance(event, ToolCallStart):
+                self._calls[event.index] = (event.id, event.name, [])
+            elif isinstance(event, ToolCallEnd):
+                call = self._calls.pop(event.index, None)
+                if call is not None and self._needs_a_look(call[1], "".join(call[2])):
+                    item = _Held(event, call[0], call[1], "".join(call[2]))
+            elif isinstance(event, Error):
+                self._calls.clear()  # calls it cut open are never checked nor repaired
+            if not self._held and item is event:
+                out.append(event)  # nothing held: the common case costs nothing more
+                continue
+            self._held.append(item)
+            if isinstance(event, (Done, Error)):
+                out += self._release(event)
+        return out
+
+    def finish(self) -> list[Event]:
+        """What is still held when the stream ended without a terminal event (cut)."""
+        return self._release(None) if self._held else []
+
+    def _needs_a_look(self, name: str, streamed: str) -> bool:
+        arguments, parse_error = parse_arguments(streamed)
+        return name.strip() != name or bool(self.errors(name, arguments, parse_error))
+
+    def _release(self, terminal: Done | Error | None) -> list[Event]:
+        cut = _CUT_BY_ERROR
+        if isinstance(terminal, Done):
+            cut = _CUT_BY_LENGTH if terminal.stop_reason == StopReason.LENGTH else ""
+        held, self._held = self._held, []
+        self._calls.clear()
+        return [self._end(item, cut) if isinstance(item, _Held) else item for item in held]
 
     def errors(
         self, name: str, arguments: dict[str, Any], parse_error: str | None
@@ -170,8 +232,17 @@ class ToolCallChecks:
             ]
         return check_json(arguments, schema)
 
-    def _end(self, event: ToolCallEnd, ident: str, name: str, pieces: list[str]) -> ToolCallEnd:
-        streamed = "".join(pieces)
+    def _end(self, held: _Held, cut: str) -> ToolCallEnd:
+        """The held call's end with its repairs and errors; ``cut`` (when the answer
+        was cut) marks arguments no known glitch explains (incomplete ones) as cut and
+        repairs nothing of that call."""
+        parse_error = parse_arguments(held.streamed)[1]
+        if cut and parse_error is not None and repair_arguments(held.streamed) is None:
+            errors = (SchemaMismatch("", parse_error), SchemaMismatch("", cut))
+            return msgspec.structs.replace(held.end, errors=errors)
+        return self._repaired(held.end, held.ident, held.name, held.streamed)
+
+    def _repaired(self, event: ToolCallEnd, ident: str, name: str, streamed: str) -> ToolCallEnd:
         repairs: list[str] = []
         new_name: str | None = None
         if name.strip() and name.strip() != name:
@@ -223,6 +294,11 @@ async def _checked(batches: Batches, checks: ToolCallChecks) -> Batches:
     feed = checks.feed
     try:
         async for batch in batches:
-            yield [feed(event) for event in batch]
+            out = feed(batch)
+            if out:
+                yield out
+        rest = checks.finish()
+        if rest:
+            yield rest
     finally:
         await batches.aclose()

@@ -25,12 +25,12 @@ For an hour, repeat fresh rounds until the time is up::
 
 Coverage-guided mode with atheris (``pip install atheris``; optional, the
 hypothesis mode works without it). libFuzzer flags pass through; the first
-directory receives new inputs, later ones only seed (the recorded Bedrock
-streams are good seeds)::
+directory receives new inputs, later ones only seed (recorded Bedrock
+streams, from a corpus of recordings if you have one, are good seeds)::
 
     mkdir -p /tmp/eventstream-corpus
     python fuzz/fuzz_eventstream.py --atheris -max_total_time=3600 \\
-        /tmp/eventstream-corpus ../shared/corpus/bedrock
+        /tmp/eventstream-corpus path/to/corpus/bedrock
 
 A failure prints the falsifying example (hypothesis) or writes a
 ``crash-*`` file (atheris) to replay with

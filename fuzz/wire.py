@@ -214,6 +214,8 @@ WIRE_FORMATS: Final[dict[str, WireFormat]] = {
             text_signatures=False,
             tool_signatures=False,
             redacted_thinking=False,
+            whole_tool_arguments=True,  # sent at the call's end, as the checks left them
+            parallel_tool_calls=False,
         ),
         lambda s: AGUIEncoder(thread_id="thread", run_id=s.response_id or "", message_id="msg"),
     ),

@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import re
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -240,3 +244,28 @@ def raw_post(port: int, path: str, body: bytes, key: str = KEY) -> socket.socket
         + body
     )
     return sock
+
+
+@contextlib.contextmanager
+def serve_cli(args: list[str], environ: dict[str, str]) -> Iterator[str]:
+    """The real ``streamfn serve`` (``--no-local --port 0 --api-key KEY`` and ``args``)
+    in a child process with ``environ`` added; yields its base URL."""
+    code = "import sys; from streamfn.cli import main; sys.exit(main())"
+    argv = ["serve", "--no-local", "--port", "0", "--api-key", KEY, *args]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, *argv],
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **environ},
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        match = re.search(r"http://127\.0\.0\.1:(\d+)", line)
+        assert match, line
+        yield f"http://127.0.0.1:{match.group(1)}"
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        if proc.stderr is not None:
+            proc.stderr.close()

@@ -22,6 +22,7 @@ protocol carries no token usage.
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Final
 
 import msgspec
@@ -64,6 +65,8 @@ class _Part(msgspec.Struct, gc=False):
     finishReason: str | None = None
     reason: str | None = None
 
+
+log = logging.getLogger("streamfn")
 
 _decode: Final = msgspec.json.Decoder(_Part).decode
 
@@ -237,6 +240,12 @@ class UIMessageStreamCall(SSECall):
                 stop = _FINISH.get(reason or "")
                 if stop is None:
                     stop = StopReason.TOOL_USE if self._tool_calls else StopReason.STOP
+                    log.warning(
+                        "the UI message stream finished with finishReason %r, which does not "
+                        "say how the answer ended; read as %r (it may have been cut)",
+                        reason,
+                        stop.value,
+                    )
                 self.finish(stop)
         elif kind == "error":
             self.fail(

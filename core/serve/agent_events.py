@@ -1,7 +1,7 @@
 """Events -> the agent-server SSE contract (``stream_start`` ... ``stream_end``), and ULIDs.
 
-The contract (reference document 003) is what front ends written for an agent
-server consume: ``stream_start`` with session and message ids (ULIDs),
+The contract is an agent server's SSE contract, what front ends written for an
+agent server consume: ``stream_start`` with session and message ids (ULIDs),
 ``message_delta`` for answer text, ``tool_call_start`` / ``tool_call_args`` /
 ``tool_call_end`` (with a ``status``), ``stream_end`` with token usage and
 ``execution_time_ms``, ``error`` as an RFC 9457 problem-details object with an
@@ -55,6 +55,7 @@ from ..events import (
     ToolCallStart,
 )
 from ..wire.sse import encode_sse
+from .cut import unpaused
 from .encode_openai import openai_usage
 from .status import OWN_STATUSES
 
@@ -208,7 +209,7 @@ class AgentEventsEncoder:
             ids = {"session_id": self.session_id, "message_id": self.message_id}
             return self._frame("stream_start", ids)
         if isinstance(event, Done):
-            stop = event.stop_reason
+            stop = unpaused(event).stop_reason  # a paused turn is "length", not "stop"
             if stop == StopReason.STOP and self._tool_calls:
                 stop = StopReason.TOOL_USE
             payload: dict[str, Any] = {

@@ -11,10 +11,18 @@ capitals and camelCase fields. Our events map one to one:
   provider gave one) as ``REASONING_ENCRYPTED_VALUE``, ``REASONING_MESSAGE_END``,
   then ``REASONING_END``;
 - a tool call -> ``TOOL_CALL_START`` (``toolCallId``, ``toolCallName``,
-  ``parentMessageId``) / ``TOOL_CALL_ARGS`` (``delta``) / ``TOOL_CALL_END``;
+  ``parentMessageId``), then at its end one ``TOOL_CALL_ARGS`` (``delta``: the
+  whole arguments, as the tool-call checks of `streamfn.core.tool_checks`
+  repaired them, so they are held until the call ends) and ``TOOL_CALL_END``;
+  a call the checks flagged (arguments that are not one JSON object or break the
+  tool's schema) is followed by a ``CUSTOM`` event named
+  ``streamfn.tool_call_error`` (``value``: ``toolCallId``, ``errors``) and is
+  left out of ``pendingToolCallIds``: a client must not run it;
 - `Done` -> ``RUN_FINISHED`` with a success ``outcome`` naming the tool calls the
   client is to answer (``pendingToolCallIds``), token ``usage``, and the stop
-  reason in ``metadata.stopReason``;
+  reason in ``metadata.stopReason``; a turn the provider paused and that was not
+  continued (``Done.paused``) is no finished run: ``RUN_ERROR`` with code
+  ``paused`` (sending the conversation back continues it);
 - `Error`, and a `Done` whose stop reason says the answer did not finish
   (`streamfn.core.serve.cut`) -> ``RUN_ERROR`` (``message``, ``code``: the
   error kind): never a ``RUN_FINISHED``, so a cut answer is not shown as a
@@ -32,6 +40,7 @@ from typing import Any, Final
 
 import msgspec
 
+from ..accumulate import WholeToolCalls, call_problem, parse_arguments
 from ..events import (
     Done,
     Error,
@@ -51,8 +60,16 @@ from ..events import (
 from ..wire.sse import encode_sse
 from .cut import CUT_STOP_REASONS, cut_error
 
-__all__ = ["AGUIEncoder", "agui_usage"]
+__all__ = ["TOOL_CALL_ERROR", "AGUIEncoder", "agui_usage"]
 
+#: the name of the ``CUSTOM`` event that says why a tool call must not run
+TOOL_CALL_ERROR: Final = "streamfn.tool_call_error"
+
+#: the ``RUN_ERROR`` message of a turn the provider paused and nobody continued
+PAUSED: Final = (
+    "the provider paused the turn before the answer was complete; send the conversation "
+    "with this answer back to continue it"
+)
 _json: Final = msgspec.json.Encoder()
 _KEEP_ALIVE: Final = encode_sse(comment="keep-alive")
 
@@ -84,8 +101,8 @@ class AGUIEncoder:
         self.message_id = message_id
         self._texts: dict[int, str] = {}  # text block index -> its message id
         self._first_text = True
-        self._calls: dict[int, str] = {}  # tool block index -> its tool call id
-        self._called: list[str] = []
+        self._calls = WholeToolCalls()
+        self._called: list[str] = []  # the calls a client may run, in order
 
     def keep_alive(self) -> bytes:
         return _KEEP_ALIVE
@@ -109,10 +126,8 @@ class AGUIEncoder:
                 {"type": "REASONING_MESSAGE_CONTENT", "messageId": rid, "delta": event.delta}
             )
         if isinstance(event, ToolCallDelta):
-            call = self._calls.get(event.index)
-            if call is None or not event.delta:
-                return b""
-            return _event({"type": "TOOL_CALL_ARGS", "toolCallId": call, "delta": event.delta})
+            self._calls.add(event)  # sent whole, as checked, at the call's end
+            return b""
         return self._structure(event)
 
     def _structure(self, event: Event) -> bytes:
@@ -144,8 +159,7 @@ class AGUIEncoder:
             out += _event({"type": "REASONING_MESSAGE_END", "messageId": rid})
             return out + _event({"type": "REASONING_END", "messageId": rid})
         if isinstance(event, ToolCallStart):
-            self._calls[event.index] = event.id
-            self._called.append(event.id)
+            self._calls.add(event)
             return _event(
                 {
                     "type": "TOOL_CALL_START",
@@ -155,9 +169,24 @@ class AGUIEncoder:
                 }
             )
         if isinstance(event, ToolCallEnd):
-            call = self._calls.pop(event.index, None)
-            return b"" if call is None else _event({"type": "TOOL_CALL_END", "toolCallId": call})
+            return self._tool_end(event)
         return self._run_event(event)
+
+    def _tool_end(self, event: ToolCallEnd) -> bytes:
+        call = self._calls.end_text(event)  # as the tool-call checks repaired it
+        if call is None:
+            return b""
+        call_id, _, text = call
+        out = b""
+        if text:
+            out += _event({"type": "TOOL_CALL_ARGS", "toolCallId": call_id, "delta": text})
+        out += _event({"type": "TOOL_CALL_END", "toolCallId": call_id})
+        problem = call_problem(event, parse_arguments(text)[1])
+        if problem is None:
+            self._called.append(call_id)
+            return out
+        value = {"toolCallId": call_id, "errors": problem}
+        return out + _event({"type": "CUSTOM", "name": TOOL_CALL_ERROR, "value": value})
 
     def _run_event(self, event: Event) -> bytes:
         run = {"threadId": self.thread_id, "runId": self.run_id}
@@ -165,6 +194,8 @@ class AGUIEncoder:
             return _event({"type": "RUN_STARTED", **run})
         if isinstance(event, Done) and event.stop_reason in CUT_STOP_REASONS:
             event = cut_error(event)  # a cut answer is no successful run
+        if isinstance(event, Done) and event.paused is True:
+            return _event({"type": "RUN_ERROR", "message": PAUSED, "code": "paused"})
         if isinstance(event, Done):
             outcome: dict[str, Any] = {"type": "success"}
             if self._called:

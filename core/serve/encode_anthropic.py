@@ -92,9 +92,11 @@ def anthropic_error_body(error_type: str, message: str) -> dict[str, Any]:
 
 
 def anthropic_message_body(
-    message: AssistantMessage, *, message_id: str, model: str
+    message: AssistantMessage, *, message_id: str, model: str, paused: bool = False
 ) -> dict[str, Any]:
-    """A whole (non-streaming) Messages response; the message is the fold of a stream."""
+    """A whole (non-streaming) Messages response; the message is the fold of a stream
+    (``paused``: its `Done` said the provider paused the turn, Anthropic's
+    ``pause_turn``)."""
     content: list[dict[str, Any]] = []
     for block in message.content:
         if isinstance(block, TextContent):
@@ -133,7 +135,7 @@ def anthropic_message_body(
         "role": "assistant",
         "model": model,
         "content": content,
-        "stop_reason": finish_word(STOP_REASONS, message.stop_reason),
+        "stop_reason": "pause_turn" if paused else finish_word(STOP_REASONS, message.stop_reason),
         "stop_sequence": None,
         "usage": anthropic_usage(message.usage),
     }

@@ -26,7 +26,7 @@ from ..events import (
     ToolCallStart,
 )
 from ..wire.eventstream import encode_message
-from .cut import cut_error
+from .cut import cut_error, unpaused
 
 __all__ = ["BedrockEncoder"]
 
@@ -92,6 +92,8 @@ class BedrockEncoder:
             return out + self._stop(event.index)
         if isinstance(event, (TextEnd, ToolCallEnd)):
             return self._stop(event.index)
+        if isinstance(event, Done):
+            event = unpaused(event)  # a paused turn is max_tokens, not end_turn
         if isinstance(event, Done) and event.stop_reason not in STOP_REASONS:
             event = cut_error(event)  # a cut answer is no "end_turn"
         if isinstance(event, Done):

@@ -32,7 +32,7 @@ from ..events import (
     ToolCallStart,
     Usage,
 )
-from .cut import cut_error
+from .cut import cut_error, unpaused
 
 __all__ = ["GeminiEncoder", "gemini_usage"]
 
@@ -122,6 +122,8 @@ class GeminiEncoder:
             if event.signature:
                 part["thoughtSignature"] = event.signature
             return self._chunk([part])
+        if isinstance(event, Done):
+            event = unpaused(event)  # a paused turn is MAX_TOKENS, not STOP
         if isinstance(event, Done) and event.stop_reason not in FINISH_REASONS:
             event = cut_error(event)  # a cut answer is no "STOP"
         if isinstance(event, Done):

@@ -24,7 +24,7 @@ from ..events import (
     ToolCallEnd,
     ToolCallStart,
 )
-from .cut import cut_error
+from .cut import cut_error, unpaused
 
 __all__ = ["OllamaEncoder"]
 
@@ -64,6 +64,8 @@ class OllamaEncoder:
             ident, name, arguments = self._calls.end(event)
             call = {"id": ident, "function": {"name": name, "arguments": arguments}}
             return self._message(content="", tool_calls=[call])
+        if isinstance(event, Done):
+            event = unpaused(event)  # a paused turn is "length", not "stop"
         if isinstance(event, Done) and event.stop_reason not in DONE_REASONS:
             event = cut_error(event)  # a cut answer is no "stop"
         if isinstance(event, Done):

@@ -40,7 +40,7 @@ from ..events import (
 from ..messages import AssistantMessage, TextContent
 from ..providers._openai_common import signature_carrier
 from ..wire.sse import encode_sse
-from .cut import cut_error, finish_word
+from .cut import cut_error, finish_word, unpaused
 
 __all__ = [
     "FINISH_REASONS",
@@ -276,6 +276,7 @@ class OpenAIChatEncoder:
         return self._frame(self._chunk({"tool_calls": [call]}))
 
     def _done(self, event: Done) -> bytes:
+        event = unpaused(event)
         if event.stop_reason not in FINISH_REASONS:
             return self._error(cut_error(event))
         out = self._frame(self._chunk({}, FINISH_REASONS[event.stop_reason]))

@@ -36,7 +36,7 @@ from ..events import (
     ToolCallStart,
     Usage,
 )
-from .cut import CUT_STOP_REASONS, cut_error
+from .cut import CUT_STOP_REASONS, cut_error, unpaused
 
 __all__ = ["ResponsesEncoder", "responses_usage"]
 
@@ -139,6 +139,8 @@ class ResponsesEncoder:
             )
         if isinstance(event, Start):
             return self._frame("response.created", response=self._response("in_progress"))
+        if isinstance(event, Done):
+            event = unpaused(event)  # a paused turn is an incomplete response
         if isinstance(event, Done) and event.stop_reason in CUT_STOP_REASONS:
             event = cut_error(event)  # a cut answer is no "completed" response
         if isinstance(event, Done):

@@ -33,7 +33,7 @@ from typing import Any, Final
 
 import msgspec
 
-from ..accumulate import parse_arguments
+from ..accumulate import WholeToolCalls, call_problem, parse_arguments
 from ..events import (
     Done,
     Error,
@@ -51,7 +51,7 @@ from ..events import (
     ToolCallStart,
 )
 from ..wire.sse import encode_sse
-from .cut import cut_error, finish_word
+from .cut import cut_error, finish_word, unpaused
 
 __all__ = [
     "FINISH_REASONS",
@@ -92,8 +92,7 @@ class UIMessageStreamEncoder:
 
     def __init__(self, *, message_id: str) -> None:
         self.message_id = message_id
-        #: open tool calls: index -> (tool call id, tool name, argument fragments)
-        self._calls: dict[int, tuple[str, str, list[str]]] = {}
+        self._calls = WholeToolCalls()
 
     def keep_alive(self) -> bytes:
         return _KEEP_ALIVE
@@ -112,12 +111,11 @@ class UIMessageStreamEncoder:
                 }
             )
         if isinstance(event, ToolCallDelta):
-            call = self._calls.get(event.index)
-            if call is None:
+            call_id = self._calls.add(event)
+            if call_id is None:
                 return b""
-            call[2].append(event.delta)
             return _part(
-                {"type": "tool-input-delta", "toolCallId": call[0], "inputTextDelta": event.delta}
+                {"type": "tool-input-delta", "toolCallId": call_id, "inputTextDelta": event.delta}
             )
         if isinstance(event, (TextStart, TextEnd)):
             kind = "text-start" if isinstance(event, TextStart) else "text-end"
@@ -126,7 +124,7 @@ class UIMessageStreamEncoder:
             kind = "reasoning-start" if isinstance(event, ThinkingStart) else "reasoning-end"
             return _part({"type": kind, "id": ui_part_id("reasoning", event.index)})
         if isinstance(event, ToolCallStart):
-            self._calls[event.index] = (event.id, event.name, [])
+            self._calls.add(event)
             return _part(
                 {"type": "tool-input-start", "toolCallId": event.id, "toolName": event.name}
             )
@@ -136,6 +134,8 @@ class UIMessageStreamEncoder:
             return _part({"type": "start", "messageId": self.message_id}) + _part(
                 {"type": "start-step"}
             )
+        if isinstance(event, Done):
+            event = unpaused(event)  # a paused turn finishes with "length", not "stop"
         if isinstance(event, Done) and event.stop_reason not in FINISH_REASONS:
             event = cut_error(event)  # a cut answer is no "finish"
         if isinstance(event, Done):
@@ -147,16 +147,12 @@ class UIMessageStreamEncoder:
         return b""  # opaque blocks: no part for them
 
     def _tool_end(self, event: ToolCallEnd) -> bytes:
-        call = self._calls.pop(event.index, None)
+        call = self._calls.end_text(event)  # as the tool-call checks repaired it
         if call is None:
             return b""
-        call_id, streamed_name, fragments = call
-        name = event.name or streamed_name  # as the tool-call checks repaired them
-        text = "".join(fragments) if event.arguments is None else event.arguments
+        call_id, name, text = call
         arguments, unparsed = parse_arguments(text)
-        problem = unparsed
-        if event.errors:  # the checks' reasons (a parse error among them) not to run it
-            problem = "; ".join(str(error) for error in event.errors)
+        problem = call_problem(event, unparsed)
         if problem is None:
             return _part(
                 {

@@ -119,14 +119,15 @@ def _assistant(msg: dict[str, Any], where: str, names: dict[str, str]) -> Assist
         args_json = require(fn, "arguments", str, f"{w}.function")
         name = require(fn, "name", str, f"{w}.function")
         call_id = require(call, "id", str, w)
+        arguments, unparsed = parse_arguments(args_json)
+        if unparsed is not None:
+            raise BadRequest(
+                f"{w}.function.arguments (tool call {call_id!r} of {name!r}): {unparsed}; "
+                "send the arguments the call was made with, a JSON object"
+            )
         names[call_id] = name
         content.append(
-            ToolCall(
-                id=call_id,
-                name=name,
-                arguments=parse_arguments(args_json)[0],
-                arguments_json=args_json,
-            )
+            ToolCall(id=call_id, name=name, arguments=arguments, arguments_json=args_json)
         )
     return AssistantMessage(content=content)
 

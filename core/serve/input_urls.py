@@ -235,6 +235,9 @@ def _ipv6_problem(host: str) -> str | None:
         address = ipaddress.IPv6Address(host)
     except ValueError:
         return f"[{host}] is not a valid IPv6 address"
+    if address.is_loopback or address.is_unspecified:  # inside ::/96, but no IPv4 in them
+        which = "loopback" if address.is_loopback else "unspecified"
+        return f"[{host}] is the IPv6 {which} address (this machine), not a public address"
     if any(address in network for network in _EMBEDS_IPV4):
         return (
             f"[{host}] carries an IPv4 address (mapped, NAT64, 6to4 or Teredo); send the "

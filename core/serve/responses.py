@@ -12,9 +12,10 @@ from collections.abc import Callable
 from typing import Any, Final, Protocol
 
 from ..accumulate import accumulate
-from ..events import Event
+from ..events import Done, Event
 from ..wire.sse import encode_sse
 from .agent_events import AgentEventsEncoder
+from .cut import unpaused
 from .encode_agui import AGUIEncoder
 from .encode_anthropic import AnthropicEncoder, anthropic_message_body
 from .encode_openai import OpenAIChatEncoder, openai_completion_body
@@ -142,10 +143,14 @@ def final_body(
     if append and path in SOURCELESS:
         events = append_sources(events)
     message = accumulate(events)
+    done = events[-1] if events else None
+    paused = isinstance(done, Done) and done.paused is True
     if path == MESSAGES_PATH:
         return anthropic_message_body(
-            message, message_id=f"msg_{stamps.hex_id()}", model=request.model
+            message, message_id=f"msg_{stamps.hex_id()}", model=request.model, paused=paused
         )
+    if isinstance(done, Done) and paused:  # a paused turn is incomplete, not "stop"
+        message.stop_reason = unpaused(done).stop_reason
     return openai_completion_body(
         message,
         response_id=f"chatcmpl-{stamps.hex_id()}",

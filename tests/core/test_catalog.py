@@ -309,3 +309,16 @@ def test_an_unlisted_id_is_configured_like_its_closest_relative(name: str, like:
     assert (found.max_output, found.reasoning, found.temperature, found.price_input) == (
         relative.max_output, relative.reasoning, relative.temperature, relative.price_input,
     )  # fmt: skip
+
+
+def test_a_known_family_without_catalogued_members_is_named(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A family the rules know (``llama``) that the provider's catalogue has no model of:
+    the warning names it, never "no family is known"."""
+    caplog.set_level(logging.WARNING, logger="streamfn")
+    key = "mistral:llama-zz-unheard-of"
+    model(key)
+    [warning] = _warnings(caplog, key)
+    assert "its family (llama) has no catalogued mistral model" in warning
+    assert "no family is known" not in warning

@@ -52,6 +52,19 @@ ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 EXAMPLES = ROOT / "examples"
+#: the folders whose code, docstrings and notes ship to users
+SHIPPED = [
+    "core",
+    "asgi",
+    "cli",
+    "entry",
+    "fuzz",
+    "io_asyncio",
+    "io_common",
+    "io_sync",
+    "io_trio",
+    "local",
+]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 SERVER_ADDRESS = "127.0.0.1:8000"
 #: other names for the languages that run: a block fenced so would silently not run
@@ -224,7 +237,8 @@ def test_the_readme_is_a_front_door() -> None:
 def test_nothing_cites_what_a_reader_cannot_see() -> None:
     """No issue numbers, no paths outside the checkout, no numbered reference documents."""
     unseen = re.compile(r"\bissue \d|\.\./shared|reference (document )?\d{3}|/work/", re.I)
-    for path in [*markdown_files(), *EXAMPLES.glob("*.py")]:
+    shipped = [p for d in SHIPPED for p in (ROOT / d).rglob("*") if p.suffix in (".py", ".md")]
+    for path in [*markdown_files(), *EXAMPLES.glob("*.py"), *shipped]:
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             assert not unseen.search(line), f"{path.relative_to(ROOT)}:{number}: {line}"
 

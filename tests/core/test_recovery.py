@@ -10,6 +10,7 @@ SDK's own ``responses.retrieve(..., stream=True, starting_after=N)``.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -45,6 +46,7 @@ from streamfn.core.providers._base import ProviderCall
 from streamfn.core.recovery import (
     Splice,
     continue_request,
+    recovering,
     recovery_mode,
     resumable,
     resume_request,
@@ -356,3 +358,47 @@ def test_the_resume_request_keeps_a_gateways_query() -> None:
         "?api-version=preview&stream=true&starting_after=3"
     )
     assert got.headers == [("api-key", "k")] and got.body == b""
+
+
+def _continue_budgets(
+    answers: list[list[Event]], max_tokens: int | None
+) -> tuple[list[int | None], list[Event]]:
+    """Each request's ``max_tokens`` when `recovering` continues ``answers`` one after
+    another, and the events the caller saw."""
+    asked: list[int | None] = []
+
+    async def events_for(model: Model, context: Context, options: Options, opener: Any) -> Any:
+        asked.append(options.max_tokens)
+        yield answers[len(asked) - 1]
+
+    async def go() -> list[Event]:
+        options = Options(recover="continue", max_recoveries=5, max_tokens=max_tokens)
+        return [
+            e async for b in recovering(events_for, CLAUDE, Context.of("Hi"), options) for e in b
+        ]
+
+    return asked, asyncio.run(go())
+
+
+def _cut_after(text: str, output: int | None) -> list[Event]:
+    usage = None if output is None else Usage(output=output)
+    return [Start(), TextStart(0), TextDelta(0, text), Error.network("cut", usage=usage)]
+
+
+def test_continuations_share_one_max_tokens() -> None:
+    done: list[Event] = [Start(), TextStart(0), TextDelta(0, "end"), TextEnd(0), Done()]
+    asked, seen = _continue_budgets([_cut_after("a", 60), _cut_after("b", 30), done], 100)
+    assert asked == [100, 40, 10] and isinstance(seen[-1], Done)
+
+
+def test_no_continuation_once_max_tokens_is_spent() -> None:
+    asked, seen = _continue_budgets([_cut_after("a", 100), _cut_after("b", 1)], 100)
+    assert asked == [100] and isinstance(seen[-1], Error)
+
+
+def test_without_usage_the_text_said_is_counted() -> None:
+    done: list[Event] = [Start(), TextStart(0), TextDelta(0, "."), TextEnd(0), Done()]
+    asked, _ = _continue_budgets([_cut_after("x" * 40, None), done], 100)
+    assert asked == [100, 90]  # 40 characters, 4 to a token
+    asked, _ = _continue_budgets([_cut_after("x" * 40, None), done], None)
+    assert asked == [None, None]  # no limit asked: none is made up

@@ -106,7 +106,7 @@ def call_events(name: str, *pieces: str, end: bool = True) -> list[Event]:
 
 def checked(events: list[Event], **kwargs: Any) -> list[Event]:
     checks = ToolCallChecks([WEATHER], **kwargs)
-    out = [checks.feed(e) for e in events]
+    out = checks.feed(events) + checks.finish()
     check_protocol(out)
     return out
 
@@ -201,7 +201,7 @@ def test_the_end_encodes_as_before_when_there_is_nothing_to_say() -> None:
 # -- through every shell --------------------------------------------------------------
 
 
-def openai_tool_body(name: str, pieces: list[str]) -> bytes:
+def openai_tool_body(name: str, pieces: list[str], finish: str = "tool_calls") -> bytes:
     base = {"id": "chatcmpl-t", "object": "chat.completion.chunk", "created": 1, "model": "m"}
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
@@ -215,7 +215,7 @@ def openai_tool_body(name: str, pieces: list[str]) -> bytes:
     }
     out = [chunk({"role": "assistant", "tool_calls": [head]})]
     out += [chunk({"tool_calls": [{"index": 0, "function": {"arguments": p}}]}) for p in pieces]
-    out.append(chunk({}, "tool_calls"))
+    out.append(chunk({}, finish))
     out.append(sse("[DONE]"))
     return b"".join(out)
 
@@ -224,19 +224,24 @@ def openai_tool_body(name: str, pieces: list[str]) -> bytes:
 def upstream() -> Iterator[FakeProvider]:
     with FakeProvider() as fake:
         fake.register_body("glitch", openai_tool_body(" get_weather", ["{}", '{"city"', ": 3}"]))
+        cut = openai_tool_body("get_weather", ['{"city": ', '"/home/user'], finish="length")
+        fake.register_body("cut", cut)
         yield fake
+
+
+def _weather_call(upstream: FakeProvider, body: str, token: str) -> tuple[Model, Context]:
+    """An openai-chat model answering with the fake's ``body``, and a context with the
+    weather tool."""
+    url = upstream.base_url("ok", body, token)
+    model = Model(id="gpt-4o", provider="openai", api="openai-chat", base_url=url)
+    context = Context.of("weather?")
+    context.tools = [WEATHER]
+    return model, context
 
 
 @pytest.mark.parametrize("shell", SHELLS)
 def test_every_shell_checks_and_repairs(upstream: FakeProvider, shell: str) -> None:
-    model = Model(
-        id="gpt-4o",
-        provider="openai",
-        api="openai-chat",
-        base_url=upstream.base_url("ok", "glitch", f"tools-{shell}"),
-    )
-    context = Context.of("weather?")
-    context.tools = [WEATHER]
+    model, context = _weather_call(upstream, "glitch", f"tools-{shell}")
     hooked: list[list[SchemaMismatch]] = []
 
     def repair(call: ToolCall, errors: list[SchemaMismatch]) -> ToolCall | None:
@@ -260,5 +265,83 @@ def test_every_shell_checks_and_repairs(upstream: FakeProvider, shell: str) -> N
     assert json.loads(fixed.arguments_json) == {"city": "3"}
 
 
+@pytest.mark.parametrize("shell", SHELLS)
+def test_every_shell_leaves_a_call_cut_by_max_tokens_unrepaired(
+    upstream: FakeProvider, shell: str
+) -> None:
+    model, context = _weather_call(upstream, "cut", f"cut-{shell}")
+    hooked: list[ToolCall] = []
+
+    def repair(call: ToolCall, errors: list[SchemaMismatch]) -> ToolCall:
+        hooked.append(call)
+        return _lenient(call, errors)
+
+    async def go(client: Any) -> list[Event]:
+        options = msgspec.structs.replace(FAST, repair_tool_call=repair)
+        async with client.stream(model, context, options) as events:
+            return [e async for e in events]
+
+    events = run(shell, go)
+    done = events[-1]
+    assert isinstance(done, Done) and done.stop_reason == StopReason.LENGTH
+    call = accumulate(events).tool_calls[0]
+    assert not hooked and not call.repairs and call.parse_error is not None
+    assert call.errors[-1].message.startswith("cut at max_tokens")
+
+
 def test_options_take_a_hook() -> None:
     assert Options().repair_tool_call is None
+
+
+def _cut_at_max_tokens(*pieces: str) -> list[Event]:
+    """An openai-chat answer cut by its token limit inside a tool call's arguments:
+    the decoder ends the call, then the stream says ``length``."""
+    return [
+        Start(),
+        ToolCallStart(0, "call_1", "get_weather"),
+        *[ToolCallDelta(0, p) for p in pieces],
+        ToolCallEnd(0),
+        Done(stop_reason=StopReason.LENGTH),
+    ]
+
+
+def _lenient(call: ToolCall, errors: list[SchemaMismatch]) -> ToolCall:
+    """A json-repair style hook: closes whatever is open and calls it valid."""
+    return msgspec.structs.replace(call, arguments={"city": "Paris"})
+
+
+def test_a_call_cut_by_max_tokens_is_marked_cut_and_never_repaired() -> None:
+    hooked: list[ToolCall] = []
+
+    def hook(call: ToolCall, errors: list[SchemaMismatch]) -> ToolCall:
+        hooked.append(call)
+        return _lenient(call, errors)
+
+    out = checked(_cut_at_max_tokens('{"city": "Par'), repair=hook)
+    end = out[-2]
+    assert isinstance(end, ToolCallEnd) and not hooked
+    assert end.arguments is None and not end.repairs
+    assert [e.message.split(":")[0] for e in end.errors][-1] == "cut at max_tokens"
+    call = accumulate(out).tool_calls[0]
+    assert call.errors and call.parse_error is not None
+
+
+def test_a_complete_call_before_a_length_cut_is_still_repaired() -> None:
+    out = checked(_cut_at_max_tokens("{}", '{"city": "Paris"}'), repair=_lenient)
+    end = out[-2]
+    assert isinstance(end, ToolCallEnd) and end.arguments == '{"city": "Paris"}' and end.repairs
+
+
+def test_held_events_keep_their_order_whatever_the_batches() -> None:
+    events = [
+        *call_events("get_weather", "{}")[:-1],
+        ToolCallStart(1, "call_2", "get_weather"),
+        ToolCallDelta(1, '{"city": "Rome"}'),
+        ToolCallEnd(1),
+        Done(stop_reason=StopReason.TOOL_USE),
+    ]
+    checks = ToolCallChecks([WEATHER])
+    batches = [checks.feed([event]) for event in events]
+    assert batches[3:-1] == [[]] * (len(events) - 4)  # held from the flagged end on
+    assert [type(e) for e in batches[-1]] == [type(e) for e in events[3:]]
+    assert batches[-1][0].errors and batches[-1][-2] == ToolCallEnd(1)  # type: ignore[union-attr]

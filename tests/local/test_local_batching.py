@@ -274,7 +274,7 @@ def test_one_stream_leaving_a_batch_stops_it_alone(
     assert max(after_stop.values()) <= 1
 
 
-# -- issue 10: the trio flavour raises what the caller raised ---------------------------
+# -- the trio flavour raises what the caller raised ------------------------------------
 
 
 @pytest.mark.parametrize("raised", [ValueError("mine"), KeyboardInterrupt()])

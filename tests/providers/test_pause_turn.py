@@ -341,3 +341,23 @@ def test_streams_that_cannot_pause_pass_through_untouched() -> None:
     ]:
         assert continue_paused_turns(open_events, model, Context(), options) is opened[-1]
     assert continue_paused_turns(open_events, claude_model, Context(), Options()) is not opened[-1]
+
+
+def test_serve_continues_a_pause_as_often_as_its_flag_says(upstream: PausingUpstream) -> None:
+    """``streamfn serve --pause-continuations 1``: one continuation (two upstream
+    requests, each billing the conversation), then the Anthropic client sees the pause."""
+    import anthropic
+    from loopback_server import KEY, serve_cli
+
+    token = "pause-serve"
+    args = ["--base-url", "anthropic=" + upstream.base_url("ok", "pausing", token)]
+    with (
+        serve_cli([*args, "--pause-continuations", "1"], {"ANTHROPIC_API_KEY": "k"}) as url,
+        anthropic.Anthropic(base_url=url, api_key=KEY, max_retries=0) as client,
+    ):
+        reply = client.messages.create(
+            model="anthropic:claude-sonnet-4-5",
+            max_tokens=10,
+            messages=[{"role": "user", "content": "search"}],
+        )
+    assert len(bodies(upstream, token)) == 2 and reply.stop_reason == "pause_turn"

@@ -1,4 +1,4 @@
-"""The thirteen request classes providers refused (issue 12), one test each, named after
+"""The thirteen request classes providers refused, one test each, named after
 the provider's error; plus the capability data behind them.
 
 Each test builds the request, checks it with the oracles of `request_oracles`
@@ -165,6 +165,9 @@ def test_model_does_not_support_parameter_reasoning_effort(
     )
     # grok-3-mini takes low or high: medium goes up to high
     assert accepted(mini, build_body(mini, Context.of("hi"), options))["reasoning_effort"] == "high"
+    said = [r.getMessage() for r in caplog.records if r.name == "streamfn"]
+    assert f"{grok4.key}: thinking=medium has no effort knob on this model; not sent" in said
+    assert f"{mini.key}: thinking=medium is not an effort this model takes; sent high" in said
 
 
 # 4 ---------------------------------------------------------------------------

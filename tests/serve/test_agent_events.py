@@ -325,7 +325,7 @@ def test_a_foreign_servers_problem_is_classified_from_its_status() -> None:
 
 
 def test_the_contracts_documented_example_decodes() -> None:
-    """The examples of reference document 003, put in its documented order (with tools)."""
+    """The agent contract's own examples, put in its documented order (with tools)."""
     body = (TRANSCRIPTS / "agent-events" / "documented-with-tools.sse").read_bytes()
     events = replay("agent-events", body, headers=SSE)
     check_protocol(events)

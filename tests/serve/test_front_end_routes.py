@@ -11,6 +11,7 @@ either way.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -247,6 +248,7 @@ def test_agui_error_after_output_is_run_error_never_run_finished(server: Server)
         ({"resume": [{"interruptId": "i", "status": "resolved"}]}, "request.resume"),
         ({"messages": [{"id": "u", "role": "user", "content": [{"type": "audio", "source": {"type": "data", "value": "AA==", "mimeType": "audio/wav"}}]}]}, "messages[0].content[0].type"),
         ({"runId": 7}, "request.runId"),
+        ({"messages": [{"id": "u", "role": "user", "content": "hi"}, {"id": "a", "role": "assistant", "toolCalls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"city": "Pa'}}]}]}, "messages[1].toolCalls[0].function.arguments (tool call 'c1'"),
     ],
 )  # fmt: skip
 def test_agui_bad_bodies_are_400s_naming_the_field(
@@ -636,3 +638,25 @@ def test_agui_run_finished_that_says_the_answer_was_cut_is_an_error(stop: str) -
     last = replay("agui", body)[-1]
     assert isinstance(last, Error) and not isinstance(last, Done)
     assert last.stop_reason == (StopReason.ABORTED if stop == "aborted" else StopReason.ERROR)
+
+
+@pytest.mark.parametrize("reason", ["other", "unknown", None])
+def test_ui_finish_reason_that_says_nothing_is_read_with_a_warning(
+    reason: str | None, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``finishReason`` "other" / "unknown" (or none) does not say the answer finished:
+    the decoder still ends it, and one warning names the word it guessed from."""
+    from streamfn.core import replay
+    from streamfn.core.events import Done
+
+    finish: dict[str, object] = {"type": "finish"}
+    if reason is not None:
+        finish["finishReason"] = reason
+    frames = [{"type": "start", "messageId": "m"}, {"type": "text-start", "id": "t"}]
+    frames += [{"type": "text-delta", "id": "t", "delta": "hi"}, {"type": "text-end", "id": "t"}]
+    body = b"".join(b"data: " + json.dumps(f).encode() + b"\n\n" for f in [*frames, finish])
+    with caplog.at_level(logging.WARNING, logger="streamfn"):
+        last = replay("ui-message-stream", body + b"data: [DONE]\n\n")[-1]
+    assert isinstance(last, Done)
+    warnings = [r.getMessage() for r in caplog.records if "finishReason" in r.getMessage()]
+    assert len(warnings) == 1 and repr(reason) in warnings[0]

@@ -130,6 +130,14 @@ def test_every_spelling_of_a_private_address_is_refused_from_its_text(url: str) 
     assert caught.value.status == 400
 
 
+@pytest.mark.parametrize(
+    ("url", "word"), [("http://[::1]/", "loopback"), ("http://[::]/", "unspecified")]
+)
+def test_the_ipv6_loopback_and_unspecified_addresses_are_named_as_such(url: str, word: str) -> None:
+    problem = url_problem(url)
+    assert problem is not None and word in problem and "IPv4" not in problem
+
+
 @pytest.mark.parametrize("url", RESOLVED_PRIVATE)
 def test_a_name_is_refused_when_any_address_it_resolves_to_is_not_public(url: str) -> None:
     assert url_problem(url) is None  # the text is fine: only the addresses tell

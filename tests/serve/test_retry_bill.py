@@ -12,17 +12,13 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
-import re
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import anthropic
 import openai
 import pytest
 from fake_provider import FakeProvider
-from loopback_server import KEY, Server, provider_backend
+from loopback_server import KEY, Server, provider_backend, serve_cli
 
 from streamfn.asgi import App, ServerConfig
 
@@ -40,34 +36,15 @@ def upstream() -> Iterator[FakeProvider]:
 @pytest.fixture(scope="module")
 def serve(upstream: FakeProvider) -> Iterator[str]:
     """``streamfn serve --no-local`` with openai:* and anthropic:* sent to the 429 upstream."""
-    code = "import sys; from streamfn.cli import main; sys.exit(main())"
     args = [
-        "serve",
-        "--no-local",
-        "--port",
-        "0",
-        "--api-key",
-        KEY,
         "--base-url",
         "openai=" + upstream.base_url("429", "openai-chat", "bill-openai") + "/v1",
         "--base-url",
         "anthropic=" + upstream.base_url("429", "anthropic", "bill-anthropic"),
     ]
-    env = {**os.environ, "OPENAI_API_KEY": "sk-upstream", "ANTHROPIC_API_KEY": "sk-ant-upstream"}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code, *args], stderr=subprocess.PIPE, text=True, env=env
-    )
-    try:
-        assert proc.stderr is not None
-        line = proc.stderr.readline()
-        match = re.search(r"http://127\.0\.0\.1:(\d+)", line)
-        assert match, line
-        yield f"http://127.0.0.1:{match.group(1)}"
-    finally:
-        proc.terminate()
-        proc.wait(30)
-        if proc.stderr is not None:
-            proc.stderr.close()
+    env = {"OPENAI_API_KEY": "sk-upstream", "ANTHROPIC_API_KEY": "sk-ant-upstream"}
+    with serve_cli(args, env) as url:
+        yield url
 
 
 def test_one_openai_sdk_call_costs_its_own_attempts_upstream(
