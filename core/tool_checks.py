@@ -53,7 +53,7 @@ from typing import Any, Final, TypeAlias
 
 import msgspec
 
-from .accumulate import parse_arguments
+from .accumulate import WholeToolCalls, parse_arguments
 from .batches import Batches
 from .events import (
     Done,
@@ -200,23 +200,19 @@ class ToolCallChecks:
     def __init__(self, tools: Sequence[Tool], repair: ToolCallRepair | None = None) -> None:
         self._schemas = {tool.name: tool.parameters for tool in tools}
         self._repair = repair
-        self._calls: dict[int, tuple[str, str, list[str]]] = {}
+        self._calls = WholeToolCalls()
         self._held: list[Event | _Held] = []
 
     def feed(self, events: Iterable[Event]) -> list[Event]:
         out: list[Event] = []
         for event in events:
             item: Event | _Held = event
-            if isinstance(event, ToolCallDelta):
-                call = self._calls.get(event.index)
-                if call is not None:
-                    call[2].append(event.delta)
-            elif isinstance(event, ToolCallStart):
-                self._calls[event.index] = (event.id, event.name, [])
+            if isinstance(event, (ToolCallDelta, ToolCallStart)):
+                self._calls.add(event)
             elif isinstance(event, ToolCallEnd):
-                call = self._calls.pop(event.index, None)
-                if call is not None and self._needs_a_look(call[1], "".join(call[2])):
-                    item = _Held(event, call[0], call[1], "".join(call[2]))
+                call = self._calls.streamed(event)
+                if call is not None and self._needs_a_look(call[1], call[2]):
+                    item = _Held(event, *call)
             elif isinstance(event, Error):
                 self._calls.clear()  # calls it cut open are never checked nor repaired
             if self._held and isinstance(event, _MORE_OUTPUT):

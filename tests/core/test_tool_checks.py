@@ -4,6 +4,7 @@ repaired and flagged, the rest handed to the caller's hook; never a cut call."""
 from __future__ import annotations
 
 import json
+import tracemalloc
 from collections.abc import Iterator
 from typing import Any
 
@@ -30,6 +31,7 @@ from streamfn.core import (
     accumulate,
     check_protocol,
 )
+from streamfn.core.accumulate import WholeToolCalls
 from streamfn.core.events import Event, Start, decode_event_json, encode_event_json
 from streamfn.core.schema_check import SchemaMismatch
 from streamfn.core.tool_checks import MAX_CONCATENATED, ToolCallChecks, repair_arguments
@@ -380,3 +382,27 @@ def test_a_broken_call_the_answer_went_on_after_is_not_called_cut() -> None:
     assert not any(m.message.startswith("cut at") for m in first.errors)
     assert json.loads(first.arguments or "") == {"city": "Paris"}  # the hook repaired it
     assert last.arguments is None and last.errors[-1].message.startswith("cut at max_tokens")
+
+
+def test_a_calls_arguments_are_held_at_about_their_own_size() -> None:
+    """An upstream sending a call's arguments two characters a delta: the checks (and
+    the encoders that send a call whole) hold its text, not ~50 bytes of str object
+    per delta, so what is held is bounded by the content cap, not many times it."""
+    checks = ToolCallChecks([WEATHER])
+    whole = WholeToolCalls()
+    n = 100_000
+    checks.feed([Start(), ToolCallStart(0, "call_1", "get_weather")])
+    whole.add(ToolCallStart(0, "call_1", "get_weather"))
+    tracemalloc.start()
+    try:
+        for i in range(n):
+            delta = ToolCallDelta(0, chr(97 + i % 26) * 2)  # a new str each time
+            checks.feed([delta])
+            whole.add(delta)
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert held < 4 * (2 * n) * 2  # both holders together: a few times the text, at most
+    expected = "".join(chr(97 + i % 26) * 2 for i in range(n))
+    assert whole.end_text(ToolCallEnd(0)) == ("call_1", "get_weather", expected)
+    assert checks._calls.streamed(ToolCallEnd(0)) == ("call_1", "get_weather", expected)
