@@ -4,29 +4,34 @@ header, usage in our convention, and error objects.
 Chat Completions (`openai_chat`) and the Responses API (`openai_responses`)
 are served by the same family of servers (OpenAI, Azure, the compatible
 gateways), so the per-server `Quirks` table, the auth header they take, when a
-reasoning model's sampling rules apply and how an error object is named live
-here once, for both. The usage object is Chat Completions' (the agent-events
+reasoning model's sampling rules apply, how an error object is named, the error
+codes our error kinds become and the function-tool schema (which Ollama takes
+too) live here once, for all of them. The usage object is Chat Completions' (the agent-events
 contract reuses it for ``tokens_used``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Final
 
 import msgspec
 
 from streamfn.core.capabilities import reasons
-from streamfn.core.events import Usage
+from streamfn.core.events import ErrorKind, Usage
+from streamfn.core.messages import Tool
 from streamfn.core.models import Model
 from streamfn.core.options import Options, ThinkingLevel
 from streamfn.core.providers._base import bearer, request_headers
 
 __all__ = [
+    "ERROR_CODES",
     "Quirks",
     "WireUsage",
     "call_signature",
     "convert_usage",
     "error_text",
+    "function_tools",
     "openai_headers",
     "quirks_for",
     "signature_carrier",
@@ -165,3 +170,35 @@ def error_text(
     """
     label = code if isinstance(code, str) else type
     return label, message or label or fallback
+
+
+#: our error kinds -> the error ``code`` (Responses) and ``type`` (Chat Completions)
+#: OpenAI's clients know; a kind not listed is a ``server_error``
+ERROR_CODES: Final = {
+    ErrorKind.THROTTLED: "rate_limit_exceeded",
+    ErrorKind.CONTEXT_OVERFLOW: "context_length_exceeded",
+    ErrorKind.AUTH: "invalid_api_key",
+    ErrorKind.NETWORK: "server_error",
+    ErrorKind.INVALID_REQUEST: "invalid_request_error",
+    ErrorKind.CONTENT_FILTER: "content_filter",
+    ErrorKind.PROTOCOL: "server_error",
+    ErrorKind.LIMIT: "server_error",
+}
+
+
+def function_tools(
+    tools: Iterable[Tool], *, empty_description: bool = False
+) -> list[dict[str, Any]]:
+    """Our function tools as OpenAI's ``tools`` list (``{"type": "function", ...}``).
+
+    An empty description is left out unless ``empty_description`` (Ollama has
+    always been sent one; its server takes either)."""
+    return [
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": t.parameters}
+            if t.description or empty_description
+            else {"name": t.name, "parameters": t.parameters},
+        }
+        for t in tools
+    ]

@@ -19,6 +19,7 @@ from typing import Any, Final
 import msgspec
 
 from streamfn.core.citations import to_anthropic
+from streamfn.core.dialects.anthropic._tables import ERROR_TYPES, STOP_REASONS
 from streamfn.core.events import (
     Done,
     Error,
@@ -26,7 +27,6 @@ from streamfn.core.events import (
     Event,
     OpaqueBlock,
     Start,
-    StopReason,
     TextDelta,
     TextEnd,
     TextStart,
@@ -57,25 +57,6 @@ __all__ = [
     "anthropic_usage",
 ]
 
-#: our stop reasons of a finished answer -> Anthropic ``stop_reason`` (streamed and
-#: whole messages alike); a cut one (error, aborted) has none (see `cut`)
-STOP_REASONS: Final = {
-    StopReason.STOP: "end_turn",
-    StopReason.LENGTH: "max_tokens",
-    StopReason.TOOL_USE: "tool_use",
-}
-
-_ERROR_TYPES: Final = {
-    ErrorKind.THROTTLED: "rate_limit_error",
-    ErrorKind.CONTEXT_OVERFLOW: "invalid_request_error",
-    ErrorKind.AUTH: "authentication_error",
-    ErrorKind.NETWORK: "overloaded_error",
-    ErrorKind.INVALID_REQUEST: "invalid_request_error",
-    ErrorKind.CONTENT_FILTER: "invalid_request_error",
-    ErrorKind.PROTOCOL: "api_error",
-    ErrorKind.LIMIT: "api_error",
-}
-
 _encoder: Final = msgspec.json.Encoder()
 
 
@@ -89,7 +70,7 @@ def anthropic_usage(usage: Usage) -> dict[str, int]:
 
 
 def anthropic_error_type(kind: ErrorKind | None) -> str:
-    return _ERROR_TYPES.get(kind, "api_error") if kind else "api_error"
+    return ERROR_TYPES.get(kind, "api_error") if kind else "api_error"
 
 
 def anthropic_error_body(error_type: str, message: str) -> dict[str, Any]:

@@ -53,6 +53,7 @@ from streamfn.core._protocol import OPAQUE, TEXT, THINKING, TOOL
 from streamfn.core.citations import anthropic_citation
 from streamfn.core.classify import classify_stream_error
 from streamfn.core.dialects.anthropic._request import build_request
+from streamfn.core.dialects.anthropic._tables import ERROR_STATUS, STOP_REASONS_READ
 from streamfn.core.events import Error, StopReason, Usage
 from streamfn.core.messages import Context
 from streamfn.core.models import Model
@@ -131,29 +132,6 @@ class _BlockHead(msgspec.Struct, gc=False):
 _decode_event: Final = msgspec.json.Decoder(_Event).decode
 _decode_head: Final = msgspec.json.Decoder(_BlockHead).decode
 _decode_object: Final = msgspec.json.Decoder(dict[str, Any]).decode
-
-_STOP_REASONS: Final = {
-    "end_turn": StopReason.STOP,
-    "stop_sequence": StopReason.STOP,
-    "pause_turn": StopReason.STOP,
-    "max_tokens": StopReason.LENGTH,
-    "tool_use": StopReason.TOOL_USE,
-}
-
-#: The HTTP status Anthropic documents for each error type; a tie-breaker for
-#: `classify_stream_error` on errors that arrive inside a 200 stream.
-_ERROR_STATUS: Final = {
-    "invalid_request_error": 400,
-    "authentication_error": 401,
-    "billing_error": 402,
-    "permission_error": 403,
-    "not_found_error": 404,
-    "request_too_large": 413,
-    "rate_limit_error": 429,
-    "api_error": 500,
-    "timeout_error": 504,
-    "overloaded_error": 529,
-}
 
 #: what each wire block index holds: the protocol's block kinds, plus Anthropic's
 #: redacted thinking (a thinking block that arrives whole, as opaque data)
@@ -428,7 +406,7 @@ class AnthropicCall(SSECall):
         reason = self._stop_reason
         if reason == "tool_use" and self._answered:
             reason = "end_turn"  # the forced answer tool was the answer, not a call to run
-        stop = _STOP_REASONS.get(reason) if reason is not None else StopReason.STOP
+        stop = STOP_REASONS_READ.get(reason) if reason is not None else StopReason.STOP
         if reason is None:
             log.warning("anthropic: message_stop without a stop_reason")
         if stop is not None:
@@ -457,7 +435,7 @@ class AnthropicCall(SSECall):
         message = f"{self.model.provider}: {error.type}: {error.message or 'unknown error'}"
         self.fail(
             classify_stream_error(
-                message, status_hint=_ERROR_STATUS.get(error.type), code=error.type
+                message, status_hint=ERROR_STATUS.get(error.type), code=error.type
             )
         )
 

@@ -11,12 +11,11 @@ from typing import Any, Final
 
 import msgspec
 
+from streamfn.core.dialects.bedrock._tables import EXCEPTIONS, STOP_REASONS
 from streamfn.core.events import (
     Done,
     Error,
-    ErrorKind,
     Event,
-    StopReason,
     TextDelta,
     TextEnd,
     ThinkingDelta,
@@ -31,24 +30,6 @@ from streamfn.core.wire.eventstream import encode_message
 __all__ = ["BedrockEncoder"]
 
 _encoder: Final = msgspec.json.Encoder()
-
-STOP_REASONS: Final = {
-    StopReason.STOP: "end_turn",
-    StopReason.TOOL_USE: "tool_use",
-    StopReason.LENGTH: "max_tokens",
-}
-
-#: our error kinds -> the exception type Bedrock sends for them mid-stream
-EXCEPTIONS: Final = {
-    ErrorKind.THROTTLED: "throttlingException",
-    ErrorKind.CONTEXT_OVERFLOW: "validationException",
-    ErrorKind.AUTH: "accessDeniedException",
-    ErrorKind.NETWORK: "modelStreamErrorException",
-    ErrorKind.INVALID_REQUEST: "validationException",
-    ErrorKind.CONTENT_FILTER: "validationException",
-    ErrorKind.PROTOCOL: "internalServerException",
-    ErrorKind.LIMIT: "internalServerException",
-}
 
 
 def _event(name: str, payload: dict[str, Any]) -> bytes:

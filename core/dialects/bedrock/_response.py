@@ -32,6 +32,7 @@ from streamfn.core.dialects.bedrock._request import (
     sign,
     sigv4_credentials,
 )
+from streamfn.core.dialects.bedrock._tables import EXCEPTION_STATUS, STOP_REASONS_READ
 from streamfn.core.events import Error, StopReason, Usage
 from streamfn.core.messages import Context
 from streamfn.core.models import Model
@@ -121,27 +122,7 @@ _decode_payload: Final = msgspec.json.Decoder(_Payload).decode
 _decode_chunk: Final = msgspec.json.Decoder(_Chunk).decode
 _decode_inner: Final = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
 
-_STOP_REASONS: Final = {
-    "end_turn": StopReason.STOP,
-    "stop_sequence": StopReason.STOP,
-    "tool_use": StopReason.TOOL_USE,
-    "max_tokens": StopReason.LENGTH,
-}
 _FILTERED: Final = frozenset({"guardrail_intervened", "content_filtered"})
-
-#: exception type -> the HTTP status AWS documents for it, so `classify_stream_error`
-#: sees the same signal as for a non-2xx answer (the status is not kept).
-_EXCEPTION_STATUS: Final = {
-    "throttlingException": 429,
-    "validationException": 400,
-    "accessDeniedException": 403,
-    "resourceNotFoundException": 404,
-    "internalServerException": 500,
-    "serviceUnavailableException": 503,
-    "modelStreamErrorException": 502,  # the model failed mid-stream: retryable
-    "modelTimeoutException": 408,
-    "modelNotReadyException": 503,
-}
 
 _EVENT_TYPES: Final = frozenset(
     {
@@ -240,7 +221,7 @@ class BedrockCall(FramedCall[EventStreamMessage]):
             text = frame.payload.decode("utf-8", "replace").strip() or code
         self.fail(
             classify_stream_error(
-                f"bedrock {code}: {text}", status_hint=_EXCEPTION_STATUS.get(code), code=code
+                f"bedrock {code}: {text}", status_hint=EXCEPTION_STATUS.get(code), code=code
             )
         )
 
@@ -356,7 +337,7 @@ class BedrockCall(FramedCall[EventStreamMessage]):
         assert reason is not None
         if reason == "tool_use" and self._answered:
             reason = "end_turn"  # the forced answer tool was the answer, not a call to run
-        stop = _STOP_REASONS.get(reason)
+        stop = STOP_REASONS_READ.get(reason)
         if stop is not None:
             self.finish(stop)
         elif reason in _FILTERED:

@@ -20,6 +20,8 @@ from typing import Any, Final
 import msgspec
 
 from streamfn.core.classify import classify_stream_error
+from streamfn.core.dialects._openai_common import function_tools
+from streamfn.core.dialects.ollama._tables import DONE_REASONS_READ
 from streamfn.core.events import StopReason, Usage
 from streamfn.core.messages import (
     AssistantMessage,
@@ -129,17 +131,7 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
         "stream": True,
     }
     if context.tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": t.name,
-                    "description": t.description,
-                    "parameters": t.parameters,
-                },
-            }
-            for t in context.function_tools
-        ]
+        body["tools"] = function_tools(context.function_tools, empty_description=True)
         if options.tool_choice:
             log.debug("%s: Ollama has no tool_choice; not sent", model.key)
     knobs: dict[str, Any] = {}
@@ -199,14 +191,6 @@ _decode_line: Final = msgspec.json.Decoder(_Line).decode
 #: the emitter key of the open text or thinking block
 _SEGMENT: Final = "segment"
 
-_STOP_REASONS: Final = {
-    "stop": StopReason.STOP,
-    "length": StopReason.LENGTH,
-    # "load" / "unload": an empty request that only (un)loaded the model
-    "load": StopReason.STOP,
-    "unload": StopReason.STOP,
-}
-
 
 class OllamaCall(NDJSONCall):
     """The response state machine for one streamed Ollama chat."""
@@ -256,7 +240,7 @@ class OllamaCall(NDJSONCall):
             return StopReason.TOOL_USE
         if reason is None:
             return StopReason.STOP
-        stop = _STOP_REASONS.get(reason)
+        stop = DONE_REASONS_READ.get(reason)
         if stop is None:
             log.warning("ollama: unknown done_reason %r read as stop", reason)
             return StopReason.STOP

@@ -13,11 +13,11 @@ from typing import Any, Final
 import msgspec
 
 from streamfn.core.accumulate import WholeToolCalls
+from streamfn.core.dialects.ollama._tables import DONE_REASONS
 from streamfn.core.events import (
     Done,
     Error,
     Event,
-    StopReason,
     TextDelta,
     ThinkingDelta,
     ToolCallDelta,
@@ -29,13 +29,6 @@ from streamfn.core.serve.cut import cut_error, unpaused
 __all__ = ["OllamaEncoder"]
 
 _encoder: Final = msgspec.json.Encoder()
-
-#: our stop reasons -> Ollama ``done_reason`` (tool use is a plain stop there)
-DONE_REASONS: Final = {
-    StopReason.STOP: "stop",
-    StopReason.TOOL_USE: "stop",
-    StopReason.LENGTH: "length",
-}
 
 
 class OllamaEncoder:

@@ -21,14 +21,14 @@ from typing import Any, Final
 import msgspec
 
 from streamfn.core.citations import to_openai_annotation
-from streamfn.core.dialects._openai_common import signature_carrier
+from streamfn.core.dialects._openai_common import ERROR_CODES, signature_carrier
+from streamfn.core.dialects.openai_chat._tables import FINISH_REASONS
 from streamfn.core.events import (
     Done,
     Error,
     ErrorKind,
     Event,
     Start,
-    StopReason,
     TextDelta,
     TextEnd,
     TextStart,
@@ -49,26 +49,6 @@ __all__ = [
     "openai_error_type",
     "openai_usage",
 ]
-
-#: our stop reasons of a finished answer -> OpenAI ``finish_reason`` (streamed and
-#: whole responses alike); a cut one (error, aborted) has none (see `cut`)
-FINISH_REASONS: Final = {
-    StopReason.STOP: "stop",
-    StopReason.LENGTH: "length",
-    StopReason.TOOL_USE: "tool_calls",
-}
-
-#: our error kinds -> OpenAI error ``type`` values clients know
-_ERROR_TYPES: Final = {
-    ErrorKind.THROTTLED: "rate_limit_exceeded",
-    ErrorKind.CONTEXT_OVERFLOW: "context_length_exceeded",
-    ErrorKind.AUTH: "invalid_api_key",
-    ErrorKind.NETWORK: "server_error",
-    ErrorKind.INVALID_REQUEST: "invalid_request_error",
-    ErrorKind.CONTENT_FILTER: "content_filter",
-    ErrorKind.PROTOCOL: "server_error",
-    ErrorKind.LIMIT: "server_error",
-}
 
 _encoder: Final = msgspec.json.Encoder()
 
@@ -103,7 +83,7 @@ def openai_usage(usage: Usage) -> dict[str, Any]:
 
 
 def openai_error_type(kind: ErrorKind | None) -> str:
-    return _ERROR_TYPES.get(kind, "server_error") if kind else "server_error"
+    return ERROR_CODES.get(kind, "server_error") if kind else "server_error"
 
 
 def openai_completion_body(

@@ -17,6 +17,7 @@ from streamfn.core.capabilities import (
 )
 from streamfn.core.dialects._openai_common import (
     Quirks,
+    function_tools,
     openai_headers,
     quirks_for,
     signature_carrier,
@@ -200,19 +201,7 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
     if quirks.stream_options:
         body["stream_options"] = {"include_usage": True}
     if context.function_tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": t.name,
-                    "description": t.description,
-                    "parameters": t.parameters,
-                }
-                if t.description
-                else {"name": t.name, "parameters": t.parameters},
-            }
-            for t in context.function_tools
-        ]
+        body["tools"] = function_tools(context.function_tools)
         if options.tool_choice:
             body["tool_choice"] = _tool_choice(options.tool_choice)
     search = web_search_options(context)

@@ -58,6 +58,7 @@ from streamfn.core.dialects._openai_common import (
     quirks_for,
 )
 from streamfn.core.dialects.openai_chat._request import build_request
+from streamfn.core.dialects.openai_chat._tables import FINISH_REASONS_READ
 from streamfn.core.emitter import Emitter
 from streamfn.core.events import Error, StopReason
 from streamfn.core.messages import Context
@@ -148,19 +149,6 @@ class _ErrorEnvelope(msgspec.Struct, gc=False):
 _decode_chunk: Final = msgspec.json.Decoder(_Chunk).decode
 _decode_hot: Final = msgspec.json.Decoder(_HotChunk).decode
 _decode_error: Final = msgspec.json.Decoder(_ErrorEnvelope).decode
-
-_STOP_REASONS: Final = {
-    "stop": StopReason.STOP,
-    "end_turn": StopReason.STOP,
-    "eos": StopReason.STOP,
-    "stop_sequence": StopReason.STOP,
-    "length": StopReason.LENGTH,
-    "max_tokens": StopReason.LENGTH,
-    "model_length": StopReason.LENGTH,
-    "tool_calls": StopReason.TOOL_USE,
-    "function_call": StopReason.TOOL_USE,
-    "tool_use": StopReason.TOOL_USE,
-}
 
 #: the emitter key of the open text or thinking block (one suffices: a closed block is never
 #: continued, a new one gets a new index, and one kind closes when the other starts under it)
@@ -447,7 +435,7 @@ class OpenAIChatCall(SSECall):
             log.warning("openai-chat: %s ended without a finish_reason", self.model.provider)
             self.finish(StopReason.STOP)
             return
-        stop = _STOP_REASONS.get(reason)
+        stop = FINISH_REASONS_READ.get(reason)
         if stop is not None:
             self.finish(stop)
         elif reason == "content_filter":

@@ -17,10 +17,10 @@ from typing import Any, Final
 import msgspec
 
 from streamfn.core.citations import to_openai_annotation
+from streamfn.core.dialects._openai_common import ERROR_CODES
 from streamfn.core.events import (
     Done,
     Error,
-    ErrorKind,
     Event,
     OpaqueBlock,
     Start,
@@ -41,18 +41,6 @@ from streamfn.core.serve.cut import CUT_STOP_REASONS, cut_error, unpaused
 __all__ = ["ResponsesEncoder", "responses_usage"]
 
 _encoder: Final = msgspec.json.Encoder()
-
-#: our error kinds -> the ``code`` a failed response carries
-ERROR_CODES: Final = {
-    ErrorKind.THROTTLED: "rate_limit_exceeded",
-    ErrorKind.CONTEXT_OVERFLOW: "context_length_exceeded",
-    ErrorKind.AUTH: "invalid_api_key",
-    ErrorKind.NETWORK: "server_error",
-    ErrorKind.INVALID_REQUEST: "invalid_request_error",
-    ErrorKind.CONTENT_FILTER: "content_filter",
-    ErrorKind.PROTOCOL: "server_error",
-    ErrorKind.LIMIT: "server_error",
-}
 
 
 def responses_usage(usage: Usage) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from typing import Any, Final
 import msgspec
 
 from streamfn.core.classify import classify_stream_error
+from streamfn.core.dialects.ui_message_stream._tables import FINISH_REASONS_READ
 from streamfn.core.events import Error, ErrorKind, StopReason
 from streamfn.core.messages import (
     AssistantMessage,
@@ -69,12 +70,6 @@ class _Part(msgspec.Struct, gc=False):
 log = logging.getLogger("streamfn")
 
 _decode: Final = msgspec.json.Decoder(_Part).decode
-
-_FINISH: Final = {
-    "stop": StopReason.STOP,
-    "length": StopReason.LENGTH,
-    "tool-calls": StopReason.TOOL_USE,
-}
 
 
 def _media_part(part: ImageContent | DocumentContent) -> dict[str, Any]:
@@ -237,7 +232,7 @@ class UIMessageStreamCall(SSECall):
             elif reason == "error":
                 self.fail(classify_stream_error("the server's answer ended in an error"))
             else:
-                stop = _FINISH.get(reason or "")
+                stop = FINISH_REASONS_READ.get(reason or "")
                 if stop is None:
                     stop = StopReason.TOOL_USE if self._tool_calls else StopReason.STOP
                     log.warning(

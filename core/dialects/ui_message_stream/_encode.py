@@ -34,12 +34,12 @@ from typing import Any, Final
 import msgspec
 
 from streamfn.core.accumulate import WholeToolCalls, call_problem, parse_arguments
+from streamfn.core.dialects.ui_message_stream._tables import FINISH_REASONS
 from streamfn.core.events import (
     Done,
     Error,
     Event,
     Start,
-    StopReason,
     TextDelta,
     TextEnd,
     TextStart,
@@ -65,14 +65,6 @@ __all__ = [
 UI_STREAM_HEADER: Final = (b"x-vercel-ai-ui-message-stream", b"v1")
 #: the last frame of every stream
 UI_STREAM_DONE: Final = b"data: [DONE]\n\n"
-
-#: the stop reasons of a finished answer -> the ``finish`` part's ``finishReason`` (a
-#: cut answer has none: it ends with an ``error`` part, see `streamfn.core.serve.cut`)
-FINISH_REASONS: Final = {
-    StopReason.STOP: "stop",
-    StopReason.LENGTH: "length",
-    StopReason.TOOL_USE: "tool-calls",
-}
 
 _json: Final = msgspec.json.Encoder()
 _KEEP_ALIVE: Final = encode_sse(comment="keep-alive")
