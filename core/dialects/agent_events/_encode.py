@@ -46,7 +46,6 @@ from streamfn.core.dialects.openai_chat import openai_usage
 from streamfn.core.events import (
     Done,
     Error,
-    ErrorKind,
     Event,
     Start,
     StopReason,
@@ -56,13 +55,12 @@ from streamfn.core.events import (
     ToolCallStart,
 )
 from streamfn.core.serve.cut import unpaused
-from streamfn.core.serve.status import OWN_STATUSES
+from streamfn.core.serve.status import OWN_STATUSES, STATUS_FOR_KIND
 from streamfn.core.wire.sse import encode_sse
 
 __all__ = [
     "AGENT_ORDER",
     "ERROR_TYPE_BASE",
-    "HTTP_STATUS_FOR_KIND",
     "AgentEventsEncoder",
     "new_ulid",
     "problem_details",
@@ -79,18 +77,6 @@ AGENT_ORDER: Final = re.compile(
 #: where the ``type`` URIs of our problem details point; the kind is appended
 ERROR_TYPE_BASE: Final = "https://streamfn.dev/errors/"
 
-#: the HTTP status an error of each kind would have had (the server answers with
-#: the same ones when the error comes before any output)
-HTTP_STATUS_FOR_KIND: Final = {
-    ErrorKind.THROTTLED: 429,
-    ErrorKind.CONTEXT_OVERFLOW: 400,
-    ErrorKind.INVALID_REQUEST: 400,
-    ErrorKind.CONTENT_FILTER: 400,
-    ErrorKind.AUTH: 502,  # the upstream refused the server's key: not the client's fault
-    ErrorKind.NETWORK: 502,
-    ErrorKind.PROTOCOL: 502,
-    ErrorKind.LIMIT: 502,
-}
 #: an error without a kind that the caller caused by going away (nginx's 499)
 _ABORTED_STATUS: Final = 499
 
@@ -123,7 +109,7 @@ def problem_details(error: Error, *, type_base: str = ERROR_TYPE_BASE) -> dict[s
         # the server's own statuses (an unknown model, shutting down) stay as they are,
         # as they do on every other route
         own = error.status if error.status in OWN_STATUSES else None
-        status = own or HTTP_STATUS_FOR_KIND.get(error.kind, 502)
+        status = own or STATUS_FOR_KIND.get(error.kind, 502)
     problem: dict[str, Any] = {
         "type": type_base + slug,
         "title": slug.replace("-", " ").capitalize(),
