@@ -11,7 +11,7 @@ bytes and runs tasks. Routes:
 - ``POST /v1/messages``: Anthropic Messages, streaming or not.
 - ``POST /v1/stream``: the native proxy format (our events as SSE).
 - ``POST /v1/agent/stream``: the same request, answered in the agent-server
-  SSE contract (`streamfn.core.serve.agent_events`).
+  SSE contract (`streamfn.core.dialects.agent_events._encode`).
 - ``POST /v1/ui/chat`` and ``POST /v1/agui``: the front-end protocols, the
   Vercel AI SDK's UI message stream (``useChat``) and AG-UI events, each
   taking its client's own request body (always streamed).

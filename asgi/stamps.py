@@ -7,7 +7,7 @@ import os
 import time
 import uuid
 
-from streamfn.core.serve.agent_events import new_ulid
+from streamfn.core.dialects.agent_events import new_ulid
 from streamfn.core.serve.inbound import ClientRequest
 from streamfn.core.serve.responses import Encoder
 from streamfn.core.serve.responses import agent_encoder as _agent_encoder

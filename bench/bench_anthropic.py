@@ -36,7 +36,7 @@ from bench.bench_decode import best_times, fold_call
 from bench.fair import Answer, answer_of_events, answer_of_message, floor, payloads, split
 from bench.streams import anthropic_rich_stream, anthropic_stream, chunks_fixed, chunks_random
 from streamfn.core import Context, Model, Options
-from streamfn.core.providers.anthropic import open_call
+from streamfn.core.dialects.anthropic import open_call
 
 MODEL = Model(
     id="claude-sonnet-4-5",

@@ -66,7 +66,7 @@ def _serve(kind: str, port: int, n_events: int, clients_events: int, shell: str)
     import hypercorn.config
 
     from streamfn.asgi import ServerConfig
-    from streamfn.core.serve.encode_openai import OpenAIChatEncoder
+    from streamfn.core.dialects.openai_chat import OpenAIChatEncoder
     from streamfn.fuzz.events_backend import EventsBackend
     from streamfn.io_asyncio.server import App
 

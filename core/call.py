@@ -141,7 +141,7 @@ def _module(api: str) -> _ProviderModule:
         raise ValueError(
             f"unknown wire api {api!r}; known: {known} (add one with register_api)"
         ) from None
-    module = cast(_ProviderModule, importlib.import_module(f"streamfn.core.providers.{name}"))
+    module = cast(_ProviderModule, importlib.import_module(f"streamfn.core.dialects.{name}"))
     _LOADED[api] = module
     return module
 

@@ -43,6 +43,8 @@ from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
 import msgspec
 
+from streamfn.core.dialects._claude_thinking import thinking_asked
+
 from .call import Call, open_call
 from .capabilities import capabilities_for
 from .events import (
@@ -70,7 +72,6 @@ from .options import Options, RecoverMode
 from .pause_turn import summed
 from .providers._base import ProviderCall
 from .providers._request import HTTPRequest, merge_extra_body
-from .providers.claude_thinking import thinking_asked
 
 __all__ = [
     "CHARS_PER_TOKEN",

@@ -9,7 +9,7 @@ schema in its own dialect:
 - OpenAI Chat / Mistral / OpenAI-compatible: ``response_format`` json_schema;
   OpenAI Responses: ``text.format``; Anthropic Claude 4.5: ``output_config.format``;
   Gemini 2.5+: ``responseJsonSchema``, older Gemini: ``responseSchema`` in
-  Gemini's OpenAPI subset (``providers.gemini.gemini_schema``); Ollama: ``format``;
+  Gemini's OpenAPI subset (``dialects.gemini._request.gemini_schema``); Ollama: ``format``;
   Bedrock Converse with Claude 4.5: ``outputConfig.textFormat``. These are native.
 - Older Claude (Anthropic and Bedrock) and Nova: a forced tool whose input is the
   answer (`ANSWER_TOOL`). Emulated, but invisible: the provider's state machine turns

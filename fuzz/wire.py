@@ -23,6 +23,15 @@ from typing import Any, Final, Protocol
 import msgspec
 from hypothesis import strategies as st
 
+from streamfn.core.dialects.agui import AGUIEncoder
+from streamfn.core.dialects.anthropic import AnthropicEncoder
+from streamfn.core.dialects.bedrock import BedrockEncoder
+from streamfn.core.dialects.gemini import GeminiEncoder
+from streamfn.core.dialects.ollama import OllamaEncoder
+from streamfn.core.dialects.openai_chat import OpenAIChatEncoder
+from streamfn.core.dialects.openai_responses import ResponsesEncoder
+from streamfn.core.dialects.proxy import encode_proxy_event
+from streamfn.core.dialects.ui_message_stream import UIMessageStreamEncoder
 from streamfn.core.events import (
     Done,
     Error,
@@ -33,15 +42,6 @@ from streamfn.core.events import (
     ThinkingEnd,
     ToolCallEnd,
 )
-from streamfn.core.serve.encode_agui import AGUIEncoder
-from streamfn.core.serve.encode_anthropic import AnthropicEncoder
-from streamfn.core.serve.encode_bedrock import BedrockEncoder
-from streamfn.core.serve.encode_gemini import GeminiEncoder
-from streamfn.core.serve.encode_ollama import OllamaEncoder
-from streamfn.core.serve.encode_openai import OpenAIChatEncoder
-from streamfn.core.serve.encode_proxy import encode_proxy_event
-from streamfn.core.serve.encode_responses import ResponsesEncoder
-from streamfn.core.serve.encode_ui import UIMessageStreamEncoder
 
 from .streams import StreamShape, event_streams
 

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
 
 from streamfn.core import Context, Model, Options
-from streamfn.core.providers import (
+from streamfn.core.dialects import (
     anthropic,
     bedrock,
     gemini,

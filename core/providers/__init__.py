@@ -1,9 +1,10 @@
-"""Provider wire formats: request builders and response state machines, all pure.
+"""What every provider's client side builds on: the call base classes and the request helpers, all pure.
 
 The names below are the extension API: what a new wire format subclasses
 (`SSECall`, `NDJSONCall`, or `FramedCall` with any decoder from
-`streamfn.core.wire`) and calls (see "Your own wire format" in the documentation). Each built-in format lives in a
-module of its own and registers itself through `streamfn.core.call`.
+`streamfn.core.wire`) and calls (see "Your own wire format" in the documentation). The
+built-in formats live in `streamfn.core.dialects`, one package each, and
+`streamfn.core.call` finds them by api name.
 """
 
 from ._base import (

@@ -35,6 +35,9 @@ from typing import Any
 
 import msgspec
 
+from streamfn.core.dialects.anthropic import parse_anthropic_request
+from streamfn.core.dialects.openai_chat import parse_openai_request
+
 from ..messages import (
     AssistantMessage,
     Context,
@@ -45,8 +48,6 @@ from ..messages import (
     UserMessage,
 )
 from ..options import CLIENT_FIELDS, Options
-from .inbound_anthropic import parse_anthropic_request
-from .inbound_openai import parse_openai_request
 from .replayed_search import replayable, replayed_search_block
 from .request_fields import (
     MAX_DEPTH,

@@ -11,16 +11,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final, Protocol
 
+from streamfn.core.dialects.agent_events import AgentEventsEncoder
+from streamfn.core.dialects.agui import AGUIEncoder
+from streamfn.core.dialects.anthropic import AnthropicEncoder, anthropic_message_body
+from streamfn.core.dialects.openai_chat import OpenAIChatEncoder, openai_completion_body
+from streamfn.core.dialects.proxy import encode_proxy_events
+from streamfn.core.dialects.ui_message_stream import UI_STREAM_HEADER, UIMessageStreamEncoder
+
 from ..accumulate import accumulate
 from ..events import Done, Event
 from ..wire.sse import encode_sse
-from .agent_events import AgentEventsEncoder
 from .cut import unpaused
-from .encode_agui import AGUIEncoder
-from .encode_anthropic import AnthropicEncoder, anthropic_message_body
-from .encode_openai import OpenAIChatEncoder, openai_completion_body
-from .encode_proxy import encode_proxy_events
-from .encode_ui import UI_STREAM_HEADER, UIMessageStreamEncoder
 from .grounding import append_sources, appending_sources
 from .inbound import ClientRequest
 from .routes import AGENT_PATH, AGUI_PATH, CHAT_PATH, MESSAGES_PATH, SOURCELESS, UI_CHAT_PATH
@@ -78,7 +79,7 @@ def agent_encoder(request: ClientRequest, stamps: Stamps) -> Encoder:
     """The frame encoder and keep-alive for one agent stream.
 
     Text is held until after the tool calls only when the request declares
-    tools (see the documented event orders in `streamfn.core.serve.agent_events`).
+    tools (see the documented event orders in `streamfn.core.dialects.agent_events._encode`).
     """
     encoder = AgentEventsEncoder(
         session_id=stamps.ulid(),

@@ -14,6 +14,9 @@ import hmac
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
+from streamfn.core.dialects.agui import parse_agui_request
+from streamfn.core.dialects.ui_message_stream import parse_ui_chat_request
+
 from .client_inputs import check_client_inputs, check_resolved_hosts
 from .guard import header, host_allowed, is_json
 from .inbound import (
@@ -23,8 +26,6 @@ from .inbound import (
     parse_native_request,
     parse_openai_request,
 )
-from .inbound_agui import parse_agui_request
-from .inbound_ui import parse_ui_chat_request
 from .request_fields import TooLarge
 from .status import HTTPError
 

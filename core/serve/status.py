@@ -15,10 +15,11 @@ from typing import Any, ClassVar, Final
 
 import msgspec
 
+from streamfn.core.dialects.anthropic import anthropic_error_body, anthropic_error_type
+from streamfn.core.dialects.openai_chat import openai_error_type
+
 from ..errors import StreamfnError
 from ..events import Error, ErrorKind, Event
-from .encode_anthropic import anthropic_error_body, anthropic_error_type
-from .encode_openai import openai_error_type
 from .log_text import loggable
 
 __all__ = [

@@ -9,15 +9,15 @@ import pytest
 
 from streamfn.core import CompletionError
 from streamfn.core.completion import finish_completion
+from streamfn.core.dialects.anthropic import AnthropicEncoder, anthropic_message_body
+from streamfn.core.dialects.bedrock import BedrockEncoder
+from streamfn.core.dialects.gemini import GeminiEncoder
+from streamfn.core.dialects.ollama import OllamaEncoder
+from streamfn.core.dialects.openai_chat import OpenAIChatEncoder, openai_completion_body
+from streamfn.core.dialects.openai_responses import ResponsesEncoder
 from streamfn.core.events import Done, Event, Start, StopReason, TextDelta, TextStart
 from streamfn.core.messages import AssistantMessage, TextContent
 from streamfn.core.serve.cut import CutAnswer
-from streamfn.core.serve.encode_anthropic import AnthropicEncoder, anthropic_message_body
-from streamfn.core.serve.encode_bedrock import BedrockEncoder
-from streamfn.core.serve.encode_gemini import GeminiEncoder
-from streamfn.core.serve.encode_ollama import OllamaEncoder
-from streamfn.core.serve.encode_openai import OpenAIChatEncoder, openai_completion_body
-from streamfn.core.serve.encode_responses import ResponsesEncoder
 
 CUT = (StopReason.ERROR, StopReason.ABORTED)
 

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import ast
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -232,3 +233,57 @@ def test_the_local_model_holds_no_event_loop_code() -> None:
             if (target or name).split(".")[0] in {"asyncio", "trio", "anyio"}
         ]
     assert found == []
+
+
+DIALECTS = ROOT / "core" / "dialects"
+#: a dialect's server side: what parses a client's request and encodes our events for it
+SERVE_SIDE = ("_inbound", "_encode")
+
+
+def dialect_of(module: str) -> tuple[str, str] | None:
+    """(dialect, private module) for a module under ``streamfn.core.dialects.<dialect>``."""
+    parts = module.split(".")
+    if parts[:3] != ["streamfn", "core", "dialects"] or len(parts) < 4 or parts[3][0] == "_":
+        return None  # outside the dialects, or a module they share (_openai_common ...)
+    return parts[3], (parts[4] if len(parts) > 4 else "")
+
+
+def serve_side_imports_on_client_side() -> list[str]:
+    """``client module -> serve-side module`` for each client-side module of one dialect
+    that imports another dialect's inbound parser or encoder, or its face (which
+    carries them): a client side reuses another dialect's client side by its module."""
+    found = []
+    for me, targets in import_graph().items():
+        mine = dialect_of(me)
+        if mine is None or mine[1] in SERVE_SIDE or mine[1] == "":
+            continue
+        for target in targets:
+            theirs = dialect_of(target)
+            if theirs is None or theirs[0] == mine[0]:
+                continue
+            if theirs[1] in SERVE_SIDE or theirs[1] == "":
+                found.append(f"{me} -> {target}")
+    return found
+
+
+def test_every_wire_format_is_one_dialect_package() -> None:
+    from streamfn.core.call import API_MODULES
+
+    packages = {p.name for p in DIALECTS.iterdir() if (p / "__init__.py").exists()}
+    assert set(API_MODULES.values()) <= packages
+
+
+def test_no_dialect_client_side_imports_another_dialects_serve_side() -> None:
+    assert serve_side_imports_on_client_side() == []
+
+
+def test_the_client_side_rule_sees_a_serve_side_import(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = {"streamfn.core.dialects.proxy._client": {"streamfn.core.dialects.openai_chat._encode"}}
+    monkeypatch.setattr(sys.modules[__name__], "import_graph", lambda: fake)
+    assert serve_side_imports_on_client_side() == [
+        "streamfn.core.dialects.proxy._client -> streamfn.core.dialects.openai_chat._encode"
+    ]
+
+
+def test_the_providers_package_imports_nothing_from_serve() -> None:
+    assert imports_between("streamfn.core.providers", "streamfn.core.serve") == []

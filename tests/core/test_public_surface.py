@@ -69,7 +69,7 @@ def test_the_readme_names_resolve() -> None:
         "raise_for_error",
     ):
         assert name in core.__all__ and getattr(core, name) is not None
-    from streamfn.core.providers.sigv4 import sign_request
+    from streamfn.core.dialects.bedrock._sigv4 import sign_request
     from streamfn.core.tagged import TaggedDecoder
     from streamfn.core.text_tools import text_tool_calls
 

@@ -24,7 +24,7 @@ from streamfn.core import (
     replay,
 )
 from streamfn.core.accumulate import accumulate, check_protocol
-from streamfn.core.serve.encode_proxy import encode_proxy_events
+from streamfn.core.dialects.proxy import encode_proxy_events
 from streamfn.core.wire.eventstream import encode_message
 from streamfn.core.wire.sse import encode_sse
 

@@ -32,10 +32,10 @@ from streamfn.core import (
 )
 from streamfn.core.accumulate import accumulate, check_protocol
 from streamfn.core.citations import Citation, gemini_citations, openai_citation
-from streamfn.core.serve.encode_anthropic import AnthropicEncoder, anthropic_message_body
-from streamfn.core.serve.encode_gemini import GeminiEncoder
-from streamfn.core.serve.encode_openai import OpenAIChatEncoder, openai_completion_body
-from streamfn.core.serve.encode_responses import ResponsesEncoder
+from streamfn.core.dialects.anthropic import AnthropicEncoder, anthropic_message_body
+from streamfn.core.dialects.gemini import GeminiEncoder
+from streamfn.core.dialects.openai_chat import OpenAIChatEncoder, openai_completion_body
+from streamfn.core.dialects.openai_responses import ResponsesEncoder
 
 #: what in a recording says it carries citations, by wire format
 MARKERS = {

@@ -266,7 +266,7 @@ def test_options_default_continues_a_bounded_number_of_times() -> None:
 
 def test_the_pause_survives_the_proxy_wire_and_text_tool_calls() -> None:
     """A streamfn proxy client, and the text tool-call transform, keep ``Done.paused``."""
-    from streamfn.core.serve.encode_proxy import encode_proxy_events
+    from streamfn.core.dialects.proxy import encode_proxy_events
     from streamfn.core.text_tools import text_tool_calls
 
     paused: list[Event] = [
@@ -290,7 +290,7 @@ def test_the_anthropic_route_says_pause_turn_and_the_sdk_reads_it() -> None:
     decoder reads it back as ``Done.paused``."""
     import anthropic
 
-    from streamfn.core.serve.encode_anthropic import AnthropicEncoder
+    from streamfn.core.dialects.anthropic import AnthropicEncoder
 
     events: list[Event] = [Start(), TextStart(0), TextDelta(0, "so far"), TextEnd(0)]
     encoder = AnthropicEncoder(message_id="msg_1", model="claude-sonnet-4-5")

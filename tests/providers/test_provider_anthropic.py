@@ -38,7 +38,7 @@ from streamfn.core import (
 )
 from streamfn.core.accumulate import accumulate, check_protocol
 from streamfn.core.classify import classify_http_error
-from streamfn.core.providers.anthropic import build_request, open_call
+from streamfn.core.dialects.anthropic import build_request, open_call
 from streamfn.core.wire import encode_sse
 
 TRANSCRIPTS = Path(__file__).parents[1] / "transcripts" / "anthropic"

@@ -38,7 +38,7 @@ from streamfn.core import (
     replay,
 )
 from streamfn.core.accumulate import accumulate, check_protocol
-from streamfn.core.providers.bedrock import (
+from streamfn.core.dialects.bedrock._response import (
     AWSCredentials,
     BedrockCall,
     build_request,

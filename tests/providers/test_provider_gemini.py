@@ -36,13 +36,13 @@ from streamfn.core import (
     replay,
 )
 from streamfn.core.accumulate import accumulate, check_protocol
-from streamfn.core.errors import DecodeError, JSONArrayError
-from streamfn.core.providers.gemini import (
+from streamfn.core.dialects.gemini._response import (
     PartialArgsWriter,
     build_request,
     gemini_schema,
     open_call,
 )
+from streamfn.core.errors import DecodeError, JSONArrayError
 from streamfn.core.wire.json_array import JSONArrayDecoder
 
 TRANSCRIPTS = Path(__file__).parents[1] / "transcripts" / "gemini"

@@ -33,7 +33,7 @@ from streamfn.core import (
     replay,
 )
 from streamfn.core.accumulate import accumulate, check_protocol
-from streamfn.core.providers.ollama import build_request
+from streamfn.core.dialects.ollama import build_request
 
 TRANSCRIPTS = Path(__file__).parents[1] / "transcripts" / "ollama"
 NDJSON = [("content-type", "application/x-ndjson")]

@@ -37,7 +37,7 @@ from streamfn.core import (
     replay,
 )
 from streamfn.core.accumulate import accumulate, check_protocol
-from streamfn.core.providers.openai_chat import build_request
+from streamfn.core.dialects.openai_chat import build_request
 
 TRANSCRIPTS = Path(__file__).parents[1] / "transcripts" / "openai-chat"
 SSE = [("content-type", "text/event-stream")]

@@ -39,7 +39,7 @@ from streamfn.core import (
     replay,
 )
 from streamfn.core.accumulate import accumulate, check_protocol
-from streamfn.core.providers.openai_responses import build_request
+from streamfn.core.dialects.openai_responses import build_request
 from streamfn.core.wire.sse import encode_sse
 
 TRANSCRIPTS = Path(__file__).parents[1] / "transcripts" / "openai-responses"

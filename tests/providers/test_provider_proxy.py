@@ -37,8 +37,7 @@ from streamfn.core import (
     replay,
 )
 from streamfn.core.accumulate import check_protocol
-from streamfn.core.providers.proxy import build_request
-from streamfn.core.serve.encode_proxy import encode_proxy_event, encode_proxy_events
+from streamfn.core.dialects.proxy import build_request, encode_proxy_event, encode_proxy_events
 from streamfn.core.wire import encode_sse
 
 TRANSCRIPTS = Path(__file__).parents[1] / "transcripts" / "proxy"

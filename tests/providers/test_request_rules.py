@@ -35,7 +35,7 @@ from streamfn.core import (
     get_model,
 )
 from streamfn.core.capabilities import Capabilities, capabilities_for
-from streamfn.core.providers.gemini import DUMMY_THOUGHT_SIGNATURE
+from streamfn.core.dialects.gemini._response import DUMMY_THOUGHT_SIGNATURE
 
 CLAUDE = get_model("anthropic:claude-sonnet-4-5")
 CLAUDE_4 = get_model("anthropic:claude-sonnet-4-0")

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from streamfn.core.providers.sigv4 import _canonical_uri, encode_path_segment, sign_request
+from streamfn.core.dialects.bedrock._sigv4 import _canonical_uri, encode_path_segment, sign_request
 
 EXAMPLES = max(200, settings().max_examples)
 PROPERTY = settings(

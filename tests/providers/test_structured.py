@@ -367,7 +367,7 @@ def test_a_gateway_client_sends_the_schema_as_json_and_only_auto_cache() -> None
 def test_the_proxy_provider_forwards_the_schema_and_parses_on_the_client_side() -> None:
     """Through a `streamfn serve` proxy the server applies the schema upstream; the
     client, which still holds the type, parses the answer."""
-    from streamfn.core.providers import proxy
+    from streamfn.core.dialects import proxy
 
     m = Model(id="anthropic:claude-sonnet-4-5", provider="proxy", api="proxy", base_url="x")
     options = Options(response_schema=Forecast, cache="auto")

@@ -44,12 +44,12 @@ from streamfn.core import (
 )
 from streamfn.core.batches import Batches, flattened
 from streamfn.core.citations import Citation
+from streamfn.core.dialects.openai_chat import OpenAIChatEncoder
 from streamfn.core.events import ErrorKind, StopReason
 from streamfn.core.fallback import fall_back, fallback
 from streamfn.core.models import Model
 from streamfn.core.pause_turn import continue_paused_turns
 from streamfn.core.responses_upgrade import upgrade_to_responses
-from streamfn.core.serve.encode_openai import OpenAIChatEncoder
 from streamfn.core.serve.inbound import ClientRequest
 from streamfn.core.serve.responses import encoder_for
 from streamfn.core.serve.routes import AGENT_PATH, CHAT_PATH, MESSAGES_PATH, NATIVE_PATH

@@ -29,8 +29,8 @@ from streamfn.core import (
     replay,
 )
 from streamfn.core.accumulate import accumulate
-from streamfn.core.serve.encode_anthropic import AnthropicEncoder
-from streamfn.core.serve.encode_openai import OpenAIChatEncoder
+from streamfn.core.dialects.anthropic import AnthropicEncoder
+from streamfn.core.dialects.openai_chat import OpenAIChatEncoder
 from streamfn.fuzz import event_streams
 
 #: every block kind and stop reason, no errors (those are checked below)

@@ -512,8 +512,8 @@ def test_the_decoders_request_is_what_the_route_parses_back(api: str) -> None:
 
 
 def test_ui_arguments_that_are_not_an_object_are_a_tool_input_error() -> None:
+    from streamfn.core.dialects.ui_message_stream import UIMessageStreamEncoder
     from streamfn.core.events import ToolCallDelta, ToolCallEnd, ToolCallStart
-    from streamfn.core.serve.encode_ui import UIMessageStreamEncoder
 
     encoder = UIMessageStreamEncoder(message_id="m")
     body = b"".join(
@@ -595,9 +595,9 @@ def test_ui_tool_call_the_checks_flagged_is_a_tool_input_error_and_repairs_are_u
     """The UI stream follows `ToolCallEnd` as the tool-call checks left it: a call whose
     arguments break the tool's schema is not made available to run, and repaired
     arguments and names replace the streamed ones."""
+    from streamfn.core.dialects.ui_message_stream import UIMessageStreamEncoder
     from streamfn.core.events import ToolCallDelta, ToolCallEnd, ToolCallStart
     from streamfn.core.schema_check import SchemaMismatch
-    from streamfn.core.serve.encode_ui import UIMessageStreamEncoder
 
     def last_part(end: ToolCallEnd, streamed: str) -> dict[str, Any]:
         encoder = UIMessageStreamEncoder(message_id="m")

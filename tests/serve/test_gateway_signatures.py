@@ -35,9 +35,9 @@ from streamfn.core import (
     ToolResultMessage,
     UserMessage,
 )
+from streamfn.core.dialects.gemini._request import DUMMY_THOUGHT_SIGNATURE
+from streamfn.core.dialects.openai_chat import OpenAIChatEncoder
 from streamfn.core.models import openai_compatible
-from streamfn.core.providers.gemini_request import DUMMY_THOUGHT_SIGNATURE
-from streamfn.core.serve.encode_openai import OpenAIChatEncoder
 from streamfn.fuzz.fake_bodies import sse
 from streamfn.io_asyncio import Client
 from streamfn.io_asyncio.backends import ProviderBackend

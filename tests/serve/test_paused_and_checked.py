@@ -24,15 +24,15 @@ from streamfn.core import (
     ToolCallEnd,
     ToolCallStart,
 )
+from streamfn.core.dialects.agent_events import AgentEventsEncoder
+from streamfn.core.dialects.agui._encode import TOOL_CALL_ERROR, AGUIEncoder
+from streamfn.core.dialects.bedrock import BedrockEncoder
+from streamfn.core.dialects.gemini import GeminiEncoder
+from streamfn.core.dialects.ollama import OllamaEncoder
+from streamfn.core.dialects.openai_chat import OpenAIChatEncoder
+from streamfn.core.dialects.openai_responses import ResponsesEncoder
+from streamfn.core.dialects.ui_message_stream import UIMessageStreamEncoder
 from streamfn.core.schema_check import SchemaMismatch
-from streamfn.core.serve.agent_events import AgentEventsEncoder
-from streamfn.core.serve.encode_agui import TOOL_CALL_ERROR, AGUIEncoder
-from streamfn.core.serve.encode_bedrock import BedrockEncoder
-from streamfn.core.serve.encode_gemini import GeminiEncoder
-from streamfn.core.serve.encode_ollama import OllamaEncoder
-from streamfn.core.serve.encode_openai import OpenAIChatEncoder
-from streamfn.core.serve.encode_responses import ResponsesEncoder
-from streamfn.core.serve.encode_ui import UIMessageStreamEncoder
 
 PAUSED: list[Event] = [
     Start(),

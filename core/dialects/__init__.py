@@ -1,0 +1,3 @@
+"""The wire formats, one package per dialect: each holds its client side (request
+builder, response machine) and its server side (inbound parser, encoder), and the
+tables both read. `streamfn.core.call` finds a format's package by its api name."""

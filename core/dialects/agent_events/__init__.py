@@ -1,0 +1,20 @@
+"""The agent-events dialect: the client call and the server's encoder.
+
+One package per wire format: both roles side by side, private modules behind this face.
+"""
+
+from ._client import (
+    build_request,
+    open_call,
+)
+from ._encode import (
+    AgentEventsEncoder,
+    new_ulid,
+)
+
+__all__ = [
+    "AgentEventsEncoder",
+    "build_request",
+    "new_ulid",
+    "open_call",
+]

@@ -1,0 +1,479 @@
+"""OpenAI Chat Completions, and every server that speaks it, as one state machine.
+
+``POST {base_url}/chat/completions`` with ``stream: true``. The OpenAI-compatible
+family (Azure OpenAI, Mistral, xAI, Groq, DeepSeek, OpenRouter, Z.ai, and any
+vLLM / llama.cpp / LM Studio server) differs only in small ways, so each one is
+a `Quirks` configuration selected by ``Model.provider`` rather than a module.
+
+Decisions a caller can rely on (each one is a choice the wire leaves open):
+
+- **Refusals** (``delta.refusal``, structured outputs) stream as an ordinary
+  text block and the turn ends with ``stop``: the model did answer, in words,
+  and a caller that shows text shows the refusal. A refusal is not the
+  provider's safety system; only ``finish_reason: content_filter`` (and Azure's
+  filtered results) ends in ``Error(kind=content_filter)``.
+- **n > 1**: the event protocol carries one message, so only choice 0 is
+  streamed; other choices are dropped with one warning. Usage (and so cost)
+  still counts every choice, as the provider bills them.
+- **Terminal marker**: ``data: [DONE]``. Usage arrives after the finish reason
+  (the ``choices: []`` chunk), so the stream ends at ``[DONE]``, not at the
+  finish reason. A body that ends after a finish reason but without ``[DONE]``
+  (some compatible servers) still ends in ``Done``; a body that ends before
+  any finish reason is a network error ("stream ended early"). ``[DONE]``
+  without any finish reason ends in ``Done(stop)`` with a warning.
+- **Errors inside a 200 stream** (``{"error": {...}}`` chunks, OpenRouter's
+  error-with-usage chunk, Groq's ``event: error``) end the stream with the
+  classified `Error`, keeping the usage the chunk carried.
+- **Tool-call fragments** are routed by ``index``; a fragment whose ``index``
+  is known but whose ``id`` differs starts a new call (servers that number
+  every call 0); without ``index`` they are routed by ``id`` (Mistral); with
+  neither they continue the last call.
+- **Reasoning**: ``reasoning_content`` (DeepSeek, xAI, Z.ai, vLLM),
+  ``reasoning`` (OpenRouter, Groq) and Mistral's typed ``thinking`` content
+  chunks become thinking blocks; OpenRouter's Anthropic signature
+  (``reasoning_details[].signature``) is kept on ``ThinkingEnd``.
+- **Usage** in our convention: cached prompt tokens (``cached_tokens`` or
+  DeepSeek's ``prompt_cache_hit_tokens``) move from input to cache_read;
+  reasoning is a subset of output, and where a server counts it outside
+  ``completion_tokens`` (xAI: ``total = prompt + completion + reasoning``) it is
+  added back so ``output`` always includes it. Groq's ``x_groq.usage`` is used
+  when the top-level one is absent.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Final
+
+import msgspec
+
+from streamfn.core.citations import openai_citation
+from streamfn.core.classify import classify_message, classify_stream_error
+from streamfn.core.dialects._openai_common import (
+    Quirks,
+    WireUsage,
+    call_signature,
+    convert_usage,
+    error_text,
+    quirks_for,
+)
+from streamfn.core.dialects.openai_chat._request import build_request
+from streamfn.core.dialects.openai_chat._tables import FINISH_REASONS_READ
+from streamfn.core.emitter import Emitter
+from streamfn.core.events import Error, StopReason
+from streamfn.core.messages import Context
+from streamfn.core.models import Model
+from streamfn.core.options import Options
+from streamfn.core.providers._base import HTTPRequest, SSECall
+from streamfn.core.wire.sse import decode_data
+
+__all__ = ["OpenAIChatCall", "Quirks", "build_request", "open_call", "quirks_for"]
+
+log = logging.getLogger("streamfn")
+
+
+# ---------------------------------------------------------------------------
+# Response: wire structs (only the fields we read; everything else is skipped)
+# ---------------------------------------------------------------------------
+
+
+class _Function(msgspec.Struct, gc=False):
+    name: str | None = None
+    arguments: str | None = None
+
+
+class _ToolCallDelta(msgspec.Struct, gc=False):
+    index: int | None = None
+    id: str | None = None
+    function: _Function | None = None
+    extra_content: Any = None  # Gemini's carrier of a thought signature (`call_signature`)
+
+
+class _Part(msgspec.Struct, gc=False):
+    """Mistral's typed content chunk: ``text``, or ``thinking`` holding text chunks."""
+
+    type: str = ""
+    text: str | None = None
+    thinking: list[_Part] | str | None = None
+
+
+class _ReasoningDetail(msgspec.Struct, gc=False):
+    signature: str | None = None
+
+
+class _Delta(msgspec.Struct, gc=False):
+    content: str | list[_Part] | None = None
+    reasoning_content: str | None = None
+    reasoning: str | None = None
+    refusal: str | None = None
+    tool_calls: list[_ToolCallDelta] | None = None
+    reasoning_details: list[_ReasoningDetail] | None = None
+    annotations: list[Any] | None = None  # url_citation (search models)
+
+
+class _Choice(msgspec.Struct, gc=False):
+    index: int = 0
+    delta: _Delta | None = None
+    finish_reason: str | None = None
+
+
+class _XGroq(msgspec.Struct, gc=False):
+    usage: WireUsage | None = None
+
+
+class _ErrorBody(msgspec.Struct, gc=False):
+    message: str | None = None
+    code: str | int | None = None
+    type: str | None = None
+    status_code: int | None = None
+
+
+class _HotChunk(msgspec.Struct, gc=False):
+    """A chunk without its id: what the hot loop decodes once the id is known."""
+
+    choices: list[_Choice] | None = None
+    usage: WireUsage | None = None
+    x_groq: _XGroq | None = None
+    error: _ErrorBody | str | None = None
+
+
+class _Chunk(_HotChunk, gc=False):
+    id: str | None = None
+    model: str | None = None
+
+
+class _ErrorEnvelope(msgspec.Struct, gc=False):
+    error: _ErrorBody | str | None = None
+
+
+_decode_chunk: Final = msgspec.json.Decoder(_Chunk).decode
+_decode_hot: Final = msgspec.json.Decoder(_HotChunk).decode
+_decode_error: Final = msgspec.json.Decoder(_ErrorEnvelope).decode
+
+#: the emitter key of the open text or thinking block (one suffices: a closed block is never
+#: continued, a new one gets a new index, and one kind closes when the other starts under it)
+_SEGMENT: Final = "segment"
+
+
+def _flush_run(emit: Emitter, text: bool, pending: list[str]) -> bool:
+    """The run gathered so far to the emitter (``pending`` is emptied); True when
+    that finished the stream (the cap fell inside the run)."""
+    if len(pending) == 1:  # a live stream's read: one delta, no run to set up
+        (emit.text if text else emit.thinking)(_SEGMENT, pending[0])
+    elif text:
+        emit.texts(_SEGMENT, pending)
+    else:
+        emit.thinkings(_SEGMENT, pending)
+    pending.clear()
+    return emit.finished
+
+
+class _ToolSlot:
+    """One tool call being assembled; arguments wait here until its name is known."""
+
+    __slots__ = ("id", "id_from_wire", "key", "name", "pending", "started")
+
+    def __init__(self, key: tuple[str, int], id: str, id_from_wire: bool) -> None:
+        self.key = key
+        self.id = id
+        self.id_from_wire = id_from_wire
+        self.name = ""
+        self.started = False
+        self.pending: list[str] = []
+
+
+class OpenAIChatCall(SSECall):
+    """The response state machine for one streamed chat completion."""
+
+    api = "openai-chat"
+
+    def __init__(
+        self, model: Model, context: Context, options: Options, request: HTTPRequest
+    ) -> None:
+        super().__init__(model, context, options, request)
+        self._finish_reason: str | None = None
+        self._tools: list[_ToolSlot] = []
+        #: `on_run`'s gathered deltas, reused: empty between reads (each run flushes it)
+        self._pending: list[str] = []
+        self._tool_by_index: dict[int, _ToolSlot] = {}
+        self._tool_by_id: dict[str, _ToolSlot] = {}
+        self._warned_choices = False
+
+    # -- SSE events -----------------------------------------------------------
+    raw_data = True
+
+    def on_data(self, data: bytes, event_type: bytes) -> bool:
+        # an event's type matters here: the rest is a one-element run
+        if event_type and event_type != b"message":
+            if event_type == b"error":
+                self._stream_error(data.decode("utf-8", "replace"))
+            else:
+                log.debug(
+                    "openai-chat: ignoring SSE event type %r", event_type.decode("utf-8", "replace")
+                )
+            return self.emit.finished
+        return self.on_run([data])
+
+    def on_run(self, datas: list[bytes]) -> bool:
+        # The one path for chunks: a chunk that is one more text or reasoning
+        # delta and nothing else joins `pending`, handed to the emitter in one
+        # call; any other chunk flushes it and goes the general way. Once the
+        # response id is known no chunk's id is decoded: so a chunk is accepted
+        # or refused alike however the reads fall.
+        emit = self.emit
+        pending = self._pending
+        pending_text = True
+        hot = self.response_id is not None  # until then every chunk goes the general way
+        for data in datas:
+            try:
+                chunk: _HotChunk | None = (_decode_hot if hot else _decode_chunk)(data)
+            except Exception:  # [DONE], invalid UTF-8, a fault: _on_raw decides
+                chunk = None
+            if hot and chunk is not None and chunk.usage is None and chunk.x_groq is None:
+                choices = chunk.choices
+                if chunk.error is None and choices is not None and len(choices) == 1:
+                    choice = choices[0]
+                    delta = choice.delta
+                    if (
+                        delta is not None
+                        and choice.index == 0
+                        and choice.finish_reason is None
+                        and delta.tool_calls is None
+                        and delta.refusal is None
+                        and delta.annotations is None
+                        and not delta.reasoning_details
+                    ):
+                        content = delta.content
+                        if content:  # text alone, or the general way
+                            text = True
+                            piece = (
+                                content
+                                if type(content) is str
+                                and delta.reasoning_content is None
+                                and delta.reasoning is None
+                                else None
+                            )
+                        else:
+                            text = False
+                            piece = delta.reasoning_content or delta.reasoning
+                        if piece:
+                            if text is not pending_text and pending:  # noqa: SIM102
+                                if _flush_run(emit, pending_text, pending):
+                                    return True  # the cap fell inside the run
+                            pending_text = text
+                            pending.append(piece)
+                            continue
+            if pending and _flush_run(emit, pending_text, pending):
+                return True
+            if self._on_chunk(chunk) if chunk is not None else self._on_raw(data):
+                return True
+            hot = self.response_id is not None
+        if pending:
+            _flush_run(emit, pending_text, pending)
+        return emit.finished
+
+    def _on_raw(self, data: bytes) -> bool:
+        """A chunk the hot decode refused: the end marker, or the spec's decoding
+        of invalid UTF-8 (a fault raises); True once the stream is finished."""
+        if not data:
+            return False
+        if data == b"[DONE]":
+            self._complete()
+            return self.emit.finished
+        return self._on_chunk(
+            decode_data(_decode_chunk if self.response_id is None else _decode_hot, data)
+        )
+
+    def _on_chunk(self, chunk: _HotChunk) -> bool:
+        """A decoded chunk the general way; True once the stream is finished."""
+        if self.response_id is None and isinstance(chunk, _Chunk) and chunk.id:
+            self.response_id = chunk.id
+            self.response_model = chunk.model or None
+        if (
+            chunk.usage is not None or chunk.x_groq is not None or chunk.error is not None
+        ) and self._chunk_extras(chunk):
+            return True
+        for choice in chunk.choices or ():
+            if choice.index:
+                self._other_choice()
+                continue
+            if choice.delta is not None:
+                self._on_delta(choice.delta)
+            if choice.finish_reason is not None:
+                self._finish_reason = choice.finish_reason
+        return self.emit.finished
+
+    def _chunk_extras(self, chunk: _HotChunk) -> bool:
+        """Usage and in-stream errors; True when the chunk ended the stream."""
+        usage = chunk.usage
+        if usage is None and chunk.x_groq is not None:
+            usage = chunk.x_groq.usage
+        if usage is not None:
+            self.usage = convert_usage(usage)
+        if chunk.error is not None:
+            self._fail_with(chunk.error)
+            return True
+        return False
+
+    def _other_choice(self) -> None:
+        if not self._warned_choices:
+            self._warned_choices = True
+            log.warning(
+                "openai-chat: %s streamed several choices (n > 1); only choice 0 is kept",
+                self.model.provider,
+            )
+
+    def on_end(self) -> None:
+        if self._finish_reason is not None:
+            log.debug("openai-chat: body ended after finish_reason without [DONE]")
+            self._complete()
+
+    # -- deltas ---------------------------------------------------------------
+    def _on_delta(self, delta: _Delta) -> None:
+        reasoning = delta.reasoning_content or delta.reasoning
+        if reasoning:
+            self._thinking(reasoning)
+        if delta.reasoning_details:
+            for detail in delta.reasoning_details:
+                if detail.signature:
+                    # reasoning signature (OpenRouter/Anthropic), for the thinking block's end
+                    self.emit.sign(_SEGMENT, detail.signature)
+        content = delta.content
+        if content:
+            if isinstance(content, str):
+                self.emit.text(_SEGMENT, content)
+            else:
+                self._parts(content)
+        if delta.refusal:
+            self.emit.text(_SEGMENT, delta.refusal)
+        if delta.tool_calls:
+            for fragment in delta.tool_calls:
+                self._tool_fragment(fragment)
+        if delta.annotations:
+            self.emit.cite(_SEGMENT, map(openai_citation, delta.annotations))
+
+    def _parts(self, parts: list[_Part]) -> None:
+        for part in parts:
+            if part.type == "text":
+                if part.text:
+                    self.emit.text(_SEGMENT, part.text)
+            elif part.type == "thinking":
+                thinking = part.thinking
+                if isinstance(thinking, str):
+                    self._thinking(thinking)
+                elif thinking:
+                    for inner in thinking:
+                        if inner.text:
+                            self._thinking(inner.text)
+            else:
+                log.debug("openai-chat: ignoring content chunk type %r", part.type)
+
+    def _thinking(self, delta: str) -> None:
+        self.emit.thinking(_SEGMENT, delta)
+
+    # -- tool calls -----------------------------------------------------------
+    def _slot(self, fragment: _ToolCallDelta) -> _ToolSlot:
+        index, wire_id = fragment.index, fragment.id
+        if index is not None:
+            slot = self._tool_by_index.get(index)
+            if slot is not None:
+                if not wire_id or wire_id == slot.id:
+                    return slot
+                if not slot.id_from_wire and not slot.started:
+                    slot.id, slot.id_from_wire = wire_id, True
+                    self._tool_by_id[wire_id] = slot
+                    return slot
+                # same index, another id: a server that numbers every call 0
+        elif wire_id:
+            slot = self._tool_by_id.get(wire_id)
+            if slot is not None:
+                return slot
+        elif self._tools:
+            return self._tools[-1]
+        number = len(self._tools)
+        slot = _ToolSlot(("tool", number), wire_id or f"call_{number}", bool(wire_id))
+        self._tools.append(slot)
+        if index is not None:
+            self._tool_by_index[index] = slot
+        self._tool_by_id[slot.id] = slot
+        return slot
+
+    def _tool_fragment(self, fragment: _ToolCallDelta) -> None:
+        slot = self._slot(fragment)
+        self.emit.sign(slot.key, call_signature(fragment.extra_content))
+        function = fragment.function
+        if function is None:
+            return
+        if not slot.started:
+            if function.name:
+                slot.name += function.name
+            if function.arguments:
+                slot.pending.append(function.arguments)
+            if slot.name:
+                self._start_tool(slot)
+            return
+        if function.arguments:
+            self.emit.tool_delta(slot.key, function.arguments)
+
+    def _start_tool(self, slot: _ToolSlot) -> None:
+        self.emit.end(_SEGMENT)
+        slot.started = True
+        self.emit.tool_start(slot.key, slot.id, slot.name)
+        if slot.pending:
+            self.emit.tool_delta(slot.key, "".join(slot.pending))
+            slot.pending = []
+
+    # -- ending -----------------------------------------------------------------
+    def _complete(self) -> None:
+        for slot in self._tools:
+            if not slot.started:
+                log.warning("openai-chat: tool call %s arrived without a name", slot.id)
+                self._start_tool(slot)
+        self.emit.end(_SEGMENT)
+        reason = self._finish_reason
+        if reason is None:
+            log.warning("openai-chat: %s ended without a finish_reason", self.model.provider)
+            self.finish(StopReason.STOP)
+            return
+        stop = FINISH_REASONS_READ.get(reason)
+        if stop is not None:
+            self.finish(stop)
+        elif reason == "content_filter":
+            self.fail(
+                Error.content_filter(
+                    f"{self.model.provider}: the answer was stopped by the content filter"
+                )
+            )
+        elif reason == "error":
+            self.fail(Error.protocol(f"{self.model.provider} ended the answer with an error"))
+        elif reason == "insufficient_system_resource":  # DeepSeek under load
+            self.fail(Error.network(f"{self.model.provider}: {reason}"))
+        else:
+            log.warning("openai-chat: unknown finish_reason %r read as stop", reason)
+            self.finish(StopReason.STOP)
+
+    def _stream_error(self, data: str) -> None:
+        try:
+            error = _decode_error(data).error
+        except msgspec.DecodeError:
+            error = None
+        self._fail_with(error if error is not None else data.strip() or "unknown error")
+
+    def _fail_with(self, error: _ErrorBody | str) -> None:
+        provider = self.model.provider
+        if isinstance(error, str):
+            self.fail(classify_stream_error(f"{provider}: {error}"))
+            return
+        status = error.status_code
+        code = error.code
+        if status is None and isinstance(code, int) and 400 <= code <= 599:
+            status = code
+        label, message = error_text(error.message, code, error.type, fallback="unknown error")
+        # Unlike a status documented per error type, this one is what the chunk
+        # itself reports (OpenRouter's code 429), so the Error keeps it.
+        self.fail(classify_message(f"{provider}: {message}", status=status, code=label))
+
+
+def open_call(model: Model, context: Context, options: Options) -> OpenAIChatCall:
+    """Build the request and the call that decodes its streamed response."""
+    return OpenAIChatCall(model, context, options, build_request(model, context, options))

@@ -1,0 +1,20 @@
+"""OpenAI Responses: the request builder and response machine (client side), the encoder (server side).
+
+One package per wire format: both roles side by side, private modules behind this face.
+"""
+
+from ._encode import (
+    ResponsesEncoder,
+)
+from ._request import (
+    build_request,
+)
+from ._response import (
+    open_call,
+)
+
+__all__ = [
+    "ResponsesEncoder",
+    "build_request",
+    "open_call",
+]

@@ -1,0 +1,24 @@
+"""The AI SDK UI message stream: the client call, the inbound parser and the encoder.
+
+One package per wire format: both roles side by side, private modules behind this face.
+"""
+
+from ._client import (
+    build_request,
+    open_call,
+)
+from ._encode import (
+    UI_STREAM_HEADER,
+    UIMessageStreamEncoder,
+)
+from ._inbound import (
+    parse_ui_chat_request,
+)
+
+__all__ = [
+    "UI_STREAM_HEADER",
+    "UIMessageStreamEncoder",
+    "build_request",
+    "open_call",
+    "parse_ui_chat_request",
+]
