@@ -26,6 +26,7 @@ PACKAGES = [
     "streamfn.core.providers",
     "streamfn.core.serve",
     "streamfn.core.http",
+    "streamfn.client",
     "streamfn.io_trio",
     "streamfn.io_asyncio",
     "streamfn.local",

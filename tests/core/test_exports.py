@@ -18,6 +18,7 @@ import pytest
 PACKAGES = [
     "streamfn.core",
     "streamfn.core.providers",
+    "streamfn.client",
     "streamfn.io_asyncio",
     "streamfn.io_trio",
     "streamfn.io_common",

@@ -18,7 +18,8 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from streamfn.core import Context, Model, Options, Start, fallback, replay, tracing
+from streamfn.client import tracing
+from streamfn.core import Context, Model, Options, Start, fallback, replay
 from streamfn.io_asyncio import Client
 from streamfn.io_sync import Client as SyncClient
 
