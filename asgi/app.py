@@ -381,8 +381,9 @@ class App:
                 opened = open_batches(self.backend, model, request.context, request.options)
                 async with opened as batches:
                     async for batch in batches:
-                        # the Start opens a stream, an Error ends it: only a batch's
-                        # first event can be the one, only its last the other
+                        if not batch:  # a backend's empty read: nothing to hand on
+                            continue
+                        # only a batch's first event can be a Start, only its last an Error
                         started = started or isinstance(batch[0], Start)
                         last = batch[-1]
                         if isinstance(last, Error):

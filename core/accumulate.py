@@ -130,6 +130,32 @@ def _not_an_object(value: object) -> str:
     return f"tool call arguments must be a JSON object, got {type(value).__name__}"
 
 
+#: the argument deltas kept apart before they are joined: a str object per delta costs
+#: ~50 bytes over its text, and an upstream may send one character a delta, so they
+#: are joined in runs and what is held stays close to the text itself
+_JOIN_EVERY: Final = 256
+
+
+class _Arguments:
+    """A call's argument text as it streams: runs of joined deltas, then the latest."""
+
+    __slots__ = ("_pieces", "_runs")
+
+    def __init__(self) -> None:
+        self._runs: list[str] = []
+        self._pieces: list[str] = []
+
+    def add(self, delta: str) -> None:
+        pieces = self._pieces
+        pieces.append(delta)
+        if len(pieces) >= _JOIN_EVERY:  # each character is copied once more, at most
+            self._runs.append("".join(pieces))
+            pieces.clear()
+
+    def text(self) -> str:
+        return "".join(self._runs) + "".join(self._pieces)
+
+
 class WholeToolCalls:
     """Tool calls gathered until their end, for wire formats that send a call whole
     (Gemini's ``functionCall``, Ollama's ``tool_calls``) or that send it checked
@@ -141,27 +167,39 @@ class WholeToolCalls:
     __slots__ = ("_calls",)
 
     def __init__(self) -> None:
-        self._calls: dict[int, tuple[str, str, list[str]]] = {}
+        self._calls: dict[int, tuple[str, str, _Arguments]] = {}
 
     def add(self, event: ToolCallStart | ToolCallDelta) -> str | None:
         """Take a start or a delta; the call's id (None: a delta of no open call)."""
         if isinstance(event, ToolCallStart):
-            self._calls[event.index] = (event.id, event.name, [])
+            self._calls[event.index] = (event.id, event.name, _Arguments())
             return event.id
         call = self._calls.get(event.index)
         if call is None:
             return None
-        call[2].append(event.delta)
+        call[2].add(event.delta)
         return call[0]
 
     def end_text(self, event: ToolCallEnd) -> tuple[str, str, str] | None:
         """The ended call's id, name and arguments text (None: no such call was open)."""
+        call = self.streamed(event)
+        if call is None:
+            return None
+        ident, name, text = call
+        text = text if event.arguments is None else event.arguments  # as repaired
+        return ident, event.name or name, text
+
+    def streamed(self, event: ToolCallEnd) -> tuple[str, str, str] | None:
+        """The ended call's id, name and arguments as they streamed (None: no such call)."""
         call = self._calls.pop(event.index, None)
         if call is None:
             return None
-        ident, name, pieces = call
-        text = "".join(pieces) if event.arguments is None else event.arguments  # as repaired
-        return ident, event.name or name, text
+        ident, name, arguments = call
+        return ident, name, arguments.text()
+
+    def clear(self) -> None:
+        """Forget the open calls (an `Error` cut them: they never end)."""
+        self._calls.clear()
 
     def end(self, event: ToolCallEnd) -> tuple[str, str, dict[str, Any]]:
         call = self.end_text(event)

@@ -379,19 +379,22 @@ def next_request(
 
 def _tokens_left(splice: Splice, cut: Error, max_tokens: int | None, prefix: str) -> int | None:
     """What is left of ``max_tokens`` after the output the cut requests produced (None:
-    no limit was asked). The output is what they reported; where none reported any,
-    the prefix's characters are counted, `CHARS_PER_TOKEN` to a token, and a
-    warning says so."""
+    no limit was asked). The output is what they reported, but never less than the
+    prefix's characters counted `CHARS_PER_TOKEN` to a token (a warning says when
+    that count is used): a cut stream's reported usage is often a count from its
+    start (Anthropic's ``message_start`` says 1 output token), not what it said."""
     if max_tokens is None:
         return None
-    produced = splice.billed_output + (cut.usage.output if cut.usage is not None else 0)
-    if not produced and prefix:
-        produced = -(-len(prefix) // CHARS_PER_TOKEN)
+    reported = splice.billed_output + (cut.usage.output if cut.usage is not None else 0)
+    counted = -(-len(prefix) // CHARS_PER_TOKEN)
+    produced = max(reported, counted)
+    if counted > reported:
         log.warning(
-            "recover=continue: no usage was reported before the cut; counted the %d "
-            "characters said so far as %d output tokens (%d characters a token)",
+            "recover=continue: %d output tokens were reported before the cut; counted the "
+            "%d characters said so far as %d output tokens (%d characters a token)",
+            reported,
             len(prefix),
-            produced,
+            counted,
             CHARS_PER_TOKEN,
         )
     return max_tokens - produced

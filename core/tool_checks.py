@@ -32,7 +32,8 @@ so it is never checked nor repaired) and says on that event:
    (``{"path": "/home/user`` then ``Done`` with stop reason ``length``) look like
    a glitch, and a lenient repair would turn them into a valid call that was never
    made. So a call with anything to repair or report is held, with the events after
-   it, until the stream's terminal event: on ``Done(LENGTH)`` or an `Error` a held
+   it, until the answer goes on (more text, thinking or another call: then it was
+   not cut, and what is held stays a few events) or the stream's terminal event: on ``Done(LENGTH)`` or an `Error` a held
    call whose arguments do not parse, and are no known glitch, is marked ``cut at max_tokens`` (or cut by an
    error) and nothing repairs it, the hook included. A valid call passes at once.
 
@@ -52,8 +53,20 @@ from typing import Any, Final, TypeAlias
 
 import msgspec
 
-from .accumulate import parse_arguments
-from .events import Done, Error, Event, StopReason, ToolCallDelta, ToolCallEnd, ToolCallStart
+from .accumulate import WholeToolCalls, parse_arguments
+from .events import (
+    Done,
+    Error,
+    Event,
+    StopReason,
+    TextDelta,
+    TextStart,
+    ThinkingDelta,
+    ThinkingStart,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+)
 from .messages import Tool, ToolCall
 from .schema_check import SchemaMismatch, check_json
 
@@ -77,6 +90,17 @@ MAX_CONCATENATED: Final = 8
 #: what text after a value starts with when it may be more (cut) JSON, not prose
 _MORE_JSON: Final = frozenset('{["')
 _SHOWN: Final = 40
+#: events that are more of the answer: the model went on after the calls held so far,
+#: so no token limit cut them (only the answer's last call can be cut), and they are
+#: released at once: what is held stays a few ends, whatever an upstream sends after
+_MORE_OUTPUT: Final = (
+    TextStart,
+    TextDelta,
+    ThinkingStart,
+    ThinkingDelta,
+    ToolCallStart,
+    ToolCallDelta,
+)
 
 
 def _after_blanks(text: str, at: int) -> int:
@@ -162,7 +186,8 @@ class ToolCallChecks:
     ones to pass on (the `ToolCallEnd` of a call with something to say carries it).
 
     A call that needs a repair or has errors is held, with every event after it,
-    until the stream's terminal event says how the answer ended: a call the answer's
+    until more output shows the answer went on past it, or the stream's terminal
+    event says how the answer ended: a call the answer's
     token limit (``Done`` with `StopReason.LENGTH`) or an `Error` cut off has
     unparsable arguments because they are incomplete, and repairing those (least of
     all by the caller's hook) would turn a cut call into a valid one. Such a call is
@@ -172,25 +197,23 @@ class ToolCallChecks:
     def __init__(self, tools: Sequence[Tool], repair: ToolCallRepair | None = None) -> None:
         self._schemas = {tool.name: tool.parameters for tool in tools}
         self._repair = repair
-        self._calls: dict[int, tuple[str, str, list[str]]] = {}
+        self._calls = WholeToolCalls()
         self._held: list[Event | _Held] = []
 
     def feed(self, events: Iterable[Event]) -> list[Event]:
         out: list[Event] = []
         for event in events:
             item: Event | _Held = event
-            if isinstance(event, ToolCallDelta):
-                call = self._calls.get(event.index)
-                if call is not None:
-                    call[2].append(event.delta)
-            elif isinstance(event, ToolCallStart):
-                self._calls[event.index] = (event.id, event.name, [])
+            if isinstance(event, (ToolCallDelta, ToolCallStart)):
+                self._calls.add(event)
             elif isinstance(event, ToolCallEnd):
-                call = self._calls.pop(event.index, None)
-                if call is not None and self._needs_a_look(call[1], "".join(call[2])):
-                    item = _Held(event, call[0], call[1], "".join(call[2]))
+                call = self._calls.streamed(event)
+                if call is not None and self._needs_a_look(call[1], call[2]):
+                    item = _Held(event, *call)
             elif isinstance(event, Error):
                 self._calls.clear()  # calls it cut open are never checked nor repaired
+            if self._held and isinstance(event, _MORE_OUTPUT):
+                out += self._flush("")  # the held calls were complete: the answer went on
             if not self._held and item is event:
                 out.append(event)  # nothing held: the common case costs nothing more
                 continue
@@ -211,8 +234,12 @@ class ToolCallChecks:
         cut = _CUT_BY_ERROR
         if isinstance(terminal, Done):
             cut = _CUT_BY_LENGTH if terminal.stop_reason == StopReason.LENGTH else ""
-        held, self._held = self._held, []
         self._calls.clear()
+        return self._flush(cut)
+
+    def _flush(self, cut: str) -> list[Event]:
+        """The held events, each held call's end said (``cut``: see `_end`)."""
+        held, self._held = self._held, []
         return [self._end(item, cut) if isinstance(item, _Held) else item for item in held]
 
     def errors(

@@ -402,3 +402,14 @@ def test_without_usage_the_text_said_is_counted() -> None:
     assert asked == [100, 90]  # 40 characters, 4 to a token
     asked, _ = _continue_budgets([_cut_after("x" * 40, None), done], None)
     assert asked == [None, None]  # no limit asked: none is made up
+
+
+def test_a_usage_count_from_the_streams_start_does_not_hide_what_was_said() -> None:
+    """Anthropic's ``message_start`` reports 1 output token; a stream cut after 400
+    characters of text produced far more: the continuation must not get the whole
+    max_tokens again (each one would bill nearly max_tokens more)."""
+    done: list[Event] = [Start(), TextStart(0), TextDelta(0, "."), TextEnd(0), Done()]
+    asked, _ = _continue_budgets([_cut_after("x" * 400, 1), done], 200)
+    assert asked == [200, 100]  # 400 characters, 4 to a token, not the 1 reported
+    asked, _ = _continue_budgets([_cut_after("x" * 40, 60), done], 100)
+    assert asked == [100, 40]  # a report above the count stands

@@ -4,6 +4,7 @@ repaired and flagged, the rest handed to the caller's hook; never a cut call."""
 from __future__ import annotations
 
 import json
+import tracemalloc
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,6 +21,8 @@ from streamfn.core import (
     Model,
     Options,
     StopReason,
+    TextDelta,
+    TextStart,
     Tool,
     ToolCall,
     ToolCallDelta,
@@ -28,6 +31,7 @@ from streamfn.core import (
     accumulate,
     check_protocol,
 )
+from streamfn.core.accumulate import WholeToolCalls
 from streamfn.core.events import Event, Start, decode_event_json, encode_event_json
 from streamfn.core.schema_check import SchemaMismatch
 from streamfn.core.tool_checks import MAX_CONCATENATED, ToolCallChecks, repair_arguments
@@ -342,6 +346,63 @@ def test_held_events_keep_their_order_whatever_the_batches() -> None:
     ]
     checks = ToolCallChecks([WEATHER])
     batches = [checks.feed([event]) for event in events]
-    assert batches[3:-1] == [[]] * (len(events) - 4)  # held from the flagged end on
-    assert [type(e) for e in batches[-1]] == [type(e) for e in events[3:]]
-    assert batches[-1][0].errors and batches[-1][-2] == ToolCallEnd(1)  # type: ignore[union-attr]
+    assert batches[3] == []  # the flagged end is held ...
+    # ... until the next call shows the answer went on past it: released before it
+    assert [type(e) for e in batches[4]] == [ToolCallEnd, ToolCallStart]
+    assert batches[4][0].errors  # type: ignore[union-attr]
+    assert [e for b in batches for e in b] == [*events[:3], batches[4][0], *events[4:]]
+
+
+def test_what_is_held_stays_small_whatever_an_upstream_sends_after_a_flagged_call() -> None:
+    """A hostile upstream (or a model) sends one call that breaks its schema, then
+    megabytes of text: the text shows the call was not cut, so the call is released
+    and the text passes as it comes, not held in memory until the stream ends."""
+    checks = ToolCallChecks([WEATHER])
+    flagged = call_events("get_weather", "{}")[:-1]
+    assert checks.feed(flagged) == flagged[:-1]  # its end is held
+    text = [TextStart(1), *[TextDelta(1, "x" * 1024) for _ in range(64)]]
+    out = checks.feed(text[:1])
+    assert [type(e) for e in out] == [ToolCallEnd, TextStart] and out[0].errors  # type: ignore[union-attr]
+    assert all(checks.feed([delta]) == [delta] for delta in text[1:])
+    assert not checks._held
+
+
+def test_a_broken_call_the_answer_went_on_after_is_not_called_cut() -> None:
+    """Only the answer's last call can be cut by its token limit: an earlier one with
+    broken arguments is reported broken, not cut, and the hook may repair it."""
+    events = [
+        *call_events("get_weather", '{"city": "Par')[:-1],
+        ToolCallStart(1, "call_2", "get_weather"),
+        ToolCallDelta(1, '{"city": "Ro'),
+        ToolCallEnd(1),
+        Done(stop_reason=StopReason.LENGTH),
+    ]
+    out = checked(events, repair=_lenient)
+    first, last = (e for e in out if isinstance(e, ToolCallEnd))
+    assert not any(m.message.startswith("cut at") for m in first.errors)
+    assert json.loads(first.arguments or "") == {"city": "Paris"}  # the hook repaired it
+    assert last.arguments is None and last.errors[-1].message.startswith("cut at max_tokens")
+
+
+def test_a_calls_arguments_are_held_at_about_their_own_size() -> None:
+    """An upstream sending a call's arguments two characters a delta: the checks (and
+    the encoders that send a call whole) hold its text, not ~50 bytes of str object
+    per delta, so what is held is bounded by the content cap, not many times it."""
+    checks = ToolCallChecks([WEATHER])
+    whole = WholeToolCalls()
+    n = 100_000
+    checks.feed([Start(), ToolCallStart(0, "call_1", "get_weather")])
+    whole.add(ToolCallStart(0, "call_1", "get_weather"))
+    tracemalloc.start()
+    try:
+        for i in range(n):
+            delta = ToolCallDelta(0, chr(97 + i % 26) * 2)  # a new str each time
+            checks.feed([delta])
+            whole.add(delta)
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert held < 4 * (2 * n) * 2  # both holders together: a few times the text, at most
+    expected = "".join(chr(97 + i % 26) * 2 for i in range(n))
+    assert whole.end_text(ToolCallEnd(0)) == ("call_1", "get_weather", expected)
+    assert checks._calls.streamed(ToolCallEnd(0)) == ("call_1", "get_weather", expected)
