@@ -19,9 +19,9 @@ from typing import Any, Final
 
 import msgspec
 
+from streamfn.client import ClientBase
 from streamfn.core.credentials import MissingCredentials, resolve_api_key
 from streamfn.core.events import Event
-from streamfn.core.http.client_base import ClientBase
 from streamfn.core.messages import Context
 from streamfn.core.models import LOCAL_DEFAULT_ID, Model, UnknownModel, get_model, list_models
 from streamfn.core.options import Options, client_fields

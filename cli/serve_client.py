@@ -16,7 +16,7 @@ def upstream_client(shell: str, environ: Mapping[str, str], max_concurrency: int
     library's default of 8 idle connections per host, every stream past the
     8th would open (and handshake) a new connection and close it again,
     adding that handshake to its time to the first token. The pool's hygiene
-    is unchanged (`streamfn.core.http.pool`): a connection is reused only
+    is unchanged (`streamfn.client.pool`): a connection is reused only
     after a clean, complete exchange that left nothing unread.
     """
     if shell == "trio":

@@ -15,7 +15,8 @@ Keys come from each model's own environment variable (a model without one is
 skipped with a warning), never from ``Options.api_key``: one key sent to
 every provider of a chain would leak it to all of them.
 
-`falls_back` is the pure decision; `fall_back` is the shells' wrapper.
+`falls_back` is the pure decision; `streamfn.client.fallback.fall_back` is the
+clients' stage that applies it.
 """
 
 from __future__ import annotations
@@ -23,14 +24,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 
-from .batches import Batches, OpenBatches, first_answer, first_output
 from .credentials import MissingCredentials, with_credentials
-from .events import Error, ErrorKind, Event
-from .messages import Context
+from .events import Error, ErrorKind
 from .models import Model
 from .options import Options
 
-__all__ = ["FallbackModel", "check_chain", "fall_back", "fallback", "falls_back"]
+__all__ = ["FallbackModel", "check_chain", "fallback", "falls_back"]
 
 log = logging.getLogger("streamfn")
 
@@ -97,50 +96,3 @@ def check_chain(chain: FallbackModel, options: Options, environ: Mapping[str, st
     raise MissingCredentials(
         "no model of the fallback chain has credentials: " + "; ".join(missing)
     )
-
-
-async def fall_back(
-    open_batches: OpenBatches, chain: FallbackModel, context: Context, options: Options
-) -> Batches:
-    """The first answer of ``chain``'s models that does not fail before output.
-
-    ``open_batches(model, context, options)`` opens one model's stream (the
-    shell resolves its credentials there and may raise `MissingCredentials`).
-    """
-    missing: list[MissingCredentials] = []
-    #: the answer of the last model that failed over, given if no later model answers
-    failure: list[Event] = []
-    for model in chain.models:
-        try:
-            batches = open_batches(model, context, options)
-        except MissingCredentials as exc:
-            log.warning("fallback: skipping %s: %s", model.key, exc)
-            missing.append(exc)
-            continue
-        try:
-            head = await first_answer(batches)
-            failed = first_output(head)
-            if isinstance(failed, Error) and falls_back(chain, failed):
-                log.warning(
-                    "fallback: %s failed before any output (%s: %s)",
-                    model.key,
-                    failed.kind,
-                    failed.message,
-                )
-                failure = head
-                continue
-            if head:
-                yield head
-            async for batch in batches:
-                yield batch
-            return
-        finally:
-            await batches.aclose()
-    if failure:  # every model that could be called failed over: the last one's error
-        yield failure
-        return
-    if missing:
-        raise MissingCredentials(
-            "no model of the fallback chain has credentials: "
-            + "; ".join(str(exc) for exc in missing)
-        )

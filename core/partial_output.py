@@ -30,7 +30,7 @@ its lists and maps are updated in place later; copy it to keep a snapshot.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final, NamedTuple
 
 import msgspec
@@ -42,7 +42,7 @@ from .partial_json import PartialJSONParser
 from .schema import is_pydantic_model
 from .structured import parse_output
 
-__all__ = ["PartialOutput", "PartialOutputs", "iter_partial_outputs", "partial_outputs"]
+__all__ = ["PartialOutput", "PartialOutputs", "check_finished", "iter_partial_outputs"]
 
 
 class PartialOutput(NamedTuple):
@@ -326,35 +326,18 @@ class PartialOutputs:
         return None
 
 
-def _stop(outputs: PartialOutputs) -> None:
+def check_finished(outputs: PartialOutputs) -> None:
     if outputs.error is not None:
         raise CompletionError(outputs.error, outputs.fold.message)
     if not outputs.fold.finished:
         raise StreamfnError("the stream ended without Done or Error; no final answer to give")
 
 
-async def partial_outputs(events: AsyncIterable[Event], spec: Any) -> AsyncIterator[PartialOutput]:
-    """The answer's object as it grows, then validated (the last one has ``final``).
-
-    ``async with client.stream(model, ctx, options) as events:``
-    ``async for partial in partial_outputs(events, options.response_schema): ...``
-
-    Raises `CompletionError` when the stream ends in an `Error`, and
-    `OutputValidationError` when the finished answer does not validate.
-    """
-    outputs = PartialOutputs(spec)
-    async for event in events:
-        partial = outputs.feed(event)
-        if partial is not None:
-            yield partial
-    _stop(outputs)
-
-
 def iter_partial_outputs(events: Iterable[Event], spec: Any) -> Iterator[PartialOutput]:
-    """`partial_outputs` for the blocking shell (and any list of events)."""
+    """`streamfn.client.partial_output.partial_outputs` for the blocking shell (and any list of events)."""
     outputs = PartialOutputs(spec)
     for event in events:
         partial = outputs.feed(event)
         if partial is not None:
             yield partial
-    _stop(outputs)
+    check_finished(outputs)

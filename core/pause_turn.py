@@ -3,8 +3,8 @@
 In a long server-tool turn (web search, code execution) Anthropic may stop with
 ``stop_reason: "pause_turn"`` (`Done.paused`): the turn is not over, and sending
 the conversation back with the paused answer as the last assistant turn lets
-the model go on where it stopped. `continue_paused_turns` does that in the
-shells' pipeline, at most ``Options.pause_turn_continuations`` times (0: never,
+the model go on where it stopped. `streamfn.client.pause_turn` does that in the
+clients' pipeline with the pure parts here, at most ``Options.pause_turn_continuations`` times (0: never,
 and the caller sees ``Done.paused``).
 
 What the caller sees is one stream, as if one request had answered: one `Start`
@@ -24,13 +24,10 @@ from typing import Final, TypeVar
 import msgspec
 
 from .accumulate import Accumulator
-from .batches import Batches, OpenBatches
-from .events import Cost, Done, Error, Event, Start, Usage
+from .events import Cost, Done, Error, Event, Usage
 from .messages import AssistantMessage, Context
-from .models import Model
-from .options import Options
 
-__all__ = ["PAUSING_APIS", "continue_paused_turns", "continued_context", "summed"]
+__all__ = ["PAUSING_APIS", "PausedTurn", "continued_context", "summed"]
 
 log = logging.getLogger("streamfn")
 
@@ -55,7 +52,7 @@ def summed(a: _Bill, b: _Bill) -> _Bill:
     return type(a)(**{name: getattr(a, name) + getattr(b, name) for name in names})
 
 
-class _Turn:
+class PausedTurn:
     """The turn so far across requests: the fold of what the caller saw (to send back),
     the first free block index, and the bill of the requests already finished."""
 
@@ -101,71 +98,3 @@ class _Turn:
             model=message.model,
             response_id=message.response_id,
         )
-
-
-def continue_paused_turns(
-    open_batches: OpenBatches, model: Model, context: Context, options: Options
-) -> Batches:
-    """``open_batches(model, context, options)``, with each paused turn continued by one
-    more request, ``options.pause_turn_continuations`` times at most.
-
-    Only the wire formats whose providers pause (`PAUSING_APIS`) are watched: the
-    others' streams are returned as they are, without the cost of folding them.
-    """
-    left = max(0, options.pause_turn_continuations)
-    if not left or model.api not in PAUSING_APIS:
-        return open_batches(model, context, options)
-    return _continued(open_batches, model, context, options, left)
-
-
-async def _continued(
-    open_batches: OpenBatches, model: Model, context: Context, options: Options, left: int
-) -> Batches:
-    turn = _Turn()
-    asked = context  # every continuation sends this, plus the whole turn so far
-    while True:
-        batches = open_batches(model, context, options)
-        continuing = False
-        try:
-            async for batch in batches:
-                out: list[Event] = []
-                for event in batch:
-                    if isinstance(event, Start):
-                        if turn.requests:
-                            continue  # the caller has the first request's Start
-                        turn.fold.add(event)
-                        out.append(event)
-                    elif isinstance(event, Done) and event.paused is True and left:
-                        left -= 1
-                        paused = turn.pause(event)
-                        log.info(
-                            "%s paused the turn; continuing it (request %d, %d more allowed)",
-                            model.key,
-                            turn.requests + 1,
-                            left,
-                        )
-                        context = continued_context(asked, paused)
-                        continuing = True
-                        break
-                    elif isinstance(event, (Done, Error)):
-                        if isinstance(event, Done) and event.paused is True:
-                            log.warning(
-                                "%s paused the turn and it is not continued "
-                                "(Options.pause_turn_continuations=%d reached); "
-                                "Done.paused is set",
-                                model.key,
-                                options.pause_turn_continuations,
-                            )
-                        out.append(turn.billed(event))
-                        yield out
-                        return
-                    else:
-                        out.append(turn.shifted(event))
-                if out:
-                    yield out
-                if continuing:
-                    break
-        finally:
-            await batches.aclose()
-        if not continuing:
-            return

@@ -30,14 +30,14 @@ stall past ``idle_timeout``, a body that ended early); never ``auth``,
 At most ``Options.max_recoveries`` cuts are recovered per stream.
 
 `Splice` is the pure bookkeeping (what the caller has seen, how the next
-request's events join it); `recovering` is the shells' stage around one
-model's requests.
+request's events join it); `streamfn.client.recovery.recovering` is the clients'
+stage around one model's requests, made of `next_request` and `Splice`.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import Callable
 from typing import Final
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
@@ -45,7 +45,7 @@ import msgspec
 
 from streamfn.core.dialects._claude_thinking import thinking_asked
 
-from .call import Call, open_call
+from .call import Call
 from .capabilities import capabilities_for
 from .events import (
     Cost,
@@ -78,8 +78,9 @@ __all__ = [
     "CONTINUE_SERVERS",
     "RESUMABLE_PROVIDERS",
     "Splice",
+    "background",
     "continue_request",
-    "recovering",
+    "next_request",
     "recovery_mode",
     "resumable",
     "resume_request",
@@ -91,12 +92,6 @@ log = logging.getLogger("streamfn")
 RESUMABLE_PROVIDERS: Final = frozenset({"openai", "azure"})
 #: OpenAI-compatible servers that continue a final assistant message (vLLM, llama.cpp)
 CONTINUE_SERVERS: Final = frozenset({"vllm", "llamacpp"})
-
-#: one request of a stream: ``(model, context, options, opener)`` -> its events
-EventsFor = Callable[
-    [Model, Context, Options, Callable[[Model, Context, Options], Call]],
-    AsyncGenerator[list[Event], None],
-]
 
 
 def recovery_mode(model: Model, options: Options) -> RecoverMode | None:
@@ -122,7 +117,7 @@ def recovery_mode(model: Model, options: Options) -> RecoverMode | None:
     return None
 
 
-def _background(options: Options) -> Options:
+def background(options: Options) -> Options:
     """``options`` asking for a stored background response, which can be streamed again."""
     extra = merge_extra_body(dict(options.extra_body or {}), {"background": True, "store": True})
     return msgspec.structs.replace(options, extra_body=extra)
@@ -342,70 +337,7 @@ class Splice:
         return out
 
 
-def recovering(
-    events_for: EventsFor, model: Model, context: Context, options: Options
-) -> AsyncGenerator[list[Event], None]:
-    """One model's stream, recovered after cuts as ``options.recover`` asks (see the
-    module docstring). ``events_for(model, context, options, opener)`` performs one
-    request, making its call with ``opener`` (`open_call` or a resumed call).
-    Without recovery it is that one request's stream itself, nothing in between."""
-    mode = recovery_mode(model, options)
-    if mode is None:
-        return events_for(model, context, options, open_call)
-    return _recovered(events_for, mode, model, context, options)
-
-
-async def _recovered(
-    events_for: EventsFor, mode: RecoverMode, model: Model, context: Context, options: Options
-) -> AsyncGenerator[list[Event], None]:
-    splice = Splice(model, mode, options.max_recoveries)
-    #: every new call made (a resumed call is no new one), with the request it was made for
-    opened: list[tuple[Call, HTTPRequest]] = []
-
-    def opener(m: Model, c: Context, o: Options) -> Call:
-        call = open_call(m, c, o)
-        opened.append((call, call.request))
-        return call
-
-    if mode == "resume":
-        options = _background(options)
-    events = events_for(model, context, options, opener)
-    while True:
-        cut: Error | None = None
-        try:
-            async for batch in events:
-                out: list[Event] = []
-                for event in batch:
-                    if isinstance(event, Error) and splice.recovers(event):
-                        cut = event  # the last event of its stream
-                        break
-                    out += splice.admit(event)
-                if out:
-                    yield out
-                if cut is not None:
-                    break
-        finally:
-            await events.aclose()
-        if cut is None:
-            return
-        following = _next_request(splice, cut, opened[-1] if opened else None, context, options)
-        if following is None:
-            if admitted := splice.admit(cut):
-                yield admitted
-            return
-        log.warning(
-            "recover=%s: %s was cut after output (%s); recovery %d of at most %d",
-            mode,
-            model.key,
-            cut.message,
-            splice.recovered,
-            splice.max_recoveries,
-        )
-        next_context, next_options, next_opener = following
-        events = events_for(model, next_context, next_options, next_opener or opener)
-
-
-def _next_request(
+def next_request(
     splice: Splice,
     cut: Error,
     last: tuple[Call, HTTPRequest] | None,

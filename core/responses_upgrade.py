@@ -12,8 +12,8 @@ with status 400 (some gateways say 404) whose message, which is the error
 body's own message (see `classify_http_error`), says Chat Completions is the
 wrong endpoint and Responses the right one. Any other 400 (a bad parameter,
 context overflow) is left alone, so the upgrade costs exactly one extra
-request and only when the provider asked for it. `upgrade_to_responses`
-wraps a shell's event generator with that rule.
+request and only when the provider asked for it. `streamfn.client.responses_upgrade.upgrade_to_responses`
+wraps a client's stream with that rule.
 """
 
 from __future__ import annotations
@@ -24,13 +24,16 @@ from typing import Final
 
 import msgspec
 
-from .batches import Batches, OpenBatches, first_answer, first_output
 from .events import Error, ErrorKind
-from .messages import Context
 from .models import Model
-from .options import Options
 
-__all__ = ["needs_responses_api", "responses_model", "upgrade_to_responses"]
+__all__ = [
+    "UPGRADABLE_PROVIDERS",
+    "UpgradeKey",
+    "needs_responses_api",
+    "responses_model",
+    "upgrade_key",
+]
 
 log = logging.getLogger("streamfn")
 
@@ -48,7 +51,7 @@ _RESPONSES_ONLY: Final = re.compile(
 UPGRADABLE_PROVIDERS: Final = frozenset({"openai", "azure"})
 
 #: a remembered upgrade is for this model at this server
-_Key = tuple[str, str, str]
+UpgradeKey = tuple[str, str, str]
 
 
 def needs_responses_api(error: Error) -> bool:
@@ -65,41 +68,6 @@ def responses_model(model: Model) -> Model:
     return msgspec.structs.replace(model, api="openai-responses")
 
 
-def _key(model: Model) -> _Key:
+def upgrade_key(model: Model) -> UpgradeKey:
+    """What a client remembers an upgrade under: the model at its server."""
     return (model.provider, model.base_url, model.id)
-
-
-async def upgrade_to_responses(
-    open_batches: OpenBatches,
-    upgraded: set[_Key],
-    model: Model,
-    context: Context,
-    options: Options,
-) -> Batches:
-    """``open_batches(model, ...)``, retried once on the Responses API when the provider says so.
-
-    ``upgraded`` is the client's memory: models found to need the Responses API
-    go there at once. Only an ``openai-chat`` model's first answer (the
-    `Start` and the event after it, before the caller has seen anything) is
-    inspected; everything else passes straight through.
-    """
-    eligible = model.api == "openai-chat" and model.provider in UPGRADABLE_PROVIDERS
-    if eligible and _key(model) in upgraded:
-        model = responses_model(model)
-        eligible = False
-    batches = open_batches(model, context, options)
-    try:
-        if eligible:
-            head = await first_answer(batches)
-            first = first_output(head)
-            if isinstance(first, Error) and needs_responses_api(first):
-                await batches.aclose()
-                upgraded.add(_key(model))
-                log.info("%s needs the Responses API; retrying there (remembered)", model.key)
-                batches = open_batches(responses_model(model), context, options)
-            elif head:
-                yield head
-        async for batch in batches:
-            yield batch
-    finally:
-        await batches.aclose()

@@ -49,7 +49,6 @@ from typing import Final
 
 import msgspec
 
-from .batches import Batches
 from .emitter import Emitter
 from .events import (
     Done,
@@ -68,7 +67,7 @@ from .events import (
     ToolCallEnd,
     ToolCallStart,
 )
-from .messages import Context, Tool
+from .messages import Tool
 from .models import Model
 from .options import Options
 from .tool_text import call_envelope, first_tag, held_prefix
@@ -84,7 +83,6 @@ __all__ = [
     "correct_tool_name",
     "markups_for",
     "text_tool_calls",
-    "with_text_tool_calls",
 ]
 
 log = logging.getLogger("streamfn")
@@ -465,24 +463,3 @@ def markups_for(model: Model, options: Options) -> list[Markup] | None:
     if unknown:
         raise ValueError(f"unknown text tool-call markup(s) {unknown}; known: {', '.join(MARKUPS)}")
     return [MARKUPS[n] for n in names] or None
-
-
-def with_text_tool_calls(
-    batches: Batches, model: Model, context: Context, options: Options
-) -> Batches:
-    """``batches`` through `TextToolCalls` when the model or request turns it on, else as is."""
-    markups = markups_for(model, options)
-    if markups is None:
-        return batches
-    return _transformed(batches, TextToolCalls(tools=context.function_tools, markups=markups))
-
-
-async def _transformed(batches: Batches, transform: TextToolCalls) -> Batches:
-    feed = transform.feed
-    try:
-        async for batch in batches:
-            out = [made for event in batch for made in feed(event)]
-            if out:
-                yield out
-    finally:
-        await batches.aclose()

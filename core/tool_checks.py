@@ -40,7 +40,7 @@ so it is never checked nor repaired) and says on that event:
 The fold (`Accumulator`) puts the result on the `ToolCall`: ``name`` and
 ``arguments`` as repaired (the streamed text kept in ``streamed_arguments``),
 ``repairs``, ``errors``. The shells apply this to every stream whose context
-declares function tools (`with_checked_tool_calls`); the cost is one pass over
+declares function tools (`streamfn.client.tool_checks.with_checked_tool_calls`); the cost is one pass over
 each call's arguments at its end.
 """
 
@@ -54,7 +54,6 @@ from typing import Any, Final, TypeAlias
 import msgspec
 
 from .accumulate import WholeToolCalls, parse_arguments
-from .batches import Batches
 from .events import (
     Done,
     Error,
@@ -68,8 +67,7 @@ from .events import (
     ToolCallEnd,
     ToolCallStart,
 )
-from .messages import Context, Tool, ToolCall
-from .options import Options
+from .messages import Tool, ToolCall
 from .schema_check import SchemaMismatch, check_json
 
 __all__ = [
@@ -77,7 +75,6 @@ __all__ = [
     "ToolCallChecks",
     "ToolCallRepair",
     "repair_arguments",
-    "with_checked_tool_calls",
 ]
 
 #: ``Options.repair_tool_call``: (the call, its errors) -> a replacement call, or None
@@ -307,25 +304,3 @@ class ToolCallChecks:
             repairs=tuple(repairs),
             errors=tuple(errors),
         )
-
-
-def with_checked_tool_calls(batches: Batches, context: Context, options: Options) -> Batches:
-    """``batches`` through `ToolCallChecks` when ``context`` declares function tools."""
-    tools = context.function_tools
-    if not tools:
-        return batches
-    return _checked(batches, ToolCallChecks(tools, options.repair_tool_call))
-
-
-async def _checked(batches: Batches, checks: ToolCallChecks) -> Batches:
-    feed = checks.feed
-    try:
-        async for batch in batches:
-            out = feed(batch)
-            if out:
-                yield out
-        rest = checks.finish()
-        if rest:
-            yield rest
-    finally:
-        await batches.aclose()

@@ -16,8 +16,8 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
+from streamfn.client import ClientBase
 from streamfn.core.events import Error, Event
-from streamfn.core.http.client_base import ClientBase
 from streamfn.core.http.proxy_env import Proxy
 from streamfn.core.http.steps import EXPIRED, Connect, Expired, ReceiveAnswer, SendAnswer
 from streamfn.core.http.target import Target, connect_error

@@ -19,7 +19,7 @@ import contextlib
 import socket
 from typing import Final, Self
 
-from streamfn.core.http.pool import PooledConnection, PoolKey
+from streamfn.client.pool import PooledConnection, PoolKey
 from streamfn.io_common.sockets import socket_readable
 
 __all__ = ["READ_SIZE", "TURN", "Connection", "SocketConnection", "StreamConnection"]

@@ -2,7 +2,7 @@
 every shell: ``os.environ``, ``random.random``, the UTC wall clock and the default
 SSL context (verification on, system CAs).
 
-The core reads none of these itself (`streamfn.core.http.client_base.Ambient`);
+The core reads none of these itself (`streamfn.client.Ambient`);
 the trio, asyncio and blocking shells each set ``ambient = PROCESS``.
 """
 
@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Final
 
-from streamfn.core.http.client_base import Ambient
+from streamfn.client import Ambient
 
 __all__ = ["PROCESS"]
 

@@ -25,9 +25,9 @@ from contextlib import (
 )
 from typing import Self, TypeVar, Unpack
 
+from streamfn.client import ClientBase, ClientSettings
+from streamfn.client.pool import PooledConnection, PoolKey
 from streamfn.core.events import Error, Event
-from streamfn.core.http.client_base import ClientBase, ClientSettings
-from streamfn.core.http.pool import PooledConnection, PoolKey
 from streamfn.core.http.steps import EXPIRED, Connect, Expired, ReceiveAnswer, SendAnswer
 from streamfn.core.http.target import connect_error
 from streamfn.core.http.tunnel import TunnelError
@@ -186,7 +186,7 @@ class Client:
 
     @property
     def responses_upgraded(self) -> set[tuple[str, str, str]]:
-        """Models found to need the Responses API (see `upgrade_to_responses`)."""
+        """Models found to need the Responses API (see `streamfn.client.responses_upgrade`)."""
         return self._loop.responses_upgraded
 
     @contextmanager

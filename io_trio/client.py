@@ -16,9 +16,9 @@ from typing import Final
 
 import trio
 
+from streamfn.client import ClientBase
+from streamfn.client.pool import PooledConnection, PoolKey
 from streamfn.core.events import Error, Event
-from streamfn.core.http.client_base import ClientBase
-from streamfn.core.http.pool import PooledConnection, PoolKey
 from streamfn.core.http.proxy_env import Proxy
 from streamfn.core.http.steps import EXPIRED, Connect, Expired, ReceiveAnswer, SendAnswer
 from streamfn.core.http.target import Target, connect_error

@@ -36,6 +36,7 @@ PACKAGES = [
     "streamfn.core.dialects.ui_message_stream",
     "streamfn.core.serve",
     "streamfn.core.http",
+    "streamfn.client",
     "streamfn.io_trio",
     "streamfn.io_asyncio",
     "streamfn.local",

@@ -28,6 +28,7 @@ PACKAGES = [
     "streamfn.core.dialects.agent_events",
     "streamfn.core.dialects.agui",
     "streamfn.core.dialects.ui_message_stream",
+    "streamfn.client",
     "streamfn.io_asyncio",
     "streamfn.io_trio",
     "streamfn.io_common",

@@ -8,7 +8,10 @@
   blocks do not count);
 - each room in its house: no shell imports another shell (what they share is
   in ``io_common``), nothing imports the command line (``cli``, the composition
-  root), and the local model holds no event-loop code.
+  root), and the local model holds no event-loop code;
+- the core never awaits: no ``async def``, ``await``, ``async for`` or
+  ``async with`` under ``core/`` (the async client and its stages are in
+  ``client/``; the core keeps the pure decisions they apply).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = {
     "core": "streamfn.core",
+    "client": "streamfn.client",
     "io_trio": "streamfn.io_trio",
     "io_asyncio": "streamfn.io_asyncio",
     "io_sync": "streamfn.io_sync",
@@ -287,3 +291,48 @@ def test_the_client_side_rule_sees_a_serve_side_import(monkeypatch: pytest.Monke
 
 def test_the_providers_package_imports_nothing_from_serve() -> None:
     assert imports_between("streamfn.core.providers", "streamfn.core.serve") == []
+def awaiting_code(rel: str, tree: ast.AST) -> list[str]:
+    """Each ``async def``, ``await``, ``async for`` and ``async with`` in ``tree``."""
+    kinds = {
+        ast.AsyncFunctionDef: "async def",
+        ast.Await: "await",
+        ast.AsyncFor: "async for",
+        ast.AsyncWith: "async with",
+    }
+    found = [
+        f"{rel}:{node.lineno}: {kind}"
+        for node in ast.walk(tree)
+        for cls, kind in kinds.items()
+        if isinstance(node, cls)
+    ]
+    comprehensions = [n for n in ast.walk(tree) if isinstance(n, ast.comprehension) and n.is_async]
+    return found + [f"{rel}:{n.target.lineno}: async comprehension" for n in comprehensions]
+
+
+def test_the_core_never_awaits() -> None:
+    """The core decides, the client awaits: a stage that needs the loop goes in ``client/``."""
+    found = []
+    for rel, path in sources():
+        if rel.startswith("core/"):
+            found += awaiting_code(rel, ast.parse(path.read_text()))
+    assert found == []
+
+
+def test_the_await_finder_finds_each_kind() -> None:
+    source = (
+        "async def f(xs, cm):\n"
+        "    await g()\n"
+        "    async for x in xs:\n"
+        "        pass\n"
+        "    async with cm:\n"
+        "        pass\n"
+        "    return [y async for y in xs]\n"
+    )
+    kinds = [line.split(": ", 1)[1] for line in awaiting_code("m.py", ast.parse(source))]
+    assert sorted(set(kinds)) == [
+        "async comprehension",
+        "async def",
+        "async for",
+        "async with",
+        "await",
+    ]

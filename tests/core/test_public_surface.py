@@ -19,6 +19,7 @@ from streamfn.core.options import Options
 
 PACKAGES = [
     "streamfn.core",
+    "streamfn.client",
     "streamfn.io_trio",
     "streamfn.io_asyncio",
     "streamfn.asgi",

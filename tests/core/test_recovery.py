@@ -22,6 +22,7 @@ import openai
 import pytest
 from corpus_support import body, corpus_entries, require_corpus
 
+from streamfn.client.recovery import recovering
 from streamfn.core import (
     AssistantMessage,
     Context,
@@ -46,7 +47,6 @@ from streamfn.core.providers._base import ProviderCall
 from streamfn.core.recovery import (
     Splice,
     continue_request,
-    recovering,
     recovery_mode,
     resumable,
     resume_request,
@@ -177,9 +177,9 @@ def test_the_resume_request_is_the_one_the_openai_sdk_sends() -> None:
 
 
 def test_resume_asks_for_a_stored_background_response() -> None:
-    from streamfn.core.recovery import _background
+    from streamfn.core.recovery import background
 
-    options = _background(Options(api_key="k", extra_body={"metadata": {"a": "b"}}))
+    options = background(Options(api_key="k", extra_body={"metadata": {"a": "b"}}))
     request = open_call(RESPONSES, Context.of("Hi"), options).request
     sent = msgspec.json.decode(request.body)
     assert sent["background"] is True and sent["store"] is True and sent["stream"] is True

@@ -18,7 +18,9 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from streamfn.core import Context, Model, Options, Start, fallback, replay, tracing
+from streamfn.client import tracing
+from streamfn.core import Context, Model, Options, Start, fallback, replay
+from streamfn.core import tracing as tracing_rules
 from streamfn.io_asyncio import Client
 from streamfn.io_sync import Client as SyncClient
 
@@ -195,10 +197,10 @@ def test_provider_names_are_the_genai_registry_values() -> None:
     )
 
     registry = {member.value for member in GenAiProviderNameValues}
-    assert set(tracing.OTEL_PROVIDER_NAMES.values()) <= registry
+    assert set(tracing_rules.OTEL_PROVIDER_NAMES.values()) <= registry
 
     def name(provider: str) -> str:
-        return tracing.otel_provider_name(
+        return tracing_rules.otel_provider_name(
             Model(id="m", provider=provider, api="openai-chat", base_url="")
         )
 

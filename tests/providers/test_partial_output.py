@@ -20,6 +20,7 @@ from scaling import assert_linear
 from shell_runner import FAST, SHELLS, run
 from test_structured import anthropic_tool_answer
 
+from streamfn.client.partial_output import partial_outputs
 from streamfn.core import (
     CompletionError,
     Context,
@@ -43,7 +44,6 @@ from streamfn.core.partial_output import (
     _Shapes,
     _Typer,
     iter_partial_outputs,
-    partial_outputs,
 )
 from streamfn.fuzz.fake_bodies import openai_body
 

@@ -320,7 +320,7 @@ def test_the_anthropic_route_says_pause_turn_and_the_sdk_reads_it() -> None:
 
 def test_streams_that_cannot_pause_pass_through_untouched() -> None:
     """No fold, no renumbering, no extra layer where no provider pauses (or it is off)."""
-    from streamfn.core.pause_turn import continue_paused_turns
+    from streamfn.client.pause_turn import continue_paused_turns
 
     async def events() -> Any:
         yield Start()

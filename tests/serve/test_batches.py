@@ -29,6 +29,13 @@ from hypothesis import strategies as st
 from test_codec import FixedStamps
 
 from streamfn.asgi.runtime import Mailbox, batch_bytes, event_bytes
+from streamfn.client.batches import Batches, flattened
+from streamfn.client.fallback import fall_back
+from streamfn.client.pause_turn import continue_paused_turns
+from streamfn.client.responses_upgrade import upgrade_to_responses
+from streamfn.client.text_tools import with_text_tool_calls
+from streamfn.client.tool_checks import with_checked_tool_calls
+from streamfn.client.tracing import traced
 from streamfn.core import (
     Context,
     Done,
@@ -42,20 +49,14 @@ from streamfn.core import (
     Tool,
     UserMessage,
 )
-from streamfn.core.batches import Batches, flattened
 from streamfn.core.citations import Citation
 from streamfn.core.dialects.openai_chat import OpenAIChatEncoder
 from streamfn.core.events import ErrorKind, StopReason
-from streamfn.core.fallback import fall_back, fallback
+from streamfn.core.fallback import fallback
 from streamfn.core.models import Model
-from streamfn.core.pause_turn import continue_paused_turns
-from streamfn.core.responses_upgrade import upgrade_to_responses
 from streamfn.core.serve.inbound import ClientRequest
 from streamfn.core.serve.responses import encoder_for
 from streamfn.core.serve.routes import AGENT_PATH, CHAT_PATH, MESSAGES_PATH, NATIVE_PATH
-from streamfn.core.text_tools import with_text_tool_calls
-from streamfn.core.tool_checks import with_checked_tool_calls
-from streamfn.core.tracing import traced
 from streamfn.fuzz import event_streams
 from streamfn.io_asyncio.server import AsyncioRuntime
 

@@ -17,8 +17,9 @@ from shell_runner import FAST, SHELLS, run
 
 from streamfn.asgi import ServerConfig
 from streamfn.asgi.backends import RouterBackend
+from streamfn.client.partial_output import partial_outputs
 from streamfn.core import Context, Model, Options
-from streamfn.core.partial_output import PartialOutput, partial_outputs
+from streamfn.core.partial_output import PartialOutput
 from streamfn.fuzz.fake_bodies import openai_body
 from streamfn.io_asyncio.backends import ProviderBackend
 from streamfn.io_asyncio.server import App

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 
-from .events import Event, Start
-from .messages import Context
-from .models import Model
-from .options import Options
+from ..core.events import Event, Start
+from ..core.messages import Context
+from ..core.models import Model
+from ..core.options import Options
 
 __all__ = ["Batches", "OpenBatches", "first_answer", "first_output", "flattened"]
 

@@ -1,5 +1,5 @@
-"""What every shell's client shares: configuration, the pool, and the loop that
-performs `drive`'s steps.
+"""What every shell's client shares: configuration, the pool, the stream pipeline
+(`streamfn.client._pipeline`) and the loop that performs `drive`'s steps.
 
 A shell subclasses `ClientBase` with its I/O primitives only (open, send,
 receive with a deadline, sleep, close, its clock) and says, in `Ambient`,
@@ -18,24 +18,11 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
 from typing import ClassVar, Generic, NamedTuple, Self, TypedDict, Unpack
 
-from ..batches import Batches, flattened
-from ..call import Call, open_call
-from ..credentials import with_credentials
-from ..events import Error, Event
-from ..fallback import FallbackModel, check_chain, fall_back
-from ..messages import AssistantMessage, Context
-from ..models import Model
-from ..options import Options
-from ..pause_turn import continue_paused_turns
-from ..recovery import recovering
-from ..responses_upgrade import upgrade_to_responses
-from ..text_tools import with_text_tool_calls
-from ..tool_checks import with_checked_tool_calls
-from ..tracing import traced
-from .driver import drive
-from .exchange import Exchange
-from .pool import ConnT, Pool, PooledConnection
-from .steps import (
+from ..core.call import Call, open_call
+from ..core.events import Error, Event
+from ..core.http.driver import drive
+from ..core.http.exchange import Exchange
+from ..core.http.steps import (
     Answer,
     Connect,
     Emit,
@@ -48,6 +35,12 @@ from .steps import (
     SendAnswer,
     Sleep,
 )
+from ..core.messages import AssistantMessage, Context
+from ..core.models import Model
+from ..core.options import Options
+from ._pipeline import Host, OpenStream, pipeline
+from .batches import Batches, flattened
+from .pool import ConnT, Pool, PooledConnection
 
 __all__ = ["Ambient", "ClientBase", "ClientSettings"]
 
@@ -177,7 +170,7 @@ class ClientBase(Generic[ConnT], abc.ABC):
         is the event, its ``message`` the partial answer); with
         ``raise_on_error=False`` the message is returned with ``error_message`` set.
         """
-        from ..completion import finish_completion
+        from ..core.completion import finish_completion
 
         async with self.stream(model, context, options) as events:
             collected = [event async for event in events]
@@ -249,50 +242,20 @@ class ClientBase(Generic[ConnT], abc.ABC):
     async def _batches(
         self, model: Model, context: Context, options: Options
     ) -> AsyncIterator[Batches]:
-        if isinstance(model, FallbackModel):
-            check_chain(model, options, self.environ)
-            batches = fall_back(self._open_events, model, context, options)
-        else:
-            batches = self._open_events(model, context, options)
+        batches = self._pipeline(model, context, options, open_call)
         try:
             yield batches
         finally:
             await batches.aclose()
 
-    def _open_events(self, model: Model, context: Context, options: Options) -> Batches:
-        """One model's stream, with the upgrades and transforms it asks for: the Responses
-        upgrade per request, paused turns continued, tool calls read from text, then
-        every complete tool call checked against its tool's schema.
+    @property
+    def _pipeline(self) -> OpenStream:
+        """This client's requests inside the stages of `streamfn.client._pipeline.STAGES`.
 
-        Raises `MissingCredentials` at once (before any connection) without a key.
+        Opening raises `MissingCredentials` at once (before any connection) without a key.
         """
-        options = with_credentials(model, options, self.environ)
-        batches = continue_paused_turns(self._upgraded_events, model, context, options)
-        batches = with_text_tool_calls(batches, model, context, options)
-        return with_checked_tool_calls(batches, context, options)
-
-    def _upgraded_events(self, model: Model, context: Context, options: Options) -> Batches:
-        """One request's stream, sent to the Responses API where the model needs it
-        (and recovered after a cut where ``Options.recover`` asks)."""
-        return upgrade_to_responses(
-            self._recovering_events, self.responses_upgraded, model, context, options
-        )
-
-    def _recovering_events(self, model: Model, context: Context, options: Options) -> Batches:
-        """One model's requests, joined into one stream after a cut where
-        ``Options.recover`` asks (see `streamfn.core.recovery`)."""
-        return recovering(self._traced_events, model, context, options)
-
-    def _traced_events(
-        self,
-        model: Model,
-        context: Context,
-        options: Options,
-        opener: Callable[[Model, Context, Options], Call] = open_call,
-    ) -> Batches:
-        """One call to one model, in an OpenTelemetry span when OpenTelemetry is there."""
-        events = self._events(model, context, options, opener)
-        return traced(events, model, options, self._clock())
+        host = Host(self.environ, self.responses_upgraded, self._clock)
+        return pipeline(host, self._events)
 
     def _events(
         self,
@@ -387,7 +350,7 @@ class ClientBase(Generic[ConnT], abc.ABC):
 
 async def _raising(events: AsyncIterator[Event]) -> AsyncGenerator[Event, None]:
     """``events``, with an `Error` raised as `StreamError` instead of handed out."""
-    from ..completion import raise_for_error
+    from ..core.completion import raise_for_error
 
     async for event in events:
         raise_for_error(event)

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Generic, TypeVar
 
-from .exchange import Exchange
-from .steps import PoolKey
+from ..core.http.exchange import Exchange
+from ..core.http.steps import PoolKey
 
 __all__ = ["Pool", "PoolKey", "PooledConnection"]
 
