@@ -83,7 +83,8 @@ def test_importing_the_shells_imports_neither_the_local_model_nor_the_command_li
     code = (
         "import sys\n"
         "import streamfn.io_sync, streamfn.io_asyncio, streamfn.io_trio\n"
-        "print(sorted(m for m in sys.modules if m.startswith(('streamfn.local', 'streamfn.cli'))))\n"
+        "names = ('streamfn.local', 'streamfn.cli')\n"
+        "print(sorted(m for m in sys.modules if m in names or m.startswith(('streamfn.local.', 'streamfn.cli.'))))\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
