@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import importlib.util
 import logging
 import signal
 import ssl
@@ -55,10 +54,6 @@ PROVIDER_OF = {
 WIRES = list(WIRE_FORMATS)
 
 
-def _have(api: str) -> bool:
-    return importlib.util.find_spec(f"streamfn.core.providers.{api.replace('-', '_')}") is not None
-
-
 def model_for(server: FakeProvider, fault: str, provider: str, token: str) -> Model:
     return Model(
         id="replay",
@@ -93,8 +88,6 @@ def shell(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture(params=PROVIDERS)
 def provider(request: pytest.FixtureRequest) -> str:
-    if not _have(request.param):
-        pytest.skip(f"core/providers/{request.param} has not landed yet")
     return str(request.param)
 
 
@@ -492,8 +485,6 @@ def test_https_proxy_connect_tunnel(shell: str, tls: Any) -> None:
 def test_corpus_recordings_stream_like_replay(entry: Any, server: FakeProvider) -> None:
     entry = require_corpus(entry)
     api = entry["protocol"]
-    if not _have(api):
-        pytest.skip(f"core/providers/{api} has not landed yet")
     data = corpus_body(entry)
     name = "corpus-" + entry["file"].replace("/", "_")
     server.register_body(name, data)
