@@ -8,7 +8,15 @@ The core decides (pure, no ``await``); this package awaits. A shell
 checks, tracing) are one ordered list, `streamfn.client._pipeline.STAGES`.
 """
 
-from .base import Ambient, ClientBase, ClientSettings
-from .pool import Pool, PooledConnection
+from ._base import Ambient, ClientBase, ClientSettings
+from ._partial_output import partial_outputs
+from ._pool import Pool, PooledConnection
 
-__all__ = ["Ambient", "ClientBase", "ClientSettings", "Pool", "PooledConnection"]
+__all__ = [
+    "Ambient",
+    "ClientBase",
+    "ClientSettings",
+    "Pool",
+    "PooledConnection",
+    "partial_outputs",
+]

@@ -6,21 +6,23 @@ events, and it never opens a socket, reads a clock or starts a thread.
 The rest lives in its room: decoders in `streamfn.core.wire`, the provider
 extension API in `streamfn.core.providers`, the server codec in
 `streamfn.core.serve`, HTTP/1.1 in `streamfn.core.http`, and the helpers in
-their modules (`streamfn.core.events`, `.classify`, `.text_tools` ...).
+their modules (`streamfn.core._events`, `.classify`, `.text_tools` ...).
 """
 
-from .accumulate import accumulate, check_protocol
-from .call import open_call, register_api, replay
-from .completion import raise_for_error
-from .errors import (
+from ._accumulate import accumulate, check_protocol
+from ._call import open_call, register_api, replay
+from ._capability_spec import Capabilities
+from ._completion import raise_for_error
+from ._errors import (
     CompletionError,
     MissingCredentials,
     ProtocolViolation,
     StreamError,
     StreamfnError,
     UnknownModel,
+    UsageError,
 )
-from .events import (
+from ._events import (
     Cost,
     Done,
     Error,
@@ -40,8 +42,8 @@ from .events import (
     ToolCallStart,
     Usage,
 )
-from .fallback import fallback
-from .messages import (
+from ._fallback import fallback
+from ._messages import (
     AssistantMessage,
     Citation,
     Context,
@@ -57,14 +59,21 @@ from .messages import (
     ToolResultMessage,
     UserMessage,
 )
-from .models import Model, get_model, list_models, model, register_model
-from .options import AWSCredentials, CachePoint, Options, ThinkingLevel
-from .structured import OutputValidationError, parse_output
+from ._models import Model, catalog_info, get_model, list_models, model, register_model, use_catalog
+from ._options import AWSCredentials, CachePoint, Options, ThinkingLevel
+from ._partial_output import PartialOutput, PartialOutputs, iter_partial_outputs
+from ._recovery import Splice, continue_request, recovery_mode, resume_request
+from ._structured import OutputValidationError, parse_output
+from ._text_tools import HERMES, LLAMA_FUNCTION, text_tool_calls
+from ._tool_checks import ToolCallChecks
 
 __all__ = [
+    "HERMES",
+    "LLAMA_FUNCTION",
     "AWSCredentials",
     "AssistantMessage",
     "CachePoint",
+    "Capabilities",
     "Citation",
     "CompletionError",
     "Context",
@@ -82,8 +91,11 @@ __all__ = [
     "OpaqueContent",
     "Options",
     "OutputValidationError",
+    "PartialOutput",
+    "PartialOutputs",
     "ProtocolViolation",
     "ServerTool",
+    "Splice",
     "Start",
     "StopReason",
     "StreamError",
@@ -99,25 +111,34 @@ __all__ = [
     "ThinkingStart",
     "Tool",
     "ToolCall",
+    "ToolCallChecks",
     "ToolCallDelta",
     "ToolCallEnd",
     "ToolCallStart",
     "ToolResultMessage",
     "UnknownModel",
     "Usage",
+    "UsageError",
     "UserMessage",
     "accumulate",
+    "catalog_info",
     "check_protocol",
+    "continue_request",
     "fallback",
     "get_model",
+    "iter_partial_outputs",
     "list_models",
     "model",
     "open_call",
     "parse_output",
     "raise_for_error",
+    "recovery_mode",
     "register_api",
     "register_model",
     "replay",
+    "resume_request",
+    "text_tool_calls",
+    "use_catalog",
 ]
 
 
@@ -128,7 +149,7 @@ __version__: str
 def __getattr__(name: str) -> object:
     """``__version__``, read once from the installed distribution's metadata."""
     if name == "__version__":
-        from .version import installed_version
+        from ._version import installed_version
 
         globals()[name] = found = installed_version()
         return found

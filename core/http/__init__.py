@@ -7,10 +7,10 @@ steps a shell answers (the client that performs them: `streamfn.client`).
 - `target`, `proxy_env`, `content_coding`: URLs, proxies, Content-Encoding.
 """
 
-from ..credentials import with_credentials  # the old streamfn.core.http11 exported it
-from .driver import TAIL_GRACE, drive, wire_headers
-from .exchange import MAX_TAIL_BYTES, Exchange
-from .steps import (
+from .._credentials import with_credentials  # the old streamfn.core.http11 exported it
+from ._driver import TAIL_GRACE, drive, wire_headers
+from ._exchange import MAX_TAIL_BYTES, Exchange
+from ._steps import (
     EXPIRED,
     Answer,
     Connect,
@@ -23,7 +23,7 @@ from .steps import (
     Sleep,
     Step,
 )
-from .target import (
+from ._target import (
     MAX_HEADER_BYTES,
     USER_AGENT,
     Target,
@@ -31,7 +31,7 @@ from .target import (
     connect_timeout_error,
     parse_target,
 )
-from .tunnel import ConnectTunnel, TunnelError
+from ._tunnel import ConnectTunnel, TunnelError
 
 __all__ = [
     "EXPIRED",

@@ -30,8 +30,8 @@ from streamfn.core import (
     check_protocol,
     replay,
 )
-from streamfn.core.events import Event, decode_event_json, encode_event_json
-from streamfn.fuzz.fake_bodies import sse
+from streamfn.core._events import Event, decode_event_json, encode_event_json
+from streamfn.fuzz._fake_bodies import sse
 
 
 def paused_body(n: int, *, paused: bool) -> bytes:
@@ -266,8 +266,8 @@ def test_options_default_continues_a_bounded_number_of_times() -> None:
 
 def test_the_pause_survives_the_proxy_wire_and_text_tool_calls() -> None:
     """A streamfn proxy client, and the text tool-call transform, keep ``Done.paused``."""
+    from streamfn.core._text_tools import text_tool_calls
     from streamfn.core.dialects.proxy import encode_proxy_events
-    from streamfn.core.text_tools import text_tool_calls
 
     paused: list[Event] = [
         Start(),
@@ -320,7 +320,7 @@ def test_the_anthropic_route_says_pause_turn_and_the_sdk_reads_it() -> None:
 
 def test_streams_that_cannot_pause_pass_through_untouched() -> None:
     """No fold, no renumbering, no extra layer where no provider pauses (or it is off)."""
-    from streamfn.client.pause_turn import continue_paused_turns
+    from streamfn.client._pause_turn import continue_paused_turns
 
     async def events() -> Any:
         yield Start()
