@@ -1,8 +1,8 @@
 """`streamfn serve`: any model streamfn reaches, served in the dialect the client speaks.
 
 A plain ASGI application (no web framework) written once for both shells:
-hypercorn runs it on asyncio (`streamfn.io_asyncio._serve`) or trio
-(`streamfn.io_trio._server`), and the loop's primitives come in as a
+hypercorn runs it on asyncio (`streamfn.io_asyncio.serve`) or trio
+(`streamfn.io_trio.serve`), and the loop's primitives come in as a
 `Runtime`. Every decision is the sans-I/O codec's (`streamfn.core.serve`:
 routes, guard, auth, parsing, encoders, statuses); this module only moves
 bytes and runs tasks. Routes:
@@ -112,8 +112,7 @@ Scope = MutableMapping[str, Any]
 class App:
     """The ASGI application. One instance serves many concurrent requests.
 
-    ``runtime`` is the event loop's (`streamfn.io_asyncio._server.AsyncioRuntime`,
-    `streamfn.io_trio._server.TrioRuntime`); each shell's ``serve`` binds its own
+    ``runtime`` is the event loop's (asyncio's or trio's `Runtime`); each shell's ``serve`` binds its own
     when none was given. A shell's subclass names its own as ``default_runtime``.
     ``resolver`` looks up the host names of client input URLs (the system's DNS
     unless given; tests hand in a table).
@@ -170,8 +169,8 @@ class App:
     def runtime(self) -> Runtime:
         if self._runtime is None:
             raise RuntimeError(
-                "this App has no event loop runtime: serve it with streamfn.io_asyncio._serve "
-                "or streamfn.io_trio._server.serve, or pass runtime="
+                "this App has no event loop runtime: serve it with streamfn.io_asyncio.serve "
+                "or streamfn.io_trio.serve, or pass runtime="
             )
         return self._runtime
 

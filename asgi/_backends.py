@@ -229,7 +229,7 @@ class RouterBackend:
     """Local names to the local model, everything else to the providers."""
 
     def __init__(self, local: Backend | None, providers: ProviderBackend | None) -> None:
-        """``local``: the local model's backend (`streamfn.cli._serve_local`), or None."""
+        """``local``: the local model's backend (``streamfn serve`` builds it), or None."""
         if local is None and providers is None:
             raise ValueError("a server needs a local model, upstream providers, or both")
         self.local = local

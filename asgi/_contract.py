@@ -97,7 +97,7 @@ class ServerConfig(msgspec.Struct, kw_only=True):
     sends no CORS headers and refuses requests carrying an ``Origin``.
     ``max_buffered_bytes`` bounds the requests held in memory at once, whatever
     their number: each body as it arrives, then its parsed form (charged from
-    above by `streamfn.core.serve._routes.parsed_cost`) until the request ends;
+    above by the parsed request's cost estimate) until the request ends;
     past it a request is a 503 with ``Retry-After`` (a 413 if it alone would
     not fit), so many slow or large requests cannot exhaust memory.
     ``max_unsent_bytes`` bounds the events waiting for one client: past it the

@@ -1,5 +1,5 @@
 """What every shell's client shares: configuration, the pool, the stream pipeline
-(`streamfn.client._pipeline`) and the loop that performs `drive`'s steps.
+(`client/_pipeline.py`) and the loop that performs `drive`'s steps.
 
 A shell subclasses `ClientBase` with its I/O primitives only (open, send,
 receive with a deadline, sleep, close, its clock) and says, in `Ambient`,
@@ -250,7 +250,7 @@ class ClientBase(Generic[ConnT], abc.ABC):
 
     @property
     def _pipeline(self) -> OpenStream:
-        """This client's requests inside the stages of `streamfn.client._pipeline.STAGES`.
+        """This client's requests inside the stages of `STAGES` (`client/_pipeline.py`).
 
         Opening raises `MissingCredentials` at once (before any connection) without a key.
         """

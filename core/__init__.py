@@ -6,12 +6,14 @@ events, and it never opens a socket, reads a clock or starts a thread.
 The rest lives in its room: decoders in `streamfn.core.wire`, the provider
 extension API in `streamfn.core.providers`, the server codec in
 `streamfn.core.serve`, HTTP/1.1 in `streamfn.core.http`, and the helpers in
-their modules (`streamfn.core._events`, `.classify`, `.text_tools` ...).
+private modules behind this face (`core/_events.py`, `core/_classify.py` ...).
 """
 
-from ._accumulate import accumulate, check_protocol
+from ._accumulate import Accumulator, accumulate, check_protocol
 from ._call import open_call, register_api, replay
+from ._capabilities import UnsupportedInput
 from ._capability_spec import Capabilities
+from ._catalog_build import CatalogError
 from ._completion import raise_for_error
 from ._errors import (
     CompletionError,
@@ -59,21 +61,26 @@ from ._messages import (
     ToolResultMessage,
     UserMessage,
 )
+from ._model_spec import PriceTier
 from ._models import Model, catalog_info, get_model, list_models, model, register_model, use_catalog
 from ._options import AWSCredentials, CachePoint, Options, ThinkingLevel
 from ._partial_output import PartialOutput, PartialOutputs, iter_partial_outputs
 from ._recovery import Splice, continue_request, recovery_mode, resume_request
+from ._schema import StructuredOutputUnsupported
+from ._schema_check import SchemaMismatch
 from ._structured import OutputValidationError, parse_output
-from ._text_tools import HERMES, LLAMA_FUNCTION, text_tool_calls
-from ._tool_checks import ToolCallChecks
+from ._text_tools import HERMES, LLAMA_FUNCTION, Markup, TextToolCalls, text_tool_calls
+from ._tool_checks import ToolCallChecks, ToolCallRepair
 
 __all__ = [
     "HERMES",
     "LLAMA_FUNCTION",
     "AWSCredentials",
+    "Accumulator",
     "AssistantMessage",
     "CachePoint",
     "Capabilities",
+    "CatalogError",
     "Citation",
     "CompletionError",
     "Context",
@@ -84,6 +91,7 @@ __all__ = [
     "ErrorKind",
     "Event",
     "ImageContent",
+    "Markup",
     "Message",
     "MissingCredentials",
     "Model",
@@ -93,17 +101,21 @@ __all__ = [
     "OutputValidationError",
     "PartialOutput",
     "PartialOutputs",
+    "PriceTier",
     "ProtocolViolation",
+    "SchemaMismatch",
     "ServerTool",
     "Splice",
     "Start",
     "StopReason",
     "StreamError",
     "StreamfnError",
+    "StructuredOutputUnsupported",
     "TextContent",
     "TextDelta",
     "TextEnd",
     "TextStart",
+    "TextToolCalls",
     "ThinkingContent",
     "ThinkingDelta",
     "ThinkingEnd",
@@ -114,9 +126,11 @@ __all__ = [
     "ToolCallChecks",
     "ToolCallDelta",
     "ToolCallEnd",
+    "ToolCallRepair",
     "ToolCallStart",
     "ToolResultMessage",
     "UnknownModel",
+    "UnsupportedInput",
     "Usage",
     "UsageError",
     "UserMessage",

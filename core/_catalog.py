@@ -2,15 +2,15 @@
 
 The data (``data/catalog.json.gz``) is generated from models.dev (MIT licence,
 https://models.dev; see ``data/NOTICE``) by ``scripts/gen_catalog.py`` through
-`catalog_build`: limits, prices (with long-context tiers), reasoning and
+`_catalog_build`: limits, prices (with long-context tiers), reasoning and
 temperature flags, image input and release dates for every chat model of the
 providers below. What is ours stays here: each provider's name and endpoint.
-The request rules of each family live in `capabilities` (``CAPABILITY_RULES``
+The request rules of each family live in `_capabilities` (``CAPABILITY_RULES``
 is still importable from here).
 
 Reading the packaged file is like importing a module: no environment, no
 clock. A newer catalogue (``streamfn models --refresh``) is read by the
-caller and handed to `models.use_catalog`.
+caller and handed to `use_catalog` (`_models`).
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def describe_source(document: Mapping[str, Any]) -> str:
 
 
 def models_from_catalog(document: Mapping[str, Any]) -> list[Model]:
-    """The `Model` records of a checked catalogue document (see `catalog_build`).
+    """The `Model` records of a checked catalogue document (see `_catalog_build`).
 
     Entries of providers this version has no endpoint for are skipped.
     """

@@ -321,7 +321,7 @@ class Emitter:
         """Go on after an `Error` ended the stream, with the blocks it left open.
 
         For a provider that continues the same response on a new request (see
-        `streamfn.core._recovery`): the `Error` is not handed out, the next events
+        `Splice` in `streamfn.core`): the `Error` is not handed out, the next events
         carry on the same blocks and indexes.
         """
         self.events = [e for e in self.events if not isinstance(e, Error)]

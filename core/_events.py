@@ -174,7 +174,7 @@ class TextEnd(msgspec.Struct, tag="text_end", frozen=True, omit_defaults=True, g
     ``thoughtSignature`` on a text part) that must be sent back on replay.
 
     ``citations`` are the sources the provider gave for this block (see
-    `streamfn.core._citations`); they come with the end so the grammar stays
+    `core/_citations.py`); they come with the end so the grammar stays
     one delta kind per block and any chunking yields the same list.
     """
 
@@ -221,7 +221,7 @@ class ToolCallDelta(msgspec.Struct, tag="toolcall_delta", frozen=True, gc=False)
 
 class ToolCallEnd(msgspec.Struct, tag="toolcall_end", frozen=True, omit_defaults=True, gc=False):
     """Closes a tool call. A call an error cut off never gets one, so what is here is
-    about complete calls only (the shells' `streamfn.core._tool_checks` fills it in):
+    about complete calls only (the shells' `ToolCallChecks` fills it in):
 
     - ``name``: the tool name as repaired (surrounding whitespace removed, or a
       replacement from ``Options.repair_tool_call``); None when the start's name stands;
@@ -268,7 +268,7 @@ class Done(msgspec.Struct, tag="done", frozen=True, kw_only=True, gc=False):
     encodes as it always did.
 
     ``recovered`` counts the cuts the stream survived (``Options.recover``, see
-    `streamfn.core._recovery`), and ``usage`` and ``cost`` then sum every request
+    `recovery_mode` and `Splice`), and ``usage`` and ``cost`` then sum every request
     the answer took; unset (never encoded) for an answer that came in one piece.
     """
 

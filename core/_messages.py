@@ -67,7 +67,7 @@ class ToolCall(msgspec.Struct, tag="tool_call", kw_only=True):
     Where the call's tool was declared with a schema, ``errors`` says where the
     arguments break it and ``repairs`` what was repaired first (then
     ``arguments_json`` is the repaired text and ``streamed_arguments`` the text
-    as streamed). See `streamfn.core._tool_checks`.
+    as streamed). See `ToolCallChecks`.
     """
 
     id: str
@@ -90,7 +90,7 @@ class ImageContent(msgspec.Struct, tag="image", kw_only=True, omit_defaults=True
 
     A URL is fetched by the provider, never by streamfn; providers that take
     no URLs (Bedrock, Ollama) refuse it before any request is sent (see
-    `streamfn.core._documents`). `from_bytes` and `from_url` build either.
+    `core/_documents.py`). `from_bytes` and `from_url` build either.
     """
 
     data: str = ""
@@ -114,7 +114,7 @@ class DocumentContent(msgspec.Struct, tag="document", kw_only=True, omit_default
     and an optional ``title`` (shown to the model; Bedrock needs a name).
 
     As with images, a URL is the provider's to fetch; which providers take
-    documents at all, and in which form, is in `streamfn.core._documents`.
+    documents at all, and in which form, is in `core/_documents.py`.
     """
 
     data: str = ""
@@ -271,7 +271,7 @@ class ServerTool(msgspec.Struct, kw_only=True, tag="server", tag_field="kind"):
     (``max_uses``, ``allowed_domains``, ``user_location`` ...).
 
     It sits in `Context.tools` beside the functions. Each wire format maps it
-    to its own form (`streamfn.core._server_tools`); one that has none refuses
+    to its own form (`core/_server_tools.py`); one that has none refuses
     it before any request is sent.
     """
 

@@ -106,11 +106,11 @@ def catalog_info() -> CatalogInfo:
 def use_catalog(
     document: Mapping[str, Any], *, origin: str, only_if_newer: bool = False
 ) -> CatalogInfo:
-    """Serve the models of ``document`` (a catalogue the caller read, see `catalog_build`)
-    in place of the catalogue in use; models added with `register_model` stay.
+    """Serve the models of ``document`` (a catalogue the caller read) in place of the
+    catalogue in use; models added with `register_model` stay.
 
     With ``only_if_newer`` a document whose data is older than the one in use is
-    not used, and `catalog_info` says why. Raises `catalog_build.CatalogError`
+    not used, and `catalog_info` says why. Raises `CatalogError`
     for a document that is not a catalogue, before changing anything.
     """
     global _info

@@ -334,7 +334,7 @@ def check_finished(outputs: PartialOutputs) -> None:
 
 
 def iter_partial_outputs(events: Iterable[Event], spec: Any) -> Iterator[PartialOutput]:
-    """`streamfn.client._partial_output.partial_outputs` for the blocking shell (and any list of events)."""
+    """`streamfn.client.partial_outputs` for the blocking shell (and any list of events)."""
     outputs = PartialOutputs(spec)
     for event in events:
         partial = outputs.feed(event)

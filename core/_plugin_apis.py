@@ -1,6 +1,6 @@
-"""The wire formats added from outside the package, by name (see `call.register_api`).
+"""The wire formats added from outside the package, by name (see `_call.register_api`).
 
-Its own room so the registry (`models`) can take ``FORMAT:model-id`` for a
+Its own room so the registry (`_models`) can take ``FORMAT:model-id`` for a
 plug-in format without importing `call`, which imports the registry.
 """
 

@@ -1,6 +1,6 @@
 """Reading tool calls that a model writes as text: the scanning both tag readers share.
 
-`tagged.TaggedDecoder` (a local model's raw output) and `text_tools.TextToolCalls`
+`_tagged.TaggedDecoder` (a local model's raw output) and `_text_tools.TextToolCalls`
 (tool calls inside a provider's text) both look for tags in a growing buffer,
 hold back a suffix that may still become a tag, find where a JSON arguments
 value ends before it is complete, and read ``{"name": ..., "arguments": ...}``

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from streamfn.core._lazy_face import lazy_face as _lazy_face
+from streamfn._lazy_face import lazy_face as _lazy_face
 
 from ._fake_provider import FAULTS, FakeProvider
 

@@ -67,6 +67,8 @@ try:
 except ImportError:  # the differential check is skipped without botocore
     boto_es = None
 
+__all__ = ["main"]  # a command (`python -m streamfn.fuzz.fuzz_eventstream`), not a library
+
 
 # --- invariants, shared by both engines ------------------------------------
 

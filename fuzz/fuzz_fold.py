@@ -48,6 +48,8 @@ from streamfn.fuzz._json_properties import (
     text_chunkings,
 )
 
+__all__ = ["main"]  # a command (`python -m streamfn.fuzz.fuzz_fold`), not a library
+
 
 @given(st.lists(any_event, max_size=200))
 def long_random_event_sequences(events: list[Event]) -> None:

@@ -26,6 +26,8 @@ from streamfn.core.wire._ndjson import NDJSONDecoder, NDJSONError
 from streamfn.fuzz import _harness as harness
 from streamfn.fuzz._wire_oracles import ndjson_outcome
 
+__all__ = ["main"]  # a command (`python -m streamfn.fuzz.fuzz_ndjson`), not a library
+
 _PIECES = st.sampled_from([b'{"a":1}', b"\n", b"\r\n", b"\r", b" ", b"\t", b"xyz", b"\xff", b"[]"])
 
 

@@ -46,6 +46,8 @@ from streamfn.core._call import API_MODULES
 from streamfn.fuzz import _harness as harness
 from streamfn.fuzz import chunkings, mutations, same_stream, transcripts
 
+__all__ = ["main"]  # a command (`python -m streamfn.fuzz.fuzz_providers`), not a library
+
 #: corpus ``protocol`` names that differ from the wire api's name
 _API_OF_PROTOCOL = {"bedrock-eventstream": "bedrock"}
 _BODY_SUFFIXES = (".sse", ".ndjson", ".bin")

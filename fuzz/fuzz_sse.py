@@ -39,6 +39,8 @@ from streamfn.fuzz._wire_oracles import (
     sse_outcome,
 )
 
+__all__ = ["main"]  # a command (`python -m streamfn.fuzz.fuzz_sse`), not a library
+
 CAPS: dict[str, Any] = {"max_line_bytes": 24, "max_event_bytes": 40, "emit_comments": True}
 BIG_CAPS: dict[str, Any] = {"emit_comments": True}
 

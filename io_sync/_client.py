@@ -186,7 +186,7 @@ class Client:
 
     @property
     def responses_upgraded(self) -> set[tuple[str, str, str]]:
-        """Models found to need the Responses API (see `streamfn.client._responses_upgrade`)."""
+        """Models found to need the Responses API (the Responses upgrade)."""
         return self._loop.responses_upgraded
 
     @contextmanager

@@ -105,7 +105,7 @@ async def serve(
     allow_h2c: bool = False,
 ) -> None:
     """Serve ``app`` on the listening ``sock`` until ``stop`` is set, then shut down
-    (the order of `streamfn.io_asyncio._serve.serve`: hypercorn stops accepting
+    (the order of `streamfn.io_asyncio.serve`: hypercorn stops accepting
     while the app's shutdown runs beside it)."""
     from hypercorn.trio.run import worker_serve
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from streamfn.core._lazy_face import lazy_face as _lazy_face
+from streamfn._lazy_face import lazy_face as _lazy_face
 
 if TYPE_CHECKING:
     from ._fetch import PrepareError, default_model_dir, is_prepared, prepare_default_model

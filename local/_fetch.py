@@ -70,7 +70,7 @@ def is_prepared(model_dir: str | os.PathLike[str]) -> bool:
     """True when the directory holds a complete model (conversion renames it in last).
 
     Cheap on purpose (file sizes, no hashing): it runs on every start. The full
-    check is `streamfn.local._cache.inspect_model_dir` (``streamfn local info``).
+    check is `inspect_model_dir` (`local/_cache.py`) (``streamfn local info``).
     """
     return is_complete(model_dir)
 

@@ -129,7 +129,7 @@ class LocalModel:
     degrade badly when the machine is busy).
 
     Concurrent streams share the model through batched generation (see
-    `streamfn.local._batching`): up to ``parallel_batches`` batches run at once
+    `local/_batching.py`): up to ``parallel_batches`` batches run at once
     (default: one per CPU core, at most 4), each of up to ``max_batch_size``
     streams with the same sampling settings. Further requests queue in FIFO
     order; one that has waited ``max_queue_wait`` seconds while every lane is
@@ -138,7 +138,7 @@ class LocalModel:
     alone, so the seed reproduces the same text. Greedy output (temperature 0)
     does not depend on who else is in the batch.
 
-    The repetition guard (`streamfn.local._guard`) is off unless set here or in a
+    The repetition guard (`local/_guard.py`) is off unless set here or in a
     request's ``Options.extra_body``; a guarded stream never yields its lane.
     """
 
@@ -366,7 +366,7 @@ class LocalModel:
 
         Wrap in `contextlib.closing` where the iterator may not be dropped at once
         (CPython closes it when the last reference goes). The event loops' flavours
-        are in the shells (`streamfn.io_trio._local`, `streamfn.io_asyncio._local`).
+        are in the shells (`streamfn.io_trio.stream_local`, `streamfn.io_asyncio.stream_local`).
         """
         items: queue.SimpleQueue[Item] = queue.SimpleQueue()
         generation = self.generate(context, options, items.put)

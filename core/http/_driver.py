@@ -153,7 +153,7 @@ def drive(
     Retry-After dates). Retries happen only before the caller saw an event
     (`FirstOutputGate`); a pooled socket the server had already closed is
     replaced without counting an attempt. ``opener`` makes each attempt's call
-    (`open_call`; stream recovery passes its own, see `streamfn.core._recovery`).
+    (`open_call`; stream recovery passes its own, see `resume_request` in `streamfn.core`).
     """
     run = _Run(options, environ, clock, rand, log, wall_clock, opener)
     fresh = False

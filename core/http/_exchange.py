@@ -133,7 +133,7 @@ class Exchange:
     # -- timers ----------------------------------------------------------------
     def timer(self, now: float) -> tuple[float, Error]:
         """The deadline for the next receive and the `Error` to end with if it passes
-        (`streamfn.core.http._read_timer`: first byte, idle with a heartbeat allowance,
+        (`core/http/_read_timer.py`: first byte, idle with a heartbeat allowance,
         total)."""
         return self._timer.next(now)
 

@@ -4,7 +4,7 @@ The names below are the extension API: what a new wire format subclasses
 (`SSECall`, `NDJSONCall`, or `FramedCall` with any decoder from
 `streamfn.core.wire`) and calls (see "Your own wire format" in the documentation). The
 built-in formats live in `streamfn.core.dialects`, one package each, and
-`streamfn.core._call` finds them by api name.
+`open_call` finds them by api name.
 """
 
 from .._credentials import ENV_KEYS

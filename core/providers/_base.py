@@ -199,7 +199,7 @@ class ProviderCall(abc.ABC):
         """This call once more, reading the rest of its response from ``request``.
 
         For a provider that continues one response on a new request (OpenAI
-        Responses background mode, see `streamfn.core._recovery`): the HTTP state
+        Responses background mode, see `resume_request` in `streamfn.core`): the HTTP state
         starts afresh, the stream state (blocks, indexes, usage, the provider's
         own bookkeeping) goes on, and an `Error` the cut left is withdrawn.
         """

@@ -17,6 +17,7 @@ import __future__
 
 import ast
 import importlib
+import inspect
 import pkgutil
 import re
 import types
@@ -95,11 +96,8 @@ def private_imports(source: str) -> list[str]:
     found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
-            found += [a.name for a in node.names if a.name.startswith("streamfn.")]
-            found = found[: len(found) - len(node.names)] + [
-                a.name
-                for a in node.names
-                if a.name.startswith("streamfn.") and not _is_public(a.name)
+            found += [
+                a.name for a in node.names if a.name.startswith("streamfn.") and not _is_public(a.name)
             ]
         elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("streamfn."):
             module = node.module or ""
@@ -119,11 +117,14 @@ def test_the_private_import_finder_finds_each_kind() -> None:
         "from streamfn.core._events import Done\n"
         "from streamfn.core import Done, new_ulid\n"
         "from streamfn.core import wire\n"
+        "import os\n"
+        "import streamfn.core.wire._sse\n"
     )
     assert private_imports(source) == [
         "streamfn.core._events",
         "streamfn.core._events",
         "streamfn.core.new_ulid",
+        "streamfn.core.wire._sse",
     ]
 
 
@@ -135,12 +136,39 @@ def test_our_pages_import_only_public_names(where: str) -> None:
 
 def test_our_pages_name_no_private_module() -> None:
     """Prose points at faces too: `streamfn.x._y` in a page is a path we do not promise."""
-    private = re.compile(r"\bstreamfn(?:\.[a-z_0-9]+)*\._[a-z]\w*")
     pages = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").rglob("*.md"))]
     found = [
         f"{page.relative_to(ROOT)}: {hit}"
         for page in pages
-        for hit in private.findall(page.read_text())
+        for hit in PRIVATE_PATH.findall(page.read_text())
+    ]
+    assert found == []
+
+
+PRIVATE_PATH = re.compile(r"\bstreamfn(?:\.[a-z_0-9]+)*\._[a-z]\w*")
+
+
+def _rendered_docstrings(package: str) -> Iterator[tuple[str, str]]:
+    """(name, docstring) for a face, each name it exports and, for a class, each of its
+    public members: what the reference pages render."""
+    face = importlib.import_module(package)
+    yield package, inspect.getdoc(face) or ""
+    for name in face.__all__:
+        value = getattr(face, name)
+        yield f"{package}.{name}", inspect.getdoc(value) or ""
+        if inspect.isclass(value):
+            for member, inner in vars(value).items():
+                if not member.startswith("_") or member == "__init__":
+                    yield f"{package}.{name}.{member}", inspect.getdoc(inner) or ""
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_the_reference_pages_name_no_private_module(package: str) -> None:
+    """The docstrings mkdocstrings renders point users at faces, not at private modules."""
+    found = [
+        f"{where}: {hit}"
+        for where, doc in _rendered_docstrings(package)
+        for hit in PRIVATE_PATH.findall(doc)
     ]
     assert found == []
 

@@ -1,4 +1,4 @@
-"""Every module imports first, on its own, in any order.
+"""Every module imports as the first one a program imports.
 
 A package face that re-exports its modules and a module that imports another
 package's helpers can make a cycle that only shows when one particular module
@@ -40,14 +40,17 @@ for name in names:
         if missing and not missing.startswith("streamfn"):
             continue  # an extra that is not installed here
         failed[name] = repr(exc)
+    except Exception as exc:  # a half-initialised module's AttributeError, and the like
+        failed[name] = repr(exc)
 print(json.dumps({"count": len(names), "failed": failed}))
 """
 
 
 def test_every_module_imports_as_the_first_one() -> None:
     done = subprocess.run(
-        [sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=300, check=True
+        [sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=300, check=False
     )
+    assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["count"] > 200  # the walk found the package's modules
     assert report["failed"] == {}

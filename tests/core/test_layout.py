@@ -135,12 +135,23 @@ def is_public(module: str) -> bool:
 
 
 def listed_names(tree: ast.Module) -> list[str]:
-    """The names a module's ``__all__`` lists (read from the source, not imported)."""
-    for node in tree.body:
-        target = node.targets[0] if isinstance(node, ast.Assign) else None
-        if isinstance(target, ast.Name) and target.id == "__all__":
-            return list(ast.literal_eval(node.value))
-    return []
+    """The names a module's ``__all__`` lists, read from the source (not imported). It must
+    be one plain literal assignment, so that this count is the truth."""
+    found: list[str] | None = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, ast.AnnAssign | ast.AugAssign):
+            targets = [node.target]
+        else:
+            continue
+        if not any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+            continue
+        assert not isinstance(node, ast.AugAssign), "__all__ += ...: list it once"
+        assert found is None, "__all__ is assigned twice: list it once"
+        assert node.value is not None
+        found = list(ast.literal_eval(node.value))  # ValueError unless a literal
+    return found or []
 
 
 def test_every_module_below_a_package_is_private() -> None:
@@ -161,6 +172,13 @@ def public_faces() -> dict[str, list[str]]:
         for rel, path in sources()
         if is_public(module_name(rel))
     }
+
+
+def test_the_name_reader_refuses_what_it_cannot_count() -> None:
+    assert listed_names(ast.parse('__all__: list[str] = ["a", "b"]')) == ["a", "b"]
+    for source in ('__all__ = ["a"]\n__all__ += ["b"]', "__all__ = [*names]"):
+        with pytest.raises((AssertionError, ValueError)):
+            listed_names(ast.parse(source))
 
 
 def test_the_public_faces_fit_the_name_budget() -> None:

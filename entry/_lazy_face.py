@@ -7,7 +7,9 @@ its routes use every dialect while each dialect's server side uses its
 helpers (an eager face would import the dialects halfway through one of them).
 The face keeps its names in ``__all__`` and under ``TYPE_CHECKING`` for type
 checkers; this supplies the module ``__getattr__`` and ``__dir__`` that import
-a name's home the first time it is read and keep it.
+a name's home the first time it is read and keep it. It lives beside
+``__main__`` in `streamfn` itself, which has no ``__init__`` to run: importing
+it loads nothing else, so a lazy face stays cheap to import.
 """
 
 from __future__ import annotations
