@@ -50,10 +50,10 @@ from bench.streams import (
     chunks_random,
     openai_chat_stream,
 )
-from streamfn.core.accumulate import Accumulator
-from streamfn.core.call import Call
-from streamfn.core.messages import AssistantMessage
-from streamfn.core.wire.sse import ServerSentEvent, SSEDecoder
+from streamfn.core._accumulate import Accumulator
+from streamfn.core._call import Call
+from streamfn.core._messages import AssistantMessage
+from streamfn.core.wire._sse import ServerSentEvent, SSEDecoder
 
 # -- the chunk shapes, decoded the way a provider adapter would ------------------
 

@@ -29,9 +29,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from streamfn.core.accumulate import Accumulator
-from streamfn.core.events import Done, Start, StopReason, ToolCallDelta, ToolCallEnd, ToolCallStart
-from streamfn.core.partial_json import PartialJSONParser
+from streamfn.core._accumulate import Accumulator
+from streamfn.core._events import Done, Start, StopReason, ToolCallDelta, ToolCallEnd, ToolCallStart
+from streamfn.core._partial_json import PartialJSONParser
 
 _CODE_LINES = (
     "def handle(request):",

@@ -357,7 +357,7 @@ def start_streamfn(
         args = [str(Path(sys.executable).with_name("streamfn"))]
     else:
         env["PYTHONPATH"] = str(source)
-        args = [sys.executable, "-c", "import sys, streamfn.local.cli as c; sys.exit(c.main())"]
+        args = [sys.executable, "-c", "import sys, streamfn.cli as c; sys.exit(c.main())"]
     args += ["serve", "--no-local", "--port", str(port), "--config", str(config)]
     args += ["--workers", str(workers)]
     return subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -21,12 +21,12 @@ from pathlib import Path
 
 import trio
 
-from streamfn.core.events import Done, Event, TextDelta, ThinkingDelta, ToolCallDelta
-from streamfn.core.messages import Context
-from streamfn.core.options import Options
-from streamfn.io_asyncio.local import stream_local as asyncio_stream_local
-from streamfn.io_trio.local import stream_local as trio_stream_local
-from streamfn.local.model import LocalModel
+from streamfn.core._events import Done, Event, TextDelta, ThinkingDelta, ToolCallDelta
+from streamfn.core._messages import Context
+from streamfn.core._options import Options
+from streamfn.io_asyncio._local import stream_local as asyncio_stream_local
+from streamfn.io_trio._local import stream_local as trio_stream_local
+from streamfn.local._model import LocalModel
 
 PROMPT = Context.of("Write a short story about a robot who learns to paint.")
 Result = tuple[float, float]  # (time to first token, tokens per second)

@@ -30,12 +30,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from streamfn.core.events import Done, TextDelta, ThinkingDelta, ToolCallDelta
-from streamfn.core.messages import Context
-from streamfn.core.options import Options
-from streamfn.io_asyncio.local import stream_local as asyncio_stream_local
-from streamfn.local.fetch import prepare_default_model
-from streamfn.local.model import LocalModel
+from streamfn.core._events import Done, TextDelta, ThinkingDelta, ToolCallDelta
+from streamfn.core._messages import Context
+from streamfn.core._options import Options
+from streamfn.io_asyncio._local import stream_local as asyncio_stream_local
+from streamfn.local._fetch import prepare_default_model
+from streamfn.local._model import LocalModel
 
 PROMPTS = [
     Context.of("Write a short story about a robot who learns to paint."),

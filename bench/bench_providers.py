@@ -44,8 +44,8 @@ from bench.fair import (
 )
 from bench.streams import STREAM_SHAPES, chunks_events, chunks_fixed, chunks_random
 from streamfn.core import Context, Model, Options, open_call
-from streamfn.core.events import Event
-from streamfn.core.messages import AssistantMessage
+from streamfn.core._events import Event
+from streamfn.core._messages import AssistantMessage
 
 MODELS = {
     "openai": Model(id="gpt-4o-mini", provider="openai", api="openai-chat", base_url="http://b"),

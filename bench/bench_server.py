@@ -67,11 +67,11 @@ def _serve(kind: str, port: int, n_events: int, clients_events: int, shell: str)
 
     from streamfn.asgi import ServerConfig
     from streamfn.core.dialects.openai_chat import OpenAIChatEncoder
-    from streamfn.fuzz.events_backend import EventsBackend
-    from streamfn.io_asyncio.server import App
+    from streamfn.fuzz._events_backend import EventsBackend
+    from streamfn.io_asyncio._server import App
 
     if shell == "trio":
-        from streamfn.io_trio.server import App  # type: ignore[assignment]
+        from streamfn.io_trio._server import App  # type: ignore[assignment]
 
     streams = {"bench": make_events(n_events), "small": make_events(clients_events, seed=1)}
     app: Any

@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterable, Sequence
 
 import msgspec
 
-from streamfn.core.events import Event, TextDelta, ThinkingDelta, ToolCallDelta, ToolCallStart
-from streamfn.core.messages import AssistantMessage, TextContent, ThinkingContent, ToolCall
+from streamfn.core._events import Event, TextDelta, ThinkingDelta, ToolCallDelta, ToolCallStart
+from streamfn.core._messages import AssistantMessage, TextContent, ThinkingContent, ToolCall
 
 __all__ = [
     "Answer",

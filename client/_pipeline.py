@@ -35,21 +35,21 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
-from ..core.call import Call
-from ..core.credentials import with_credentials
-from ..core.fallback import FallbackModel, check_chain
-from ..core.messages import Context
-from ..core.models import Model
-from ..core.options import Options
-from ..core.responses_upgrade import UpgradeKey
-from .batches import Batches
-from .fallback import fall_back
-from .pause_turn import continue_paused_turns
-from .recovery import recovering
-from .responses_upgrade import upgrade_to_responses
-from .text_tools import with_text_tool_calls
-from .tool_checks import with_checked_tool_calls
-from .tracing import traced
+from ..core._call import Call
+from ..core._credentials import with_credentials
+from ..core._fallback import FallbackModel, check_chain
+from ..core._messages import Context
+from ..core._models import Model
+from ..core._options import Options
+from ..core._responses_upgrade import UpgradeKey
+from ._batches import Batches
+from ._fallback import fall_back
+from ._pause_turn import continue_paused_turns
+from ._recovery import recovering
+from ._responses_upgrade import upgrade_to_responses
+from ._text_tools import with_text_tool_calls
+from ._tool_checks import with_checked_tool_calls
+from ._tracing import traced
 
 __all__ = ["STAGES", "CallOpener", "Host", "OpenStream", "Stage", "pipeline"]
 

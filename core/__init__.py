@@ -6,21 +6,25 @@ events, and it never opens a socket, reads a clock or starts a thread.
 The rest lives in its room: decoders in `streamfn.core.wire`, the provider
 extension API in `streamfn.core.providers`, the server codec in
 `streamfn.core.serve`, HTTP/1.1 in `streamfn.core.http`, and the helpers in
-their modules (`streamfn.core.events`, `.classify`, `.text_tools` ...).
+private modules behind this face (`core/_events.py`, `core/_classify.py` ...).
 """
 
-from .accumulate import accumulate, check_protocol
-from .call import open_call, register_api, replay
-from .completion import raise_for_error
-from .errors import (
+from ._accumulate import Accumulator, accumulate, check_protocol
+from ._call import open_call, register_api, replay
+from ._capabilities import UnsupportedInput
+from ._capability_spec import Capabilities
+from ._catalog_build import CatalogError
+from ._completion import raise_for_error
+from ._errors import (
     CompletionError,
     MissingCredentials,
     ProtocolViolation,
     StreamError,
     StreamfnError,
     UnknownModel,
+    UsageError,
 )
-from .events import (
+from ._events import (
     Cost,
     Done,
     Error,
@@ -40,8 +44,8 @@ from .events import (
     ToolCallStart,
     Usage,
 )
-from .fallback import fallback
-from .messages import (
+from ._fallback import fallback
+from ._messages import (
     AssistantMessage,
     Citation,
     Context,
@@ -57,14 +61,26 @@ from .messages import (
     ToolResultMessage,
     UserMessage,
 )
-from .models import Model, get_model, list_models, model, register_model
-from .options import AWSCredentials, CachePoint, Options, ThinkingLevel
-from .structured import OutputValidationError, parse_output
+from ._model_spec import PriceTier
+from ._models import Model, catalog_info, get_model, list_models, model, register_model, use_catalog
+from ._options import AWSCredentials, CachePoint, Options, ThinkingLevel
+from ._partial_output import PartialOutput, PartialOutputs, iter_partial_outputs
+from ._recovery import Splice, continue_request, recovery_mode, resume_request
+from ._schema import StructuredOutputUnsupported
+from ._schema_check import SchemaMismatch
+from ._structured import OutputValidationError, parse_output
+from ._text_tools import HERMES, LLAMA_FUNCTION, Markup, TextToolCalls, text_tool_calls
+from ._tool_checks import ToolCallChecks, ToolCallRepair
 
 __all__ = [
+    "HERMES",
+    "LLAMA_FUNCTION",
     "AWSCredentials",
+    "Accumulator",
     "AssistantMessage",
     "CachePoint",
+    "Capabilities",
+    "CatalogError",
     "Citation",
     "CompletionError",
     "Context",
@@ -75,6 +91,7 @@ __all__ = [
     "ErrorKind",
     "Event",
     "ImageContent",
+    "Markup",
     "Message",
     "MissingCredentials",
     "Model",
@@ -82,16 +99,23 @@ __all__ = [
     "OpaqueContent",
     "Options",
     "OutputValidationError",
+    "PartialOutput",
+    "PartialOutputs",
+    "PriceTier",
     "ProtocolViolation",
+    "SchemaMismatch",
     "ServerTool",
+    "Splice",
     "Start",
     "StopReason",
     "StreamError",
     "StreamfnError",
+    "StructuredOutputUnsupported",
     "TextContent",
     "TextDelta",
     "TextEnd",
     "TextStart",
+    "TextToolCalls",
     "ThinkingContent",
     "ThinkingDelta",
     "ThinkingEnd",
@@ -99,25 +123,36 @@ __all__ = [
     "ThinkingStart",
     "Tool",
     "ToolCall",
+    "ToolCallChecks",
     "ToolCallDelta",
     "ToolCallEnd",
+    "ToolCallRepair",
     "ToolCallStart",
     "ToolResultMessage",
     "UnknownModel",
+    "UnsupportedInput",
     "Usage",
+    "UsageError",
     "UserMessage",
     "accumulate",
+    "catalog_info",
     "check_protocol",
+    "continue_request",
     "fallback",
     "get_model",
+    "iter_partial_outputs",
     "list_models",
     "model",
     "open_call",
     "parse_output",
     "raise_for_error",
+    "recovery_mode",
     "register_api",
     "register_model",
     "replay",
+    "resume_request",
+    "text_tool_calls",
+    "use_catalog",
 ]
 
 
@@ -128,7 +163,7 @@ __version__: str
 def __getattr__(name: str) -> object:
     """``__version__``, read once from the installed distribution's metadata."""
     if name == "__version__":
-        from .version import installed_version
+        from ._version import installed_version
 
         globals()[name] = found = installed_version()
         return found

@@ -9,7 +9,7 @@ terminal event.
 
 Two machines read these tables, like h11's ``_state.py`` serves both peers:
 
-- `streamfn.core.emitter.Emitter` *writes* streams: providers hand it keyed
+- `streamfn.core._emitter.Emitter` *writes* streams: providers hand it keyed
   block updates and it produces only the transitions the tables allow (it
   opens and closes blocks with the classes `EVENT_FOR` names; the per-delta
   paths name theirs inline);
@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
-from .errors import ProtocolViolation
-from .events import (
+from ._errors import ProtocolViolation
+from ._events import (
     Done,
     Error,
     Event,

@@ -11,7 +11,7 @@ from streamfn.io_trio import complete, stream
 
 
 async def main() -> None:
-    model = get_model("anthropic:claude-sonnet-4-5")
+    model = get_model("anthropic:claude-sonnet-4-6")
     question = Context.of("Why is the sky blue?")
     async with stream(model, question, Options(max_tokens=300), raise_on_error=True) as events:
         async for event in events:

@@ -18,34 +18,35 @@ it. The project's long-running targets are ``python -m streamfn.fuzz.<target>``.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from .fake_provider import FAULTS, FakeProvider
+from streamfn._lazy_face import lazy_face as _lazy_face
+
+from ._fake_provider import FAULTS, FakeProvider
 
 if TYPE_CHECKING:
-    from .bytes import chunkings, mutations, split_at, split_frames
-    from .fault_names import FAULT_GROUPS, faults
-    from .streams import StreamShape, event_streams, json_objects
-    from .wire import WIRE_FORMATS, Transcript, WireFormat, encode_body, same_stream, transcripts
+    from ._bytes import chunkings, mutations, split_at, split_frames
+    from ._fault_names import FAULT_GROUPS, faults
+    from ._streams import StreamShape, event_streams, json_objects
+    from ._wire import WIRE_FORMATS, Transcript, WireFormat, encode_body, same_stream, transcripts
 
 #: public name -> the submodule that defines it (imported on first use: hypothesis)
 _LAZY = {
-    "chunkings": "bytes",
-    "mutations": "bytes",
-    "split_at": "bytes",
-    "split_frames": "bytes",
-    "FAULT_GROUPS": "fault_names",
-    "faults": "fault_names",
-    "StreamShape": "streams",
-    "event_streams": "streams",
-    "json_objects": "streams",
-    "WIRE_FORMATS": "wire",
-    "Transcript": "wire",
-    "WireFormat": "wire",
-    "encode_body": "wire",
-    "same_stream": "wire",
-    "transcripts": "wire",
+    "chunkings": "._bytes",
+    "mutations": "._bytes",
+    "split_at": "._bytes",
+    "split_frames": "._bytes",
+    "FAULT_GROUPS": "._fault_names",
+    "faults": "._fault_names",
+    "StreamShape": "._streams",
+    "event_streams": "._streams",
+    "json_objects": "._streams",
+    "WIRE_FORMATS": "._wire",
+    "Transcript": "._wire",
+    "WireFormat": "._wire",
+    "encode_body": "._wire",
+    "same_stream": "._wire",
+    "transcripts": "._wire",
 }
 
 __all__ = [
@@ -69,19 +70,10 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'streamfn.fuzz' has no attribute {name!r}")
-    try:
-        value = getattr(importlib.import_module(f".{module}", __name__), name)
-    except ModuleNotFoundError as exc:
-        if exc.name == "hypothesis":
-            raise ModuleNotFoundError(
-                f"streamfn.fuzz.{name} needs hypothesis: pip install 'streamfn[fuzz]' "
-                "(from a checkout: pip install -e '.[fuzz]')",
-                name="hypothesis",
-            ) from exc
-        raise
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = _lazy_face(
+    __name__,
+    _LAZY,
+    needs={
+        "hypothesis": "pip install 'streamfn[fuzz]' (from a checkout: pip install -e '.[fuzz]')"
+    },
+)

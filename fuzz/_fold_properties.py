@@ -22,8 +22,8 @@ import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamfn.core.accumulate import Accumulator, ProtocolViolation, accumulate, check_protocol
-from streamfn.core.events import (
+from streamfn.core._accumulate import Accumulator, ProtocolViolation, accumulate, check_protocol
+from streamfn.core._events import (
     Done,
     Error,
     ErrorKind,
@@ -42,7 +42,7 @@ from streamfn.core.events import (
     ToolCallStart,
     Usage,
 )
-from streamfn.core.messages import (
+from streamfn.core._messages import (
     AssistantMessage,
     OpaqueContent,
     TextContent,

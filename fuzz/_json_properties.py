@@ -18,9 +18,9 @@ import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamfn.core.partial_json import PartialJSONError, PartialJSONParser
+from streamfn.core._partial_json import PartialJSONError, PartialJSONParser
 
-from .bytes import split_at
+from ._bytes import split_at
 
 json_scalars = (
     st.none()

@@ -22,10 +22,10 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from streamfn.core.wire.ndjson import NDJSONDecoder, NDJSONError
-from streamfn.core.wire.sse import ServerSentEvent, SSEComment, SSEDecoder, SSEError
+from streamfn.core.wire._ndjson import NDJSONDecoder, NDJSONError
+from streamfn.core.wire._sse import ServerSentEvent, SSEComment, SSEDecoder, SSEError
 
-from .bytes import split_at
+from ._bytes import split_at
 
 Item = ServerSentEvent | SSEComment
 #: an event as the fast path delivers it: (data, event type) as text

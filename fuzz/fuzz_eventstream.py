@@ -49,7 +49,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamfn.fuzz import harness
+from streamfn.fuzz import _harness as harness
 
 try:
     import atheris  # type: ignore[import-untyped]
@@ -58,14 +58,16 @@ except ImportError:  # atheris is optional
 
 if atheris is not None and "--atheris" in sys.argv:
     with atheris.instrument_imports():
-        from streamfn.core.wire import eventstream as es
+        from streamfn.core.wire import _eventstream as es
 else:
-    from streamfn.core.wire import eventstream as es
+    from streamfn.core.wire import _eventstream as es
 
 try:
     from botocore import eventstream as boto_es
 except ImportError:  # the differential check is skipped without botocore
     boto_es = None
+
+__all__ = ["main"]  # a command (`python -m streamfn.fuzz.fuzz_eventstream`), not a library
 
 
 # --- invariants, shared by both engines ------------------------------------

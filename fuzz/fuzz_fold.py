@@ -28,10 +28,10 @@ from collections.abc import Callable
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamfn.core.accumulate import Accumulator, ProtocolViolation
-from streamfn.core.events import Event
-from streamfn.core.partial_json import PartialJSONError, PartialJSONParser
-from streamfn.fuzz import harness
+from streamfn.core._accumulate import Accumulator, ProtocolViolation
+from streamfn.core._events import Event
+from streamfn.core._partial_json import PartialJSONError, PartialJSONParser
+from streamfn.fuzz import _harness as harness
 from streamfn.fuzz._fold_properties import (
     START,
     a_valid_stream_folds_into_the_intended_message,
@@ -47,6 +47,8 @@ from streamfn.fuzz._json_properties import (
     msgspec_outcome,
     text_chunkings,
 )
+
+__all__ = ["main"]  # a command (`python -m streamfn.fuzz.fuzz_fold`), not a library
 
 
 @given(st.lists(any_event, max_size=200))

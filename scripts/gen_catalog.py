@@ -19,7 +19,7 @@ from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
 
-from streamfn.core.catalog_build import build_catalog, dump_catalog
+from streamfn.core._catalog_build import build_catalog, dump_catalog
 
 OUTPUT = Path(__file__).resolve().parents[1] / "core" / "data" / "catalog.json.gz"
 #: our own entries for ids models.dev no longer lists (see the file's "why")

@@ -24,6 +24,6 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 # The tests measure the built-in model catalogue: whatever `streamfn models --refresh`
 # cached on this machine (or STREAMFN_MODELS_FILE names) must not change them. Choosing
 # here, with an empty cache, also keeps the shells from choosing on first lookup.
-from streamfn.io_common.catalog_cache import load_user_catalog  # noqa: E402
+from streamfn.io_common._catalog_cache import load_user_catalog  # noqa: E402
 
 load_user_catalog({"XDG_CACHE_HOME": os.path.join(os.sep, "nonexistent", "streamfn-tests")})

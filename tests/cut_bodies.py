@@ -4,7 +4,7 @@ arguments or inside the text; shared by the server's and the shells' tests."""
 
 from __future__ import annotations
 
-from streamfn.fuzz.fake_bodies import sse
+from streamfn.fuzz._fake_bodies import sse
 
 __all__ = ["CUT_PATH", "text_body", "tool_body"]
 

@@ -1,4 +1,4 @@
-"""The loopback fake provider now lives in the package (`streamfn.fuzz.fake_provider`);
+"""The loopback fake provider now lives in the package (`streamfn.fuzz._fake_provider`);
 the tests keep importing it by this short name."""
 
-from streamfn.fuzz.fake_provider import *  # noqa: F403
+from streamfn.fuzz._fake_provider import *  # noqa: F403

@@ -19,7 +19,7 @@ from typing import Any
 import trio
 
 from streamfn.asgi import App, Runtime, ServerConfig
-from streamfn.asgi.backends import ProviderBackend, environment
+from streamfn.asgi._backends import ProviderBackend, environment
 from streamfn.core import (
     Done,
     Error,
@@ -37,7 +37,7 @@ from streamfn.core import (
     ToolCallStart,
     Usage,
 )
-from streamfn.fuzz.events_backend import EventsBackend
+from streamfn.fuzz._events_backend import EventsBackend
 
 KEY = "test-server-key"
 #: a time nothing in a test reaches when the behaviour under test works, so that a
@@ -100,8 +100,8 @@ SHELL = ["asyncio"]
 
 
 class Server:
-    """The app on a real hypercorn in a thread, on asyncio (`streamfn.io_asyncio.serve`)
-    or trio (`streamfn.io_trio.server`): the shell of `SHELL` unless ``shell`` is given."""
+    """The app on a real hypercorn in a thread, on asyncio (`streamfn.io_asyncio._serve`)
+    or trio (`streamfn.io_trio._server`): the shell of `SHELL` unless ``shell`` is given."""
 
     def __init__(self, app: App, shell: str | None = None, **serve_options: Any) -> None:
         self.app = app
@@ -122,7 +122,7 @@ class Server:
             self.loop.close()
             trio.run(self._main_trio)
             return
-        from streamfn.io_asyncio.serve import serve
+        from streamfn.io_asyncio._serve import serve
 
         asyncio.set_event_loop(self.loop)
 
@@ -135,7 +135,7 @@ class Server:
         self.loop.close()
 
     async def _main_trio(self) -> None:
-        from streamfn.io_trio.server import serve
+        from streamfn.io_trio._server import serve
 
         self._stop = trio.Event()
         self._token = trio.lowlevel.current_trio_token()
@@ -177,8 +177,8 @@ class Server:
 
 def runtime_for(shell: str) -> Runtime:
     """The serving loop's primitives for a backend that relays to it (the local model)."""
-    from streamfn.io_asyncio.server import AsyncioRuntime
-    from streamfn.io_trio.server import TrioRuntime
+    from streamfn.io_asyncio._server import AsyncioRuntime
+    from streamfn.io_trio._server import TrioRuntime
 
     return TrioRuntime() if shell == "trio" else AsyncioRuntime()
 

@@ -22,8 +22,8 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from streamfn.local.convert import convert_gguf
-from streamfn.local.tokens import byte_level_alphabet
+from streamfn.local._convert import convert_gguf
+from streamfn.local._tokens import byte_level_alphabet
 
 Array = npt.NDArray[np.float64]
 
@@ -161,7 +161,7 @@ def write_gguf(model: TinyLlama, path: Path) -> Path:
 
 
 def build_tiny_model(directory: Path, *, quantization: str = "int8") -> Path:
-    """GGUF then conversion through `streamfn.local.convert`; returns the model directory."""
+    """GGUF then conversion through `streamfn.local._convert`; returns the model directory."""
     directory.mkdir(parents=True, exist_ok=True)
     gguf_path = write_gguf(make_tiny_llama(), directory / "tiny.gguf")
     return convert_gguf(gguf_path, directory / f"tiny-{quantization}", quantization=quantization)

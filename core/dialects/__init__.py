@@ -1,3 +1,5 @@
 """The wire formats, one package per dialect: each holds its client side (request
 builder, response machine) and its server side (inbound parser, encoder), and the
-tables both read. `streamfn.core.call` finds a format's package by its api name."""
+tables both read. `open_call` finds a format's package by its api name."""
+
+__all__: list[str] = []

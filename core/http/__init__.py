@@ -1,16 +1,16 @@
 """HTTP/1.1 for provider calls, sans I/O (needs h11): the exchange, the tunnel, the
 steps a shell answers (the client that performs them: `streamfn.client`).
 
-- `exchange`: one request/response on a socket (`Exchange`), h11 underneath;
-- `tunnel`: the CONNECT that opens an HTTPS_PROXY tunnel (`ConnectTunnel`);
-- `steps` and `driver`: a stream's life as I/O steps a shell performs;
-- `target`, `proxy_env`, `content_coding`: URLs, proxies, Content-Encoding.
+- `Exchange`: one request/response on a socket, h11 underneath;
+- `ConnectTunnel`: the CONNECT that opens an HTTPS_PROXY tunnel;
+- `drive` and its steps (`Connect`, `Send`, `Receive`, `Sleep`, `Emit`,
+  `Release`): a stream's life as I/O steps a shell performs;
+- `Target` and `parse_target`: where a request goes (URLs, proxies).
 """
 
-from ..credentials import with_credentials  # the old streamfn.core.http11 exported it
-from .driver import TAIL_GRACE, drive, wire_headers
-from .exchange import MAX_TAIL_BYTES, Exchange
-from .steps import (
+from ._driver import TAIL_GRACE, drive, wire_headers
+from ._exchange import MAX_TAIL_BYTES, Exchange
+from ._steps import (
     EXPIRED,
     Answer,
     Connect,
@@ -23,7 +23,7 @@ from .steps import (
     Sleep,
     Step,
 )
-from .target import (
+from ._target import (
     MAX_HEADER_BYTES,
     USER_AGENT,
     Target,
@@ -31,7 +31,7 @@ from .target import (
     connect_timeout_error,
     parse_target,
 )
-from .tunnel import ConnectTunnel, TunnelError
+from ._tunnel import ConnectTunnel, TunnelError
 
 __all__ = [
     "EXPIRED",
@@ -58,5 +58,4 @@ __all__ = [
     "drive",
     "parse_target",
     "wire_headers",
-    "with_credentials",
 ]

@@ -4,9 +4,10 @@ The names below are the extension API: what a new wire format subclasses
 (`SSECall`, `NDJSONCall`, or `FramedCall` with any decoder from
 `streamfn.core.wire`) and calls (see "Your own wire format" in the documentation). The
 built-in formats live in `streamfn.core.dialects`, one package each, and
-`streamfn.core.call` finds them by api name.
+`open_call` finds them by api name.
 """
 
+from .._credentials import ENV_KEYS
 from ._base import (
     SECRET_HEADERS,
     Emitter,
@@ -22,6 +23,7 @@ from ._base import (
 )
 
 __all__ = [
+    "ENV_KEYS",
     "SECRET_HEADERS",
     "Emitter",
     "FramedCall",

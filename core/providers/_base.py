@@ -3,7 +3,7 @@ bookkeeping, one feed loop over any wire decoder, and the guarantee that no
 exception escapes.
 
 A provider module subclasses `SSECall`, `NDJSONCall` or `FramedCall` (any
-other `~streamfn.core.wire.decoder.Decoder`) and implements one method that
+other `~streamfn.core.wire._decoder.Decoder`) and implements one method that
 turns one decoded frame into emitter calls. The base class handles the HTTP
 status (bounded error body -> one classified `Error`), content-type
 mismatches, decoder caps, content caps, early end of stream, stickiness after
@@ -22,22 +22,22 @@ from typing import Any, ClassVar, Final, Generic, TypeVar
 
 import msgspec
 
-from ..classify import classify_http_error
-from ..emitter import Emitter
-from ..errors import DecodeError
-from ..events import (
+from .._classify import classify_http_error
+from .._emitter import Emitter
+from .._errors import DecodeError
+from .._events import (
     Error,
     Event,
     Start,
     StopReason,
     Usage,
 )
-from ..messages import Context
-from ..models import Model, compute_cost
-from ..options import Options
-from ..wire.decoder import Decoder
-from ..wire.ndjson import NDJSONDecoder
-from ..wire.sse import ServerSentEvent, SSEComment, SSEDecoder
+from .._messages import Context
+from .._models import Model, compute_cost
+from .._options import Options
+from ..wire._decoder import Decoder
+from ..wire._ndjson import NDJSONDecoder
+from ..wire._sse import ServerSentEvent, SSEComment, SSEDecoder
 from ._request import (
     SECRET_HEADERS,
     HTTPRequest,
@@ -199,7 +199,7 @@ class ProviderCall(abc.ABC):
         """This call once more, reading the rest of its response from ``request``.
 
         For a provider that continues one response on a new request (OpenAI
-        Responses background mode, see `streamfn.core.recovery`): the HTTP state
+        Responses background mode, see `resume_request` in `streamfn.core`): the HTTP state
         starts afresh, the stream state (blocks, indexes, usage, the provider's
         own bookkeeping) goes on, and an `Error` the cut left is withdrawn.
         """

@@ -13,9 +13,9 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from ..models import Model
-from ..options import Options
-from ..redact import redact_url
+from .._models import Model
+from .._options import Options
+from .._redact import redact_url
 
 __all__ = [
     "SECRET_HEADERS",

@@ -5,18 +5,18 @@ the encoders beside them (`encode_sse`, `encode_message`) write the same
 formats for tests, recordings and the server.
 """
 
-from ..errors import (
+from .._errors import (
     DecodeError,
     EventStreamError,
     JSONArrayError,
     NDJSONError,
     SSEError,
 )
-from .decoder import Decoder
-from .eventstream import EventStreamDecoder, EventStreamMessage, encode_message
-from .json_array import JSONArrayDecoder
-from .ndjson import NDJSONDecoder
-from .sse import ServerSentEvent, SSEComment, SSEDecoder, encode_sse
+from ._decoder import Decoder
+from ._eventstream import EventStreamDecoder, EventStreamMessage, encode_message
+from ._json_array import JSONArrayDecoder
+from ._ndjson import NDJSONDecoder
+from ._sse import ServerSentEvent, SSEComment, SSEDecoder, encode_sse
 
 __all__ = [
     "DecodeError",

@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scaling import assert_linear
 
-from streamfn.core.accumulate import Accumulator, ProtocolViolation, accumulate, check_protocol
-from streamfn.core.events import (
+from streamfn.core._accumulate import Accumulator, ProtocolViolation, accumulate, check_protocol
+from streamfn.core._events import (
     Cost,
     Done,
     Error,
@@ -32,7 +32,7 @@ from streamfn.core.events import (
     ToolCallStart,
     Usage,
 )
-from streamfn.core.messages import (
+from streamfn.core._messages import (
     OpaqueContent,
     TextContent,
     ThinkingContent,

@@ -27,7 +27,7 @@ from streamfn.core import (
     model,
     open_call,
 )
-from streamfn.core.messages import AssistantMessage, TextContent
+from streamfn.core._messages import AssistantMessage, TextContent
 
 
 @pytest.fixture(scope="module")

@@ -25,10 +25,10 @@ import msgspec
 import pytest
 
 from streamfn.core import Context, Options, Usage, open_call
-from streamfn.core.capabilities import fit_max_tokens
-from streamfn.core.catalog_build import SOURCES, CatalogError, build_catalog, check_catalog
-from streamfn.core.credentials import AWSCredentials
-from streamfn.core.models import Model, catalog_info, compute_cost, get_model, model
+from streamfn.core._capabilities import fit_max_tokens
+from streamfn.core._catalog_build import SOURCES, CatalogError, build_catalog, check_catalog
+from streamfn.core._credentials import AWSCredentials
+from streamfn.core._models import Model, catalog_info, compute_cost, get_model, model
 
 ROOT = Path(__file__).parents[2]
 GENERATED = ROOT / "core" / "data" / "catalog.json.gz"
@@ -95,7 +95,7 @@ def test_the_catalogue_covers_every_provider_and_says_where_it_comes_from() -> N
 
 
 def _keys() -> Iterator[str]:
-    from streamfn.core.models import list_models
+    from streamfn.core._models import list_models
 
     return (m.key for m in list_models())
 

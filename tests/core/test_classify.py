@@ -3,7 +3,7 @@
 Each body below is the wire text a provider returned (as quoted in public bug
 reports and SDK issues), with account ids shortened. The kind decides what a
 caller does next (retry, shrink the prompt, fix the key), so every rule in
-core/classify.py is pinned by at least one real body here.
+core/_classify.py is pinned by at least one real body here.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from streamfn.core import ErrorKind
-from streamfn.core.classify import (
+from streamfn.core._classify import (
     classify_http_error,
     classify_message,
     extract_error_message,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from streamfn.core import Model, Options, get_model
-from streamfn.core.credentials import with_credentials
+from streamfn.core._credentials import with_credentials
 
 
 def test_sdk_base_url_variables_move_only_models_at_the_default_address() -> None:

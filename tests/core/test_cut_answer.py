@@ -8,16 +8,16 @@ from collections.abc import Callable
 import pytest
 
 from streamfn.core import CompletionError
-from streamfn.core.completion import finish_completion
+from streamfn.core._completion import finish_completion
+from streamfn.core._events import Done, Event, Start, StopReason, TextDelta, TextStart
+from streamfn.core._messages import AssistantMessage, TextContent
 from streamfn.core.dialects.anthropic import AnthropicEncoder, anthropic_message_body
 from streamfn.core.dialects.bedrock import BedrockEncoder
 from streamfn.core.dialects.gemini import GeminiEncoder
 from streamfn.core.dialects.ollama import OllamaEncoder
 from streamfn.core.dialects.openai_chat import OpenAIChatEncoder, openai_completion_body
 from streamfn.core.dialects.openai_responses import ResponsesEncoder
-from streamfn.core.events import Done, Event, Start, StopReason, TextDelta, TextStart
-from streamfn.core.messages import AssistantMessage, TextContent
-from streamfn.core.serve.cut import CutAnswer
+from streamfn.core.serve._cut import CutAnswer
 
 CUT = (StopReason.ERROR, StopReason.ABORTED)
 
@@ -76,9 +76,9 @@ def test_complete_refuses_a_stream_without_a_terminal_event() -> None:
 
 
 def test_the_shells_timeouts_are_504s_and_other_failures_502s() -> None:
-    from streamfn.core.events import Error
-    from streamfn.core.http.target import connect_error, connect_timeout_error, parse_target
-    from streamfn.core.serve.status import early_error, is_timeout
+    from streamfn.core._events import Error
+    from streamfn.core.http._target import connect_error, connect_timeout_error, parse_target
+    from streamfn.core.serve._status import early_error, is_timeout
 
     target = parse_target("http://10.0.0.5:8000/v1/chat/completions")
     assert is_timeout(connect_timeout_error(target, 2.0))

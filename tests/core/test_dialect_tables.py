@@ -7,12 +7,12 @@ from collections.abc import Mapping
 
 import pytest
 
+from streamfn.core._events import StopReason
 from streamfn.core.dialects.anthropic import _tables as anthropic
 from streamfn.core.dialects.bedrock import _tables as bedrock
 from streamfn.core.dialects.ollama import _tables as ollama
 from streamfn.core.dialects.openai_chat import _tables as openai_chat
 from streamfn.core.dialects.ui_message_stream import _tables as ui
-from streamfn.core.events import StopReason
 
 PAIRS = {
     "anthropic": (anthropic.STOP_REASONS, anthropic.STOP_REASONS_READ),

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamfn.core.emitter import Emitter
-from streamfn.core.events import Cost, StopReason, Usage
+from streamfn.core._emitter import Emitter
+from streamfn.core._events import Cost, StopReason, Usage
 
 # One step: ("text" | "thinking" | "tool", key, deltas), ("start", key) opens a
 # tool call, ("done",) ends the stream.

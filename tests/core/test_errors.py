@@ -13,7 +13,7 @@ import pkgutil
 
 import pytest
 
-from streamfn.core.errors import (
+from streamfn.core._errors import (
     CompletionError,
     DecodeError,
     EventStreamError,

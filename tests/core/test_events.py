@@ -24,7 +24,7 @@ from streamfn.core import (
     ToolCallStart,
     Usage,
 )
-from streamfn.core.events import (
+from streamfn.core._events import (
     decode_event,
     decode_event_json,
     encode_event,

@@ -1,10 +1,15 @@
-"""Every package says what it exports, and only that (as httpx's test_exported_members).
+"""The public face, in one place (after httpx's tests/test_exported_members.py).
 
-For each package, ``__all__`` is exactly the public names its namespace holds
-(modules and `typing` helpers aside), each resolves, and `streamfn.core`
-stays the small surface users touch. The paths CHANGELOG.md lists as removed
-(old path → new path) are gone, their new paths resolve, and no code of ours
-imports an old one.
+- Every public package lists in ``__all__`` exactly what its namespace holds
+  (modules and `typing` helpers aside); each name resolves, once, and
+  ``from package import *`` gives all of them.
+- What the README, the manual and the examples import is public: a name that
+  users copy from our own pages is a name on a face, never a private module's.
+- The paths CHANGELOG.md lists as removed (old path → new path) are gone,
+  their new paths resolve, and no code of ours imports an old one.
+
+How many names the faces hold together is `tests/core/test_layout.py`'s
+budget, read from the source.
 """
 
 from __future__ import annotations
@@ -12,36 +17,37 @@ import __future__
 
 import ast
 import importlib
+import inspect
+import pkgutil
 import re
 import types
 import typing
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = [
-    "streamfn.core",
-    "streamfn.core.wire",
-    "streamfn.core.providers",
-    "streamfn.core.dialects.anthropic",
-    "streamfn.core.dialects.openai_chat",
-    "streamfn.core.dialects.openai_responses",
-    "streamfn.core.dialects.gemini",
-    "streamfn.core.dialects.ollama",
-    "streamfn.core.dialects.bedrock",
-    "streamfn.core.dialects.proxy",
-    "streamfn.core.dialects.agent_events",
-    "streamfn.core.dialects.agui",
-    "streamfn.core.dialects.ui_message_stream",
-    "streamfn.core.serve",
-    "streamfn.core.http",
-    "streamfn.client",
-    "streamfn.io_trio",
-    "streamfn.io_asyncio",
-    "streamfn.local",
-    "streamfn.fuzz",
-]
+TOPS = ("core", "client", "io_common", "io_trio", "io_asyncio", "io_sync", "asgi", "local")
+TOPS += ("cli", "fuzz")
+
+
+def _is_public(name: str) -> bool:
+    return not any(part.startswith("_") for part in name.split(".")[1:])
+
+
+def public_packages() -> list[str]:
+    found = []
+    for top in TOPS:
+        package = importlib.import_module(f"streamfn.{top}")
+        found.append(package.__name__)
+        for info in pkgutil.walk_packages(package.__path__, prefix=f"{package.__name__}."):
+            if info.ispkg and _is_public(info.name):
+                found.append(info.name)
+    return found
+
+
+PACKAGES = public_packages()
 
 
 def _public_names(module: types.ModuleType) -> set[str]:
@@ -54,24 +60,117 @@ def _public_names(module: types.ModuleType) -> set[str]:
     }
 
 
+def test_the_walk_finds_the_packages() -> None:
+    assert {"streamfn.core", "streamfn.core.wire", "streamfn.core.dialects.anthropic"} <= set(
+        PACKAGES
+    )
+
+
 @pytest.mark.parametrize("package", PACKAGES)
-def test_all_is_exactly_what_the_package_holds(package: str) -> None:
+def test_a_face_lists_exactly_what_it_holds(package: str) -> None:
     module = importlib.import_module(package)
-    exported = list(getattr(module, "__all__", []))
+    exported = getattr(module, "__all__", None)
+    assert exported is not None, f"{package} has no __all__"
     assert len(set(exported)) == len(exported), f"{package}.__all__ repeats a name"
     for name in exported:  # lazily provided names (a module __getattr__) resolve too
         assert getattr(module, name) is not None, f"{package}.{name}"
     loaded = _public_names(module)  # after the getattr calls: lazy names are loaded now
     assert loaded - set(exported) == set(), f"{package} holds names its __all__ leaves out"
+    namespace: dict[str, object] = {}
+    exec(f"from {package} import *", namespace)
+    assert set(exported) <= set(namespace)
 
 
-def test_core_is_the_small_surface() -> None:
-    import streamfn.core as core
+def _pages() -> Iterator[tuple[str, str]]:
+    """(where, Python source) for each example and each Python block of our pages."""
+    for path in sorted((ROOT / "examples").rglob("*.py")):
+        yield path.relative_to(ROOT).as_posix(), path.read_text()
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        for block in re.findall(r"```python\n(.*?)```", path.read_text(), re.S):
+            yield path.relative_to(ROOT).as_posix(), block
 
-    # about 45 a user touches, plus the issue-14 features (CachePoint, Citation,
-    # DocumentContent, ServerTool, OutputValidationError, parse_output) and the
-    # loud-stream pair (StreamError, raise_for_error)
-    assert 40 <= len(core.__all__) <= 56
+
+def private_imports(source: str) -> list[str]:
+    """The imports in ``source`` that reach past a face: a private module, or a name
+    the module's ``__all__`` does not list."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [
+                a.name for a in node.names if a.name.startswith("streamfn.") and not _is_public(a.name)
+            ]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("streamfn."):
+            module = node.module or ""
+            if not _is_public(module):
+                found.append(module)
+                continue
+            listed = set(getattr(importlib.import_module(module), "__all__", ()))
+            for alias in node.names:
+                if alias.name not in listed and f"{module}.{alias.name}" not in PACKAGES:
+                    found.append(f"{module}.{alias.name}")
+    return found
+
+
+def test_the_private_import_finder_finds_each_kind() -> None:
+    source = (
+        "import streamfn.core._events\n"
+        "from streamfn.core._events import Done\n"
+        "from streamfn.core import Done, new_ulid\n"
+        "from streamfn.core import wire\n"
+        "import os\n"
+        "import streamfn.core.wire._sse\n"
+    )
+    assert private_imports(source) == [
+        "streamfn.core._events",
+        "streamfn.core._events",
+        "streamfn.core.new_ulid",
+        "streamfn.core.wire._sse",
+    ]
+
+
+@pytest.mark.parametrize("where", sorted({where for where, _ in _pages()}))
+def test_our_pages_import_only_public_names(where: str) -> None:
+    found = [name for w, source in _pages() if w == where for name in private_imports(source)]
+    assert found == [], f"{where} imports past a face: export it or import from the package"
+
+
+def test_our_pages_name_no_private_module() -> None:
+    """Prose points at faces too: `streamfn.x._y` in a page is a path we do not promise."""
+    pages = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    found = [
+        f"{page.relative_to(ROOT)}: {hit}"
+        for page in pages
+        for hit in PRIVATE_PATH.findall(page.read_text())
+    ]
+    assert found == []
+
+
+PRIVATE_PATH = re.compile(r"\bstreamfn(?:\.[a-z_0-9]+)*\._[a-z]\w*")
+
+
+def _rendered_docstrings(package: str) -> Iterator[tuple[str, str]]:
+    """(name, docstring) for a face, each name it exports and, for a class, each of its
+    public members: what the reference pages render."""
+    face = importlib.import_module(package)
+    yield package, inspect.getdoc(face) or ""
+    for name in face.__all__:
+        value = getattr(face, name)
+        yield f"{package}.{name}", inspect.getdoc(value) or ""
+        if inspect.isclass(value):
+            for member, inner in vars(value).items():
+                if not member.startswith("_") or member == "__init__":
+                    yield f"{package}.{name}.{member}", inspect.getdoc(inner) or ""
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_the_reference_pages_name_no_private_module(package: str) -> None:
+    """The docstrings mkdocstrings renders point users at faces, not at private modules."""
+    found = [
+        f"{where}: {hit}"
+        for where, doc in _rendered_docstrings(package)
+        for hit in PRIVATE_PATH.findall(doc)
+    ]
+    assert found == []
 
 
 def _removed_paths() -> dict[str, str]:
@@ -95,7 +194,7 @@ def _resolve(path: str) -> object:
 
 
 def test_the_changelog_lists_the_removed_paths() -> None:
-    assert len(REMOVED) >= 60  # the modules and names the old redirect tables held
+    assert len(REMOVED) >= 50  # the moved modules and names, old path → public new path
 
 
 @pytest.mark.parametrize(("old", "new"), sorted(REMOVED.items()))
@@ -103,6 +202,23 @@ def test_a_removed_path_is_gone_and_its_new_path_resolves(old: str, new: str) ->
     with pytest.raises((ModuleNotFoundError, AttributeError)):
         _resolve(old)
     assert _resolve(new) is not None
+    assert _is_public(new), f"{new} is private: point the line at the face that exports it"
+
+
+def _now_private() -> list[str]:
+    """CHANGELOG.md's "private now" lines: a bullet that holds one path and nothing else."""
+    text = (ROOT / "CHANGELOG.md").read_text()
+    return re.findall(r"^\s*- `(streamfn[\w.]+)`$", text, re.M)
+
+
+@pytest.mark.parametrize("old", _now_private())
+def test_a_name_made_private_is_gone_from_its_face(old: str) -> None:
+    with pytest.raises((ModuleNotFoundError, AttributeError)):
+        _resolve(old)
+
+
+def test_the_changelog_lists_the_names_made_private() -> None:
+    assert len(_now_private()) >= 20
 
 
 def _stale_imports(node: ast.AST) -> list[str]:

@@ -5,16 +5,8 @@ from __future__ import annotations
 import typing
 
 from streamfn.core import Cost, StopReason, Usage
-from streamfn.core._protocol import (
-    BLOCK,
-    BLOCK_EVENTS,
-    BLOCK_TRANSITIONS,
-    EVENT_FOR,
-    STREAM_TRANSITIONS,
-    check_protocol,
-)
-from streamfn.core.emitter import Emitter
-from streamfn.core.events import (
+from streamfn.core._emitter import Emitter
+from streamfn.core._events import (
     Event,
     Start,
     TextDelta,
@@ -23,6 +15,14 @@ from streamfn.core.events import (
     ThinkingDelta,
     ThinkingEnd,
     ThinkingStart,
+)
+from streamfn.core._protocol import (
+    BLOCK,
+    BLOCK_EVENTS,
+    BLOCK_TRANSITIONS,
+    EVENT_FOR,
+    STREAM_TRANSITIONS,
+    check_protocol,
 )
 
 START = Start(api="t", provider="p", model="m")

@@ -154,7 +154,7 @@ def test_every_fenced_block_is_text_or_run_or_checked() -> None:
 
 def test_the_gateway_config_examples_load() -> None:
     """Every ``--config`` file shown is one `streamfn serve` accepts as written."""
-    from streamfn.cli.serve_config import load_gateway_config
+    from streamfn.cli._serve_config import load_gateway_config
 
     configs = [b for b in BLOCKS if b.language == "toml" and "[[models]]" in b.code]
     assert configs
@@ -259,7 +259,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     pytest.importorskip("hypercorn")
     from tiny_model import build_tiny_model
 
-    from streamfn.local.fetch import default_model_dir, is_prepared
+    from streamfn.local._fetch import default_model_dir, is_prepared
 
     cache = tmp_path_factory.mktemp("xdg-cache")
     model_dir = default_model_dir({"XDG_CACHE_HOME": str(cache)})

@@ -24,7 +24,8 @@ from shell_runner import FAST, collect, run
 
 from streamfn import cli
 from streamfn.asgi import ServerConfig
-from streamfn.asgi.backends import RouterBackend
+from streamfn.asgi._backends import RouterBackend
+from streamfn.cli._command import EXIT_USAGE
 from streamfn.core import (
     Context,
     Model,
@@ -37,9 +38,9 @@ from streamfn.core import (
     register_api,
     replay,
 )
-from streamfn.core.call import api_names, load_entry_point_apis
-from streamfn.io_asyncio.backends import ProviderBackend
-from streamfn.io_asyncio.server import App
+from streamfn.core._call import api_names, load_entry_point_apis
+from streamfn.io_asyncio._backends import ProviderBackend
+from streamfn.io_asyncio._server import App
 
 BODY = b"".join(
     json.dumps(line).encode() + b"\n"
@@ -158,7 +159,7 @@ def test_the_cli_chats_with_it_by_format_and_model_id(
     sent = [r for r in upstream.requests if "/lines/cli/" in r.path]
     assert len(sent) == 1 and json.loads(sent[0].body)["model"] == "tiny"
     # its server's address is the caller's to give, as for Azure
-    assert cli.main(["chat", "-m", "lines:tiny", "hi"]) == cli.EXIT_USAGE
+    assert cli.main(["chat", "-m", "lines:tiny", "hi"]) == EXIT_USAGE
     assert "--base-url" in capsys.readouterr().err
 
 
@@ -171,7 +172,7 @@ def test_streamfn_models_knows_it(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_the_gateway_config_serves_it(tmp_path: Path, upstream: FakeProvider) -> None:
-    from streamfn.cli.serve_config import ConfigError, load_gateway_config
+    from streamfn.cli._serve_config import ConfigError, load_gateway_config
 
     config = tmp_path / "gateway.toml"
     config.write_text(

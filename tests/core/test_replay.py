@@ -23,10 +23,10 @@ from streamfn.core import (
     Usage,
     replay,
 )
-from streamfn.core.accumulate import accumulate, check_protocol
+from streamfn.core._accumulate import accumulate, check_protocol
 from streamfn.core.dialects.proxy import encode_proxy_events
-from streamfn.core.wire.eventstream import encode_message
-from streamfn.core.wire.sse import encode_sse
+from streamfn.core.wire._eventstream import encode_message
+from streamfn.core.wire._sse import encode_sse
 
 
 def _sse(*events: dict[str, Any], named: bool = False) -> bytes:

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from streamfn.core import schema_check
-from streamfn.core.schema_check import MAX_REF_CHAIN, SchemaMismatch, check_json
+from streamfn.core import _schema_check as schema_check
+from streamfn.core._schema_check import MAX_REF_CHAIN, SchemaMismatch, check_json
 
 KEYS = ["a", "b", "c/d", "e~"]
 TYPES = ["object", "array", "string", "integer", "number", "boolean", "null"]

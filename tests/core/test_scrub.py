@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from streamfn.core.redact import MIN_SECRET_CHARS, scrub, secret_values
+from streamfn.core._redact import MIN_SECRET_CHARS, scrub, secret_values
 
 
 def test_every_occurrence_goes_and_a_longer_value_goes_whole() -> None:

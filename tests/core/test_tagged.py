@@ -9,7 +9,7 @@ from chunking import by_sizes
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamfn.core.events import (
+from streamfn.core._events import (
     Done,
     Error,
     ErrorKind,
@@ -27,7 +27,7 @@ from streamfn.core.events import (
     ToolCallStart,
     Usage,
 )
-from streamfn.core.tagged import TaggedDecoder
+from streamfn.core._tagged import TaggedDecoder
 
 _DELTAS = (TextDelta, ThinkingDelta, ToolCallDelta)
 

@@ -39,8 +39,8 @@ from streamfn.core import (
     check_protocol,
     replay,
 )
-from streamfn.core.messages import TextContent
-from streamfn.core.text_tools import (
+from streamfn.core._messages import TextContent
+from streamfn.core._text_tools import (
     LLAMA_FUNCTION,
     TextToolCalls,
     correct_tool_name,

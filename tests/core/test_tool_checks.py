@@ -31,11 +31,11 @@ from streamfn.core import (
     accumulate,
     check_protocol,
 )
-from streamfn.core.accumulate import WholeToolCalls
-from streamfn.core.events import Event, Start, decode_event_json, encode_event_json
-from streamfn.core.schema_check import SchemaMismatch
-from streamfn.core.tool_checks import MAX_CONCATENATED, ToolCallChecks, repair_arguments
-from streamfn.fuzz.fake_bodies import sse
+from streamfn.core._accumulate import WholeToolCalls
+from streamfn.core._events import Event, Start, decode_event_json, encode_event_json
+from streamfn.core._schema_check import SchemaMismatch
+from streamfn.core._tool_checks import MAX_CONCATENATED, ToolCallChecks, repair_arguments
+from streamfn.fuzz._fake_bodies import sse
 
 WEATHER = Tool(
     name="get_weather",

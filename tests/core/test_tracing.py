@@ -18,9 +18,9 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from streamfn.client import tracing
+from streamfn.client import _tracing as tracing
 from streamfn.core import Context, Model, Options, Start, fallback, replay
-from streamfn.core import tracing as tracing_rules
+from streamfn.core import _tracing as tracing_rules
 from streamfn.io_asyncio import Client
 from streamfn.io_sync import Client as SyncClient
 

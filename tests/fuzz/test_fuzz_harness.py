@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from streamfn.fuzz import harness
+from streamfn.fuzz import _harness as harness
 
 
 class FakeClock:

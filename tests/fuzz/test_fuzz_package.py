@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from streamfn.core import Context, Model, Options, accumulate, check_protocol, replay
-from streamfn.core.events import Done, Error, ToolCallDelta
+from streamfn.core._events import Done, Error, ToolCallDelta
 from streamfn.fuzz import (
     FAULT_GROUPS,
     FAULTS,

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_http11 import EXPECTED, exchange
 
-from streamfn.core.http.chunked import ChunkedBody
+from streamfn.core.http._chunked import ChunkedBody
 
 HEAD = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
 

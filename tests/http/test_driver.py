@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 from test_http11 import EXPECTED, MODEL, OPENAI_BODY, chunked_response
 
 from streamfn.core import Context, Error, Event, Options
-from streamfn.core.http.driver import drive
-from streamfn.core.http.exchange import Exchange
-from streamfn.core.http.steps import (
+from streamfn.core.http._driver import drive
+from streamfn.core.http._exchange import Exchange
+from streamfn.core.http._steps import (
     EXPIRED,
     Answer,
     Connect,

@@ -14,14 +14,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from streamfn.core import Context, Error, ErrorKind, Model, Options, replay
-from streamfn.core.call import open_call
-from streamfn.core.credentials import with_credentials
-from streamfn.core.http.content_coding import PIECE_BYTES, decoder_for
-from streamfn.core.http.driver import wire_headers
-from streamfn.core.http.exchange import Exchange
-from streamfn.core.http.proxy_env import Proxy, no_proxy_matches, proxy_for
-from streamfn.core.http.target import MAX_HEADER_BYTES, parse_target
-from streamfn.core.http.tunnel import ConnectTunnel, TunnelError
+from streamfn.core._call import open_call
+from streamfn.core._credentials import with_credentials
+from streamfn.core.http._content_coding import PIECE_BYTES, decoder_for
+from streamfn.core.http._driver import wire_headers
+from streamfn.core.http._exchange import Exchange
+from streamfn.core.http._proxy_env import Proxy, no_proxy_matches, proxy_for
+from streamfn.core.http._target import MAX_HEADER_BYTES, parse_target
+from streamfn.core.http._tunnel import ConnectTunnel, TunnelError
 from streamfn.fuzz import chunkings
 
 MODEL = Model(id="replay", provider="openai", api="openai-chat", base_url="http://h.test:8080/v1")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from streamfn.core import Options
-from streamfn.core.http.read_timer import HEARTBEAT_BYTES, ReadTimer
+from streamfn.core.http._read_timer import HEARTBEAT_BYTES, ReadTimer
 
 OPTIONS = Options(first_byte_timeout=10.0, idle_timeout=2.0)
 

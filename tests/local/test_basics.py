@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import streamfn.core
-from streamfn.core.version import UNKNOWN_VERSION, installed_version
+from streamfn.core._version import UNKNOWN_VERSION, installed_version
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -26,9 +26,10 @@ from typing import Any, ClassVar
 import pytest
 
 from streamfn import cli
-from streamfn.core.catalog_build import build_catalog
-from streamfn.core.models import catalog_info, get_model, model
-from streamfn.io_common import catalog_cache
+from streamfn.cli._command import EXIT_RUNTIME, EXIT_USAGE
+from streamfn.core._catalog_build import build_catalog
+from streamfn.core._models import catalog_info, get_model, model
+from streamfn.io_common import _catalog_cache as catalog_cache
 
 NEW_ID = "gpt-9-preview"
 
@@ -131,13 +132,13 @@ def test_bad_data_leaves_the_cache_as_it_was(
     before = isolated.read_bytes()
     capsys.readouterr()
     _Mirror.body = b'{"not": "models.dev"}'
-    assert cli.main(["models", "--refresh", "--url", mirror]) == cli.EXIT_RUNTIME
+    assert cli.main(["models", "--refresh", "--url", mirror]) == EXIT_RUNTIME
     err = capsys.readouterr().err
     *progress, last = err.splitlines()
     assert last.startswith("streamfn: ") and "unusable data" in last and "unchanged" in last
     assert all(line.startswith("fetching ") for line in progress)
     _Mirror.body = b"<html>"
-    assert cli.main(["models", "--refresh", "--url", mirror]) == cli.EXIT_RUNTIME
+    assert cli.main(["models", "--refresh", "--url", mirror]) == EXIT_RUNTIME
     assert isolated.read_bytes() == before
     assert [p.name for p in isolated.parent.iterdir()] == ["catalog.json"]  # no temp left
 
@@ -170,7 +171,7 @@ def test_the_variable_names_a_catalogue_file(
     assert f"catalogue: {named} ($STREAMFN_MODELS_FILE)" in capsys.readouterr().out
     assert model(f"openai:{NEW_ID}").release_date == "2099-01-01"
     named.write_text("{}")
-    assert cli.main(["models"]) == cli.EXIT_USAGE
+    assert cli.main(["models"]) == EXIT_USAGE
     assert "STREAMFN_MODELS_FILE" in capsys.readouterr().err
 
 
@@ -202,7 +203,7 @@ def test_an_oversized_answer_is_refused(
     mirror: str, isolated: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(catalog_cache, "MAX_BYTES", 1000)
-    assert cli.main(["models", "--refresh", "--url", mirror]) == cli.EXIT_RUNTIME
+    assert cli.main(["models", "--refresh", "--url", mirror]) == EXIT_RUNTIME
     assert "more than 1,000 bytes" in capsys.readouterr().err and not isolated.exists()
 
 
@@ -220,7 +221,7 @@ def test_an_unreachable_mirror_is_one_clear_error(
 _PROGRAM = """
 import sys
 {imports}
-from streamfn.core.models import catalog_info, model
+from streamfn.core._models import catalog_info, model
 print(catalog_info().origin)
 print(model("openai:{new}").max_output)
 """

@@ -15,7 +15,10 @@ pytest.importorskip("ctranslate2")
 from tiny_model import build_tiny_model
 
 from streamfn import cli
-from streamfn.cli import commands
+from streamfn.cli import _commands as commands
+from streamfn.cli._command import EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, Command
+from streamfn.cli._commands import register_command
+from streamfn.cli._model_dir import MODEL_DIR_ENV
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +40,7 @@ def test_json_mode_prints_one_event_per_line(
 def test_plain_mode_prints_the_text(
     tiny_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(cli.MODEL_DIR_ENV, str(tiny_dir))
+    monkeypatch.setenv(MODEL_DIR_ENV, str(tiny_dir))
     assert cli.main(["chat", "--max-tokens", "6", "the cat"]) == 0
     out = capsys.readouterr().out
     assert out.endswith("\n") and out.strip()
@@ -45,7 +48,7 @@ def test_plain_mode_prints_the_text(
 
 
 def test_unknown_model_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["chat", "-m", "nosuch:model", "hi"]) == cli.EXIT_USAGE
+    assert cli.main(["chat", "-m", "nosuch:model", "hi"]) == EXIT_USAGE
     err = capsys.readouterr().err
     assert err.startswith("streamfn: ") and "streamfn models" in err and err.count("\n") == 1
 
@@ -59,7 +62,7 @@ def test_bad_arguments_exit_2() -> None:
 def test_missing_local_model_dir_is_a_runtime_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert cli.main(["chat", "--model-dir", str(tmp_path / "none"), "hi"]) == cli.EXIT_RUNTIME
+    assert cli.main(["chat", "--model-dir", str(tmp_path / "none"), "hi"]) == EXIT_RUNTIME
     assert "streamfn local prepare" in capsys.readouterr().err
 
 
@@ -67,13 +70,13 @@ def test_missing_api_key_names_the_variable(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    assert cli.main(["chat", "-m", "anthropic:claude-haiku-4-5", "hi"]) == cli.EXIT_RUNTIME
+    assert cli.main(["chat", "-m", "anthropic:claude-haiku-4-5", "hi"]) == EXIT_RUNTIME
     assert "ANTHROPIC_API_KEY" in capsys.readouterr().err
 
 
 def test_a_registered_command_is_available(capsys: pytest.CaptureFixture[str]) -> None:
-    cli.register_command(
-        cli.Command("echo-test", "test command", lambda p: p.add_argument("word"), lambda a: 3)
+    register_command(
+        Command("echo-test", "test command", lambda p: p.add_argument("word"), lambda a: 3)
     )
     try:
         assert cli.main(["echo-test", "x"]) == 3
@@ -97,7 +100,7 @@ def test_local_prepare_from_gguf_and_info(
 
 
 def test_subprocess_reads_the_prompt_from_stdin(tiny_dir: Path) -> None:
-    env = {**os.environ, cli.MODEL_DIR_ENV: str(tiny_dir)}
+    env = {**os.environ, MODEL_DIR_ENV: str(tiny_dir)}
     done = subprocess.run(
         [sys.executable, "-m", "streamfn.cli", "chat", "--json", "--max-tokens", "3"],
         input="the cat sat",
@@ -137,7 +140,7 @@ def test_replay_prints_events_as_json_lines_then_the_final_message(
         b'data: {"id":"c1","choices":[{"index":0,"delta":{"content":"is"},"finish_reason":"stop"}]}\n\n'
         b"data: [DONE]\n\n"
     )
-    assert cli.main(["replay", "--api", "openai-chat", str(body)]) == cli.EXIT_OK
+    assert cli.main(["replay", "--api", "openai-chat", str(body)]) == EXIT_OK
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [ln["type"] for ln in lines] == [
         "start",
@@ -152,5 +155,5 @@ def test_replay_prints_events_as_json_lines_then_the_final_message(
 
 
 def test_replay_of_a_missing_file_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["replay", "--api", "anthropic", "/nonexistent.sse"]) == cli.EXIT_USAGE
+    assert cli.main(["replay", "--api", "anthropic", "/nonexistent.sse"]) == EXIT_USAGE
     assert "no such file" in capsys.readouterr().err

@@ -12,8 +12,9 @@ pytest.importorskip("ctranslate2")
 from tiny_model import build_tiny_model
 
 from streamfn import cli
-from streamfn.cli import chat
-from streamfn.core.options import Options
+from streamfn.cli import _chat as chat
+from streamfn.cli._main import build_parser
+from streamfn.core._options import Options
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +49,7 @@ def test_max_tokens_sets_the_cap_and_the_notice_names_it(
 
 
 def test_the_local_chat_asks_for_the_repetition_guard_and_providers_do_not() -> None:
-    parser = cli.build_parser()
+    parser = build_parser()
     local = chat._options(parser.parse_args(["chat", "hi"]), local=True)
     assert local.extra_body == chat.LOCAL_REPETITION_GUARD
     assert local.max_tokens == chat.DEFAULT_LOCAL_MAX_TOKENS

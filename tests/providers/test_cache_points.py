@@ -28,9 +28,9 @@ from streamfn.core import (
     get_model,
     open_call,
 )
-from streamfn.core.cache_points import CachePoint
-from streamfn.core.wire.eventstream import encode_message
-from streamfn.core.wire.sse import encode_sse
+from streamfn.core._cache_points import CachePoint
+from streamfn.core.wire._eventstream import encode_message
+from streamfn.core.wire._sse import encode_sse
 
 CLAUDE = get_model("anthropic:claude-sonnet-4-5")
 BEDROCK = get_model("bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0")

@@ -30,8 +30,8 @@ from streamfn.core import (
     TextStart,
     replay,
 )
-from streamfn.core.accumulate import accumulate, check_protocol
-from streamfn.core.citations import Citation, gemini_citations, openai_citation
+from streamfn.core._accumulate import accumulate, check_protocol
+from streamfn.core._citations import Citation, gemini_citations, openai_citation
 from streamfn.core.dialects.anthropic import AnthropicEncoder, anthropic_message_body
 from streamfn.core.dialects.gemini import GeminiEncoder
 from streamfn.core.dialects.openai_chat import OpenAIChatEncoder, openai_completion_body
@@ -276,7 +276,7 @@ def test_unknown_citation_shapes_are_skipped_not_fatal() -> None:
 
 
 def test_citations_travel_on_text_end_through_the_native_format() -> None:
-    from streamfn.core.events import decode_event_json, encode_event_json
+    from streamfn.core._events import decode_event_json, encode_event_json
 
     cited = (Citation(kind="url_citation", url="https://a.example", start=0, end=2),)
     events: list[Event] = [
@@ -344,9 +344,9 @@ def test_sdk_clients_of_the_gateway_see_the_citations(entry: dict[str, Any] | No
     from loopback_server import KEY, Server
 
     from streamfn.asgi import ServerConfig
-    from streamfn.asgi.backends import RouterBackend
-    from streamfn.io_asyncio.backends import ProviderBackend
-    from streamfn.io_asyncio.server import App
+    from streamfn.asgi._backends import RouterBackend
+    from streamfn.io_asyncio._backends import ProviderBackend
+    from streamfn.io_asyncio._server import App
 
     entry = require_corpus(entry)
     wanted = [c for c in _citations(accumulate(_cited_events(entry))) if c.url is not None]

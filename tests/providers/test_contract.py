@@ -18,9 +18,9 @@ import pytest
 from corpus_support import CORPUS, corpus_entries
 
 from streamfn.core import Context, Model, Options, check_protocol, replay
-from streamfn.core.events import Event
+from streamfn.core._events import Event
 from streamfn.core.providers import HTTPRequest, SSECall
-from streamfn.core.wire.sse import ServerSentEvent
+from streamfn.core.wire._sse import ServerSentEvent
 from streamfn.fuzz import split_at
 
 TRANSCRIPTS = Path(__file__).resolve().parents[1] / "transcripts"

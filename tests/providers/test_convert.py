@@ -21,7 +21,7 @@ from streamfn.core import (
     ToolResultMessage,
     UserMessage,
 )
-from streamfn.core.providers.convert import (
+from streamfn.core.providers._convert import (
     MISSING_RESULT_TEXT,
     normalize_tool_call_id,
     prepare_messages,
@@ -246,7 +246,7 @@ def test_an_opaque_block_cannot_inject_fields_into_the_request(key: str, provide
     import msgspec
 
     from streamfn.core import Context, Options, get_model, open_call
-    from streamfn.core.messages import AssistantMessage, OpaqueContent, UserMessage
+    from streamfn.core._messages import AssistantMessage, OpaqueContent, UserMessage
 
     model = get_model(key)
     if provider == "openai":

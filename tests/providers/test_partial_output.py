@@ -20,7 +20,7 @@ from scaling import assert_linear
 from shell_runner import FAST, SHELLS, run
 from test_structured import anthropic_tool_answer
 
-from streamfn.client.partial_output import partial_outputs
+from streamfn.client._partial_output import partial_outputs
 from streamfn.core import (
     CompletionError,
     Context,
@@ -37,15 +37,15 @@ from streamfn.core import (
     open_call,
     replay,
 )
-from streamfn.core.events import Event
-from streamfn.core.partial_output import (
+from streamfn.core._events import Event
+from streamfn.core._partial_output import (
     PartialOutput,
     PartialOutputs,
     _Shapes,
     _Typer,
     iter_partial_outputs,
 )
-from streamfn.fuzz.fake_bodies import openai_body
+from streamfn.fuzz._fake_bodies import openai_body
 
 
 class Day(msgspec.Struct):

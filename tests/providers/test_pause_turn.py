@@ -30,8 +30,8 @@ from streamfn.core import (
     check_protocol,
     replay,
 )
-from streamfn.core.events import Event, decode_event_json, encode_event_json
-from streamfn.fuzz.fake_bodies import sse
+from streamfn.core._events import Event, decode_event_json, encode_event_json
+from streamfn.fuzz._fake_bodies import sse
 
 
 def paused_body(n: int, *, paused: bool) -> bytes:
@@ -45,7 +45,7 @@ def paused_body(n: int, *, paused: bool) -> bytes:
                     "id": f"msg_{n}",
                     "type": "message",
                     "role": "assistant",
-                    "model": "claude-sonnet-4-5",
+                    "model": "claude-sonnet-4-6",
                     "content": [],
                     "usage": {"input_tokens": 100 * n, "output_tokens": 1},
                 },
@@ -125,7 +125,7 @@ def upstream() -> Iterator[PausingUpstream]:
 def claude(upstream: FakeProvider, token: str) -> Model:
     """Priced as Claude Sonnet 4.5 ($3 in, $15 out per million tokens)."""
     return Model(
-        id="claude-sonnet-4-5",
+        id="claude-sonnet-4-6",
         provider="anthropic",
         api="anthropic",
         base_url=upstream.base_url("ok", "pausing", token),
@@ -217,7 +217,7 @@ def test_a_recorded_pause_continues_with_a_request_the_sdk_accepts(shell: str) -
         pytest.skip("the recorded corpus is absent")
     with RecordedPause() as fake:
         model = Model(
-            id="claude-sonnet-4-5",
+            id="claude-sonnet-4-6",
             provider="anthropic",
             api="anthropic",
             base_url=fake.base_url("ok", "recorded", f"recorded-{shell}"),
@@ -244,7 +244,7 @@ def test_a_recorded_pause_continues_with_a_request_the_sdk_accepts(shell: str) -
 
 def test_the_provider_marks_pause_turn_and_nothing_else() -> None:
     headers = [("content-type", "text/event-stream")]
-    model = Model(id="claude-sonnet-4-5", provider="anthropic", api="anthropic", base_url="")
+    model = Model(id="claude-sonnet-4-6", provider="anthropic", api="anthropic", base_url="")
     paused = replay("anthropic", paused_body(1, paused=True), model=model, headers=headers)
     ended = replay("anthropic", paused_body(1, paused=False), model=model, headers=headers)
     assert isinstance(paused[-1], Done) and paused[-1].paused is True
@@ -266,8 +266,8 @@ def test_options_default_continues_a_bounded_number_of_times() -> None:
 
 def test_the_pause_survives_the_proxy_wire_and_text_tool_calls() -> None:
     """A streamfn proxy client, and the text tool-call transform, keep ``Done.paused``."""
+    from streamfn.core._text_tools import text_tool_calls
     from streamfn.core.dialects.proxy import encode_proxy_events
-    from streamfn.core.text_tools import text_tool_calls
 
     paused: list[Event] = [
         Start(),
@@ -293,9 +293,9 @@ def test_the_anthropic_route_says_pause_turn_and_the_sdk_reads_it() -> None:
     from streamfn.core.dialects.anthropic import AnthropicEncoder
 
     events: list[Event] = [Start(), TextStart(0), TextDelta(0, "so far"), TextEnd(0)]
-    encoder = AnthropicEncoder(message_id="msg_1", model="claude-sonnet-4-5")
+    encoder = AnthropicEncoder(message_id="msg_1", model="claude-sonnet-4-6")
     body = b"".join(encoder.encode(e) for e in [*events, Done(paused=True)])
-    model = Model(id="claude-sonnet-4-5", provider="anthropic", api="anthropic", base_url="")
+    model = Model(id="claude-sonnet-4-6", provider="anthropic", api="anthropic", base_url="")
     back = replay("anthropic", body, model=model, headers=[("content-type", "text/event-stream")])
     assert isinstance(back[-1], Done) and back[-1].paused is True
     ended = b"".join(encoder.encode(e) for e in [Done()])
@@ -309,7 +309,7 @@ def test_the_anthropic_route_says_pause_turn_and_the_sdk_reads_it() -> None:
         with (
             sdk,
             sdk.messages.stream(
-                model="claude-sonnet-4-5",
+                model="claude-sonnet-4-6",
                 max_tokens=10,
                 messages=[{"role": "user", "content": "x"}],
             ) as stream,
@@ -320,7 +320,7 @@ def test_the_anthropic_route_says_pause_turn_and_the_sdk_reads_it() -> None:
 
 def test_streams_that_cannot_pause_pass_through_untouched() -> None:
     """No fold, no renumbering, no extra layer where no provider pauses (or it is off)."""
-    from streamfn.client.pause_turn import continue_paused_turns
+    from streamfn.client._pause_turn import continue_paused_turns
 
     async def events() -> Any:
         yield Start()
@@ -332,7 +332,7 @@ def test_streams_that_cannot_pause_pass_through_untouched() -> None:
         return opened[-1]
 
     gpt = Model(id="gpt-4o", provider="openai", api="openai-chat", base_url="")
-    claude_model = Model(id="claude-sonnet-4-5", provider="anthropic", api="anthropic", base_url="")
+    claude_model = Model(id="claude-sonnet-4-6", provider="anthropic", api="anthropic", base_url="")
     proxy = Model(id="m", provider="proxy", api="proxy", base_url="")
     for model, options in [
         (gpt, Options()),
@@ -356,7 +356,7 @@ def test_serve_continues_a_pause_as_often_as_its_flag_says(upstream: PausingUpst
         anthropic.Anthropic(base_url=url, api_key=KEY, max_retries=0) as client,
     ):
         reply = client.messages.create(
-            model="anthropic:claude-sonnet-4-5",
+            model="anthropic:claude-sonnet-4-6",
             max_tokens=10,
             messages=[{"role": "user", "content": "search"}],
         )

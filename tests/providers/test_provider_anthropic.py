@@ -36,8 +36,8 @@ from streamfn.core import (
     list_models,
     replay,
 )
-from streamfn.core.accumulate import accumulate, check_protocol
-from streamfn.core.classify import classify_http_error
+from streamfn.core._accumulate import accumulate, check_protocol
+from streamfn.core._classify import classify_http_error
 from streamfn.core.dialects.anthropic import build_request, open_call
 from streamfn.core.wire import encode_sse
 

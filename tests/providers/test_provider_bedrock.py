@@ -37,7 +37,7 @@ from streamfn.core import (
     open_call,
     replay,
 )
-from streamfn.core.accumulate import accumulate, check_protocol
+from streamfn.core._accumulate import accumulate, check_protocol
 from streamfn.core.dialects.bedrock._response import (
     AWSCredentials,
     BedrockCall,
@@ -46,7 +46,7 @@ from streamfn.core.dialects.bedrock._response import (
     parse_aws_key,
     sign,
 )
-from streamfn.core.wire.eventstream import encode_message
+from streamfn.core.wire._eventstream import encode_message
 
 TRANSCRIPTS = Path(__file__).parents[1] / "transcripts" / "bedrock"
 API = "bedrock"

@@ -35,15 +35,15 @@ from streamfn.core import (
     list_models,
     replay,
 )
-from streamfn.core.accumulate import accumulate, check_protocol
+from streamfn.core._accumulate import accumulate, check_protocol
+from streamfn.core._errors import DecodeError, JSONArrayError
 from streamfn.core.dialects.gemini._response import (
     PartialArgsWriter,
     build_request,
     gemini_schema,
     open_call,
 )
-from streamfn.core.errors import DecodeError, JSONArrayError
-from streamfn.core.wire.json_array import JSONArrayDecoder
+from streamfn.core.wire._json_array import JSONArrayDecoder
 
 TRANSCRIPTS = Path(__file__).parents[1] / "transcripts" / "gemini"
 SSE = [("content-type", "text/event-stream")]

@@ -32,7 +32,7 @@ from streamfn.core import (
     UserMessage,
     replay,
 )
-from streamfn.core.accumulate import accumulate, check_protocol
+from streamfn.core._accumulate import accumulate, check_protocol
 from streamfn.core.dialects.ollama import build_request
 
 TRANSCRIPTS = Path(__file__).parents[1] / "transcripts" / "ollama"

@@ -36,7 +36,7 @@ from streamfn.core import (
     open_call,
     replay,
 )
-from streamfn.core.accumulate import accumulate, check_protocol
+from streamfn.core._accumulate import accumulate, check_protocol
 from streamfn.core.dialects.openai_chat import build_request
 
 TRANSCRIPTS = Path(__file__).parents[1] / "transcripts" / "openai-chat"
@@ -404,7 +404,7 @@ def test_request_headers_and_base_url_overrides() -> None:
 
 
 def test_open_call_keyless_server_sends_no_authorization() -> None:
-    from streamfn.core.models import openai_compatible
+    from streamfn.core._models import openai_compatible
 
     call = open_call(openai_compatible("qwen", "http://localhost:8000/v1"), Context.of("q"))
     assert "authorization" not in dict(call.request.headers)
@@ -793,8 +793,8 @@ def test_events_roundtrip_msgspec() -> None:
 
 
 def test_catalog_is_consistent() -> None:
-    from streamfn.core.catalog import BUILTIN_MODELS
-    from streamfn.core.models import API_NAMES, get_model
+    from streamfn.core._catalog import BUILTIN_MODELS
+    from streamfn.core._models import API_NAMES, get_model
 
     keys = [m.key for m in BUILTIN_MODELS]
     assert len(keys) == len(set(keys)), "one entry per provider:id"

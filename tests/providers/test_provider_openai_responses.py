@@ -38,9 +38,9 @@ from streamfn.core import (
     open_call,
     replay,
 )
-from streamfn.core.accumulate import accumulate, check_protocol
+from streamfn.core._accumulate import accumulate, check_protocol
 from streamfn.core.dialects.openai_responses import build_request
-from streamfn.core.wire.sse import encode_sse
+from streamfn.core.wire._sse import encode_sse
 
 TRANSCRIPTS = Path(__file__).parents[1] / "transcripts" / "openai-responses"
 SSE = [("content-type", "text/event-stream")]

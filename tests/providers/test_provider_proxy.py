@@ -36,7 +36,7 @@ from streamfn.core import (
     Usage,
     replay,
 )
-from streamfn.core.accumulate import check_protocol
+from streamfn.core._accumulate import check_protocol
 from streamfn.core.dialects.proxy import build_request, encode_proxy_event, encode_proxy_events
 from streamfn.core.wire import encode_sse
 

@@ -39,9 +39,9 @@ from streamfn.core import (
     UserMessage,
     get_model,
 )
-from streamfn.core.cache_points import CachePoint
-from streamfn.core.capabilities import capabilities_for
-from streamfn.core.structured import ANSWER_TOOL, StructuredOutputUnsupported
+from streamfn.core._cache_points import CachePoint
+from streamfn.core._capabilities import capabilities_for
+from streamfn.core._structured import ANSWER_TOOL, StructuredOutputUnsupported
 
 TOOLS = [
     Tool(

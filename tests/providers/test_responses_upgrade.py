@@ -12,8 +12,8 @@ from fake_provider import FakeProvider
 from shell_runner import FAST, SHELLS, collect, run
 
 from streamfn.core import Done, Error, ErrorKind, Model, replay
-from streamfn.core.classify import classify_http_error
-from streamfn.core.responses_upgrade import needs_responses_api, responses_model
+from streamfn.core._classify import classify_http_error
+from streamfn.core._responses_upgrade import needs_responses_api, responses_model
 
 OPENAI_400 = {
     "error": {

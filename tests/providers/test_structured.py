@@ -33,10 +33,10 @@ from streamfn.core import (
     model,
     open_call,
 )
-from streamfn.core.completion import finish_completion
-from streamfn.core.messages import AssistantMessage, TextContent
-from streamfn.core.options import client_fields
-from streamfn.core.structured import (
+from streamfn.core._completion import finish_completion
+from streamfn.core._messages import AssistantMessage, TextContent
+from streamfn.core._options import client_fields
+from streamfn.core._structured import (
     ANSWER_TOOL,
     OutputValidationError,
     StructuredOutputUnsupported,
@@ -44,8 +44,8 @@ from streamfn.core.structured import (
     parse_output,
     strict_schema,
 )
-from streamfn.core.wire.eventstream import encode_message
-from streamfn.core.wire.sse import encode_sse
+from streamfn.core.wire._eventstream import encode_message
+from streamfn.core.wire._sse import encode_sse
 
 
 class Day(msgspec.Struct):
@@ -357,7 +357,7 @@ def test_complete_returns_the_parsed_answer_from_a_forced_tool(
 
 
 def test_a_gateway_client_sends_the_schema_as_json_and_only_auto_cache() -> None:
-    from streamfn.core.cache_points import CachePoint
+    from streamfn.core._cache_points import CachePoint
 
     fields = client_fields(Options(response_schema=Forecast, cache="auto", cache_key="k"))
     assert fields == {"response_schema": output_schema(Forecast).schema, "cache": "auto"}

@@ -35,13 +35,13 @@ from streamfn.core import (
     check_protocol,
     replay,
 )
+from streamfn.core._messages import TextContent
 from streamfn.core.dialects.agent_events._encode import (
     AGENT_ORDER,
     AgentEventsEncoder,
     new_ulid,
     problem_details,
 )
-from streamfn.core.messages import TextContent
 from streamfn.core.wire import ServerSentEvent, SSEDecoder
 
 TRANSCRIPTS = Path(__file__).parents[1] / "transcripts"

@@ -15,8 +15,8 @@ from loopback_server import KEY, SLOW, TOOL, Server, raw_post, read_all, serving
 from test_agent_events import frames
 
 from streamfn.core import Context, Done, Event, Model, Options, StopReason, accumulate
+from streamfn.core._messages import TextContent, Tool, ToolCall
 from streamfn.core.dialects.agent_events._encode import AGENT_ORDER
-from streamfn.core.messages import TextContent, Tool, ToolCall
 from streamfn.io_asyncio import Client
 
 # every test here runs on both shells (tests/serve/conftest.py)

@@ -28,14 +28,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_codec import FixedStamps
 
-from streamfn.asgi.runtime import Mailbox, batch_bytes, event_bytes
-from streamfn.client.batches import Batches, flattened
-from streamfn.client.fallback import fall_back
-from streamfn.client.pause_turn import continue_paused_turns
-from streamfn.client.responses_upgrade import upgrade_to_responses
-from streamfn.client.text_tools import with_text_tool_calls
-from streamfn.client.tool_checks import with_checked_tool_calls
-from streamfn.client.tracing import traced
+from streamfn.asgi._runtime import Mailbox, batch_bytes, event_bytes
+from streamfn.client._batches import Batches, flattened
+from streamfn.client._fallback import fall_back
+from streamfn.client._pause_turn import continue_paused_turns
+from streamfn.client._responses_upgrade import upgrade_to_responses
+from streamfn.client._text_tools import with_text_tool_calls
+from streamfn.client._tool_checks import with_checked_tool_calls
+from streamfn.client._tracing import traced
 from streamfn.core import (
     Context,
     Done,
@@ -49,16 +49,16 @@ from streamfn.core import (
     Tool,
     UserMessage,
 )
-from streamfn.core.citations import Citation
+from streamfn.core._citations import Citation
+from streamfn.core._events import ErrorKind, StopReason
+from streamfn.core._fallback import fallback
+from streamfn.core._models import Model
 from streamfn.core.dialects.openai_chat import OpenAIChatEncoder
-from streamfn.core.events import ErrorKind, StopReason
-from streamfn.core.fallback import fallback
-from streamfn.core.models import Model
-from streamfn.core.serve.inbound import ClientRequest
-from streamfn.core.serve.responses import encoder_for
-from streamfn.core.serve.routes import AGENT_PATH, CHAT_PATH, MESSAGES_PATH, NATIVE_PATH
+from streamfn.core.serve._inbound import ClientRequest
+from streamfn.core.serve._responses import encoder_for
+from streamfn.core.serve._routes import AGENT_PATH, CHAT_PATH, MESSAGES_PATH, NATIVE_PATH
 from streamfn.fuzz import event_streams
-from streamfn.io_asyncio.server import AsyncioRuntime
+from streamfn.io_asyncio._server import AsyncioRuntime
 
 STREAMS = event_streams()
 TOOL = Tool(

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from streamfn.core.messages import ServerTool
-from streamfn.core.models import get_model
-from streamfn.core.serve.client_inputs import MAX_SERVER_TOOL_USES
-from streamfn.core.serve.routes import parse_request
-from streamfn.core.serve.status import HTTPError
-from streamfn.core.server_tools import tool_objects
+from streamfn.core._messages import ServerTool
+from streamfn.core._models import get_model
+from streamfn.core._server_tools import tool_objects
+from streamfn.core.serve._client_inputs import MAX_SERVER_TOOL_USES
+from streamfn.core.serve._routes import parse_request
+from streamfn.core.serve._status import HTTPError
 
 WEB = frozenset({"web_search"})
 
@@ -58,7 +58,7 @@ def test_a_server_tool_config_cannot_swap_the_tool_or_reach_the_operators_things
 
 
 def test_even_a_library_users_config_never_replaces_the_tools_type() -> None:
-    from streamfn.core.messages import Context
+    from streamfn.core._messages import Context
 
     context = Context(
         messages=Context.of("hi").messages,

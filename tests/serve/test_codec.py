@@ -1,5 +1,5 @@
 """The server's pure decisions (`streamfn.core.serve`) and its two loop structures
-(`streamfn.asgi.runtime`) on their own, without a socket."""
+(`streamfn.asgi._runtime`) on their own, without a socket."""
 
 from __future__ import annotations
 
@@ -9,16 +9,16 @@ from collections.abc import Awaitable, Callable
 import pytest
 import trio
 
-from streamfn.asgi.runtime import ABORTED, DISCONNECTED, TIMEOUT, Mailbox, Runtime, Slots
+from streamfn.asgi._runtime import ABORTED, DISCONNECTED, TIMEOUT, Mailbox, Runtime, Slots
 from streamfn.core import Done, Error, ErrorKind, Start, TextDelta
-from streamfn.core.messages import Context
-from streamfn.core.options import Options
-from streamfn.core.serve.inbound import ClientRequest
-from streamfn.core.serve.responses import encoder_for, final_body
-from streamfn.core.serve.routes import BodyBudget, Route, authenticate, route
-from streamfn.core.serve.status import ANTHROPIC, HTTPError, early_error, error_response
-from streamfn.io_asyncio.server import AsyncioRuntime
-from streamfn.io_trio.server import TrioRuntime
+from streamfn.core._messages import Context
+from streamfn.core._options import Options
+from streamfn.core.serve._inbound import ClientRequest
+from streamfn.core.serve._responses import encoder_for, final_body
+from streamfn.core.serve._routes import BodyBudget, Route, authenticate, route
+from streamfn.core.serve._status import ANTHROPIC, HTTPError, early_error, error_response
+from streamfn.io_asyncio._server import AsyncioRuntime
+from streamfn.io_trio._server import TrioRuntime
 
 LOCAL = [(b"host", b"127.0.0.1:8000")]
 JSON = [*LOCAL, (b"content-type", b"application/json")]

@@ -23,10 +23,10 @@ from fake_provider import FakeProvider
 from loopback_server import KEY, Server, provider_backend, raw_post, read_all
 
 from streamfn.asgi import App, ServerConfig
-from streamfn.asgi.backends import ServedModel
+from streamfn.asgi._backends import ServedModel
 from streamfn.core import Done, Options, Start, StopReason, TextDelta, TextEnd, TextStart
-from streamfn.core.models import openai_compatible
-from streamfn.fuzz.events_backend import EventsBackend
+from streamfn.core._models import openai_compatible
+from streamfn.fuzz._events_backend import EventsBackend
 
 # every test here runs on both shells (tests/serve/conftest.py)
 pytestmark = pytest.mark.usefixtures("shell")

@@ -28,7 +28,7 @@ from streamfn.core import (
     ToolCall,
     replay,
 )
-from streamfn.core.accumulate import accumulate
+from streamfn.core._accumulate import accumulate
 from streamfn.core.dialects.anthropic import AnthropicEncoder
 from streamfn.core.dialects.openai_chat import OpenAIChatEncoder
 from streamfn.fuzz import event_streams

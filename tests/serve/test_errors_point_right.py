@@ -16,8 +16,8 @@ from loopback_server import KEY, Server, provider_backend
 
 from streamfn import cli
 from streamfn.asgi import App, ServerConfig
-from streamfn.asgi.backends import RouterBackend
-from streamfn.cli.serve_config import ConfigError, load_gateway_config, with_base_urls
+from streamfn.asgi._backends import RouterBackend
+from streamfn.cli._serve_config import ConfigError, load_gateway_config, with_base_urls
 
 pytestmark = pytest.mark.usefixtures("shell")
 

@@ -24,8 +24,8 @@ from openai.types.responses.response_reasoning_item_param import (
 
 from streamfn.asgi import App, ServerConfig
 from streamfn.core import AssistantMessage, Context, Model, Options, UserMessage
+from streamfn.core._messages import ThinkingContent
 from streamfn.core.dialects.openai_responses import build_request
-from streamfn.core.messages import ThinkingContent
 
 # every test here runs on both shells (tests/serve/conftest.py)
 pytestmark = pytest.mark.usefixtures("shell")

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from loopback_server import KEY, Server, raw_post, read_all, serving
 
-from streamfn.core.serve.routes import AGUI_PATH, UI_CHAT_PATH
+from streamfn.core.serve._routes import AGUI_PATH, UI_CHAT_PATH
 
 # every test here runs on both shells (tests/serve/conftest.py)
 pytestmark = pytest.mark.usefixtures("shell")
@@ -419,8 +419,8 @@ def test_streamfn_reads_back_what_the_route_answers(server: Server, api: str, na
     from loopback_server import STREAMS
 
     from streamfn.core import Context, Model, Options, accumulate
-    from streamfn.core.events import Error
-    from streamfn.core.messages import ThinkingContent
+    from streamfn.core._events import Error
+    from streamfn.core._messages import ThinkingContent
     from streamfn.io_asyncio import Client
 
     async def consume() -> list[Any]:
@@ -452,7 +452,7 @@ def test_streamfn_reads_back_what_the_route_answers(server: Server, api: str, na
 
 def _history() -> Any:
     from streamfn.core import Context
-    from streamfn.core.messages import (
+    from streamfn.core._messages import (
         AssistantMessage,
         ImageContent,
         TextContent,
@@ -485,9 +485,9 @@ def test_the_decoders_request_is_what_the_route_parses_back(api: str) -> None:
     """The request builder of each wire format and the server's parser agree on a history
     with an image, a tool call and its result."""
     from streamfn.core import Model, Options
-    from streamfn.core.call import open_call
-    from streamfn.core.messages import AssistantMessage, ToolCall, ToolResultMessage
-    from streamfn.core.serve.routes import parse_request
+    from streamfn.core._call import open_call
+    from streamfn.core._messages import AssistantMessage, ToolCall, ToolResultMessage
+    from streamfn.core.serve._routes import parse_request
 
     context = _history()
     model = Model(id="demo-text", provider="front", api=api, base_url="http://127.0.0.1:1")
@@ -512,8 +512,8 @@ def test_the_decoders_request_is_what_the_route_parses_back(api: str) -> None:
 
 
 def test_ui_arguments_that_are_not_an_object_are_a_tool_input_error() -> None:
+    from streamfn.core._events import ToolCallDelta, ToolCallEnd, ToolCallStart
     from streamfn.core.dialects.ui_message_stream import UIMessageStreamEncoder
-    from streamfn.core.events import ToolCallDelta, ToolCallEnd, ToolCallStart
 
     encoder = UIMessageStreamEncoder(message_id="m")
     body = b"".join(
@@ -527,8 +527,8 @@ def test_ui_arguments_that_are_not_an_object_are_a_tool_input_error() -> None:
 
 
 def test_ui_assistant_message_with_steps_becomes_turns_each_followed_by_its_results() -> None:
-    from streamfn.core.messages import AssistantMessage, TextContent, ToolCall, ToolResultMessage
-    from streamfn.core.serve.routes import parse_request
+    from streamfn.core._messages import AssistantMessage, TextContent, ToolCall, ToolResultMessage
+    from streamfn.core.serve._routes import parse_request
 
     tool = {"type": "tool-f", "toolCallId": "c1", "state": "output-error", "input": {}}
     assistant = {
@@ -595,9 +595,9 @@ def test_ui_tool_call_the_checks_flagged_is_a_tool_input_error_and_repairs_are_u
     """The UI stream follows `ToolCallEnd` as the tool-call checks left it: a call whose
     arguments break the tool's schema is not made available to run, and repaired
     arguments and names replace the streamed ones."""
+    from streamfn.core._events import ToolCallDelta, ToolCallEnd, ToolCallStart
+    from streamfn.core._schema_check import SchemaMismatch
     from streamfn.core.dialects.ui_message_stream import UIMessageStreamEncoder
-    from streamfn.core.events import ToolCallDelta, ToolCallEnd, ToolCallStart
-    from streamfn.core.schema_check import SchemaMismatch
 
     def last_part(end: ToolCallEnd, streamed: str) -> dict[str, Any]:
         encoder = UIMessageStreamEncoder(message_id="m")
@@ -624,7 +624,7 @@ def test_agui_run_finished_that_says_the_answer_was_cut_is_an_error(stop: str) -
     """A ``RUN_FINISHED`` whose ``metadata.stopReason`` says the answer did not finish is
     read as the `Error` it names, never as a complete answer."""
     from streamfn.core import replay
-    from streamfn.core.events import Done, Error, StopReason
+    from streamfn.core._events import Done, Error, StopReason
 
     finished = {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}
     frames = [
@@ -647,7 +647,7 @@ def test_ui_finish_reason_that_says_nothing_is_read_with_a_warning(
     """``finishReason`` "other" / "unknown" (or none) does not say the answer finished:
     the decoder still ends it, and one warning names the word it guessed from."""
     from streamfn.core import replay
-    from streamfn.core.events import Done
+    from streamfn.core._events import Done
 
     finish: dict[str, object] = {"type": "finish"}
     if reason is not None:

@@ -23,7 +23,7 @@ from fake_provider import FakeProvider
 from loopback_server import KEY, Server
 
 from streamfn.asgi import ServerConfig
-from streamfn.asgi.backends import RouterBackend
+from streamfn.asgi._backends import RouterBackend
 from streamfn.core import (
     Context,
     Model,
@@ -35,13 +35,13 @@ from streamfn.core import (
     ToolResultMessage,
     UserMessage,
 )
+from streamfn.core._models import openai_compatible
 from streamfn.core.dialects.gemini._request import DUMMY_THOUGHT_SIGNATURE
 from streamfn.core.dialects.openai_chat import OpenAIChatEncoder
-from streamfn.core.models import openai_compatible
-from streamfn.fuzz.fake_bodies import sse
+from streamfn.fuzz._fake_bodies import sse
 from streamfn.io_asyncio import Client
-from streamfn.io_asyncio.backends import ProviderBackend
-from streamfn.io_asyncio.server import App
+from streamfn.io_asyncio._backends import ProviderBackend
+from streamfn.io_asyncio._server import App
 
 SIGNATURE = "CiQBjz1rX6ZoAxmPsignedByGemini"
 THINKING_SIGNATURE = "EqQBCkYIBxgCKkBsignedByClaude"

@@ -20,17 +20,17 @@ from fake_provider import FakeProvider
 from loopback_server import KEY, Server
 
 from streamfn.asgi import ServerConfig
-from streamfn.asgi.backends import RouterBackend
+from streamfn.asgi._backends import RouterBackend
 from streamfn.core import Model
-from streamfn.core.serve.inbound import (
+from streamfn.core._structured import ANSWER_TOOL
+from streamfn.core.serve._inbound import (
     BadRequest,
     parse_anthropic_request,
     parse_native_request,
     parse_openai_request,
 )
-from streamfn.core.structured import ANSWER_TOOL
-from streamfn.io_asyncio.backends import ProviderBackend
-from streamfn.io_asyncio.server import App
+from streamfn.io_asyncio._backends import ProviderBackend
+from streamfn.io_asyncio._server import App
 
 SCHEMA = {
     "type": "object",

@@ -23,9 +23,9 @@ from streamfn.core import (
     check_protocol,
     replay,
 )
-from streamfn.core.messages import TextContent
-from streamfn.core.serve.grounding import append_sources
-from streamfn.fuzz.events_backend import EventsBackend
+from streamfn.core._messages import TextContent
+from streamfn.core.serve._grounding import append_sources
+from streamfn.fuzz._events_backend import EventsBackend
 
 # every test here runs on both shells (tests/serve/conftest.py)
 pytestmark = pytest.mark.usefixtures("shell")

@@ -20,13 +20,13 @@ from fake_provider import FakeProvider
 from loopback_server import KEY, Server, provider_backend
 
 from streamfn.asgi import App, ServerConfig
-from streamfn.asgi.resolve import system_resolver
-from streamfn.core.models import openai_compatible
-from streamfn.core.serve.client_inputs import check_resolved_hosts, hosts_to_resolve
-from streamfn.core.serve.input_urls import public_address, resolved_problem, url_problem
-from streamfn.core.serve.request_fields import BadRequest
-from streamfn.core.serve.routes import check_input_hosts, parse_request
-from streamfn.core.serve.status import HTTPError
+from streamfn.asgi._resolve import system_resolver
+from streamfn.core._models import openai_compatible
+from streamfn.core.serve._client_inputs import check_resolved_hosts, hosts_to_resolve
+from streamfn.core.serve._input_urls import public_address, resolved_problem, url_problem
+from streamfn.core.serve._request_fields import BadRequest
+from streamfn.core.serve._routes import check_input_hosts, parse_request
+from streamfn.core.serve._status import HTTPError
 
 #: the spellings that passed before: each names this machine, the LAN or cloud metadata
 PRIVATE_SPELLINGS = [
@@ -244,7 +244,7 @@ def test_the_server_passes_a_public_url_to_the_upstream_untouched(
 
 
 def test_serve_warns_when_input_urls_go_to_an_upstream_on_this_network() -> None:
-    from streamfn.core.serve.input_urls import upstream_fetch_warnings
+    from streamfn.core.serve._input_urls import upstream_fetch_warnings
 
     base_urls = {
         "openai": "http://127.0.0.1:4000/v1",

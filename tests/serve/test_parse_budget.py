@@ -19,8 +19,8 @@ from loopback_server import KEY, STREAMS, Server
 from scaling import assert_linear
 
 from streamfn.asgi import App, ServerConfig
-from streamfn.core.serve import request_fields
-from streamfn.core.serve.request_fields import (
+from streamfn.core.serve import _request_fields as request_fields
+from streamfn.core.serve._request_fields import (
     MAX_DEPTH,
     MAX_JSON_VALUES,
     BadRequest,
@@ -28,9 +28,9 @@ from streamfn.core.serve.request_fields import (
     count_json_values,
     decode_body,
 )
-from streamfn.core.serve.routes import parse_request
-from streamfn.core.serve.status import HTTPError
-from streamfn.fuzz.events_backend import EventsBackend
+from streamfn.core.serve._routes import parse_request
+from streamfn.core.serve._status import HTTPError
+from streamfn.fuzz._events_backend import EventsBackend
 
 
 def _oracle_count(value: Any) -> int:

@@ -16,13 +16,13 @@ from loopback_server import KEY, Server
 from shell_runner import FAST, SHELLS, run
 
 from streamfn.asgi import ServerConfig
-from streamfn.asgi.backends import RouterBackend
-from streamfn.client.partial_output import partial_outputs
+from streamfn.asgi._backends import RouterBackend
+from streamfn.client._partial_output import partial_outputs
 from streamfn.core import Context, Model, Options
-from streamfn.core.partial_output import PartialOutput
-from streamfn.fuzz.fake_bodies import openai_body
-from streamfn.io_asyncio.backends import ProviderBackend
-from streamfn.io_asyncio.server import App
+from streamfn.core._partial_output import PartialOutput
+from streamfn.fuzz._fake_bodies import openai_body
+from streamfn.io_asyncio._backends import ProviderBackend
+from streamfn.io_asyncio._server import App
 
 
 class City(msgspec.Struct):

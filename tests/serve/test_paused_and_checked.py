@@ -24,6 +24,7 @@ from streamfn.core import (
     ToolCallEnd,
     ToolCallStart,
 )
+from streamfn.core._schema_check import SchemaMismatch
 from streamfn.core.dialects.agent_events import AgentEventsEncoder
 from streamfn.core.dialects.agui._encode import TOOL_CALL_ERROR, AGUIEncoder
 from streamfn.core.dialects.bedrock import BedrockEncoder
@@ -32,7 +33,6 @@ from streamfn.core.dialects.ollama import OllamaEncoder
 from streamfn.core.dialects.openai_chat import OpenAIChatEncoder
 from streamfn.core.dialects.openai_responses import ResponsesEncoder
 from streamfn.core.dialects.ui_message_stream import UIMessageStreamEncoder
-from streamfn.core.schema_check import SchemaMismatch
 
 PAUSED: list[Event] = [
     Start(),
@@ -139,7 +139,7 @@ def test_a_whole_answer_that_paused_is_incomplete_for_the_official_sdks() -> Non
     from loopback_server import KEY, Server
 
     from streamfn.asgi import App, ServerConfig
-    from streamfn.fuzz.events_backend import EventsBackend
+    from streamfn.fuzz._events_backend import EventsBackend
 
     backend = EventsBackend({"m": PAUSED})
     user: Any = [{"role": "user", "content": "search"}]

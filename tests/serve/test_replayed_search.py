@@ -23,12 +23,12 @@ from fake_provider import FakeProvider
 from loopback_server import KEY, Server, provider_backend
 
 from streamfn.asgi import App, ServerConfig
-from streamfn.asgi.backends import RouterBackend
+from streamfn.asgi._backends import RouterBackend
 from streamfn.core import Model
-from streamfn.core.messages import AssistantMessage, OpaqueContent
-from streamfn.core.models import openai_compatible
-from streamfn.core.serve.routes import parse_request
-from streamfn.core.serve.status import HTTPError
+from streamfn.core._messages import AssistantMessage, OpaqueContent
+from streamfn.core._models import openai_compatible
+from streamfn.core.serve._routes import parse_request
+from streamfn.core.serve._status import HTTPError
 
 RECORDING = CORPUS / "anthropic" / "thinking-web-search.sse"
 SEARCH_TOOL = {"type": "web_search_20250305", "name": "web_search", "max_uses": 2}

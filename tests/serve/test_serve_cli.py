@@ -26,11 +26,11 @@ from loopback_server import STREAMS, Server
 import streamfn.io_asyncio as sf_asyncio
 from streamfn import cli
 from streamfn.asgi import ServerConfig
-from streamfn.cli.serve_config import ConfigError, load_gateway_config
+from streamfn.cli._serve_config import ConfigError, load_gateway_config
 from streamfn.core import Context, Done, Model, Options
-from streamfn.fuzz.events_backend import EventsBackend
-from streamfn.io_asyncio.backends import ProviderBackend
-from streamfn.io_asyncio.server import App
+from streamfn.fuzz._events_backend import EventsBackend
+from streamfn.io_asyncio._backends import ProviderBackend
+from streamfn.io_asyncio._server import App
 
 USER = [{"role": "user", "content": "Say hello"}]
 
@@ -241,17 +241,18 @@ def test_chat_and_serve_can_point_a_provider_at_a_custom_upstream(
 @pytest.mark.parametrize("shell", ["asyncio", "trio"])
 def test_the_gateway_keeps_a_warm_upstream_connection_per_stream(shell: str) -> None:
     """50 concurrent streams to one upstream come back to 50 pooled connections, not 8."""
-    from streamfn.cli.serve_client import upstream_client
+    from streamfn.cli._serve_client import upstream_client
 
     client = upstream_client(shell, {}, 50)
     assert client.max_idle_per_host == 50
-    assert type(client).__module__ == f"streamfn.io_{shell}.client"
+    assert type(client).__module__ == f"streamfn.io_{shell}._client"
 
 
 def test_default_model_flag_reaches_the_front_end_routes() -> None:
     import argparse
 
-    from streamfn.cli import serve, serve_flags
+    from streamfn.cli import _serve as serve
+    from streamfn.cli import _serve_flags as serve_flags
 
     parser = argparse.ArgumentParser()
     serve_flags.configure(parser)

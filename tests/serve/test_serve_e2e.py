@@ -17,14 +17,14 @@ import trio
 from loopback_server import KEY, Server, raw_post, read_all, runtime_for
 from tiny_model import build_tiny_model
 
-import streamfn.asgi.app as app_module
+import streamfn.asgi._app as app_module
 import streamfn.io_asyncio as sf_asyncio
 import streamfn.io_trio as sf_trio
 from streamfn.asgi import App, ServerConfig
-from streamfn.asgi.backends import RouterBackend
-from streamfn.cli.serve_local import LocalBackend
+from streamfn.asgi._backends import RouterBackend
+from streamfn.cli._serve_local import LocalBackend
 from streamfn.core import Context, Done, Error, ErrorKind, Event, Model, Options, TextDelta
-from streamfn.core.accumulate import check_protocol
+from streamfn.core._accumulate import check_protocol
 
 PROMPT = "Say something."
 

@@ -17,9 +17,9 @@ from fake_provider import FakeProvider
 from loopback_server import KEY, Server, provider_backend
 
 from streamfn.asgi import App, ServerConfig
-from streamfn.asgi.backends import RouterBackend
+from streamfn.asgi._backends import RouterBackend
 from streamfn.core import Model
-from streamfn.core.models import openai_compatible
+from streamfn.core._models import openai_compatible
 
 # every test here runs on both shells (tests/serve/conftest.py)
 pytestmark = pytest.mark.usefixtures("shell")

@@ -23,11 +23,11 @@ from fake_provider import FakeProvider
 from loopback_server import KEY, Server
 
 from streamfn.asgi import ServerConfig
-from streamfn.asgi.backends import RouterBackend
+from streamfn.asgi._backends import RouterBackend
 from streamfn.core import Model
-from streamfn.core.models import openai_compatible
-from streamfn.io_asyncio.backends import ProviderBackend
-from streamfn.io_asyncio.server import App
+from streamfn.core._models import openai_compatible
+from streamfn.io_asyncio._backends import ProviderBackend
+from streamfn.io_asyncio._server import App
 
 PDF = b"%PDF-1.4\n%%EOF\n"
 IMAGE_URL = "https://example.com/cat.png"

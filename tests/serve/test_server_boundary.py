@@ -37,13 +37,13 @@ from loopback_server import (
 )
 
 from streamfn.asgi import App, ServerConfig
-from streamfn.asgi.backends import RouterBackend
+from streamfn.asgi._backends import RouterBackend
 from streamfn.core import Model
-from streamfn.core.events import Done, Error, Start, TextDelta, TextEnd, TextStart
-from streamfn.core.models import openai_compatible
-from streamfn.core.serve.routes import parsed_cost
-from streamfn.fuzz.events_backend import EventsBackend
-from streamfn.io_asyncio.serve import serve
+from streamfn.core._events import Done, Error, Start, TextDelta, TextEnd, TextStart
+from streamfn.core._models import openai_compatible
+from streamfn.core.serve._routes import parsed_cost
+from streamfn.fuzz._events_backend import EventsBackend
+from streamfn.io_asyncio._serve import serve
 
 # every test here runs on both shells (tests/serve/conftest.py)
 pytestmark = pytest.mark.usefixtures("shell")
@@ -277,7 +277,7 @@ def test_bad_bodies_are_400s_in_the_clients_shape(demo: Server, path: str, case:
 
 
 def test_nesting_within_the_documented_depth_is_served(demo: Server) -> None:
-    from streamfn.core.serve.inbound import MAX_DEPTH
+    from streamfn.core.serve._inbound import MAX_DEPTH
 
     def nested(depth: int) -> dict[str, Any]:
         schema: dict[str, Any] = {"type": "string"}
@@ -375,7 +375,7 @@ def test_a_slow_request_head_is_cut_after_the_head_timeout() -> None:
 
 def test_open_connections_are_capped(shell: str) -> None:
     if shell == "trio":
-        pytest.skip("the connection cap is the asyncio server's (io_asyncio/serve.py)")
+        pytest.skip("the connection cap is the asyncio server's (io_asyncio/_serve.py)")
     # a connection the client closed gives its place back at once, not at the head timeout
     with serving(max_connections=2, head_timeout=SLOW) as (server, _):
         # of four idle connections at most two are held (more are refused while the
@@ -608,7 +608,7 @@ def test_a_client_disconnect_closes_the_upstream_connection_at_once() -> None:
     ],
 )
 def test_host_names_a_loopback_server_answers_to(value: bytes, allowed: bool) -> None:
-    from streamfn.core.serve.guard import LOOPBACK_HOSTS, host_allowed
+    from streamfn.core.serve._guard import LOOPBACK_HOSTS, host_allowed
 
     assert host_allowed([(b"host", value)], LOOPBACK_HOSTS) is allowed
     assert host_allowed([(b"host", value)], None)  # a network bind without --allowed-host
@@ -674,7 +674,7 @@ def test_a_backend_failure_after_output_sends_no_second_start_and_no_internals()
     ],
 )
 def test_only_loopback_literals_bind_without_a_key(host: str, loopback: bool) -> None:
-    from streamfn.core.serve.guard import is_loopback
+    from streamfn.core.serve._guard import is_loopback
 
     assert is_loopback(host) is loopback
 
@@ -716,7 +716,7 @@ def test_bodies_held_at_once_are_bounded_whatever_their_number() -> None:
 def test_a_client_cannot_send_provider_native_blocks_through_the_server() -> None:
     """An opaque block would act with the server's credentials (a gs:// file, a file_id
     of the operator's organisation, a paid cache TTL): a 400 naming it, on both routes."""
-    from streamfn.core.serve.inbound import BadRequest, parse_native_request
+    from streamfn.core.serve._inbound import BadRequest, parse_native_request
 
     block = {
         "type": "opaque",

@@ -15,8 +15,8 @@ from typing import Any
 
 from streamfn.asgi import ServerConfig
 from streamfn.core import Done, Start, StopReason, TextDelta, TextEnd, TextStart, Usage
-from streamfn.fuzz.events_backend import EventsBackend
-from streamfn.io_asyncio.server import App
+from streamfn.fuzz._events_backend import EventsBackend
+from streamfn.io_asyncio._server import App
 
 N = 200
 

@@ -20,8 +20,8 @@ from loopback_server import STREAMS
 
 from streamfn.asgi import ServerConfig
 from streamfn.core import Context, Options
-from streamfn.fuzz.events_backend import EventsBackend
-from streamfn.io_asyncio.server import App
+from streamfn.fuzz._events_backend import EventsBackend
+from streamfn.io_asyncio._server import App
 
 ROUTES = ("/v1/chat/completions", "/v1/messages", "/v1/stream")
 VALID: dict[str, dict[str, Any]] = {

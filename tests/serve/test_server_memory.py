@@ -25,8 +25,8 @@ import trio
 from loopback_server import HANG_GUARD, KEY, SLOW, Server, raw_post, read_all, wait_until
 
 from streamfn.asgi import App, Runtime, ServerConfig
-from streamfn.asgi.runtime import EVENT_OVERHEAD, Mailbox, event_bytes
-from streamfn.core.events import (
+from streamfn.asgi._runtime import EVENT_OVERHEAD, Mailbox, event_bytes
+from streamfn.core._events import (
     Done,
     Error,
     OpaqueBlock,
@@ -36,10 +36,10 @@ from streamfn.core.events import (
     TextStart,
     ToolCallEnd,
 )
-from streamfn.core.serve.routes import BodyBudget, HTTPError, parse_request, parsed_cost
-from streamfn.fuzz.events_backend import EventsBackend
-from streamfn.io_asyncio.server import AsyncioRuntime
-from streamfn.io_trio.server import TrioRuntime
+from streamfn.core.serve._routes import BodyBudget, HTTPError, parse_request, parsed_cost
+from streamfn.fuzz._events_backend import EventsBackend
+from streamfn.io_asyncio._server import AsyncioRuntime
+from streamfn.io_trio._server import TrioRuntime
 
 CHAT = "/v1/chat/completions"
 

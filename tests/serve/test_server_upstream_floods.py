@@ -16,8 +16,8 @@ from fake_provider import FakeProvider
 from loopback_server import KEY, Server, provider_backend, read_all, wait_until
 
 from streamfn.asgi import App, ServerConfig
-from streamfn.asgi.backends import RouterBackend
-from streamfn.core.models import Model
+from streamfn.asgi._backends import RouterBackend
+from streamfn.core._models import Model
 
 # every test here runs on both shells (tests/serve/conftest.py)
 pytestmark = pytest.mark.usefixtures("shell")

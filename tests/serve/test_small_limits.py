@@ -27,16 +27,16 @@ from loopback_server import (
 )
 
 from streamfn.asgi import App, ServerConfig
-from streamfn.core.serve.request_fields import (
+from streamfn.core.serve._request_fields import (
     MAX_COUNT,
     MAX_STOP_BYTES,
     MAX_STOP_SEQUENCES,
     MAX_TEMPERATURE,
     SEED_RANGE,
 )
-from streamfn.core.serve.routes import parse_request
-from streamfn.core.serve.status import HTTPError
-from streamfn.fuzz.events_backend import EventsBackend
+from streamfn.core.serve._routes import parse_request
+from streamfn.core.serve._status import HTTPError
+from streamfn.fuzz._events_backend import EventsBackend
 
 CHAT, MESSAGES, NATIVE, AGENT = (
     "/v1/chat/completions",
@@ -175,11 +175,11 @@ def test_the_server_answers_a_400_in_the_dialects_shape(
 
 def _local_model() -> Any:
     pytest.importorskip("ctranslate2")
-    from streamfn.local.fetch import default_model_dir, is_prepared
+    from streamfn.local._fetch import default_model_dir, is_prepared
 
     if not is_prepared(default_model_dir()):
         pytest.skip("the local model is not prepared (streamfn local prepare)")
-    from streamfn.local.model import LocalModel
+    from streamfn.local._model import LocalModel
 
     return LocalModel.default()
 
@@ -260,7 +260,7 @@ FORGED = "no-such\r\n2026-01-01 INFO served /v1/stream model=admin\x1b[2J\u202eg
 
 
 def test_client_strings_are_escaped_in_log_lines() -> None:
-    from streamfn.core.serve.log_text import loggable
+    from streamfn.core.serve._log_text import loggable
 
     line = loggable(FORGED)
     assert line.isprintable() and FORGED not in line

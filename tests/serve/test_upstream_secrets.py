@@ -19,11 +19,11 @@ import pytest
 from loopback_server import KEY, Server, provider_backend, raw_post, read_all
 
 from streamfn.asgi import App, ServerConfig
-from streamfn.asgi.backends import ServedModel
+from streamfn.asgi._backends import ServedModel
 from streamfn.core import Model, Options
-from streamfn.core.models import openai_compatible
-from streamfn.fuzz.fake_bodies import sse
-from streamfn.fuzz.raw_http import ThreadedServer, read_request
+from streamfn.core._models import openai_compatible
+from streamfn.fuzz._fake_bodies import sse
+from streamfn.fuzz._raw_http import ThreadedServer, read_request
 
 # every test here runs on both shells (tests/serve/conftest.py)
 pytestmark = pytest.mark.usefixtures("shell")
@@ -169,7 +169,7 @@ def test_a_connect_error_does_not_name_the_internal_address(
 
 
 def test_proxy_credentials_and_resolved_addresses_are_scrubbed_too() -> None:
-    from streamfn.asgi.upstream_text import UpstreamText
+    from streamfn.asgi._upstream_text import UpstreamText
     from streamfn.core import Error
 
     model = openai_compatible("m", "https://vllm.internal:8443/v1")

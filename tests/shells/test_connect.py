@@ -15,7 +15,7 @@ from fake_provider import FakeProvider
 from shell_runner import SHELLS, collect, run
 
 from streamfn.core import Done, Model
-from streamfn.io_common.sockets import literal_family
+from streamfn.io_common._sockets import literal_family
 
 
 def test_literal_family_names_only_ip_literals() -> None:

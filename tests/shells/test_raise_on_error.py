@@ -1,5 +1,5 @@
 """A failed stream can be made loud: ``stream(..., raise_on_error=True)`` in every shell,
-`raise_for_error` on the sans-I/O path, one rule (`streamfn.core.completion`).
+`raise_for_error` on the sans-I/O path, one rule (`streamfn.core._completion`).
 
 Each shell's module-level ``stream`` is pointed at the loopback fake provider: a 401
 raises `StreamError` (kind ``auth``) instead of ending the loop quietly, a connection

@@ -38,8 +38,8 @@ from streamfn.core import (
     accumulate,
     open_call,
 )
-from streamfn.fuzz.fake_bodies import anthropic_body, sse
-from streamfn.fuzz.raw_http import Request, ThreadedServer, chunk, head, read_request
+from streamfn.fuzz._fake_bodies import anthropic_body, sse
+from streamfn.fuzz._raw_http import Request, ThreadedServer, chunk, head, read_request
 from streamfn.io_asyncio import stream as asyncio_stream
 from streamfn.io_sync import stream as sync_stream
 from streamfn.io_trio import stream as trio_stream

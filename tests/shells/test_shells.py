@@ -369,7 +369,7 @@ def test_keyboard_interrupt_in_a_blocking_read_closes_the_socket_at_once(
     """Ctrl-C while the blocking shell waits for bytes: the interrupt reaches the
     caller, and the socket is already closed when it does (not pooled, not left
     to the garbage collector)."""
-    import streamfn.io_sync.client as sync_client
+    import streamfn.io_sync._client as sync_client
 
     opened: list[Any] = []
     connect = sync_client.connect

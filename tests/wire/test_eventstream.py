@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scaling import assert_linear
 
-from streamfn.core.wire.eventstream import (
+from streamfn.core.wire._eventstream import (
     EventStreamDecoder,
     EventStreamError,
     EventStreamMessage,

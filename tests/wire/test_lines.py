@@ -9,7 +9,7 @@ from chunking import split_at
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamfn.core.wire.lines import LineSplitter, LineTooLong
+from streamfn.core.wire._lines import LineSplitter, LineTooLong
 
 
 def split_all(

@@ -12,7 +12,7 @@ from corpus_support import body, corpus_entries, require_corpus
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamfn.core.wire.ndjson import NDJSONDecoder, NDJSONError
+from streamfn.core.wire._ndjson import NDJSONDecoder, NDJSONError
 from streamfn.fuzz._wire_oracles import ndjson_outcome
 
 

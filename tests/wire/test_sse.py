@@ -20,7 +20,7 @@ from corpus_support import body, corpus_entries, require_corpus
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamfn.core.wire.sse import ServerSentEvent, SSEComment, SSEDecoder, SSEError, encode_sse
+from streamfn.core.wire._sse import ServerSentEvent, SSEComment, SSEDecoder, SSEError, encode_sse
 from streamfn.fuzz._wire_oracles import Item, chunked, spec_oracle, sse_outcome
 
 

@@ -19,7 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scaling import assert_linear
 
-from streamfn.core.wire.sse import ServerSentEvent, SSEDecoder, SSEError, decode_data
+from streamfn.core.wire._sse import ServerSentEvent, SSEDecoder, SSEError, decode_data
 from streamfn.fuzz._wire_oracles import chunked, erase_types, feed_outcome, sink_outcome, sse_like
 
 _CAPS: dict[str, Any] = {"max_line_bytes": 24, "max_event_bytes": 40}

@@ -9,12 +9,10 @@ from ._client import (
 )
 from ._encode import (
     AgentEventsEncoder,
-    new_ulid,
 )
 
 __all__ = [
     "AgentEventsEncoder",
     "build_request",
-    "new_ulid",
     "open_call",
 ]

@@ -20,16 +20,16 @@ from typing import Final
 
 import msgspec
 
-from streamfn.core.classify import classify_stream_error
+from streamfn.core._classify import classify_stream_error
+from streamfn.core._events import Error, ErrorKind, StopReason
+from streamfn.core._messages import Context
+from streamfn.core._models import Model
+from streamfn.core._options import Options
 from streamfn.core.dialects._openai_common import WireUsage, convert_usage
 from streamfn.core.dialects.agent_events._encode import ERROR_TYPE_BASE
 from streamfn.core.dialects.proxy._client import build_request as build_native_request
-from streamfn.core.events import Error, ErrorKind, StopReason
-from streamfn.core.messages import Context
-from streamfn.core.models import Model
-from streamfn.core.options import Options
 from streamfn.core.providers._base import HTTPRequest, SSECall
-from streamfn.core.wire.sse import ServerSentEvent
+from streamfn.core.wire._sse import ServerSentEvent
 
 __all__ = ["AgentEventsCall", "build_request", "open_call"]
 

@@ -41,9 +41,8 @@ from typing import Any, Final
 
 import msgspec
 
-from streamfn.core.accumulate import parse_arguments
-from streamfn.core.dialects.openai_chat import openai_usage
-from streamfn.core.events import (
+from streamfn.core._accumulate import parse_arguments
+from streamfn.core._events import (
     Done,
     Error,
     Event,
@@ -54,9 +53,10 @@ from streamfn.core.events import (
     ToolCallEnd,
     ToolCallStart,
 )
-from streamfn.core.serve.cut import unpaused
-from streamfn.core.serve.status import OWN_STATUSES, STATUS_FOR_KIND
-from streamfn.core.wire.sse import encode_sse
+from streamfn.core.dialects.openai_chat._encode import openai_usage
+from streamfn.core.serve._cut import unpaused
+from streamfn.core.serve._status import OWN_STATUSES, STATUS_FOR_KIND
+from streamfn.core.wire._sse import encode_sse
 
 __all__ = [
     "AGENT_ORDER",

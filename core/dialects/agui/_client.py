@@ -31,9 +31,9 @@ from typing import Any, Final
 
 import msgspec
 
-from streamfn.core.classify import classify_stream_error
-from streamfn.core.events import Error, ErrorKind, StopReason, Usage
-from streamfn.core.messages import (
+from streamfn.core._classify import classify_stream_error
+from streamfn.core._events import Error, ErrorKind, StopReason, Usage
+from streamfn.core._messages import (
     AssistantMessage,
     Context,
     DocumentContent,
@@ -43,11 +43,11 @@ from streamfn.core.messages import (
     UserContent,
     UserMessage,
 )
-from streamfn.core.models import Model
-from streamfn.core.options import Options
+from streamfn.core._models import Model
+from streamfn.core._options import Options
 from streamfn.core.providers._base import HTTPRequest, SSECall
 from streamfn.core.providers._request import route_request
-from streamfn.core.wire.sse import ServerSentEvent
+from streamfn.core.wire._sse import ServerSentEvent
 
 __all__ = ["AGUICall", "agui_messages", "build_request", "open_call"]
 

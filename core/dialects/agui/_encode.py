@@ -12,7 +12,7 @@ capitals and camelCase fields. Our events map one to one:
   then ``REASONING_END``;
 - a tool call -> ``TOOL_CALL_START`` (``toolCallId``, ``toolCallName``,
   ``parentMessageId``), then at its end one ``TOOL_CALL_ARGS`` (``delta``: the
-  whole arguments, as the tool-call checks of `streamfn.core.tool_checks`
+  whole arguments, as the tool-call checks of `streamfn.core._tool_checks`
   repaired them, so they are held until the call ends) and ``TOOL_CALL_END``;
   a call the checks flagged (arguments that are not one JSON object or break the
   tool's schema) is followed by a ``CUSTOM`` event named
@@ -24,7 +24,7 @@ capitals and camelCase fields. Our events map one to one:
   continued (``Done.paused``) is no finished run: ``RUN_ERROR`` with code
   ``paused`` (sending the conversation back continues it);
 - `Error`, and a `Done` whose stop reason says the answer did not finish
-  (`streamfn.core.serve.cut`) -> ``RUN_ERROR`` (``message``, ``code``: the
+  (`streamfn.core.serve._cut`) -> ``RUN_ERROR`` (``message``, ``code``: the
   error kind): never a ``RUN_FINISHED``, so a cut answer is not shown as a
   whole one.
 
@@ -40,8 +40,8 @@ from typing import Any, Final
 
 import msgspec
 
-from streamfn.core.accumulate import WholeToolCalls, call_problem, parse_arguments
-from streamfn.core.events import (
+from streamfn.core._accumulate import WholeToolCalls, call_problem, parse_arguments
+from streamfn.core._events import (
     Done,
     Error,
     Event,
@@ -57,8 +57,8 @@ from streamfn.core.events import (
     ToolCallStart,
     Usage,
 )
-from streamfn.core.serve.cut import CUT_STOP_REASONS, cut_error
-from streamfn.core.wire.sse import encode_sse
+from streamfn.core.serve._cut import CUT_STOP_REASONS, cut_error
+from streamfn.core.wire._sse import encode_sse
 
 __all__ = ["TOOL_CALL_ERROR", "AGUIEncoder", "agui_usage"]
 

@@ -5,8 +5,6 @@ One package per wire format: both roles side by side, private modules behind thi
 
 from ._encode import (
     AnthropicEncoder,
-    anthropic_error_body,
-    anthropic_error_type,
     anthropic_message_body,
 )
 from ._inbound import (
@@ -21,8 +19,6 @@ from ._response import (
 
 __all__ = [
     "AnthropicEncoder",
-    "anthropic_error_body",
-    "anthropic_error_type",
     "anthropic_message_body",
     "build_request",
     "open_call",

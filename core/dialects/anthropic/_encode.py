@@ -18,9 +18,8 @@ from typing import Any, Final
 
 import msgspec
 
-from streamfn.core.citations import to_anthropic
-from streamfn.core.dialects.anthropic._tables import ERROR_TYPES, STOP_REASONS
-from streamfn.core.events import (
+from streamfn.core._citations import to_anthropic
+from streamfn.core._events import (
     Done,
     Error,
     ErrorKind,
@@ -38,14 +37,15 @@ from streamfn.core.events import (
     ToolCallStart,
     Usage,
 )
-from streamfn.core.messages import (
+from streamfn.core._messages import (
     AssistantMessage,
     OpaqueContent,
     TextContent,
     ThinkingContent,
     ToolCall,
 )
-from streamfn.core.serve.cut import cut_error, finish_word
+from streamfn.core.dialects.anthropic._tables import ERROR_TYPES, STOP_REASONS
+from streamfn.core.serve._cut import cut_error, finish_word
 
 __all__ = [
     "STOP_REASONS",

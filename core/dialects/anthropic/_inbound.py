@@ -7,7 +7,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from streamfn.core.messages import (
+from streamfn.core._messages import (
     AssistantContent,
     AssistantMessage,
     Context,
@@ -23,9 +23,9 @@ from streamfn.core.messages import (
     UserContent,
     UserMessage,
 )
-from streamfn.core.options import Options, ThinkingLevel
-from streamfn.core.serve.replayed_search import REPLAYED_SEARCH_BLOCKS, replayed_search_block
-from streamfn.core.serve.request_fields import (
+from streamfn.core._options import Options, ThinkingLevel
+from streamfn.core.serve._replayed_search import REPLAYED_SEARCH_BLOCKS, replayed_search_block
+from streamfn.core.serve._request_fields import (
     BadRequest,
     ClientRequest,
     check_fields,

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from streamfn.core.cache_points import mark_anthropic
-from streamfn.core.capabilities import fit_max_tokens, fit_sampling, output_limit, unsupported
-from streamfn.core.dialects._claude_thinking import claude_thinking
-from streamfn.core.documents import anthropic_part
-from streamfn.core.messages import (
+from streamfn.core._cache_points import mark_anthropic
+from streamfn.core._capabilities import fit_max_tokens, fit_sampling, output_limit, unsupported
+from streamfn.core._documents import anthropic_part
+from streamfn.core._messages import (
     AssistantMessage,
     Context,
     Message,
@@ -22,12 +21,13 @@ from streamfn.core.messages import (
     UserContent,
     UserMessage,
 )
-from streamfn.core.models import Model
-from streamfn.core.options import Options, ThinkingLevel
+from streamfn.core._models import Model
+from streamfn.core._options import Options, ThinkingLevel
+from streamfn.core._server_tools import tool_objects
+from streamfn.core._structured import anthropic_output_format, structured_request
+from streamfn.core.dialects._claude_thinking import claude_thinking
 from streamfn.core.providers._base import HTTPRequest, json_request, request_headers
-from streamfn.core.providers.convert import opaque_object, prepare_messages
-from streamfn.core.server_tools import tool_objects
-from streamfn.core.structured import anthropic_output_format, structured_request
+from streamfn.core.providers._convert import opaque_object, prepare_messages
 
 __all__ = ["API_VERSION", "THINKING_BUDGETS", "build_request"]
 

@@ -11,8 +11,7 @@ from typing import Any, Final
 
 import msgspec
 
-from streamfn.core.dialects.bedrock._tables import EXCEPTIONS, STOP_REASONS
-from streamfn.core.events import (
+from streamfn.core._events import (
     Done,
     Error,
     Event,
@@ -24,8 +23,9 @@ from streamfn.core.events import (
     ToolCallEnd,
     ToolCallStart,
 )
-from streamfn.core.serve.cut import cut_error, unpaused
-from streamfn.core.wire.eventstream import encode_message
+from streamfn.core.dialects.bedrock._tables import EXCEPTIONS, STOP_REASONS
+from streamfn.core.serve._cut import cut_error, unpaused
+from streamfn.core.wire._eventstream import encode_message
 
 __all__ = ["BedrockEncoder"]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from streamfn.core.events import ErrorKind, StopReason
+from streamfn.core._events import ErrorKind, StopReason
 
 __all__ = ["EXCEPTIONS", "EXCEPTION_STATUS", "STOP_REASONS", "STOP_REASONS_READ"]
 

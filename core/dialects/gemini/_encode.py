@@ -14,9 +14,9 @@ from typing import Any, Final
 
 import msgspec
 
-from streamfn.core.accumulate import WholeToolCalls
-from streamfn.core.citations import Citation, to_gemini_grounding
-from streamfn.core.events import (
+from streamfn.core._accumulate import WholeToolCalls
+from streamfn.core._citations import Citation, to_gemini_grounding
+from streamfn.core._events import (
     Done,
     Error,
     ErrorKind,
@@ -32,7 +32,7 @@ from streamfn.core.events import (
     ToolCallStart,
     Usage,
 )
-from streamfn.core.serve.cut import cut_error, unpaused
+from streamfn.core.serve._cut import cut_error, unpaused
 
 __all__ = ["GeminiEncoder", "gemini_usage"]
 

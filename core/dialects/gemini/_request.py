@@ -4,7 +4,7 @@
 ``x-goog-api-key``; for ``Model.provider == "vertex"`` the Vertex AI URL
 (project and location from ``Model.extra``) with ``Authorization: Bearer``.
 ``Model.extra["stream_format"] = "json"`` leaves out ``alt=sse``: the answer
-is then one streamed JSON array (see `streamfn.core.wire.json_array`).
+is then one streamed JSON array (see `streamfn.core.wire._json_array`).
 The response side is `streamfn.core.dialects.gemini._response`.
 """
 
@@ -16,15 +16,15 @@ from typing import Any, Final
 
 import msgspec
 
-from streamfn.core.capabilities import (
+from streamfn.core._capabilities import (
     capabilities_for,
     fit_budget,
     fit_effort,
     fit_sampling,
     unsupported,
 )
-from streamfn.core.documents import gemini_part
-from streamfn.core.messages import (
+from streamfn.core._documents import gemini_part
+from streamfn.core._messages import (
     AssistantMessage,
     Context,
     ImageContent,
@@ -37,12 +37,12 @@ from streamfn.core.messages import (
     UserContent,
     UserMessage,
 )
-from streamfn.core.models import Model
-from streamfn.core.options import Options, ThinkingLevel
+from streamfn.core._models import Model
+from streamfn.core._options import Options, ThinkingLevel
+from streamfn.core._server_tools import tool_objects
+from streamfn.core._structured import structured_request, without_refs
+from streamfn.core.providers._convert import joined_text, opaque_object, prepare_messages
 from streamfn.core.providers._request import HTTPRequest, bearer, json_request, request_headers
-from streamfn.core.providers.convert import joined_text, opaque_object, prepare_messages
-from streamfn.core.server_tools import tool_objects
-from streamfn.core.structured import structured_request, without_refs
 
 __all__ = [
     "DUMMY_THOUGHT_SIGNATURE",

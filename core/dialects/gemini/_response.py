@@ -63,8 +63,12 @@ from typing import Any, Final, TypeVar
 
 import msgspec
 
-from streamfn.core.citations import gemini_citations
-from streamfn.core.classify import classify_stream_error
+from streamfn.core._citations import gemini_citations
+from streamfn.core._classify import classify_stream_error
+from streamfn.core._events import Error, StopReason, Usage
+from streamfn.core._messages import Context
+from streamfn.core._models import Model
+from streamfn.core._options import Options
 from streamfn.core.dialects.gemini._args import PartialArgsWriter
 from streamfn.core.dialects.gemini._request import (
     DUMMY_THOUGHT_SIGNATURE,
@@ -73,14 +77,10 @@ from streamfn.core.dialects.gemini._request import (
     gemini_schema,
     streams_json_array,
 )
-from streamfn.core.events import Error, StopReason, Usage
-from streamfn.core.messages import Context
-from streamfn.core.models import Model
-from streamfn.core.options import Options
 from streamfn.core.providers._base import FramedCall, HTTPRequest, sse_decoder
-from streamfn.core.wire.decoder import Decoder
-from streamfn.core.wire.json_array import JSONArrayDecoder
-from streamfn.core.wire.sse import ServerSentEvent, SSEComment
+from streamfn.core.wire._decoder import Decoder
+from streamfn.core.wire._json_array import JSONArrayDecoder
+from streamfn.core.wire._sse import ServerSentEvent, SSEComment
 
 __all__ = [
     "DUMMY_THOUGHT_SIGNATURE",
@@ -101,7 +101,7 @@ log = logging.getLogger("streamfn")
 _JSON: Final = msgspec.json.Encoder()
 _decode_any: Final = msgspec.json.Decoder().decode
 
-#: the JSON-array decoder's old name (it lived here before `streamfn.core.wire.json_array`)
+#: the JSON-array decoder's old name (it lived here before `streamfn.core.wire._json_array`)
 JSONArraySplitter = JSONArrayDecoder
 
 FrameT = TypeVar("FrameT")

@@ -19,11 +19,9 @@ from typing import Any, Final
 
 import msgspec
 
-from streamfn.core.classify import classify_stream_error
-from streamfn.core.dialects._openai_common import function_tools
-from streamfn.core.dialects.ollama._tables import DONE_REASONS_READ
-from streamfn.core.events import StopReason, Usage
-from streamfn.core.messages import (
+from streamfn.core._classify import classify_stream_error
+from streamfn.core._events import StopReason, Usage
+from streamfn.core._messages import (
     AssistantMessage,
     Context,
     ImageContent,
@@ -33,8 +31,11 @@ from streamfn.core.messages import (
     ToolCall,
     UserMessage,
 )
-from streamfn.core.models import Model
-from streamfn.core.options import Options, ThinkingLevel
+from streamfn.core._models import Model
+from streamfn.core._options import Options, ThinkingLevel
+from streamfn.core._structured import structured_request
+from streamfn.core.dialects._openai_common import function_tools
+from streamfn.core.dialects.ollama._tables import DONE_REASONS_READ
 from streamfn.core.providers._base import (
     HTTPRequest,
     NDJSONCall,
@@ -43,8 +44,7 @@ from streamfn.core.providers._base import (
     json_request,
     request_headers,
 )
-from streamfn.core.providers.convert import joined_text, prepare_messages
-from streamfn.core.structured import structured_request
+from streamfn.core.providers._convert import joined_text, prepare_messages
 
 __all__ = ["DEFAULT_BASE_URL", "OllamaCall", "build_request", "open_call"]
 

@@ -12,9 +12,8 @@ from typing import Any, Final
 
 import msgspec
 
-from streamfn.core.accumulate import WholeToolCalls
-from streamfn.core.dialects.ollama._tables import DONE_REASONS
-from streamfn.core.events import (
+from streamfn.core._accumulate import WholeToolCalls
+from streamfn.core._events import (
     Done,
     Error,
     Event,
@@ -24,7 +23,8 @@ from streamfn.core.events import (
     ToolCallEnd,
     ToolCallStart,
 )
-from streamfn.core.serve.cut import cut_error, unpaused
+from streamfn.core.dialects.ollama._tables import DONE_REASONS
+from streamfn.core.serve._cut import cut_error, unpaused
 
 __all__ = ["OllamaEncoder"]
 

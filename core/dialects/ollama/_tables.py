@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from streamfn.core.events import StopReason
+from streamfn.core._events import StopReason
 
 __all__ = ["DONE_REASONS", "DONE_REASONS_READ"]
 

@@ -6,8 +6,6 @@ One package per wire format: both roles side by side, private modules behind thi
 from ._encode import (
     OpenAIChatEncoder,
     openai_completion_body,
-    openai_error_type,
-    openai_usage,
 )
 from ._inbound import (
     parse_openai_request,
@@ -24,7 +22,5 @@ __all__ = [
     "build_request",
     "open_call",
     "openai_completion_body",
-    "openai_error_type",
-    "openai_usage",
     "parse_openai_request",
 ]

@@ -20,10 +20,8 @@ from typing import Any, Final
 
 import msgspec
 
-from streamfn.core.citations import to_openai_annotation
-from streamfn.core.dialects._openai_common import ERROR_CODES, signature_carrier
-from streamfn.core.dialects.openai_chat._tables import FINISH_REASONS
-from streamfn.core.events import (
+from streamfn.core._citations import to_openai_annotation
+from streamfn.core._events import (
     Done,
     Error,
     ErrorKind,
@@ -38,9 +36,11 @@ from streamfn.core.events import (
     ToolCallStart,
     Usage,
 )
-from streamfn.core.messages import AssistantMessage, TextContent
-from streamfn.core.serve.cut import cut_error, finish_word, unpaused
-from streamfn.core.wire.sse import encode_sse
+from streamfn.core._messages import AssistantMessage, TextContent
+from streamfn.core.dialects._openai_common import ERROR_CODES, signature_carrier
+from streamfn.core.dialects.openai_chat._tables import FINISH_REASONS
+from streamfn.core.serve._cut import cut_error, finish_word, unpaused
+from streamfn.core.wire._sse import encode_sse
 
 __all__ = [
     "FINISH_REASONS",

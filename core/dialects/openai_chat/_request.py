@@ -7,24 +7,16 @@ from __future__ import annotations
 import logging
 from typing import Any, Final
 
-from streamfn.core.cache_points import prompt_cache_key
-from streamfn.core.capabilities import (
+from streamfn.core._cache_points import prompt_cache_key
+from streamfn.core._capabilities import (
     capabilities_for,
     effort_for_off,
     fit_effort,
     fit_sampling,
     reasons,
 )
-from streamfn.core.dialects._openai_common import (
-    Quirks,
-    function_tools,
-    openai_headers,
-    quirks_for,
-    signature_carrier,
-    thinking_on,
-)
-from streamfn.core.documents import openai_chat_part
-from streamfn.core.messages import (
+from streamfn.core._documents import openai_chat_part
+from streamfn.core._messages import (
     AssistantMessage,
     Context,
     ImageContent,
@@ -36,12 +28,20 @@ from streamfn.core.messages import (
     UserContent,
     UserMessage,
 )
-from streamfn.core.models import Model
-from streamfn.core.options import Options, ThinkingLevel
+from streamfn.core._models import Model
+from streamfn.core._options import Options, ThinkingLevel
+from streamfn.core._server_tools import web_search_options
+from streamfn.core._structured import openai_response_format, structured_request
+from streamfn.core.dialects._openai_common import (
+    Quirks,
+    function_tools,
+    openai_headers,
+    quirks_for,
+    signature_carrier,
+    thinking_on,
+)
 from streamfn.core.providers._base import HTTPRequest, api_root, json_request
-from streamfn.core.providers.convert import joined_text, prepare_messages, tool_arguments
-from streamfn.core.server_tools import web_search_options
-from streamfn.core.structured import openai_response_format, structured_request
+from streamfn.core.providers._convert import joined_text, prepare_messages, tool_arguments
 
 __all__ = ["build_request"]
 

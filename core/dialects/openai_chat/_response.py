@@ -47,8 +47,13 @@ from typing import Any, Final
 
 import msgspec
 
-from streamfn.core.citations import openai_citation
-from streamfn.core.classify import classify_message, classify_stream_error
+from streamfn.core._citations import openai_citation
+from streamfn.core._classify import classify_message, classify_stream_error
+from streamfn.core._emitter import Emitter
+from streamfn.core._events import Error, StopReason
+from streamfn.core._messages import Context
+from streamfn.core._models import Model
+from streamfn.core._options import Options
 from streamfn.core.dialects._openai_common import (
     Quirks,
     WireUsage,
@@ -59,13 +64,8 @@ from streamfn.core.dialects._openai_common import (
 )
 from streamfn.core.dialects.openai_chat._request import build_request
 from streamfn.core.dialects.openai_chat._tables import FINISH_REASONS_READ
-from streamfn.core.emitter import Emitter
-from streamfn.core.events import Error, StopReason
-from streamfn.core.messages import Context
-from streamfn.core.models import Model
-from streamfn.core.options import Options
 from streamfn.core.providers._base import HTTPRequest, SSECall
-from streamfn.core.wire.sse import decode_data
+from streamfn.core.wire._sse import decode_data
 
 __all__ = ["OpenAIChatCall", "Quirks", "build_request", "open_call", "quirks_for"]
 

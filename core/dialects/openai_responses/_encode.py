@@ -16,9 +16,8 @@ from typing import Any, Final
 
 import msgspec
 
-from streamfn.core.citations import to_openai_annotation
-from streamfn.core.dialects._openai_common import ERROR_CODES
-from streamfn.core.events import (
+from streamfn.core._citations import to_openai_annotation
+from streamfn.core._events import (
     Done,
     Error,
     Event,
@@ -36,7 +35,8 @@ from streamfn.core.events import (
     ToolCallStart,
     Usage,
 )
-from streamfn.core.serve.cut import CUT_STOP_REASONS, cut_error, unpaused
+from streamfn.core.dialects._openai_common import ERROR_CODES
+from streamfn.core.serve._cut import CUT_STOP_REASONS, cut_error, unpaused
 
 __all__ = ["ResponsesEncoder", "responses_usage"]
 

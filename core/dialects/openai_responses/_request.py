@@ -9,11 +9,10 @@ from typing import Any
 
 import msgspec
 
-from streamfn.core.cache_points import prompt_cache_key
-from streamfn.core.capabilities import effort_for_off, fit_effort, fit_sampling, reasons
-from streamfn.core.dialects._openai_common import openai_headers, quirks_for, thinking_on
-from streamfn.core.documents import responses_part
-from streamfn.core.messages import (
+from streamfn.core._cache_points import prompt_cache_key
+from streamfn.core._capabilities import effort_for_off, fit_effort, fit_sampling, reasons
+from streamfn.core._documents import responses_part
+from streamfn.core._messages import (
     AssistantMessage,
     Context,
     ImageContent,
@@ -26,17 +25,18 @@ from streamfn.core.messages import (
     UserContent,
     UserMessage,
 )
-from streamfn.core.models import Model
-from streamfn.core.options import Options, ThinkingLevel
+from streamfn.core._models import Model
+from streamfn.core._options import Options, ThinkingLevel
+from streamfn.core._server_tools import tool_objects
+from streamfn.core._structured import responses_text_format, structured_request
+from streamfn.core.dialects._openai_common import openai_headers, quirks_for, thinking_on
 from streamfn.core.providers._base import HTTPRequest, api_root, json_request
-from streamfn.core.providers.convert import (
+from streamfn.core.providers._convert import (
     joined_text,
     opaque_object,
     prepare_messages,
     tool_arguments,
 )
-from streamfn.core.server_tools import tool_objects
-from streamfn.core.structured import responses_text_format, structured_request
 
 __all__ = ["build_request"]
 

@@ -23,9 +23,7 @@ from typing import Any, Final
 
 import msgspec
 
-from streamfn.core._protocol import Grammar
-from streamfn.core.dialects.proxy._encode import encode_proxy_event, encode_proxy_events
-from streamfn.core.events import (
+from streamfn.core._events import (
     EVENT_TYPES,
     Done,
     OpaqueBlock,
@@ -42,9 +40,11 @@ from streamfn.core.events import (
     decode_event_json,
     event_type,
 )
-from streamfn.core.messages import Context
-from streamfn.core.models import Model
-from streamfn.core.options import Options, client_fields
+from streamfn.core._messages import Context
+from streamfn.core._models import Model
+from streamfn.core._options import Options, client_fields
+from streamfn.core._protocol import Grammar
+from streamfn.core.dialects.proxy._encode import encode_proxy_event, encode_proxy_events
 from streamfn.core.providers._base import (
     HTTPRequest,
     SSECall,
@@ -53,7 +53,7 @@ from streamfn.core.providers._base import (
     json_request,
     request_headers,
 )
-from streamfn.core.wire.sse import ServerSentEvent
+from streamfn.core.wire._sse import ServerSentEvent
 
 __all__ = [
     "ProxyCall",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from streamfn.core.events import Event, encode_event_json, event_type
+from streamfn.core._events import Event, encode_event_json, event_type
 
 __all__ = ["encode_proxy_event", "encode_proxy_events"]
 

@@ -8,7 +8,6 @@ from ._client import (
     open_call,
 )
 from ._encode import (
-    UI_STREAM_HEADER,
     UIMessageStreamEncoder,
 )
 from ._inbound import (
@@ -16,7 +15,6 @@ from ._inbound import (
 )
 
 __all__ = [
-    "UI_STREAM_HEADER",
     "UIMessageStreamEncoder",
     "build_request",
     "open_call",

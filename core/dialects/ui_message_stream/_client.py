@@ -27,10 +27,9 @@ from typing import Any, Final
 
 import msgspec
 
-from streamfn.core.classify import classify_stream_error
-from streamfn.core.dialects.ui_message_stream._tables import FINISH_REASONS_READ
-from streamfn.core.events import Error, ErrorKind, StopReason
-from streamfn.core.messages import (
+from streamfn.core._classify import classify_stream_error
+from streamfn.core._events import Error, ErrorKind, StopReason
+from streamfn.core._messages import (
     AssistantMessage,
     Context,
     DocumentContent,
@@ -42,11 +41,12 @@ from streamfn.core.messages import (
     UserContent,
     UserMessage,
 )
-from streamfn.core.models import Model
-from streamfn.core.options import Options
+from streamfn.core._models import Model
+from streamfn.core._options import Options
+from streamfn.core.dialects.ui_message_stream._tables import FINISH_REASONS_READ
 from streamfn.core.providers._base import HTTPRequest, SSECall
 from streamfn.core.providers._request import route_request
-from streamfn.core.wire.sse import ServerSentEvent
+from streamfn.core.wire._sse import ServerSentEvent
 
 __all__ = ["UIMessageStreamCall", "build_request", "open_call", "ui_messages"]
 

@@ -12,13 +12,13 @@ response header) is SSE whose every ``data:`` line is one JSON part with a
   ``tool-input-delta`` (``inputTextDelta``), then at its end
   ``tool-input-available`` with the parsed ``input``, or ``tool-input-error``
   (``errorText``) when the arguments are not a JSON object or the tool-call
-  checks found them breaking the tool's schema (`streamfn.core.tool_checks`:
+  checks found them breaking the tool's schema (`streamfn.core._tool_checks`:
   a front end must not run such a call); the name and arguments are the ones
   those checks repaired, where they did;
 - `Done` -> ``finish-step`` and ``finish`` with ``finishReason``
   (``stop``, ``length``, ``tool-calls``);
 - `Error`, and a `Done` whose stop reason says the answer did not finish
-  (`streamfn.core.serve.cut`) -> ``error`` (``errorText``): never a ``finish``,
+  (`streamfn.core.serve._cut`) -> ``error`` (``errorText``): never a ``finish``,
   so a cut answer is not shown as a whole one (a tool call it cut stays
   ``input-streaming``).
 
@@ -33,9 +33,8 @@ from typing import Any, Final
 
 import msgspec
 
-from streamfn.core.accumulate import WholeToolCalls, call_problem, parse_arguments
-from streamfn.core.dialects.ui_message_stream._tables import FINISH_REASONS
-from streamfn.core.events import (
+from streamfn.core._accumulate import WholeToolCalls, call_problem, parse_arguments
+from streamfn.core._events import (
     Done,
     Error,
     Event,
@@ -50,8 +49,9 @@ from streamfn.core.events import (
     ToolCallEnd,
     ToolCallStart,
 )
-from streamfn.core.serve.cut import cut_error, finish_word, unpaused
-from streamfn.core.wire.sse import encode_sse
+from streamfn.core.dialects.ui_message_stream._tables import FINISH_REASONS
+from streamfn.core.serve._cut import cut_error, finish_word, unpaused
+from streamfn.core.wire._sse import encode_sse
 
 __all__ = [
     "FINISH_REASONS",

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from streamfn.core.messages import (
+from streamfn.core._messages import (
     AssistantContent,
     AssistantMessage,
     Context,
@@ -39,8 +39,8 @@ from streamfn.core.messages import (
     UserContent,
     UserMessage,
 )
-from streamfn.core.options import Options
-from streamfn.core.serve.request_fields import (
+from streamfn.core._options import Options
+from streamfn.core.serve._request_fields import (
     BadRequest,
     ClientRequest,
     check_fields,

@@ -1,0 +1,499 @@
+"""`streamfn serve`: any model streamfn reaches, served in the dialect the client speaks.
+
+A plain ASGI application (no web framework) written once for both shells:
+hypercorn runs it on asyncio (`streamfn.io_asyncio.serve`) or trio
+(`streamfn.io_trio.serve`), and the loop's primitives come in as a
+`Runtime`. Every decision is the sans-I/O codec's (`streamfn.core.serve`:
+routes, guard, auth, parsing, encoders, statuses); this module only moves
+bytes and runs tasks. Routes:
+
+- ``POST /v1/chat/completions``: OpenAI Chat Completions, streaming or not.
+- ``POST /v1/messages``: Anthropic Messages, streaming or not.
+- ``POST /v1/stream``: the native proxy format (our events as SSE).
+- ``POST /v1/agent/stream``: the same request, answered in the agent-server
+  SSE contract (`streamfn.core.dialects.agent_events._encode`).
+- ``POST /v1/ui/chat`` and ``POST /v1/agui``: the front-end protocols, the
+  Vercel AI SDK's UI message stream (``useChat``) and AG-UI events, each
+  taking its client's own request body (always streamed).
+- ``GET /v1/models`` (OpenAI or, with an ``anthropic-version`` header,
+  Anthropic shape) and ``GET /health``.
+
+The trust boundary: the server holds the provider keys, its clients are not
+trusted. A client chooses what to generate, never where a request goes or
+how often it is sent (`streamfn.core.serve._inbound` rejects such fields by
+name); `streamfn.core.serve._guard` keeps web pages out (Host, Origin,
+Content-Type). Every bad request is a 4xx in the client's own error shape.
+
+Every request runs the backend in a producer task; the response loop sends
+what it produces, a keep-alive while the model is silent, and stops the
+producer at once when the client disconnects (streaming or not), so an
+abandoned request never keeps a local generation or an upstream connection
+alive. A non-streaming response sends nothing until the answer is whole, so
+any error, even after output began (a reset, a malformed chunk, the content
+cap), is an HTTP error in the client's own error shape (502, 504 for a
+timeout), never a body calling a cut answer complete. In a stream, errors
+that come before any output (within ``head_wait``) are such HTTP errors too;
+after that the response has sent its headers and an SSE comment, and errors
+are sent in-stream the way each client expects. Shutdown lets streams finish for a grace period and
+then ends each with a terminal error in its dialect.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import MutableMapping
+from typing import Any, ClassVar
+
+from streamfn.core._events import Done, Error, Event, Start
+from streamfn.core.serve._cut import CUT_STOP_REASONS, cut_error
+from streamfn.core.serve._guard import cors_headers, header, preflight_headers
+from streamfn.core.serve._inbound import ClientRequest
+from streamfn.core.serve._log_text import loggable
+from streamfn.core.serve._responses import (
+    MAX_BATCH,
+    OPENED,
+    Stamps,
+    encoder_for,
+    final_body,
+    stream_headers,
+)
+from streamfn.core.serve._routes import (
+    AGENT_PATH,
+    PARSE_INLINE_BYTES,
+    BodyBudget,
+    Route,
+    admit,
+    check_model,
+    disconnected_early,
+    models_body,
+    parse_request,
+    parsed_cost,
+    route,
+)
+from streamfn.core.serve._status import (
+    HTTPError,
+    dialect_for,
+    early_error,
+    error_response,
+    for_the_client,
+    is_shutting_down,
+    shutting_down,
+    shutting_down_refusal,
+)
+
+from ._contract import Backend, ServerConfig, UnknownModelError, open_batches
+from ._failures import backend_failure
+from ._intake import receive_body
+from ._messages import Receive, Send, adding_headers, send_json, start_sse, watch_disconnect
+from ._resolve import Resolver, check_input_urls, system_resolver
+from ._runtime import (
+    ABORTED,
+    DISCONNECTED,
+    TIMEOUT,
+    Flag,
+    Mailbox,
+    Marker,
+    Runtime,
+    Slots,
+    batch_bytes,
+    ended_early,
+    first_token_at,
+)
+from ._stamps import SystemStamps
+
+__all__ = ["App"]
+
+log = logging.getLogger("streamfn")
+
+Scope = MutableMapping[str, Any]
+
+
+class App:
+    """The ASGI application. One instance serves many concurrent requests.
+
+    ``runtime`` is the event loop's (asyncio's or trio's `Runtime`); each shell's ``serve`` binds its own
+    when none was given. A shell's subclass names its own as ``default_runtime``.
+    ``resolver`` looks up the host names of client input URLs (the system's DNS
+    unless given; tests hand in a table).
+    """
+
+    default_runtime: ClassVar[type[Runtime] | None] = None
+
+    def __init__(
+        self,
+        backend: Backend,
+        config: ServerConfig | None = None,
+        *,
+        runtime: Runtime | None = None,
+        stamps: Stamps | None = None,
+        resolver: Resolver | None = None,
+    ) -> None:
+        self.backend = backend
+        self.resolver: Resolver = resolver or system_resolver
+        self.config = config or ServerConfig()
+        self.stamps: Stamps = stamps or SystemStamps()
+        #: backend streams running now
+        self.active = 0
+        #: requests admitted: reading their body, waiting for a slot, or running
+        self.admitted = 0
+        #: requests held in memory, bodies and parsed forms (see ServerConfig.max_buffered_bytes)
+        self.budget = BodyBudget(self.config.max_body_bytes, self.config.max_buffered_bytes)
+        self._closing = False
+        self._aborted = False
+        self._mailboxes: set[Mailbox] = set()
+        self._idle_waiters: list[Flag] = []
+        #: one flag per request still receiving its body, set when shutdown begins
+        self._uploads: set[Flag] = set()
+        self._shutdown_done: Flag | None = None
+        self._runtime: Runtime | None = None
+        self._slots: Slots | None = None
+        if runtime is None and self.default_runtime is not None:
+            runtime = self.default_runtime()
+        if runtime is not None:
+            self.bind(runtime)
+
+    def bind(self, runtime: Runtime) -> None:
+        """Serve on ``runtime``'s loop (a shell's ``serve`` calls this); once only."""
+        if self._runtime is not None:
+            if self._runtime.name != runtime.name:
+                raise RuntimeError(
+                    f"this App runs on {self._runtime.name}; make another to serve on "
+                    f"{runtime.name}"
+                )
+            return
+        self._runtime = runtime
+        self._slots = Slots(runtime, self.config.max_concurrency)
+
+    @property
+    def runtime(self) -> Runtime:
+        if self._runtime is None:
+            raise RuntimeError(
+                "this App has no event loop runtime: serve it with streamfn.io_asyncio.serve "
+                "or streamfn.io_trio.serve, or pass runtime="
+            )
+        return self._runtime
+
+    @property
+    def buffered(self) -> int:
+        """Bytes of requests held right now (bodies, and their parsed forms until they end)."""
+        return self.budget.buffered
+
+    # -- ASGI entry -------------------------------------------------------------
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        path = scope.get("path", "")
+        headers = scope.get("headers", [])
+        cors = cors_headers(header(headers, b"origin"), self.config.cors_origins)
+        if cors:
+            send = adding_headers(send, cors)
+        try:
+            await self._route(scope, receive, send, path, bool(cors))
+        except HTTPError as exc:
+            status, error_headers, body = error_response(dialect_for(path), exc)
+            await send({"type": "http.response.start", "status": status, "headers": error_headers})
+            await send({"type": "http.response.body", "body": body})
+
+    async def _route(
+        self, scope: Scope, receive: Receive, send: Send, path: str, cors: bool
+    ) -> None:
+        headers = scope.get("headers", [])
+        config = self.config
+        chosen = route(
+            scope.get("method", "GET"),
+            path,
+            headers,
+            allowed_hosts=config.allowed_hosts,
+            cors=cors,
+            api_key=config.api_key,
+        )
+        if chosen is Route.PREFLIGHT:
+            preflight = preflight_headers(headers, config.cors_origins)
+            await send({"type": "http.response.start", "status": 204, "headers": preflight})
+            await send({"type": "http.response.body", "body": b""})
+        elif chosen is Route.HEALTH:
+            status = {"status": "ok", "active_streams": self.active, "admitted": self.admitted}
+            await send_json(send, 200, status)
+        elif chosen is Route.MODELS:
+            await send_json(send, 200, models_body(self.backend.list_models(), headers))
+        else:
+            await self._completion(receive, send, path)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.shutdown()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    # -- shutdown ---------------------------------------------------------------------
+    def begin_shutdown(self) -> None:
+        """Start `shutdown` without waiting for it (from a signal or a server's trigger)."""
+        if self._shutdown_done is None:
+            self._shutdown_done = self.runtime.flag()
+            self.runtime.spawn_system(self._shut_down)
+
+    async def shutdown(self) -> None:
+        """Refuse new and queued requests (503), let running ones finish for the grace
+        period, then end each with a terminal error in its dialect. Idempotent; the
+        shutdown goes on if the caller is cancelled."""
+        self.begin_shutdown()
+        assert self._shutdown_done is not None
+        await self._shutdown_done.wait()
+
+    async def _shut_down(self) -> None:
+        try:
+            self._closing = True
+            for upload in list(self._uploads):  # a body still arriving: a 503 now
+                upload.set()
+            if self._slots is not None:
+                self._slots.close()
+            await self._until_idle(self.config.shutdown_grace)
+            self._aborted = True
+            for mailbox in list(self._mailboxes):
+                mailbox.signal(ABORTED)
+            await self._until_idle(2.0)
+            # Idle upstream connections belong to this event loop: close them with it.
+            aclose = getattr(self.backend, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        except Exception:
+            log.exception("server shutdown failed")
+        finally:
+            assert self._shutdown_done is not None
+            self._shutdown_done.set()
+
+    async def _until_idle(self, timeout: float) -> None:
+        if self.admitted:
+            flag = self.runtime.flag()
+            self._idle_waiters.append(flag)
+            await self.runtime.wait(flag, timeout)
+
+    # -- completions ------------------------------------------------------------------
+    async def _completion(self, receive: Receive, send: Send, path: str) -> None:
+        config = self.config
+        admit(
+            closing=self._closing,
+            admitted=self.admitted,
+            capacity=config.max_concurrency + config.max_queue,
+        )
+        self.admitted += 1
+        started = time.perf_counter()
+        request: ClientRequest | None = None
+        held = [0]  # this request's share of the budget, until it ends
+        try:
+            body = await receive_body(
+                self.runtime, self._uploads, config.body_timeout, receive, held, self._receive
+            )
+            extra = parsed_cost(body)
+            self.budget.hold_parsed(held[0], extra)
+            held[0] += extra
+            request = await self._parse(path, body)
+            del body
+            check_model(path, request, self._max_output(request.model))
+            await check_input_urls(self.runtime, self.resolver, request)  # DNS: after the rest
+            await self._run(receive, send, path, request, held)
+        finally:
+            self.budget.release(held[0])
+            self.admitted -= 1
+            if self.admitted == 0:
+                waiters, self._idle_waiters = self._idle_waiters, []
+                for flag in waiters:
+                    flag.set()
+            if request is not None:
+                log.info(
+                    "served %s model=%s stream=%s in %.3f s",
+                    path,
+                    loggable(request.model),
+                    request.stream,
+                    time.perf_counter() - started,
+                )
+
+    async def _receive(self, receive: Receive, held: list[int]) -> bytes:
+        chunks: list[bytes] = []
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise disconnected_early()
+            chunk = message.get("body", b"")
+            self.budget.hold(held[0], len(chunk))
+            held[0] += len(chunk)
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+    async def _parse(self, path: str, body: bytes) -> ClientRequest:
+        allowed = frozenset(self.config.allow_server_tools)
+        urls = self.config.allow_input_urls
+        default = self.config.default_model
+        if len(body) > PARSE_INLINE_BYTES:  # megabytes of prompt: not on the loop
+            return await self.runtime.to_thread(parse_request, path, body, allowed, urls, default)
+        return parse_request(path, body, allowed, urls, default)
+
+    def _max_output(self, model: str) -> int | None:
+        try:
+            return self.backend.max_output(model)
+        except UnknownModelError as exc:
+            raise HTTPError(404, "not_found", str(exc)) from None
+
+    async def _run(
+        self, receive: Receive, send: Send, path: str, request: ClientRequest, held: list[int]
+    ) -> None:
+        mailbox = Mailbox(self.runtime, max_bytes=self.config.max_unsent_bytes)
+        if self._aborted:
+            mailbox.signal(ABORTED)
+        self._mailboxes.add(mailbox)
+        try:
+            async with self.runtime.task_group() as tasks:
+                tasks.start_soon(self._produce, request, mailbox)
+                tasks.start_soon(watch_disconnect, receive, mailbox)
+                if request.stream:
+                    await self._stream(send, mailbox, path, request)
+                else:
+                    await self._whole(send, mailbox, path, request, held)
+        finally:
+            self._mailboxes.discard(mailbox)
+
+    async def _produce(self, request: ClientRequest, mailbox: Mailbox) -> None:
+        started = False  # a Start went out: a failure after it must not send another
+
+        async def fail(error: Error) -> None:
+            await mailbox.put([error] if started else [Start(), error])
+
+        slots = self._slots
+        assert slots is not None
+        try:
+            if not await slots.acquire():
+                await fail(shutting_down())
+                return
+            self.active += 1
+            try:
+                model = request.model
+                first_output = True
+                opened = open_batches(self.backend, model, request.context, request.options)
+                async with opened as batches:
+                    async for batch in batches:
+                        if not batch:  # a backend's empty read: nothing to hand on
+                            continue
+                        # only a batch's first event can be a Start, only its last an Error
+                        started = started or isinstance(batch[0], Start)
+                        last = batch[-1]
+                        if isinstance(last, Error):
+                            batch = [*batch[:-1], for_the_client(last, model)]
+                        if first_output:
+                            first = first_token_at(batch)
+                            if first is not None:
+                                first_output = False  # let it out before the rest
+                                await mailbox.put_and_hand_over(batch[: first + 1])
+                                batch = batch[first + 1 :]
+                                if not batch:
+                                    continue
+                        if not mailbox.offer(batch):
+                            await mailbox.put(batch)
+            finally:
+                self.active -= 1
+                slots.release()
+        except Exception as exc:  # a backend failure is the client's Error, not a 500 page
+            await fail(backend_failure(exc, request.model))
+        finally:
+            mailbox.put_nowait(None)
+
+    async def _whole(
+        self, send: Send, mailbox: Mailbox, path: str, request: ClientRequest, held: list[int]
+    ) -> None:
+        """A non-streaming response: the fold of the events, or an HTTP error. The events
+        held for it are charged to the memory budget (``held``) until the request ends."""
+        events: list[Event] = []
+        while True:
+            got = await mailbox.get(None)
+            if got is DISCONNECTED:
+                log.info("client disconnected; generation cancelled")
+                return
+            if got is ABORTED:
+                raise shutting_down_refusal()
+            assert not isinstance(got, Marker)
+            batch: list[Event] = [ended_early()] if got is None else got
+            self.budget.hold_answer(size := batch_bytes(batch))
+            held[0] += size
+            events += batch
+            event = events[-1]
+            if isinstance(event, Done) and event.stop_reason in CUT_STOP_REASONS:
+                event = events[-1] = cut_error(event)  # a Done that says it did not finish
+            if isinstance(event, Error):
+                # nothing was sent yet: a cut answer is an HTTP error, never a body
+                # that calls it complete (nor a tool call with repaired input)
+                if not all(isinstance(e, Start) for e in events[:-1]):
+                    log.warning("answer cut after output began for %s: %s", path, event.message)
+                raise early_error(path, event)
+            if isinstance(event, Done):
+                append = self.config.append_sources
+                body = final_body(path, request, events, self.stamps, append=append)
+                await send_json(send, 200, body)
+                return
+
+    async def _stream(
+        self, send: Send, mailbox: Mailbox, path: str, request: ClientRequest
+    ) -> None:
+        config = self.config
+        encode, keep_alive = encoder_for(path, request, self.stamps, append=config.append_sources)
+        extra = stream_headers(path)
+        clock = self.runtime.clock
+        head_deadline = clock() + config.head_wait
+        started = False  # response headers sent
+        held: list[Event] = []  # Start events held until we know it is not an early error
+        while True:
+            wait = config.keepalive_interval if started else max(0.0, head_deadline - clock())
+            got = await mailbox.get(wait)
+            if got is DISCONNECTED:
+                log.info("client disconnected; generation cancelled")
+                return
+            if got is TIMEOUT:
+                # the model is slow to start: tell the client and its proxies we are here
+                chunk = keep_alive() if started else OPENED
+                if not started:
+                    await start_sse(send, extra)
+                    started = True
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                continue
+            batch = _batch(got, mailbox, started)
+            if not started:
+                output = next((e for e in batch if not isinstance(e, Start)), None)
+                if output is None:
+                    held += batch
+                    continue
+                if isinstance(output, Error) and (
+                    path != AGENT_PATH or is_shutting_down(output)  # a 503 on every route
+                ):
+                    raise early_error(path, output)
+                await start_sse(send, extra)
+                started = True
+            events = held + batch if held else batch
+            held = []
+            final = isinstance(events[-1], (Done, Error))
+            body = encode(events)
+            await send({"type": "http.response.body", "body": body, "more_body": not final})
+            if final:
+                return
+
+
+def _batch(got: list[Event] | Marker | None, mailbox: Mailbox, started: bool) -> list[Event]:
+    """What goes out in one write: ``got`` and what the producer already has ready
+    (no added latency, far fewer sends when the model outpaces the socket)."""
+    if got is ABORTED:
+        if not started:
+            raise shutting_down_refusal()
+        return [shutting_down()]
+    if got is None:
+        return [ended_early()]
+    assert not isinstance(got, Marker)
+    if mailbox.items and not isinstance(got[-1], (Done, Error)):
+        got = [*got]  # the producer's list stays the producer's
+        mailbox.take_ready(got, MAX_BATCH)
+    return got

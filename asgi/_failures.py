@@ -1,0 +1,40 @@
+"""What a client is told when the backend raises instead of streaming.
+
+A backend failure is the client's `Error` event, never a 500 page, and never the
+exception's text where that text is the operator's business (a missing upstream
+key, a traceback): those go to the log, and the client gets a message it can act on.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from streamfn.core._capabilities import UnsupportedInput
+from streamfn.core._credentials import MissingCredentials
+from streamfn.core._events import Error
+from streamfn.core._schema import StructuredOutputUnsupported
+from streamfn.core.serve._log_text import loggable
+from streamfn.core.serve._status import NO_UPSTREAM_KEY
+
+from ._contract import UnknownModelError
+
+__all__ = ["backend_failure"]
+
+log = logging.getLogger("streamfn")
+
+
+def backend_failure(exc: Exception, model: str) -> Error:
+    """The client's `Error` for ``exc``, raised by the backend serving ``model``; call
+    it inside the ``except`` block, so an unexpected failure is logged with its traceback."""
+    if isinstance(exc, UnknownModelError):
+        return Error.invalid_request(str(exc), status=404)
+    if isinstance(exc, UnsupportedInput):  # a kind of input or server tool the model lacks
+        return Error.invalid_request(str(exc), status=400)
+    if isinstance(exc, MissingCredentials):
+        log.error("no upstream key for model %s: %s", loggable(model), loggable(exc))
+        return Error.auth(NO_UPSTREAM_KEY)
+    if isinstance(exc, StructuredOutputUnsupported):  # the client's schema, this model
+        return Error.invalid_request(str(exc))
+    # the details are the operator's (the log), not the untrusted client's
+    log.exception("backend failed for model %s", loggable(model))
+    return Error.network("the server failed to produce this answer")

@@ -1,0 +1,54 @@
+"""How both shells hand the `App` to hypercorn: its configuration, the listening
+socket, and the shutdown order (hypercorn stops accepting when ``stop`` is set
+while the app's own shutdown runs beside it; hypercorn waits a little longer
+than the app's grace for the connections to close)."""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+from ._app import App
+from ._runtime import Flag
+
+__all__ = ["hypercorn_arguments"]
+
+
+def hypercorn_arguments(
+    app: App,
+    sock: socket.socket,
+    stop: Flag,
+    *,
+    head_timeout: float,
+    log_errors: bool,
+    allow_h2c: bool = False,
+) -> tuple[Any, Any, dict[str, Any]]:
+    """``(app, config, keywords)`` for a hypercorn ``worker_serve`` (asyncio's or trio's).
+
+    ``head_timeout`` bounds how long a request head may take (hypercorn's
+    keep-alive timer runs until a whole head has arrived), and as long an idle
+    connection. Cleartext HTTP/2 is refused unless ``allow_h2c``; a peer that
+    closed its side frees its connection at once (`streamfn.asgi._connections`).
+    """
+    import hypercorn.config
+    from hypercorn.config import Sockets
+    from hypercorn.utils import wrap_app
+
+    from ._connections import ConnectionRules, apply, install
+
+    install()
+    config = hypercorn.config.Config()
+    apply(config, ConnectionRules(allow_h2c=allow_h2c))
+    config.keep_alive_timeout = head_timeout
+    config.graceful_timeout = app.config.shutdown_grace + 3.0
+    config.accesslog = None
+    if not log_errors:
+        config.errorlog = None
+
+    async def trigger() -> None:
+        await stop.wait()
+        app.begin_shutdown()
+
+    sockets = Sockets(secure_sockets=[], insecure_sockets=[sock], quic_sockets=[])
+    wrapped = wrap_app(app, config.wsgi_max_body_size, "asgi")  # type: ignore[arg-type]
+    return wrapped, config, {"sockets": sockets, "shutdown_trigger": trigger}

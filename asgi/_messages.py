@@ -1,0 +1,61 @@
+"""ASGI messages the `App` sends and receives: response starts, JSON bodies, the
+disconnect watch, extra headers. Shell-neutral (plain ASGI callables)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from streamfn.core.serve._status import JSON_HEADERS, SSE_HEADERS, json_body
+
+from ._runtime import DISCONNECTED, Mailbox
+
+__all__ = [
+    "Message",
+    "Receive",
+    "Send",
+    "adding_headers",
+    "send_json",
+    "start_sse",
+    "watch_disconnect",
+]
+
+log = logging.getLogger("streamfn")
+
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+
+async def start_sse(send: Send, extra: list[tuple[bytes, bytes]] | None = None) -> None:
+    """A 200 SSE response's start; ``extra``: a protocol's own headers."""
+    headers = [*SSE_HEADERS, *(extra or ())]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+
+
+async def send_json(send: Send, status: int, obj: Any) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": list(JSON_HEADERS)})
+    await send({"type": "http.response.body", "body": json_body(obj)})
+
+
+async def watch_disconnect(receive: Receive, mailbox: Mailbox) -> None:
+    try:
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                mailbox.signal(DISCONNECTED)
+                return
+    except Exception:  # the server's receive failed: nothing more will arrive
+        log.debug("receive failed while watching for a disconnect", exc_info=True)
+
+
+def adding_headers(send: Send, extra: list[tuple[bytes, bytes]]) -> Send:
+    """``send`` with ``extra`` headers added to the response start (CORS)."""
+
+    async def wrapped(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", []), *extra]}
+        await send(message)
+
+    return wrapped

@@ -1,0 +1,288 @@
+"""``streamfn serve``: serve the local model and upstream providers over HTTP.
+
+The server is the ASGI app `streamfn.asgi.App`, run by hypercorn on asyncio
+(`streamfn.io_asyncio._serve`) or trio (`streamfn.io_trio._server`). This
+module puts the pieces together: it picks the shell, its upstream client and
+the local model's backend, and hands them to the app. Its help text for
+users is in `serve_help`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+from ._command import EXIT_OK, EXIT_USAGE, Command, CommandError
+from ._flags import provider_base_urls, server_tools
+from ._model_dir import model_dir, require_prepared
+from ._progress import progress_printer
+from ._serve_flags import configure
+from ._serve_help import API_KEY_ENV, DESCRIPTION
+
+__all__ = ["API_KEY_ENV", "COMMAND"]
+
+
+def _check(args: argparse.Namespace) -> dict[str, str]:
+    """Usage errors, before anything is loaded or bound; returns the --base-url map."""
+    from streamfn.core.serve._guard import is_loopback
+
+    server_tools(args.allow_server_tools)
+    if args.no_local and args.no_providers:
+        raise CommandError("--no-local and --no-providers leave nothing to serve", EXIT_USAGE)
+    if args.max_buffered_bytes < args.max_body_bytes:
+        raise CommandError(
+            "--max-buffered-bytes must be at least --max-body-bytes "
+            "(else a body that is allowed could never be read)",
+            EXIT_USAGE,
+        )
+    if not is_loopback(args.host) and not _api_key(args) and not args.insecure_no_auth:
+        raise CommandError(
+            f"{args.host} is reachable from other machines and no --api-key (or "
+            f"${API_KEY_ENV}) is set: anyone there could spend your provider keys. Set a "
+            "token, or pass --insecure-no-auth if that is really what you want",
+            EXIT_USAGE,
+        )
+    if "*" in args.cors_origin and _api_key(args):
+        raise CommandError(
+            "--cors-origin '*' with an API key lets any web page a user of the key visits "
+            "call this server with it; list the origins that may (--cors-origin "
+            "https://app.example)",
+            EXIT_USAGE,
+        )
+    if args.config is not None and args.no_providers:
+        raise CommandError("--config names upstream models; drop --no-providers", EXIT_USAGE)
+    base_urls = provider_base_urls(args.base_url)
+    if args.config is not None:  # read again when serving; here only to refuse it early
+        _gateway(args.config, base_urls)
+    if not args.no_local:
+        require_prepared(model_dir(args))
+    return base_urls
+
+
+def _api_key(args: argparse.Namespace) -> str | None:
+    return args.api_key or os.environ.get(API_KEY_ENV) or None
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise CommandError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    sock.listen(1024)
+    return sock
+
+
+def _gateway(path: Path, base_urls: dict[str, str]) -> Any:
+    """The --config file with --base-url applied; its errors are usage errors."""
+    from ._serve_config import ConfigError, load_gateway_config, with_base_urls
+
+    try:
+        return with_base_urls(load_gateway_config(path), base_urls)
+    except ConfigError as exc:
+        raise CommandError(str(exc), EXIT_USAGE) from exc
+
+
+def _backend(args: argparse.Namespace, base_urls: dict[str, str]) -> Any:
+    from streamfn.asgi._backends import ProviderBackend, RouterBackend, environment
+
+    from ._serve_client import upstream_client
+
+    providers = None
+    if not args.no_providers:
+        served: list[Any] = []
+        registry = True
+        if args.config is not None:
+            gateway = _gateway(args.config, base_urls)
+            served, registry = gateway.models, gateway.registry
+        environ = environment(None)
+        client = upstream_client(args.shell, environ, args.max_concurrency)
+        providers = ProviderBackend(
+            client,
+            environ,
+            served=served,
+            registry=registry,
+            base_urls=base_urls,
+            list_all=args.list_all_models,
+            upstream_attempts=args.upstream_attempts,
+            pause_continuations=args.pause_continuations,
+        )
+    local = None
+    if not args.no_local:
+        try:
+            from ._serve_local import LocalBackend, serving_runtime
+
+            local = LocalBackend(
+                model_dir(args), runtime=serving_runtime(args.shell), progress=progress_printer()
+            )
+        except Exception as exc:
+            raise CommandError(f"cannot load the local model: {exc} (or use --no-local)") from exc
+    return RouterBackend(local, providers)
+
+
+def _app(args: argparse.Namespace, backend: Any) -> Any:
+    from streamfn.asgi import App, ServerConfig
+    from streamfn.core.serve._guard import LOOPBACK_HOSTS, is_loopback
+
+    if is_loopback(args.host):
+        allowed: tuple[str, ...] | None = (*LOOPBACK_HOSTS, *args.allowed_host)
+    else:  # reachable by other names: check Host only when the operator listed names
+        allowed = (*LOOPBACK_HOSTS, *args.allowed_host) if args.allowed_host else None
+    return App(
+        backend,
+        ServerConfig(
+            api_key=_api_key(args),
+            max_body_bytes=args.max_body_bytes,
+            max_buffered_bytes=args.max_buffered_bytes,
+            max_unsent_bytes=args.max_unsent_bytes,
+            max_concurrency=args.max_concurrency,
+            max_queue=args.max_queue,
+            keepalive_interval=args.keepalive,
+            head_wait=args.head_wait,
+            body_timeout=args.body_timeout,
+            shutdown_grace=args.shutdown_grace,
+            allowed_hosts=allowed,
+            cors_origins=tuple(args.cors_origin),
+            append_sources=args.append_sources,
+            allow_server_tools=server_tools(args.allow_server_tools),
+            allow_input_urls=args.allow_input_urls,
+            default_model=args.default_model,
+        ),
+    )
+
+
+def _serve_here(args: argparse.Namespace, sock: socket.socket, base_urls: dict[str, str]) -> int:
+    """One server process on ``sock`` until SIGINT/SIGTERM."""
+    backend = _backend(args, base_urls)
+    app = _app(args, backend)
+    try:
+        if args.shell == "trio":
+            _serve_trio(args, app, sock)
+        else:
+            _serve_asyncio(args, app, sock)
+    finally:
+        if backend.local is not None:
+            backend.local.close()
+    return EXIT_OK
+
+
+def _serve_asyncio(args: argparse.Namespace, app: Any, sock: socket.socket) -> None:
+    from streamfn.io_asyncio._serve import serve
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await serve(
+            app,
+            sock,
+            stop,
+            max_connections=args.max_connections,
+            head_timeout=args.head_timeout,
+            allow_h2c=args.allow_h2c,
+        )
+
+    asyncio.run(main())
+
+
+def _serve_trio(args: argparse.Namespace, app: Any, sock: socket.socket) -> None:
+    import trio
+
+    from streamfn.io_trio._server import serve
+
+    async def main() -> None:
+        stop = trio.Event()
+
+        async def on_signal() -> None:
+            with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for _ in signals:
+                    stop.set()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(on_signal)
+            await serve(app, sock, stop, head_timeout=args.head_timeout, allow_h2c=args.allow_h2c)
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+
+
+def _worker(args: argparse.Namespace, sock: socket.socket, base_urls: dict[str, str]) -> None:
+    """A ``--workers`` child: the parent forwards the signals that stop it."""
+    try:
+        sys.exit(_serve_here(args, sock, base_urls))
+    except CommandError as exc:
+        print(f"streamfn serve: worker: {exc}", file=sys.stderr)
+        sys.exit(exc.code)
+
+
+def _supervise(args: argparse.Namespace, sock: socket.socket, base_urls: dict[str, str]) -> int:
+    """Start ``--workers`` processes on one socket; forward SIGINT/SIGTERM; wait for all."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    workers = [
+        context.Process(target=_worker, args=(args, sock, base_urls), name=f"streamfn-serve-{i}")
+        for i in range(args.workers)
+    ]
+    for worker in workers:
+        worker.start()
+
+    def forward(signum: int, frame: object) -> None:
+        for worker in workers:
+            if worker.pid is not None and worker.exitcode is None:
+                os.kill(worker.pid, signal.SIGTERM)
+
+    signal.signal(signal.SIGINT, forward)
+    signal.signal(signal.SIGTERM, forward)
+    for worker in workers:
+        worker.join()
+    sock.close()
+    return max((w.exitcode or 0) for w in workers)
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        import hypercorn  # noqa: F401
+    except ImportError as exc:
+        raise CommandError(
+            f"streamfn serve needs hypercorn ({exc}); install the [serve] extra: "
+            "`pip install 'streamfn[serve]'` (from a checkout: `pip install -e '.[serve]'`)"
+        ) from exc
+    from streamfn.core.serve._input_urls import upstream_fetch_warnings
+
+    base_urls = _check(args)
+    for warning in upstream_fetch_warnings(base_urls) if args.allow_input_urls else []:
+        print(f"streamfn serve: warning: {warning}", file=sys.stderr, flush=True)
+    sock = _listen(args.host, args.port)
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    print(
+        f"streamfn serve: http://{shown}:{port} (local model: {'no' if args.no_local else 'yes'}, "
+        f"providers: {'no' if args.no_providers else 'yes'}, "
+        f"auth: {'on' if _api_key(args) else 'off'}, workers: {args.workers}, "
+        f"shell: {args.shell})",
+        file=sys.stderr,
+        flush=True,
+    )
+    if args.workers > 1:
+        return _supervise(args, sock, base_urls)
+    return _serve_here(args, sock, base_urls)
+
+
+COMMAND = Command(
+    "serve",
+    "serve models over HTTP to OpenAI and Anthropic clients",
+    configure,
+    _run,
+    description=DESCRIPTION,
+)

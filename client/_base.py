@@ -1,0 +1,357 @@
+"""What every shell's client shares: configuration, the pool, the stream pipeline
+(`client/_pipeline.py`) and the loop that performs `drive`'s steps.
+
+A shell subclasses `ClientBase` with its I/O primitives only (open, send,
+receive with a deadline, sleep, close, its clock) and says, in `Ambient`,
+where its clients take the environment, randomness, the wall clock and TLS
+settings from. Nothing here imports trio or asyncio, reads ``os.environ``,
+``random`` or a clock, or builds an SSL context: the shell passes them in.
+"""
+
+from __future__ import annotations
+
+import abc
+import logging
+import ssl
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from datetime import datetime
+from typing import ClassVar, Generic, NamedTuple, Self, TypedDict, Unpack
+
+from ..core._call import Call, open_call
+from ..core._events import Error, Event
+from ..core._messages import AssistantMessage, Context
+from ..core._models import Model
+from ..core._options import Options
+from ..core.http._driver import drive
+from ..core.http._exchange import Exchange
+from ..core.http._steps import (
+    Answer,
+    Connect,
+    Emit,
+    Expired,
+    PoolKey,
+    Receive,
+    ReceiveAnswer,
+    Release,
+    Send,
+    SendAnswer,
+    Sleep,
+)
+from ._batches import Batches, flattened
+from ._pipeline import Host, OpenStream, pipeline
+from ._pool import ConnT, Pool, PooledConnection
+
+__all__ = ["Ambient", "ClientBase", "ClientSettings"]
+
+
+class Ambient(NamedTuple):
+    """What a shell's clients take from the process unless told otherwise.
+
+    The core reads none of these itself: each shell names them once
+    (``os.environ``, ``random.random``, ``datetime.now(UTC)``,
+    ``ssl.create_default_context``) and a test may pass its own to a client.
+    """
+
+    environ: Mapping[str, str]
+    rand: Callable[[], float]
+    wall_clock: Callable[[], datetime]
+    ssl_context: Callable[[], ssl.SSLContext]
+
+
+class ClientSettings(TypedDict, total=False):
+    """The keyword arguments of every shell's ``Client`` (all optional)."""
+
+    #: TLS settings; default: the shell's (verification on, system CAs)
+    ssl_context: ssl.SSLContext | None
+    #: where API keys and HTTPS_PROXY/NO_PROXY are read; default: the process environment
+    environ: Mapping[str, str] | None
+    #: idle keep-alive connections kept per host (default 8)
+    max_idle_per_host: int
+    logger: logging.Logger | None
+    #: the retry jitter, in [0, 1)
+    rand: Callable[[], float] | None
+    #: the UTC time, for request signing and Retry-After dates
+    wall_clock: Callable[[], datetime] | None
+
+
+class ClientBase(Generic[ConnT], abc.ABC):
+    """Configuration (`ClientSettings`), a keep-alive pool, and the loop that performs
+    `drive`'s steps. Use ``async with Client() as client`` (or `aclose`) so idle
+    sockets are closed with it.
+
+    A shell subclasses this with its I/O primitives only (open, send,
+    receive with a deadline, sleep, close, its clock); every shell runs this
+    same loop (the blocking one runs it without an event loop, see
+    `streamfn.io_sync`).
+    """
+
+    #: set by each shell: where its clients' defaults come from
+    ambient: ClassVar[Ambient]
+
+    def __init__(self, **settings: Unpack[ClientSettings]) -> None:
+        ambient = self.ambient
+        self._ssl_context = settings.get("ssl_context")
+        environ = settings.get("environ")
+        self.environ: Mapping[str, str] = ambient.environ if environ is None else environ
+        self.log = settings.get("logger") or logging.getLogger("streamfn")
+        self._rand = settings.get("rand") or ambient.rand
+        self._wall_clock = settings.get("wall_clock") or ambient.wall_clock
+        self._pool: Pool[ConnT] = Pool(settings.get("max_idle_per_host", 8))
+        #: models found to need the Responses API (see `upgrade_to_responses`)
+        self.responses_upgraded: set[tuple[str, str, str]] = set()
+
+    @property
+    def max_idle_per_host(self) -> int:
+        return self._pool.max_idle_per_host
+
+    @property
+    def ssl_context(self) -> ssl.SSLContext:
+        if self._ssl_context is None:
+            self._ssl_context = self.ambient.ssl_context()
+        return self._ssl_context
+
+    @property
+    def idle_connections(self) -> int:
+        return len(self._pool)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close every idle connection."""
+        for conn in self._pool.drain():
+            await self._close(conn)
+
+    def stream(
+        self,
+        model: Model,
+        context: Context,
+        options: Options | None = None,
+        *,
+        raise_on_error: bool = False,
+    ) -> AbstractAsyncContextManager[AsyncIterator[Event]]:
+        """``async with client.stream(m, ctx) as events: async for ev in events: ...``
+
+        Raises `MissingCredentials` on entry, before connecting, when no key
+        is configured. Leaving the block closes the connection unless the
+        response was read to its end. A failure is the last event, an `Error`;
+        with ``raise_on_error=True`` it raises `StreamError` instead (see
+        `streamfn.core.raise_for_error`), so a loop that only looks for text
+        cannot end quietly on a failed call.
+        """
+        return self._stream(model, context, options or Options(), raise_on_error)
+
+    def stream_batches(
+        self, model: Model, context: Context, options: Options | None = None
+    ) -> AbstractAsyncContextManager[AsyncIterator[list[Event]]]:
+        """`stream`'s events as the lists each read decodes to (never an empty one):
+        ``async with client.stream_batches(m, ctx) as batches: async for batch in batches``.
+
+        The same events in the same order as `stream` (which is this, flattened),
+        without a step per event: for a relay that sends each list in one write.
+        """
+        return self._batches(model, context, options or Options())
+
+    async def complete(
+        self,
+        model: Model,
+        context: Context,
+        options: Options | None = None,
+        *,
+        raise_on_error: bool = True,
+    ) -> AssistantMessage:
+        """The whole answer as one message.
+
+        A stream that ends in an `Error` raises `CompletionError` (its ``error``
+        is the event, its ``message`` the partial answer); with
+        ``raise_on_error=False`` the message is returned with ``error_message`` set.
+        """
+        from ..core._completion import finish_completion
+
+        async with self.stream(model, context, options) as events:
+            collected = [event async for event in events]
+        return finish_completion(collected, raise_on_error=raise_on_error, options=options)
+
+    # -- the I/O a shell provides ------------------------------------------------
+    @abc.abstractmethod
+    def _clock(self) -> Callable[[], float]:
+        """The event loop's clock, which every deadline is measured on."""
+
+    @abc.abstractmethod
+    async def _open(self, step: Connect) -> ConnT | Error | Expired:
+        """A new connection, a connect `Error`, or `EXPIRED`."""
+
+    @abc.abstractmethod
+    async def _send(self, conn: ConnT, data: bytes, deadline: float) -> SendAnswer:
+        """None when sent, the exception when the socket failed, or `EXPIRED`."""
+
+    @abc.abstractmethod
+    async def _receive(self, conn: ConnT, deadline: float) -> ReceiveAnswer:
+        """Bytes (empty at EOF), the exception when the socket failed, or `EXPIRED`."""
+
+    @abc.abstractmethod
+    async def _sleep(self, seconds: float) -> None: ...
+
+    @abc.abstractmethod
+    async def _close(self, conn: ConnT) -> None:
+        """Close at once, without waiting for the peer (cancellation, errors, abandon)."""
+
+    @abc.abstractmethod
+    async def _readable(self, conn: ConnT) -> bool:
+        """Whether bytes or an end of stream wait to be read, without waiting for any.
+
+        A zero-timeout readiness check (poll on the socket, or the event loop's
+        own buffer); it may consume what it finds, as the connection is then
+        closed anyway.
+        """
+
+    def _local_stream(
+        self, model: Model, context: Context, options: Options
+    ) -> AbstractAsyncContextManager[AsyncIterator[Event]]:
+        """The local model's stream (``api="local"``) in this shell's flavour.
+
+        Each shell loads the model with `streamfn.local._provider.load_local`
+        (off its event loop) and opens the `LocalModel` stream that matches it.
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot run the local model")
+
+    def _usable(self, conn: ConnT) -> bool:
+        """Whether an idle connection may serve another request (shell-specific rules)."""
+        return True
+
+    # -- shared --------------------------------------------------------------------
+    @asynccontextmanager
+    async def _stream(
+        self, model: Model, context: Context, options: Options, raise_on_error: bool = False
+    ) -> AsyncIterator[AsyncIterator[Event]]:
+        async with self._batches(model, context, options) as batches:
+            events = flattened(batches)
+            handed = _raising(events) if raise_on_error else events
+            try:
+                yield handed
+            finally:
+                if handed is not events:
+                    await handed.aclose()
+                await events.aclose()
+
+    @asynccontextmanager
+    async def _batches(
+        self, model: Model, context: Context, options: Options
+    ) -> AsyncIterator[Batches]:
+        batches = self._pipeline(model, context, options, open_call)
+        try:
+            yield batches
+        finally:
+            await batches.aclose()
+
+    @property
+    def _pipeline(self) -> OpenStream:
+        """This client's requests inside the stages of `STAGES` (`client/_pipeline.py`).
+
+        Opening raises `MissingCredentials` at once (before any connection) without a key.
+        """
+        host = Host(self.environ, self.responses_upgraded, self._clock)
+        return pipeline(host, self._events)
+
+    def _events(
+        self,
+        model: Model,
+        context: Context,
+        options: Options,
+        opener: Callable[[Model, Context, Options], Call] = open_call,
+    ) -> Batches:
+        """One request's events, a list per read: over the wire (`_wire_events`), or
+        from the local model, which has no wire (`_local_stream`)."""
+        if model.api == "local":
+            return self._local_events(model, context, options)
+        return self._wire_events(model, context, options, opener)
+
+    async def _local_events(self, model: Model, context: Context, options: Options) -> Batches:
+        async with self._local_stream(model, context, options) as local:
+            async for event in local:
+                yield [event]
+
+    async def _wire_events(
+        self,
+        model: Model,
+        context: Context,
+        options: Options,
+        opener: Callable[[Model, Context, Options], Call],
+    ) -> Batches:
+        """Perform the steps of `drive`, yielding each `Emit`'s events as one list; the
+        connection in hand is closed on any exit."""
+        steps = drive(
+            model,
+            context,
+            options,
+            environ=self.environ,
+            clock=self._clock(),
+            rand=self._rand,
+            log=self.log,
+            wall_clock=self._wall_clock,
+            opener=opener,
+        )
+        conn: ConnT | None = None
+        answer: Answer = None
+        try:
+            while True:
+                try:
+                    step = steps.send(answer)
+                except StopIteration:
+                    return
+                answer = None
+                if isinstance(step, Emit):
+                    if step.events:
+                        yield step.events
+                elif isinstance(step, Receive):
+                    assert conn is not None
+                    answer = await self._receive(conn, step.deadline)
+                elif isinstance(step, Send):
+                    assert conn is not None
+                    answer = await self._send(conn, step.data, step.deadline)
+                elif isinstance(step, Connect):
+                    conn = None if step.fresh else await self._take_idle(step.key)
+                    if conn is not None:
+                        answer = conn.last
+                    else:
+                        opened = await self._open(step)
+                        if isinstance(opened, PooledConnection):
+                            conn = opened
+                        else:
+                            answer = opened
+                elif isinstance(step, Release):
+                    assert conn is not None
+                    held, conn = conn, None
+                    await self._release(held, step.keep)
+                elif isinstance(step, Sleep):
+                    await self._sleep(step.seconds)
+        finally:
+            steps.close()
+            if conn is not None:
+                await self._close(conn)
+
+    async def _take_idle(self, key: PoolKey) -> ConnT | None:
+        """An idle connection that is still idle (see `Pool`); the others are closed."""
+        for conn in self._pool.candidates(key):
+            if conn.reusable and self._usable(conn) and not await self._readable(conn):
+                return conn
+            await self._close(conn)
+        return None
+
+    async def _release(self, conn: ConnT, keep: Exchange | None) -> None:
+        """Back to the pool after a complete exchange; closed at once otherwise."""
+        if not self._pool.put(conn, keep):
+            await self._close(conn)
+
+
+async def _raising(events: AsyncIterator[Event]) -> AsyncGenerator[Event, None]:
+    """``events``, with an `Error` raised as `StreamError` instead of handed out."""
+    from ..core._completion import raise_for_error
+
+    async for event in events:
+        raise_for_error(event)
+        yield event

@@ -1,0 +1,67 @@
+"""The fallback stage: a chain's models tried in order until one answers before failing.
+
+The decision (which failures fall back, whether a chain can run) is pure and lives
+in `streamfn.core._fallback`; this is the stream that applies it.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ..core._credentials import MissingCredentials
+from ..core._events import Error, Event
+from ..core._fallback import FallbackModel, falls_back
+from ..core._messages import Context
+from ..core._options import Options
+from ._batches import Batches, OpenBatches, first_answer, first_output
+
+__all__ = ["fall_back"]
+
+log = logging.getLogger("streamfn")
+
+
+async def fall_back(
+    open_batches: OpenBatches, chain: FallbackModel, context: Context, options: Options
+) -> Batches:
+    """The first answer of ``chain``'s models that does not fail before output.
+
+    ``open_batches(model, context, options)`` opens one model's stream (the
+    shell resolves its credentials there and may raise `MissingCredentials`).
+    """
+    missing: list[MissingCredentials] = []
+    #: the answer of the last model that failed over, given if no later model answers
+    failure: list[Event] = []
+    for model in chain.models:
+        try:
+            batches = open_batches(model, context, options)
+        except MissingCredentials as exc:
+            log.warning("fallback: skipping %s: %s", model.key, exc)
+            missing.append(exc)
+            continue
+        try:
+            head = await first_answer(batches)
+            failed = first_output(head)
+            if isinstance(failed, Error) and falls_back(chain, failed):
+                log.warning(
+                    "fallback: %s failed before any output (%s: %s)",
+                    model.key,
+                    failed.kind,
+                    failed.message,
+                )
+                failure = head
+                continue
+            if head:
+                yield head
+            async for batch in batches:
+                yield batch
+            return
+        finally:
+            await batches.aclose()
+    if failure:  # every model that could be called failed over: the last one's error
+        yield failure
+        return
+    if missing:
+        raise MissingCredentials(
+            "no model of the fallback chain has credentials: "
+            + "; ".join(str(exc) for exc in missing)
+        )

@@ -1,0 +1,185 @@
+"""`open_call` and `replay`: the sans-I/O entry points that pick a wire format.
+
+Provider modules are imported on first use, so importing the core stays
+cheap and a broken provider module cannot break the others. Wire formats
+from outside the package join the built-in ones with `register_api` (or the
+``streamfn.apis`` entry point group, see `load_entry_point_apis`); from then
+on `open_call`, `replay`, both shells, ``streamfn replay``/``chat`` and
+``streamfn serve`` reach them like any other.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
+from types import ModuleType
+from typing import Any, Final, Protocol, cast
+
+from ._events import Event
+from ._messages import Context
+from ._models import API_NAMES, Model
+from ._options import Options
+from ._plugin_apis import REGISTERED
+from .providers._base import HTTPRequest
+
+__all__ = [
+    "API_MODULES",
+    "Call",
+    "api_names",
+    "load_entry_point_apis",
+    "open_call",
+    "register_api",
+    "replay",
+]
+
+#: `Model.api` -> module under `streamfn.core.providers` (the local model has no wire)
+API_MODULES: Final = {api: api.replace("-", "_") for api in API_NAMES if api != "local"}
+
+
+class Call(Protocol):
+    """What a shell drives (see DESIGN.md, "Sans-I/O contract")."""
+
+    request: HTTPRequest
+
+    @property
+    def finished(self) -> bool: ...
+
+    def receive_response(
+        self, status: int, headers: Iterable[tuple[str, str]] | Mapping[str, str]
+    ) -> list[Event]: ...
+
+    def receive_data(self, data: bytes) -> list[Event]: ...
+
+    def receive_eof(self) -> list[Event]: ...
+
+    def abort(self, message: str = ...) -> list[Event]: ...
+
+    def sign(self, timestamp: datetime) -> HTTPRequest:
+        """The request to send at ``timestamp`` (signed where the provider needs it)."""
+        ...
+
+
+class _ProviderModule(Protocol):
+    def open_call(self, model: Model, context: Context, options: Options) -> Call: ...
+
+
+#: wire formats added from outside the package: name -> module (or its dotted path)
+_REGISTERED: Final = REGISTERED
+#: built-in wire formats already imported (one dict lookup per call, not an import_module)
+_LOADED: dict[str, _ProviderModule] = {}
+
+
+def register_api(
+    name: str, module: ModuleType | _ProviderModule | str, *, replace: bool = False
+) -> None:
+    """Add a wire format: ``Model(api=name, ...)`` is then served by ``module``.
+
+    ``module`` is anything with ``open_call(model, context, options) -> Call``
+    (a module, an object, or a dotted module path imported on first use). The
+    simplest provider subclasses `streamfn.core.providers.SSECall` or
+    ``NDJSONCall`` and writes one ``on_event``/``on_line`` method; "Your own
+    wire format" in the documentation shows one. Built-in names are refused (``replace=True`` overrides an earlier
+    registration, not a built-in), so a plug-in cannot silently take over
+    ``openai-chat``.
+    """
+    if not name or name in API_NAMES:
+        raise ValueError(f"{name!r} is a built-in wire api (or empty); choose another name")
+    if name in _REGISTERED and not replace:
+        raise ValueError(f"wire api {name!r} is already registered; pass replace=True")
+    if not isinstance(module, str) and not callable(getattr(module, "open_call", None)):
+        raise TypeError(f"{module!r} has no open_call(model, context, options) function")
+    _REGISTERED[name] = module
+
+
+def api_names() -> list[str]:
+    """Every wire format `open_call` can open: the built-in ones, then the registered ones."""
+    return [*API_MODULES, *_REGISTERED]
+
+
+def load_entry_point_apis(
+    entry_points: Callable[..., Iterable[Any]] | None = None,
+) -> list[str]:
+    """Register every wire format installed under the ``streamfn.apis`` entry point group.
+
+    A distribution declares ``[project.entry-points."streamfn.apis"] my-wire =
+    "my_pkg.my_wire"``; the command line calls this at start (the core never
+    does: reading installed metadata is the caller's business). Returns the
+    names added. ``entry_points`` is `importlib.metadata.entry_points`, for tests.
+    """
+    if entry_points is None:
+        from importlib.metadata import entry_points as installed
+
+        entry_points = installed
+    added = []
+    for point in entry_points(group="streamfn.apis"):
+        if point.name not in _REGISTERED and point.name not in API_NAMES:
+            # Imported now, not on first use: the module may register its models too.
+            register_api(point.name, point.load())
+            added.append(point.name)
+    return added
+
+
+def _module(api: str) -> _ProviderModule:
+    registered = _REGISTERED.get(api)
+    if registered is not None:
+        if isinstance(registered, str):
+            registered = _REGISTERED[api] = importlib.import_module(registered)
+        return cast(_ProviderModule, registered)
+    if api == "fallback":
+        raise ValueError(
+            "a fallback chain is tried model by model by the shells (stream, complete); "
+            "for one call, open_call one of its .models"
+        )
+    loaded = _LOADED.get(api)
+    if loaded is not None:
+        return loaded
+    try:
+        name = API_MODULES[api]
+    except KeyError:
+        known = ", ".join(api_names())
+        raise ValueError(
+            f"unknown wire api {api!r}; known: {known} (add one with register_api)"
+        ) from None
+    module = cast(_ProviderModule, importlib.import_module(f"streamfn.core.dialects.{name}"))
+    _LOADED[api] = module
+    return module
+
+
+def open_call(model: Model, context: Context, options: Options | None = None) -> Call:
+    """Build the request for ``model`` and return the call that decodes its response.
+
+    Pure: no socket, no clock, no environment. Credentials come in
+    ``options.api_key`` (the shells fill it from the environment).
+    """
+    return _module(model.api).open_call(model, context, options or Options())
+
+
+def replay(
+    api: str,
+    body: bytes | Iterable[bytes],
+    *,
+    provider: str | None = None,
+    status: int = 200,
+    headers: Iterable[tuple[str, str]] | Mapping[str, str] | None = None,
+    model: Model | None = None,
+    options: Options | None = None,
+) -> list[Event]:
+    """Decode a recorded response body through a wire format, as a shell would.
+
+    ``body`` is the whole body or an iterable of chunks; ``provider`` selects
+    quirks (azure, groq, openrouter ...). Handy for tests, bug reports and
+    `streamfn replay`.
+    """
+    model = model or Model(
+        id="replay", provider=provider or api, api=api, base_url="http://replay.invalid"
+    )
+    call = open_call(model, Context(), options or Options(api_key="replay"))
+    events = list(call.receive_response(status, headers or []))
+    chunks = [body] if isinstance(body, (bytes, bytearray, memoryview)) else body
+    for chunk in chunks:
+        events += call.receive_data(bytes(chunk))
+        if call.finished:
+            break
+    events += call.receive_eof()
+    return events

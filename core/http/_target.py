@@ -1,0 +1,103 @@
+"""Where a request goes and what a failed connection says, shared by the exchange,
+the tunnel and the driver.
+
+Pure: parsing a URL into a `Target`, and naming connect and TLS failures (the
+shell catches the exception; this module turns it into an `Error` that says
+what to check). ``ssl`` is imported for its exception classes only.
+"""
+
+from __future__ import annotations
+
+import ssl
+from functools import lru_cache
+from typing import Final, NamedTuple
+from urllib.parse import urlsplit
+
+from .._events import Error
+from .._redact import redact_url
+
+__all__ = [
+    "MAX_HEADER_BYTES",
+    "USER_AGENT",
+    "Target",
+    "connect_error",
+    "connect_timeout_error",
+    "parse_target",
+    "seconds_text",
+]
+
+#: Cap on a response head (status line + headers); a server dripping headers
+#: forever (slow loris) hits the first-byte timer, one sending megabytes hits this.
+MAX_HEADER_BYTES: Final = 64 << 10
+USER_AGENT: Final = "streamfn/0.1"
+
+
+def seconds_text(value: float) -> str:
+    """A duration as the timeout messages print it."""
+    return f"{float(value)} s"
+
+
+class Target(NamedTuple):
+    """Where a request goes: ``origin`` is the pool key, ``target`` the request-target."""
+
+    scheme: str
+    host: str
+    port: int
+    target: str
+
+    @property
+    def authority(self) -> str:
+        default = 443 if self.scheme == "https" else 80
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return host if self.port == default else f"{host}:{self.port}"
+
+    @property
+    def origin(self) -> tuple[str, str, int]:
+        return (self.scheme, self.host, self.port)
+
+
+@lru_cache(maxsize=64)
+def parse_target(url: str) -> Target:
+    """Split an ``http(s)://`` URL; raises ValueError (URL redacted) for anything else.
+
+    Remembered for the last few URLs: every attempt of every stream splits
+    its URL (``urlsplit`` is most of the cost), and they repeat.
+    """
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"not an http(s) URL: {redact_url(url)!r}")
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        raise ValueError(f"invalid port in {redact_url(url)!r}") from None
+    target = parts.path or "/"
+    if parts.query:
+        target += "?" + parts.query
+    return Target(parts.scheme, parts.hostname, port, target)
+
+
+def connect_error(target: Target, exc: BaseException) -> Error:
+    """A failed TCP connect or TLS handshake, named so the caller can act on it."""
+    tls = _tls_error(exc)
+    cause = tls or exc
+    detail = str(cause) or type(cause).__name__
+    what = "TLS handshake with" if tls is not None else "connect to"
+    return Error.network(f"{what} {target.host}:{target.port} failed: {detail}")
+
+
+def connect_timeout_error(target: Target, seconds: float) -> Error:
+    return Error.network(
+        f"connect timeout: no connection to {target.host}:{target.port} within {seconds_text(seconds)}"
+    )
+
+
+def _tls_error(exc: BaseException) -> BaseException | None:
+    """The TLS error behind ``exc`` (trio wraps it in BrokenResourceError)."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return None
+        if isinstance(seen, ssl.SSLError | ssl.CertificateError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None

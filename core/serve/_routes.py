@@ -1,0 +1,372 @@
+"""Which route a request is, and every check it passes before and after its body is read.
+
+Pure decisions on the method, path, headers and counters the shell hands in:
+the Host/Origin/Content-Type rules (`streamfn.core.serve._guard`), the API key
+(compared in constant time), the admission limits, the body budget, the
+dialect's parser and the model's output cap. Each refusal is an `HTTPError`
+the shell sends in the client's own error shape.
+"""
+
+from __future__ import annotations
+
+import enum
+import hmac
+from collections.abc import Callable, Iterable
+from typing import Any, Final
+
+from streamfn.core.dialects.agui import parse_agui_request
+from streamfn.core.dialects.ui_message_stream import parse_ui_chat_request
+
+from ._client_inputs import check_client_inputs, check_resolved_hosts
+from ._guard import header, host_allowed, is_json
+from ._inbound import (
+    BadRequest,
+    ClientRequest,
+    parse_anthropic_request,
+    parse_native_request,
+    parse_openai_request,
+)
+from ._request_fields import TooLarge
+from ._status import HTTPError
+
+__all__ = [
+    "AGENT_PATH",
+    "AGUI_PATH",
+    "CHAT_PATH",
+    "FRONT_END_PATHS",
+    "MESSAGES_PATH",
+    "NATIVE_PATH",
+    "PARSED_BASE_BYTES",
+    "PARSED_BYTES_PER_CONTAINER",
+    "PARSE_INLINE_BYTES",
+    "ROUTES",
+    "SOURCELESS",
+    "UI_CHAT_PATH",
+    "UNAUTHORIZED",
+    "BodyBudget",
+    "Route",
+    "admit",
+    "authenticate",
+    "body_too_slow",
+    "check_input_hosts",
+    "check_model",
+    "disconnected_early",
+    "models_body",
+    "parse_request",
+    "parsed_cost",
+    "route",
+]
+
+Headers = Iterable[tuple[bytes, bytes]]
+
+CHAT_PATH: Final = "/v1/chat/completions"
+MESSAGES_PATH: Final = "/v1/messages"
+NATIVE_PATH: Final = "/v1/stream"
+AGENT_PATH: Final = "/v1/agent/stream"
+#: the Vercel AI SDK UI message stream (``useChat``) and the AG-UI event protocol
+UI_CHAT_PATH: Final = "/v1/ui/chat"
+AGUI_PATH: Final = "/v1/agui"
+#: front-end protocols: always streamed, the model may come from the server's default
+FRONT_END_PATHS: Final = (UI_CHAT_PATH, AGUI_PATH)
+#: the routes and the methods each answers
+ROUTES: Final = {
+    CHAT_PATH: ("POST",),
+    MESSAGES_PATH: ("POST",),
+    NATIVE_PATH: ("POST",),
+    AGENT_PATH: ("POST",),
+    UI_CHAT_PATH: ("POST",),
+    AGUI_PATH: ("POST",),
+    "/v1/models": ("GET",),
+    "/health": ("GET",),
+    "/healthz": ("GET",),
+}
+_PARSERS: Final[dict[str, Callable[..., ClientRequest]]] = {
+    CHAT_PATH: parse_openai_request,
+    MESSAGES_PATH: parse_anthropic_request,
+    NATIVE_PATH: parse_native_request,
+    AGENT_PATH: parse_native_request,
+}
+#: the front-end parsers, which also take the server's default model
+_FRONT_END_PARSERS: Final[dict[str, Callable[..., ClientRequest]]] = {
+    UI_CHAT_PATH: parse_ui_chat_request,
+    AGUI_PATH: parse_agui_request,
+}
+#: client dialects with no field for web-search sources (see `streamfn.core.serve._grounding`)
+SOURCELESS: Final = (CHAT_PATH, AGENT_PATH, UI_CHAT_PATH, AGUI_PATH)
+#: bodies above this size are parsed on a worker thread, off the event loop
+PARSE_INLINE_BYTES: Final = 256 << 10
+#: the 401 of a server started with an API key; streamfn's own clients read their
+#: token for it from STREAMFN_PROXY_TOKEN (`streamfn.core._credentials`)
+UNAUTHORIZED: Final = (
+    "invalid or missing API key for this streamfn server (send the token it was started "
+    "with; streamfn clients read it from STREAMFN_PROXY_TOKEN)"
+)
+
+
+class Route(enum.Enum):
+    """What the server does with a request that passed the checks."""
+
+    PREFLIGHT = "preflight"  # a CORS OPTIONS: `preflight_headers`, 204
+    HEALTH = "health"
+    MODELS = "models"
+    COMPLETION = "completion"  # read the body, parse it, stream or fold
+
+
+def route(
+    method: str,
+    path: str,
+    headers: Headers,
+    *,
+    allowed_hosts: tuple[str, ...] | None,
+    cors: bool,
+    api_key: str | None,
+) -> Route:
+    """The route for a request, or the `HTTPError` refusing it (checked in this order:
+    framing, Host, Origin, path, method, key, Content-Type). ``cors``: its Origin is
+    allowed."""
+    headers = list(headers)
+    _check_framing(headers)
+    _check_origin(headers, allowed_hosts, cors)
+    methods = ROUTES.get(path)
+    if methods is None:
+        raise HTTPError(404, "not_found", f"no route for {method} {path}")
+    if method == "OPTIONS" and cors:
+        return Route.PREFLIGHT
+    if method not in methods:
+        raise HTTPError(
+            405,
+            "invalid_request",
+            f"{path} answers {', '.join(methods)}, not {method}",
+            headers=[(b"allow", ", ".join(methods).encode())],
+        )
+    if path in ("/health", "/healthz"):
+        return Route.HEALTH
+    authenticate(headers, api_key)
+    if path == "/v1/models":
+        return Route.MODELS
+    if not is_json(headers):
+        raise HTTPError(
+            415, "invalid_request", "request body must be sent with Content-Type: application/json"
+        )
+    return Route.COMPLETION
+
+
+def _check_framing(headers: Headers) -> None:
+    """A request with both ``Content-Length`` and ``Transfer-Encoding`` is how requests
+    are smuggled past a proxy that reads the other one: refused, and the connection
+    closed after the answer (RFC 9112 section 6.1), whatever the HTTP server chose."""
+    if header(headers, b"content-length") is not None and (
+        header(headers, b"transfer-encoding") is not None
+    ):
+        raise HTTPError(
+            400,
+            "invalid_request",
+            "a request may not carry both Content-Length and Transfer-Encoding",
+            headers=[(b"connection", b"close")],
+        )
+
+
+def _check_origin(headers: Headers, allowed_hosts: tuple[str, ...] | None, cors: bool) -> None:
+    if not host_allowed(headers, allowed_hosts):
+        raise HTTPError(
+            400,
+            "invalid_request",
+            "this server answers only to a loopback Host (start it with --allowed-host "
+            "NAME to accept another name)",
+        )
+    if header(headers, b"origin") is not None and not cors:
+        raise HTTPError(
+            403,
+            "forbidden",
+            "requests from web pages are refused (start the server with --cors-origin "
+            "ORIGIN to allow one)",
+        )
+
+
+def authenticate(headers: Headers, expected: str | None) -> None:
+    """The client's key (``Authorization: Bearer``, ``x-api-key`` or ``api-key``) must be
+    ``expected``, compared in constant time; None expects none (loopback use)."""
+    if not expected:
+        return
+    given = b""
+    for name, value in headers:
+        lname = name.lower()
+        if lname == b"authorization" and value[:7].lower() == b"bearer ":
+            given = value[7:].strip()
+        elif lname in (b"x-api-key", b"api-key") and not given:
+            given = value.strip()
+    if not hmac.compare_digest(given, expected.encode()):
+        raise HTTPError(401, "auth", UNAUTHORIZED)
+
+
+def admit(*, closing: bool, admitted: int, capacity: int) -> None:
+    """Whether one more completion may start reading its body (``capacity``: running
+    streams plus the queue)."""
+    if closing:
+        raise HTTPError(503, "unavailable", "server is shutting down", retry_after=1)
+    if admitted >= capacity:
+        raise HTTPError(
+            429,
+            "overloaded",
+            f"server busy: {admitted} requests open (limit {capacity})",
+            retry_after=1,
+        )
+
+
+#: What a parsed request holds beyond its body, per JSON object or array in it. Measured
+#: as Python objects: a message, a content part or a tool costs 100 to 310 bytes beyond
+#: its JSON text (a long prompt costs its length and nothing more).
+PARSED_BYTES_PER_CONTAINER: Final = 320
+#: What any parsed request holds beside that (its options, context and request objects).
+PARSED_BASE_BYTES: Final = 16 << 10
+
+
+def parsed_cost(body: bytes) -> int:
+    """The memory a parsed ``body`` holds beyond the body's own bytes: an estimate from
+    above, read off the raw bytes before parsing (two C-speed counts; a brace inside a
+    string is counted too, which only overestimates)."""
+    containers = body.count(b"{") + body.count(b"[")
+    return PARSED_BASE_BYTES + PARSED_BYTES_PER_CONTAINER * containers
+
+
+class BodyBudget:
+    """Request bytes held in memory, all requests together, and each body's cap.
+
+    A body is charged as it arrives, then (`hold_parsed`) with what its parsed form
+    will hold, and the charge stays until the request ends: requests waiting on a
+    slow model hold their parsed form all that time. A non-streaming answer's events
+    are charged as they arrive (`hold_answer`) and held likewise. Past ``max_buffered`` a
+    request is a 503 with ``Retry-After`` (many slow or large bodies cannot
+    exhaust memory); past ``max_body`` it is a 413, and so is a request whose
+    parsed form alone would never fit.
+    """
+
+    def __init__(self, max_body: int, max_buffered: int) -> None:
+        self.max_body = max_body
+        self.max_buffered = max_buffered
+        #: bytes of requests held right now (bodies, and their parsed forms)
+        self.buffered = 0
+
+    def hold(self, held: int, chunk: int) -> None:
+        """Count ``chunk`` more bytes of a body that holds ``held`` already, or refuse."""
+        if held + chunk > self.max_body:
+            raise HTTPError(
+                413, "too_large", f"request body larger than {self.max_body} bytes (server limit)"
+            )
+        self._take(chunk)
+
+    def hold_parsed(self, held: int, extra: int) -> None:
+        """Count ``extra`` bytes (`parsed_cost`) for a request that holds ``held`` already."""
+        if held + extra > self.max_buffered:
+            raise HTTPError(
+                413,
+                "too_large",
+                f"request too complex: parsed, it would hold about {(held + extra) >> 10} KiB, "
+                f"more than the server's memory budget ({self.max_buffered >> 10} KiB); send "
+                "fewer or larger messages, parts or tools",
+            )
+        self._take(extra)
+
+    def hold_answer(self, size: int) -> None:
+        """Count ``size`` more bytes of an answer folded whole (``"stream": false``): it is
+        held until the request ends, like the request itself, or refused (a 503)."""
+        self._take(size)
+
+    def _take(self, size: int) -> None:
+        if self.buffered + size > self.max_buffered:
+            raise HTTPError(
+                503,
+                "overloaded",
+                "server busy: too many requests in memory; retry shortly",
+                retry_after=1,
+            )
+        self.buffered += size
+
+    def release(self, held: int) -> None:
+        self.buffered -= held
+
+
+def disconnected_early() -> HTTPError:
+    return HTTPError(400, "invalid_request", "client disconnected")
+
+
+def body_too_slow(timeout: float) -> HTTPError:
+    return HTTPError(408, "timeout", f"the request body did not arrive within {timeout:g} s")
+
+
+def parse_request(
+    path: str,
+    body: bytes,
+    allow_server_tools: frozenset[str] = frozenset(),
+    allow_input_urls: bool = False,
+    default_model: str | None = None,
+) -> ClientRequest:
+    """The body in ``path``'s dialect, or a 400 naming what is wrong with it. A server
+    tool (run and billed on the server's key) passes only if its type is allowed, with
+    the config keys `check_client_inputs` lists; image and document URLs only if allowed.
+    ``default_model``: the model of a front-end request that names none."""
+    try:
+        front_end = _FRONT_END_PARSERS.get(path)
+        if front_end is not None:
+            request = front_end(
+                body, allow_server_tools=allow_server_tools, default_model=default_model
+            )
+        else:
+            request = _PARSERS[path](body, allow_server_tools=allow_server_tools)
+        return check_client_inputs(request, allow_input_urls=allow_input_urls)
+    except TooLarge as exc:
+        raise HTTPError(413, "too_large", str(exc)) from None
+    except BadRequest as exc:
+        raise HTTPError(400, "invalid_request", str(exc)) from None
+
+
+def check_input_hosts(names: dict[str, int], resolved: dict[str, list[str]] | None) -> None:
+    """A 400 unless each input-URL host name resolved to public addresses only
+    (``resolved`` None: the lookups did not finish in time)."""
+    if resolved is None:
+        raise HTTPError(
+            400,
+            "invalid_request",
+            f"the input URL hosts ({', '.join(sorted(names))}) did not resolve in time, "
+            "so they cannot be checked",
+        )
+    try:
+        check_resolved_hosts(names, resolved)
+    except BadRequest as exc:
+        raise HTTPError(400, "invalid_request", str(exc)) from None
+
+
+def check_model(path: str, request: ClientRequest, limit: int | None) -> None:
+    """``limit``: the most tokens the model generates per request (None: no stated one)."""
+    wanted = request.options.max_tokens
+    if limit is not None and wanted is not None and wanted > limit:
+        where = "options" if path in (NATIVE_PATH, AGENT_PATH) else "request"
+        if path == UI_CHAT_PATH:
+            where, wanted_name = "request", "maxOutputTokens"
+        else:
+            wanted_name = "max_tokens"
+        raise HTTPError(
+            400,
+            "invalid_request",
+            f"{where}.{wanted_name}: {wanted} is more than {request.model} generates "
+            f"per request ({limit})",
+        )
+
+
+def models_body(names: list[str], headers: Headers) -> dict[str, Any]:
+    """``GET /v1/models`` in Anthropic's shape (an ``anthropic-version`` header) or OpenAI's."""
+    if any(k.lower() == b"anthropic-version" for k, _ in headers):
+        data = [
+            {"type": "model", "id": n, "display_name": n, "created_at": "1970-01-01T00:00:00Z"}
+            for n in names
+        ]
+        return {
+            "data": data,
+            "has_more": False,
+            "first_id": names[0] if names else None,
+            "last_id": names[-1] if names else None,
+        }
+    return {
+        "object": "list",
+        "data": [{"id": n, "object": "model", "created": 0, "owned_by": "streamfn"} for n in names],
+    }

@@ -1,0 +1,51 @@
+"""A package face whose names are imported on first use (PEP 562).
+
+Three faces need it, each for its own reason: `streamfn.local` so the command
+line starts fast and works without the ``[local]`` extra, `streamfn.fuzz` so
+its fake provider works without hypothesis, and `streamfn.core.serve` because
+its routes use every dialect while each dialect's server side uses its
+helpers (an eager face would import the dialects halfway through one of them).
+The face keeps its names in ``__all__`` and under ``TYPE_CHECKING`` for type
+checkers; this supplies the module ``__getattr__`` and ``__dir__`` that import
+a name's home the first time it is read and keep it. It lives beside
+``__main__`` in `streamfn` itself, which has no ``__init__`` to run: importing
+it loads nothing else, so a lazy face stays cheap to import.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = ["lazy_face"]
+
+
+def lazy_face(
+    package: str, homes: Mapping[str, str], needs: Mapping[str, str] | None = None
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """``(__getattr__, __dir__)`` for ``package``, whose public names live in
+    ``homes`` (name -> relative module, ``"._model"``). ``needs`` maps a missing
+    third-party module to the install hint its error should carry."""
+    hints = dict(needs or {})
+
+    def __getattr__(name: str) -> Any:
+        home = homes.get(name)
+        if home is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        try:
+            value = getattr(importlib.import_module(home, package), name)
+        except ModuleNotFoundError as exc:
+            hint = hints.get(exc.name or "")
+            if hint is None:
+                raise
+            message = f"{package}.{name} needs {exc.name}: {hint}"
+            raise ModuleNotFoundError(message, name=exc.name) from exc
+        vars(sys.modules[package])[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*vars(sys.modules[package]), *homes})
+
+    return __getattr__, __dir__
