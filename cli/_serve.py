@@ -149,6 +149,7 @@ def _app(args: argparse.Namespace, backend: Any) -> Any:
             keepalive_interval=args.keepalive,
             head_wait=args.head_wait,
             body_timeout=args.body_timeout,
+            send_timeout=args.send_timeout,
             shutdown_grace=args.shutdown_grace,
             allowed_hosts=allowed,
             cors_origins=tuple(args.cors_origin),
