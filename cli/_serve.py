@@ -211,7 +211,14 @@ def _serve_trio(args: argparse.Namespace, app: Any, sock: socket.socket) -> None
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(on_signal)
-            await serve(app, sock, stop, head_timeout=args.head_timeout, allow_h2c=args.allow_h2c)
+            await serve(
+                app,
+                sock,
+                stop,
+                max_connections=args.max_connections,
+                head_timeout=args.head_timeout,
+                allow_h2c=args.allow_h2c,
+            )
             nursery.cancel_scope.cancel()
 
     trio.run(main)
