@@ -52,13 +52,14 @@ class SendWatch:
         self.pending = 0
         self.done = 0
         self.fired = False
+        self.closed = False
         self._watching = False
         self._stop: Flag | None = None
 
     def begin(self) -> None:
         """A write starts: watch it (a watcher is started unless one runs)."""
         self.pending += 1
-        if not self._watching and not self.fired:
+        if not self._watching and not self.fired and not self.closed:
             self._watching = True
             self._stop = self.runtime.flag()
             self.runtime.spawn_system(self._watch)
@@ -70,6 +71,7 @@ class SendWatch:
 
     def close(self) -> None:
         """The connection ended: stop watching."""
+        self.closed = True
         if self._stop is not None:
             self._stop.set()
 
