@@ -89,10 +89,12 @@ def test_a_client_that_never_reads_is_disconnected_and_its_slot_freed(
         stalled = _client(server.port)
         try:
             stalled.sendall(_request(stream=True))
+            sent = time.monotonic()
             wait_until(lambda: fake.open_connections == 1, HANG_GUARD)  # the upstream streams
             # the server gives up on the client: the upstream's connection closes (without
             # the bound it stays open, its answer held back by the client, until the guard)
             wait_until(lambda: fake.open_connections == 0, HANG_GUARD)
+            assert time.monotonic() - sent >= TIMEOUT  # not before the client had its time
             assert _closed_by_server(stalled)
         finally:
             stalled.close()
