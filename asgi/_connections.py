@@ -20,6 +20,13 @@ timeout), but two paths escape it:
   as the peer's end of stream arrives; one with a request in flight is
   already treated as a disconnect by hypercorn.
 
+And one path hypercorn leaves unbounded in time: a write to a client that does
+not read. The write waits for room (backpressure) for as long as the client
+holds its window shut, keeping the request, its slot and its upstream stream.
+With ``send_timeout`` a `streamfn.asgi._send_watch.SendWatch` ends such a
+connection (a reset, logged once) when its client takes no bytes for that
+long; the app then sees a disconnect and cancels the request's upstream call.
+
 `install` puts `GuardedProtocol` in place of hypercorn's ``ProtocolWrapper``
 for both of its workers. It acts only on a configuration that carries a
 `ConnectionRules` (`apply`); any other hypercorn server in the process keeps
@@ -31,12 +38,19 @@ from __future__ import annotations
 import functools
 import logging
 from dataclasses import dataclass
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from hypercorn.events import Closed, Event, RawData, Updated
 from hypercorn.protocol import ProtocolWrapper
 from hypercorn.protocol.h2 import H2Protocol
 from hypercorn.protocol.h11 import H2CProtocolRequiredError, H2ProtocolAssumedError, H11Protocol
+
+from streamfn.io_common._sockets import bytes_acked, reset_on_close
+
+from ._send_watch import SendWatch
+
+if TYPE_CHECKING:
+    from ._runtime import Runtime
 
 __all__ = ["ConnectionRules", "GuardedProtocol", "apply", "install", "refusal_frames"]
 
@@ -56,6 +70,10 @@ class ConnectionRules:
 
     #: serve cleartext HTTP/2 (prior knowledge or ``Upgrade: h2c``); off: refused
     allow_h2c: bool = False
+    #: end a connection whose client takes no bytes for this long while a write waits
+    #: (None: no bound); ``runtime`` is the serving loop's, which runs the watch
+    send_timeout: float | None = None
+    runtime: Runtime | None = None
 
 
 def apply(config: Any, rules: ConnectionRules) -> None:
@@ -94,6 +112,7 @@ class GuardedProtocol(ProtocolWrapper):
         self.rules: ConnectionRules | None = getattr(self.config, _RULES, None)
         self._peer_closed = False
         self._released = False
+        self._watch: SendWatch | None = None
         if self.rules is not None and type(self.protocol) is H11Protocol:
             self.protocol = self._made(H11Protocol if self.rules.allow_h2c else _H11WithoutH2c)
 
@@ -125,6 +144,8 @@ class GuardedProtocol(ProtocolWrapper):
             await self._switch_to_h2(error.data)
         except H2CProtocolRequiredError as error:  # only when h2c is allowed
             await self._switch_to_h2(error.data, error.headers, error.settings)
+        if isinstance(event, Closed) and self._watch is not None:
+            self._watch.close()
         if _peer_gone(event) and not self._in_keep_alive_timer():
             self._peer_closed = True
             if idle and self._idle():
@@ -147,8 +168,46 @@ class GuardedProtocol(ProtocolWrapper):
         has closed is released when its last request ends, not kept alive."""
         if isinstance(event, Updated) and event.idle and self._peer_closed:
             await self._release()
+        elif isinstance(event, RawData) and (watch := self._watched()) is not None:
+            watch.begin()
+            try:
+                await self.send(event)
+            finally:
+                watch.end()
         else:
             await self.send(event)
+
+    def _watched(self) -> SendWatch | None:
+        """This connection's `SendWatch` (made at its first write), None without a bound."""
+        if self._watch is None:
+            rules = self.rules
+            if rules is None or not rules.send_timeout or rules.runtime is None:
+                return None
+            server = getattr(self.send, "__self__", None)
+            self._watch = SendWatch(
+                rules.runtime,
+                rules.send_timeout,
+                lambda: bytes_acked(_socket_of(server)),
+                lambda: self._stalled(server),
+            )
+        return self._watch
+
+    def _stalled(self, server: Any) -> None:
+        """End a connection whose client stopped reading: a reset, so neither the
+        kernel nor hypercorn keeps the unread bytes (and the socket) alive."""
+        assert self.rules is not None
+        log.warning(
+            "closed the connection of %s: it took no response bytes for %g s (send timeout)",
+            _peer(self.client),
+            self.rules.send_timeout,
+        )
+        sock = _socket_of(server)
+        reset_on_close(sock)
+        transport = getattr(getattr(server, "writer", None), "transport", None)
+        if transport is not None:  # asyncio: drop the buffer, close now
+            transport.abort()
+        elif sock is not None:  # trio: closing wakes the waiting send with an error
+            sock.close()
 
     def _idle(self) -> bool:
         """No request in flight (a peer's end of stream then ends the connection)."""
@@ -193,6 +252,16 @@ class GuardedProtocol(ProtocolWrapper):
 def _peer_gone(event: Event) -> bool:
     """The peer's end of stream, or hypercorn's word that the connection ended."""
     return isinstance(event, Closed) or (isinstance(event, RawData) and not event.data)
+
+
+def _socket_of(server: Any) -> Any:
+    """The socket under one of hypercorn's TCP servers (asyncio's or trio's), or None."""
+    writer = getattr(server, "writer", None)
+    if writer is not None:
+        return writer.get_extra_info("socket")
+    stream = getattr(server, "stream", None)
+    stream = getattr(stream, "transport_stream", stream)  # under TLS
+    return getattr(stream, "socket", None)
 
 
 def _peer(client: tuple[str, int] | None) -> str:

@@ -102,6 +102,10 @@ class ServerConfig(msgspec.Struct, kw_only=True):
     not fit), so many slow or large requests cannot exhaust memory.
     ``max_unsent_bytes`` bounds the events waiting for one client: past it the
     model's stream waits for the client to read (logged once per request).
+    ``send_timeout`` bounds that wait: when a write waits and the client takes
+    no bytes of the response for that long, the server (its own hypercorn
+    hosting, either shell) resets the connection, which cancels the upstream
+    call and frees the slot. Must be more than 0.
     """
 
     api_key: str | None = None
@@ -113,6 +117,7 @@ class ServerConfig(msgspec.Struct, kw_only=True):
     keepalive_interval: float = 15.0
     head_wait: float = 1.0
     body_timeout: float = 30.0
+    send_timeout: float = 30.0
     shutdown_grace: float = 10.0
     allowed_hosts: tuple[str, ...] | None = LOOPBACK_HOSTS
     cors_origins: tuple[str, ...] = ()
@@ -126,6 +131,10 @@ class ServerConfig(msgspec.Struct, kw_only=True):
     allow_input_urls: bool = False
     #: the model of a front-end request (``/v1/ui/chat``, ``/v1/agui``) that names none
     default_model: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.send_timeout > 0:
+            raise ValueError(f"send_timeout must be more than 0 seconds, got {self.send_timeout}")
 
     def __repr__(self) -> str:
         key = "***" if self.api_key else None

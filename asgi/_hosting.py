@@ -27,7 +27,8 @@ def hypercorn_arguments(
 
     ``head_timeout`` bounds how long a request head may take (hypercorn's
     keep-alive timer runs until a whole head has arrived), and as long an idle
-    connection. Cleartext HTTP/2 is refused unless ``allow_h2c``; a peer that
+    connection. A client that takes no response bytes for the app's
+    ``send_timeout`` loses its connection. Cleartext HTTP/2 is refused unless ``allow_h2c``; a peer that
     closed its side frees its connection at once (`streamfn.asgi._connections`).
     """
     import hypercorn.config
@@ -38,7 +39,11 @@ def hypercorn_arguments(
 
     install()
     config = hypercorn.config.Config()
-    apply(config, ConnectionRules(allow_h2c=allow_h2c))
+    send_timeout = app.config.send_timeout
+    apply(
+        config,
+        ConnectionRules(allow_h2c=allow_h2c, send_timeout=send_timeout, runtime=app.runtime),
+    )
     config.keep_alive_timeout = head_timeout
     config.graceful_timeout = app.config.shutdown_grace + 3.0
     config.accesslog = None

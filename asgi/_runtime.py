@@ -129,7 +129,9 @@ class Mailbox:
     holds the model's stream back, never more memory), and the signals that end it
     early. One batch larger than ``max_bytes`` still passes, alone.
 
-    Events come first: a signal is seen once the events already here are taken.
+    Events come first: a signal is seen once the events already here are taken,
+    except `DISCONNECTED`: a client that is gone reads nothing more, so the request
+    ends at once rather than draining the model's stream into a closed connection.
     """
 
     def __init__(self, runtime: Runtime, capacity: int = 256, max_bytes: int = 1 << 20) -> None:
@@ -209,6 +211,8 @@ class Mailbox:
 
     async def get(self, timeout: float | None) -> Got:
         """The next batch, else the signal, else `TIMEOUT` after ``timeout`` seconds."""
+        if self.signalled is DISCONNECTED:
+            return DISCONNECTED
         if not self.items and self.signalled is None:
             self._reader = flag = self.runtime.flag()
             await self.runtime.wait(flag, timeout)

@@ -149,6 +149,7 @@ def _app(args: argparse.Namespace, backend: Any) -> Any:
             keepalive_interval=args.keepalive,
             head_wait=args.head_wait,
             body_timeout=args.body_timeout,
+            send_timeout=args.send_timeout,
             shutdown_grace=args.shutdown_grace,
             allowed_hosts=allowed,
             cors_origins=tuple(args.cors_origin),
@@ -183,16 +184,18 @@ def _serve_asyncio(args: argparse.Namespace, app: Any, sock: socket.socket) -> N
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        await serve(
-            app,
-            sock,
-            stop,
-            max_connections=args.max_connections,
-            head_timeout=args.head_timeout,
-            allow_h2c=args.allow_h2c,
-        )
+        await serve(app, sock, stop, **_hosting(args))
 
     asyncio.run(main())
+
+
+def _hosting(args: argparse.Namespace) -> dict[str, Any]:
+    """The connection-level flags both shells' ``serve`` take."""
+    return {
+        "max_connections": args.max_connections,
+        "head_timeout": args.head_timeout,
+        "allow_h2c": args.allow_h2c,
+    }
 
 
 def _serve_trio(args: argparse.Namespace, app: Any, sock: socket.socket) -> None:
@@ -210,7 +213,7 @@ def _serve_trio(args: argparse.Namespace, app: Any, sock: socket.socket) -> None
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(on_signal)
-            await serve(app, sock, stop, head_timeout=args.head_timeout, allow_h2c=args.allow_h2c)
+            await serve(app, sock, stop, **_hosting(args))
             nursery.cancel_scope.cancel()
 
     trio.run(main)

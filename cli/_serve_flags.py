@@ -81,8 +81,7 @@ def _add_capacity(parser: argparse.ArgumentParser) -> None:
         "--shell",
         choices=("asyncio", "trio"),
         default="asyncio",
-        help="the event loop serving requests (default asyncio; trio has no "
-        "--max-connections cap yet)",
+        help="the event loop serving requests (default asyncio)",
     )
     add(
         "--max-concurrency",
@@ -168,6 +167,14 @@ def _add_timeouts(parser: argparse.ArgumentParser) -> None:
         type=seconds(zero=False),
         default=30.0,
         help="seconds a request may take to send its body (default 30)",
+    )
+    add(
+        "--send-timeout",
+        metavar="SECONDS",
+        type=seconds(zero=False),
+        default=30.0,
+        help="seconds a client may take no response bytes while the server waits to write; "
+        "then its connection is reset and its model call cancelled (default 30)",
     )
     add(
         "--head-wait",

@@ -83,6 +83,13 @@ class ThreadedServer:
     def handle(self, sock: socket.socket) -> None:
         raise NotImplementedError
 
+    @property
+    def open_connections(self) -> int:
+        """Connections open now: one whose client closed it (or reset it while an answer
+        was being written) leaves this count."""
+        with self._lock:
+            return len(self._open)
+
     def wait(self, seconds: float) -> None:
         """Sleep that `close` interrupts, so stalls never outlive the test."""
         if self.stopping.wait(seconds):

@@ -2,8 +2,9 @@
 
 hypercorn bounds how long a request head may take (its keep-alive timer
 runs until a whole head has arrived, so ``head_timeout`` is that timer) but
-has no cap on open connections. asyncio's accept loop calls ``accept()`` on
-the socket object it is given, so the cap lives in `CappedSocket`: past the
+has no cap on open connections (`streamfn.io_common._connection_cap` holds the
+rule both shells share). asyncio's accept loop calls ``accept()`` on the
+socket object it is given, so here the cap lives in `CappedSocket`: past the
 limit a new connection gets a one-line 503 and is closed at once, and each
 accepted connection gives its place back when asyncio closes it.
 
@@ -19,38 +20,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from typing import Any, Final
+from typing import Any
 
 from streamfn.asgi._app import App
 from streamfn.asgi._hosting import hypercorn_arguments
+from streamfn.io_common._connection_cap import REFUSAL, ConnectionCap
 
 from ._server import AsyncioRuntime
 
 __all__ = ["CappedSocket", "serve"]
 
-_REFUSED_BODY: Final = (
-    b'{"error":{"message":"too many open connections; retry in a moment",'
-    b'"type":"server_error","code":"overloaded"}}'
-)
-#: what a connection past the cap reads before it is closed
-_REFUSAL: Final = (
-    b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
-    b"retry-after: 1\r\nconnection: close\r\ncontent-length: "
-    + str(len(_REFUSED_BODY)).encode()
-    + b"\r\n\r\n"
-    + _REFUSED_BODY
-)
-
 
 class _Counted(socket.socket):
     """An accepted connection that gives its place back to its listener on close."""
 
-    _listener: CappedSocket | None = None
+    _cap: ConnectionCap | None = None
 
     def close(self) -> None:
-        listener, self._listener = self._listener, None
-        if listener is not None:
-            listener.open_connections -= 1
+        cap, self._cap = self._cap, None
+        if cap is not None:
+            cap.release()
         super().close()
 
 
@@ -59,27 +48,23 @@ class CappedSocket(socket.socket):
 
     def __init__(self, sock: socket.socket, limit: int) -> None:
         super().__init__(sock.family, sock.type, sock.proto, fileno=sock.detach())
-        self.limit = limit
-        self.open_connections = 0
-        self.refused = 0
+        self.cap = ConnectionCap(limit)
 
     def accept(self) -> tuple[socket.socket, Any]:
         fd, address = self._accept()  # type: ignore[attr-defined]
-        if self.open_connections >= self.limit:
-            self.refused += 1
+        if not self.cap.admit():
             with socket.socket(self.family, self.type, self.proto, fileno=fd) as refused:
                 refused.setblocking(False)
                 with contextlib.suppress(OSError):
-                    refused.send(_REFUSAL)
+                    refused.send(REFUSAL)
             raise BlockingIOError("connection cap reached")
         conn = _Counted(self.family, self.type, self.proto, fileno=fd)
-        conn._listener = self
+        conn._cap = self.cap
         # asyncio sets TCP_NODELAY only on sockets whose proto says TCP, which a
         # listener made with socket.socket(family, SOCK_STREAM) does not: without it
         # Nagle holds each small SSE write until the client's delayed ACK (~40 ms).
         with contextlib.suppress(OSError):
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.open_connections += 1
         if socket.getdefaulttimeout() is None and self.gettimeout():
             conn.setblocking(True)
         return conn, address

@@ -4,7 +4,9 @@ share and none of them owns: loop-agnostic code that touches the machine.
 - `_process`: what a client takes from the process unless told otherwise
   (environment, randomness, wall clock, TLS defaults);
 - `_sockets`: the socket checks every shell makes (an IP literal's family, a
-  zero-timeout readiness poll);
+  zero-timeout readiness poll, the bytes a peer acknowledged, a reset on close);
+- `_connection_cap`: the server's cap on open connections and its 503, which
+  both event-loop shells enforce;
 - `_catalog_cache`: a newer model catalogue than the built-in one, cached in
   the user's cache directory (`_user_cache`), which every shell installs as the
   registry's loader when it is imported;

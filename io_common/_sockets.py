@@ -1,16 +1,24 @@
 """The socket checks every shell makes, whatever its event loop: which address
 family an IP literal has (so it skips the resolver), and whether bytes or an
-EOF wait on a socket (so a pooled connection the peer closed is not reused).
+EOF wait on a socket (so a pooled connection the peer closed is not reused),
+how many bytes a TCP peer has acknowledged (the server's send-stall watch), and
+an abortive close (a reset, not a FIN queued behind data the peer never reads).
 
 Standard library only (``socket``, ``select``); neither call waits.
 """
 
 from __future__ import annotations
 
+import contextlib
 import select
 import socket
+import struct
+from typing import Any, Final
 
-__all__ = ["literal_family", "socket_readable"]
+__all__ = ["bytes_acked", "literal_family", "reset_on_close", "socket_readable"]
+
+#: where Linux's ``struct tcp_info`` keeps ``tcpi_bytes_acked`` (a u64, Linux 4.1+)
+_BYTES_ACKED_AT: Final = 120
 
 
 def literal_family(host: str) -> socket.AddressFamily | None:
@@ -40,3 +48,27 @@ def socket_readable(fd: int) -> bool:
         return bool(poller.poll(0))
     ready, _, _ = select.select([fd], [], [], 0)  # pragma: no cover - Windows
     return bool(ready)
+
+
+def bytes_acked(sock: Any) -> int | None:
+    """How many bytes the peer of TCP socket ``sock`` has acknowledged so far (it grows
+    as the peer's application reads and its window opens); None where the system does
+    not say (not Linux, not TCP, closed)."""
+    option = getattr(socket, "TCP_INFO", None)
+    if option is None:
+        return None
+    try:
+        info = sock.getsockopt(socket.IPPROTO_TCP, option, 256)
+    except (OSError, ValueError, AttributeError):
+        return None
+    if len(info) < _BYTES_ACKED_AT + 8:
+        return None
+    acked: int = struct.unpack_from("Q", info, _BYTES_ACKED_AT)[0]
+    return acked
+
+
+def reset_on_close(sock: Any) -> None:
+    """Make closing ``sock`` send a reset and drop its unsent bytes (``SO_LINGER`` 0):
+    data a peer never reads must not keep the socket alive in the kernel."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))

@@ -5,8 +5,7 @@ module supplies trio's primitives (`TrioRuntime`) and runs it with
 ``hypercorn.trio``. Backends must stream on trio too: give `ProviderBackend`
 a `streamfn.io_trio.Client` (``streamfn serve --shell trio`` does).
 
-Not (yet) here: the connection cap of `streamfn.io_asyncio._serve` (hypercorn's
-trio worker builds its listeners itself).
+``max_connections`` caps open connections as on asyncio (`streamfn.io_trio._capped`).
 """
 
 from __future__ import annotations
@@ -100,6 +99,7 @@ async def serve(
     sock: socket.socket,
     stop: trio.Event,
     *,
+    max_connections: int = 4096,
     head_timeout: float = 10.0,
     log_errors: bool = True,
     allow_h2c: bool = False,
@@ -109,8 +109,11 @@ async def serve(
     while the app's shutdown runs beside it)."""
     from hypercorn.trio.run import worker_serve
 
+    from ._capped import cap_connections
+
     app.bind(TrioRuntime())
     wrapped, config, options = hypercorn_arguments(
         app, sock, stop, head_timeout=head_timeout, log_errors=log_errors, allow_h2c=allow_h2c
     )
+    cap_connections(config, max_connections)
     await worker_serve(wrapped, config, **options)

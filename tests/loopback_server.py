@@ -140,8 +140,7 @@ class Server:
         self._stop = trio.Event()
         self._token = trio.lowlevel.current_trio_token()
         self._ready.set()
-        options = {k: v for k, v in self.serve_options.items() if k != "max_connections"}
-        await serve(self.app, self.sock, self._stop, log_errors=False, **options)
+        await serve(self.app, self.sock, self._stop, log_errors=False, **self.serve_options)
 
     def __enter__(self) -> Server:
         self._thread.start()

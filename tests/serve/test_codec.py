@@ -122,8 +122,8 @@ def test_the_mailbox_gives_events_before_signals_and_holds_the_producer(shell: s
             seen.append(await box.get(1.0))
             await runtime.wait(runtime.flag(), 0.01)
             assert len(box.items) == 2  # room made: it went on
-            box.signal(DISCONNECTED)
-            box.signal(ABORTED)  # the first signal wins
+            box.signal(ABORTED)
+            box.signal(DISCONNECTED)  # the first signal wins
             for _ in range(3):
                 seen.append(await box.get(1.0))
 
@@ -133,7 +133,25 @@ def test_the_mailbox_gives_events_before_signals_and_holds_the_producer(shell: s
         ["TextDelta"],
         ["Done"],
     ]
-    assert seen[3] is DISCONNECTED
+    assert seen[3] is ABORTED
+
+
+@pytest.mark.parametrize("shell", RUNS)
+def test_a_disconnect_is_seen_before_the_events_still_waiting(shell: str) -> None:
+    """A client that is gone reads nothing more: its request ends at once instead of
+    draining the model's stream into a closed connection."""
+    seen: list[object] = []
+
+    async def main(runtime: Runtime) -> None:
+        box = Mailbox(runtime)
+        await box.put([Start()])
+        await box.put([TextDelta(0, "a")])
+        box.signal(DISCONNECTED)
+        seen.append(await box.get(1.0))
+        seen.append(len(box.items))
+
+    RUNS[shell](main)
+    assert seen == [DISCONNECTED, 2]
 
 
 @pytest.mark.parametrize("shell", RUNS)

@@ -259,3 +259,28 @@ def test_default_model_flag_reaches_the_front_end_routes() -> None:
     for argv, expected in ((["--default-model", "demo-text"], "demo-text"), ([], None)):
         app = serve._app(parser.parse_args(argv), EventsBackend(STREAMS))
         assert app.config.default_model == expected
+
+
+def test_send_timeout_and_max_connections_reach_both_shells(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import argparse
+
+    from streamfn.cli import _serve as serve
+    from streamfn.cli import _serve_flags as serve_flags
+
+    parser = argparse.ArgumentParser()
+    serve_flags.configure(parser)
+    for argv, expected in ((["--send-timeout", "2.5"], 2.5), ([], 30.0)):
+        app = serve._app(parser.parse_args(argv), EventsBackend(STREAMS))
+        assert app.config.send_timeout == expected
+    # one set of connection flags for asyncio and trio alike
+    hosting = serve._hosting(parser.parse_args(["--shell", "trio", "--max-connections", "7"]))
+    assert hosting["max_connections"] == 7
+    # the bound cannot be switched off by accident
+    with pytest.raises(SystemExit) as exited:
+        _serve("--no-local", "--send-timeout", "0")
+    assert exited.value.code == 2
+    assert "--send-timeout" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="send_timeout"):
+        ServerConfig(send_timeout=0)

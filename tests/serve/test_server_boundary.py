@@ -373,9 +373,7 @@ def test_a_slow_request_head_is_cut_after_the_head_timeout() -> None:
         read_all(sock, default / 3)  # returns when the server closes the connection
 
 
-def test_open_connections_are_capped(shell: str) -> None:
-    if shell == "trio":
-        pytest.skip("the connection cap is the asyncio server's (io_asyncio/_serve.py)")
+def test_open_connections_are_capped() -> None:
     # a connection the client closed gives its place back at once, not at the head timeout
     with serving(max_connections=2, head_timeout=SLOW) as (server, _):
         # of four idle connections at most two are held (more are refused while the

@@ -79,9 +79,7 @@ def test_cleartext_http2_is_refused_in_http2_by_default() -> None:
     assert b"use HTTP/1.1" in (terminated[0].additional_data or b"")
 
 
-def test_preface_only_connections_cannot_lock_the_server_out(shell: str) -> None:
-    if shell == "trio":
-        pytest.skip("the connection cap is the asyncio server's (io_asyncio/_serve.py)")
+def test_preface_only_connections_cannot_lock_the_server_out() -> None:
     with serving(head_timeout=SLOW, max_connections=3) as (server, _):
         held = [_preface_only(server.port) for _ in range(3)]
         try:
@@ -166,9 +164,7 @@ def test_a_connection_whose_peer_closed_is_closed_at_once(sent: bytes) -> None:
     assert data == b"" if not sent else data.startswith(b"HTTP/1.1 400")
 
 
-def test_closed_connections_give_their_place_back_at_once(shell: str) -> None:
-    if shell == "trio":
-        pytest.skip("the connection cap is the asyncio server's (io_asyncio/_serve.py)")
+def test_closed_connections_give_their_place_back_at_once() -> None:
     with serving(head_timeout=SLOW, max_connections=2) as (server, _):
         for _ in range(3):  # a burst of short-lived connections, more than the cap
             for sock in [socket.create_connection(("127.0.0.1", server.port)) for _ in range(2)]:

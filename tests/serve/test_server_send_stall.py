@@ -1,0 +1,130 @@
+"""A client that stops reading is disconnected after the send timeout, not held forever.
+
+The client is a raw socket with a small receive buffer that sends a streaming
+request and never reads; the upstream is the loopback fake provider streaming
+an answer far larger than every buffer between them, so the server's writes
+wait on the client. With ``send_timeout`` the server resets that connection,
+closes the upstream connection and frees the request's slot: with
+``max_concurrency=1`` a second request is served. A client that reads slowly
+but steadily is never cut. Bounds are orderings and generous hang guards
+(`HANG_GUARD`), never a tight wall-clock claim.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import time
+from collections.abc import Iterator
+
+import pytest
+from fake_provider import WIRE_FORMATS, FakeProvider
+from loopback_server import HANG_GUARD, KEY, Server, provider_backend, read_all, wait_until
+
+from streamfn.asgi import App, ServerConfig
+from streamfn.asgi._backends import RouterBackend
+from streamfn.core._models import Model
+
+# every test here runs on both shells (tests/serve/conftest.py)
+pytestmark = pytest.mark.usefixtures("shell")
+
+#: the send timeout under test: short, so the test is quick; the bounds below are
+#: many times it (a hang guard), never a measure of it
+TIMEOUT = 0.5
+
+#: an answer of ~25 MB in OpenAI's streaming format: more than the kernel's and the
+#: server's buffers hold, so a client that does not read stalls the server's writes
+LONG = WIRE_FORMATS["openai-chat"][0]([f" word{i}" for i in range(150_000)])
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[tuple[FakeProvider, str]]:
+    with FakeProvider() as fake:
+        yield fake, fake.serve(LONG)
+
+
+def _app(base_url: str, **config: object) -> App:
+    model = Model(id="long", provider="openai", api="openai-chat", base_url=base_url)
+    backend = provider_backend(environ={"OPENAI_API_KEY": "sk-k"}, models=[model], registry=False)
+    return App(RouterBackend(None, backend), ServerConfig(api_key=KEY, **config))  # type: ignore[arg-type]
+
+
+def _request(stream: bool) -> bytes:
+    body = (
+        b'{"model":"openai:long","stream":%s,"max_tokens":10,'
+        b'"messages":[{"role":"user","content":"hi"}]}' % (b"true" if stream else b"false")
+    )
+    return (
+        b"POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n"
+        + f"authorization: Bearer {KEY}\r\ncontent-type: application/json\r\n".encode()
+        + f"content-length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+
+
+def _client(port: int, rcvbuf: int = 4096) -> socket.socket:
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)  # before connect: the window
+    sock.connect(("127.0.0.1", port))
+    return sock
+
+
+def _closed_by_server(sock: socket.socket) -> bool:
+    """Read what is left: True when the server reset or closed the connection (the
+    response never ended), False when it ended with its last chunk."""
+    try:
+        data = read_all(sock, HANG_GUARD)
+    except ConnectionResetError:
+        return True
+    return not data.endswith(b"0\r\n\r\n")
+
+
+def test_a_client_that_never_reads_is_disconnected_and_its_slot_freed(
+    upstream: tuple[FakeProvider, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    fake, base_url = upstream
+    app = _app(base_url, max_concurrency=1, max_queue=4, send_timeout=TIMEOUT)
+    caplog.set_level(logging.WARNING, logger="streamfn")
+    with Server(app) as server:
+        stalled = _client(server.port)
+        try:
+            stalled.sendall(_request(stream=True))
+            sent = time.monotonic()
+            wait_until(lambda: fake.open_connections == 1, HANG_GUARD)  # the upstream streams
+            # the server gives up on the client: the upstream's connection closes (without
+            # the bound it stays open, its answer held back by the client, until the guard)
+            wait_until(lambda: fake.open_connections == 0, HANG_GUARD)
+            assert time.monotonic() - sent >= TIMEOUT  # not before the client had its time
+            assert _closed_by_server(stalled)
+        finally:
+            stalled.close()
+        # the slot came back: with max_concurrency=1 the next request is served
+        with socket.create_connection(("127.0.0.1", server.port)) as sock:
+            sock.sendall(_request(stream=False))
+            answer = read_all(sock, HANG_GUARD)
+        assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+    said = [r.getMessage() for r in caplog.records if "took no response bytes" in r.getMessage()]
+    assert len(said) == 1, said
+    assert "sk-k" not in said[0] and "word" not in said[0]
+
+
+def test_a_slow_but_steady_reader_gets_the_whole_answer(
+    upstream: tuple[FakeProvider, str],
+) -> None:
+    fake, _ = upstream
+    short = fake.serve(WIRE_FORMATS["openai-chat"][0]([f" w{i}" for i in range(30_000)]))
+    app = _app(short, send_timeout=TIMEOUT)
+    with Server(app) as server, _client(server.port, 65536) as sock:
+        sock.sendall(_request(stream=True))
+        sock.settimeout(HANG_GUARD)
+        data = bytearray()
+        while True:  # a few KiB every tenth of the timeout, never a pause as long as it
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+            time.sleep(TIMEOUT / 10)
+    assert data.startswith(b"HTTP/1.1 200"), bytes(data[:200])
+    assert data.endswith(b"0\r\n\r\n")  # the response ended, not cut
+    assert b"data: [DONE]" in data
+    assert b" w29999" in data
