@@ -8,6 +8,7 @@ ships (``anthropic/_data/deprecated_models.py``, model id -> end-of-life date).
 
 from __future__ import annotations
 
+import calendar
 import gzip
 import importlib
 import json
@@ -20,17 +21,13 @@ from typing import Any
 
 import pytest
 
-from streamfn.core import Context, Model, Options, open_call
-from streamfn.core import _lifecycle
+from streamfn.core import Context, Model, Options, _lifecycle, open_call
 from streamfn.core._catalog import BUILTIN_DOCUMENT
 from streamfn.core._catalog_build import SOURCES, CatalogError, check_catalog
 from streamfn.core._models import get_model, list_models, model
 
 ROOT = Path(__file__).parents[2]
 GENERATED = ROOT / "core" / "data" / "catalog.json.gz"
-_MONTHS = (
-    "January February March April May June July August September October November December"
-).split()
 
 
 def _sdk_table() -> dict[str, date]:
@@ -41,7 +38,7 @@ def _sdk_table() -> dict[str, date]:
         match = re.fullmatch(r"(\w+) (\d+)(?:st|nd|rd|th), (\d{4})", text)
         assert match, f"the SDK writes {text!r}: teach this test and scripts/gen_catalog.py"
         month, day, year = match.groups()
-        parsed[model_id] = date(int(year), _MONTHS.index(month) + 1, int(day))
+        parsed[model_id] = date(int(year), list(calendar.month_name).index(month), int(day))
     return parsed
 
 
@@ -121,9 +118,10 @@ def test_a_family_relatives_deprecation_is_not_inherited() -> None:
     # Sonnet only of its family
     snapshot = model("anthropic:claude-sonnet-4-5-20991231")
     assert snapshot.source.startswith("assumed like anthropic:claude-sonnet-4-5")
-    assert snapshot.deprecated and snapshot.end_of_life == get_model(
-        "anthropic:claude-sonnet-4-5"
-    ).end_of_life
+    assert (
+        snapshot.deprecated
+        and snapshot.end_of_life == get_model("anthropic:claude-sonnet-4-5").end_of_life
+    )
     # the longest shared start picks claude-sonnet-4-5 as the family's closest member
     newer = model("anthropic:claude-sonnet-4-55")
     assert newer.source.startswith("assumed like anthropic:claude-sonnet-4-5")
