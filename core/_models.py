@@ -148,13 +148,14 @@ def _install(models: list[Model]) -> None:
 
 
 def _read_end_of_life(document: Mapping[str, Any]) -> None:
+    """Keep the catalogue's end-of-life table for ids it names that no entry lists."""
     table = document.get("end_of_life") or {}
     _END_OF_LIFE.clear()
     for model_id, date in (table.get("dates") or {}).items():
         _END_OF_LIFE[f"{table['provider']}:{model_id}"] = (date, str(table["source"]))
 
 
-def _lifecycle(derived: Model, like: Model | None, how: str) -> Model:
+def _assumed_lifecycle(derived: Model, like: Model | None, how: str) -> Model:
     """An assumed model's deprecation: the end-of-life table's word on its own id, else
     its relative's when it is the same model; a family member's is not its own."""
     stated = _END_OF_LIFE.get(derived.key)
@@ -378,7 +379,7 @@ def _assumed(provider: str, model_id: str, same: list[Model]) -> Model:
             # a relative's own request rules are its own; the family's rules still match
             capabilities=like.capabilities if how == "the same model" else None,
         )
-    derived = _lifecycle(derived, like, how)
+    derived = _assumed_lifecycle(derived, like, how)
     _PENDING[derived.key] = describe(derived, like, how, f"{_info.source}, {_info.origin}")
     return derived
 
