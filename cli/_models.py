@@ -1,6 +1,7 @@
 """``streamfn models``: the known models, and where their data comes from.
 
-Lists the catalogue in use (limits, prices, reasoning, release date);
+Lists the catalogue in use (limits, prices, reasoning, release date, and
+``deprecated`` with the end-of-life date for a model its provider is retiring);
 ``--source`` says which catalogue that is; ``--refresh`` fetches models.dev's
 current data into the user cache (the only network access streamfn makes for
 its catalogue) and ``--from FILE`` does the same from a copy, offline.
@@ -13,9 +14,13 @@ import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ._command import EXIT_OK, EXIT_USAGE, Command, CommandError
 from ._model_dir import LOCAL_PREFIX
+
+if TYPE_CHECKING:
+    from streamfn.core._model_spec import Model
 
 __all__ = ["COMMAND"]
 
@@ -54,6 +59,13 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 
 def _price(value: float) -> str:
     return f"${value:g}" if value else "-"
+
+
+def _status(model: Model) -> str:
+    """``deprecated``, with the end-of-life date when the data has one."""
+    if not model.deprecated:
+        return ""
+    return f"deprecated, ends {model.end_of_life}" if model.end_of_life else "deprecated"
 
 
 def _update(args: argparse.Namespace) -> None:
@@ -124,7 +136,7 @@ def _run(args: argparse.Namespace) -> int:
             EXIT_USAGE,
         )
 
-    rows = [("model", "context", "output", "$/M in", "$/M out", "reasoning", "released")]
+    rows = [("model", "context", "output", "$/M in", "$/M out", "reasoning", "released", "status")]
     for model in list_models(args.provider):
         rows.append(
             (
@@ -135,11 +147,14 @@ def _run(args: argparse.Namespace) -> int:
                 _price(model.price_output),
                 "yes" if model.reasoning else "",
                 model.release_date,
+                _status(model),
             )
         )
     if args.provider in (None, LOCAL_PREFIX):
         state = "prepared" if is_prepared(default_model_dir()) else "prepared on first use"
-        rows.append((f"local:{DEFAULT_MODEL_NAME}", "8,192", "", "free", f"free ({state})", "", ""))
+        rows.append(
+            (f"local:{DEFAULT_MODEL_NAME}", "8,192", "", "free", f"free ({state})", "", "", "")
+        )
     plugins = [name for name in api_names() if name not in API_MODULES]
     if len(rows) == 1:
         how = "a plug-in wire format; " if args.provider in plugins else ""

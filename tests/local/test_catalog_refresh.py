@@ -251,3 +251,29 @@ def test_a_program_using_a_shell_sees_the_refreshed_catalogue(
         assert done.returncode == 0, done.stderr
         assert done.stdout.splitlines() == [str(isolated), "256000"]
         assert "is not in the model catalogue" not in done.stderr
+
+
+def _listed(out: str, key: str) -> str:
+    [line] = [line for line in out.splitlines() if line.split()[:1] == [key]]
+    return line
+
+
+def test_the_listing_marks_deprecated_models(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["models", "--provider", "anthropic"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].split()[-1] == "status"
+    assert _listed(out, "anthropic:claude-sonnet-4-5").endswith("deprecated, ends 2026-11-30")
+    assert "deprecated" not in _listed(out, "anthropic:claude-sonnet-4-6")
+    assert cli.main(["models", "--provider", "groq"]) == 0
+    assert _listed(capsys.readouterr().out, "groq:gemma2-9b-it").endswith("deprecated")
+
+
+def test_a_refreshed_catalogue_keeps_the_end_of_life_dates(tmp_path: Path) -> None:
+    """models.dev has no end-of-life dates: the built-in table carries over to fresh data."""
+    copy_file = tmp_path / "api.json"
+    copy_file.write_text(json.dumps(_newer_copy()))
+    assert cli.main(["models", "--from", str(copy_file)]) == 0
+    assert catalog_info().source.startswith("models.dev (models.dev data from api.json")
+    sonnet = get_model("anthropic:claude-sonnet-4-5")
+    assert sonnet.deprecated and sonnet.end_of_life == "2026-11-30"
+    assert get_model("groq:gemma2-9b-it").deprecation_source.startswith("models.dev")

