@@ -355,29 +355,37 @@ class Exchange:
 
     def _one_chunk(self, data: bytes) -> list[Event]:
         """What `_pump_chunked` does with a read that was one whole chunk, in one step."""
-        self.body_bytes += len(data)
-        if self.body_bytes > self._options.max_response_bytes:
-            return self._too_big()
-        self.decoded_bytes += len(data)
-        events = self.call.receive_data(data)
-        self._timer.body(len(data), bool(events))
-        return self._finish_call(events)
+        over = self._count_body(data)
+        return over if over is not None else self._feed_call(data)
 
     def _data(self, data: bytes, events: list[Event], eager: bool) -> bool:
         """Body bytes to the call, its events onto ``events``; True: stop reading for now
         (a cap was hit, or, ``eager``, the events may go out before the rest is decoded)."""
-        self.body_bytes += len(data)
-        if self.body_bytes > self._options.max_response_bytes:
-            events += self._too_big()
+        over = self._count_body(data)
+        if over is not None:
+            events += over
             return True
         if not self.finished:
-            before = len(events)
-            events += self._body(data)
-            self._timer.body(len(data), len(events) > before)
+            events += self._feed_call(data)
             if eager and events and not self.finished:
                 self._unpumped = True
                 return True
         return False
+
+    def _count_body(self, data: bytes) -> list[Event] | None:
+        """Count ``data`` as body bytes: the events that end the stream when they pass
+        ``max_response_bytes``, else None."""
+        self.body_bytes += len(data)
+        if self.body_bytes > self._options.max_response_bytes:
+            return self._too_big()
+        return None
+
+    def _feed_call(self, data: bytes) -> list[Event]:
+        """``data`` to the call (decoded first if the server compressed it), and the
+        read timer told whether it made an event (bytes that make none are heartbeats)."""
+        events = self._body(data)
+        self._timer.body(len(data), bool(events))
+        return events
 
     def _message_end(self) -> list[Event]:
         """The response body ended (h11's EndOfMessage, or the chunked body's end)."""
