@@ -10,7 +10,7 @@ from ..core._events import Done, Error, Event, Start
 from ..core._messages import Context
 from ..core._models import Model
 from ..core._options import Options
-from ..core._pause_turn import PAUSING_APIS, PausedTurn, continued_context
+from ..core._pause_turn import PausedTurn, continued_context, may_pause
 from ._batches import Batches, OpenBatches
 
 __all__ = ["continue_paused_turns"]
@@ -24,13 +24,13 @@ def continue_paused_turns(
     """``open_batches(model, context, options)``, with each paused turn continued by one
     more request, ``options.pause_turn_continuations`` times at most.
 
-    Only the wire formats whose providers pause (`PAUSING_APIS`) are watched: the
-    others' streams are returned as they are, without the cost of folding them.
+    Only a request the provider can pause (`may_pause`: one with a server tool, to a
+    wire format whose providers pause) is watched: every other stream is returned as
+    it is, without the cost of folding it.
     """
-    left = max(0, options.pause_turn_continuations)
-    if not left or model.api not in PAUSING_APIS:
+    if not may_pause(model, context, options):
         return open_batches(model, context, options)
-    return _continued(open_batches, model, context, options, left)
+    return _continued(open_batches, model, context, options, options.pause_turn_continuations)
 
 
 async def _continued(

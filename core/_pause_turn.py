@@ -14,20 +14,27 @@ that is the bill: each continuation is one more request, and its input (the
 whole conversation plus everything the turn said so far) is billed again.
 A continuation that fails ends the stream with its `Error` (usage summed too);
 what the earlier requests said stays, as for any error after output.
+
+Only a request that gives the provider a tool it runs itself can be paused
+(`may_pause`): the others' streams are not watched, so they are never folded.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Final, TypeVar
+from typing import TYPE_CHECKING, Final, TypeVar
 
 import msgspec
 
 from ._accumulate import Accumulator
 from ._events import Cost, Done, Error, Event, Usage
-from ._messages import AssistantMessage, Context
+from ._messages import AssistantMessage, Context, ServerTool
 
-__all__ = ["PAUSING_APIS", "PausedTurn", "continued_context", "summed"]
+if TYPE_CHECKING:
+    from ._models import Model
+    from ._options import Options
+
+__all__ = ["PAUSING_APIS", "PausedTurn", "continued_context", "may_pause", "summed"]
 
 log = logging.getLogger("streamfn")
 
@@ -38,6 +45,35 @@ _Bill = TypeVar("_Bill", Usage, Cost)
 #: it left would multiply the requests the server's operator pays for; a pause the
 #: server passes on reaches the caller as ``Done.paused``.
 PAUSING_APIS: Final = frozenset({"anthropic"})
+
+#: The request fields through which ``Options.extra_body`` can hand the provider tools
+#: it runs itself (``tools`` is extended with what extra_body lists; ``mcp_servers`` is
+#: Anthropic's MCP connector, whose tools run on Anthropic's side too). What such a
+#: field adds is not ours to read, so a request that sets one is watched.
+_SERVER_SIDE_FIELDS: Final = ("tools", "mcp_servers")
+
+
+def may_pause(model: Model, context: Context, options: Options) -> bool:
+    """Can the provider pause this request's turn, so that the stream must be watched
+    (and folded, to send the turn back) in case it does?
+
+    Anthropic documents ``pause_turn`` as the stop of its server-side tool loop: "A
+    server-tool loop reached its iteration limit", and "When using server tools such
+    as web search, the API executes tool calls in a server-side agentic loop. On a
+    long-running turn, the API might pause that loop and return a pause_turn stop
+    reason" (https://platform.claude.com/docs/en/build-with-claude/handling-stop-reasons,
+    https://platform.claude.com/docs/en/agents-and-tools/tool-use/server-tools). So
+    only a request that declares such a tool can pause: a `ServerTool` in
+    ``context.tools``, or ``extra_body`` setting a field that can add one
+    (`_SERVER_SIDE_FIELDS`). No continuations allowed, or a wire format whose
+    providers never pause (`PAUSING_APIS`): nothing to watch either.
+    """
+    if options.pause_turn_continuations <= 0 or model.api not in PAUSING_APIS:
+        return False
+    if any(isinstance(tool, ServerTool) for tool in context.tools):
+        return True
+    extra = options.extra_body or {}
+    return any(extra.get(field) for field in _SERVER_SIDE_FIELDS)
 
 
 def continued_context(context: Context, paused: AssistantMessage) -> Context:

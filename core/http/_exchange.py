@@ -153,7 +153,7 @@ class Exchange:
         if body is not None and eager and self._decoder is None and not self.finished:
             piece = body.whole_chunk(data) if type(data) is bytes else None
             if piece is not None:  # a live stream's read: no loop, no h11
-                return self._one_chunk(piece)
+                return self._take(piece)
         if self.finished:
             self._tail_bytes += len(data)
         if self._chunked is not None:
@@ -353,31 +353,36 @@ class Exchange:
             events += self._message_end()
         return events
 
-    def _one_chunk(self, data: bytes) -> list[Event]:
-        """What `_pump_chunked` does with a read that was one whole chunk, in one step."""
-        self.body_bytes += len(data)
-        if self.body_bytes > self._options.max_response_bytes:
-            return self._too_big()
-        self.decoded_bytes += len(data)
-        events = self.call.receive_data(data)
-        self._timer.body(len(data), bool(events))
-        return self._finish_call(events)
-
     def _data(self, data: bytes, events: list[Event], eager: bool) -> bool:
         """Body bytes to the call, its events onto ``events``; True: stop reading for now
         (a cap was hit, or, ``eager``, the events may go out before the rest is decoded)."""
+        events += self._take(data)
+        if self.body_bytes > self._options.max_response_bytes:
+            return True  # `_take` ended the stream at the cap
+        if eager and events and not self.finished:
+            self._unpumped = True
+            return True
+        return False
+
+    def _take(self, data: bytes) -> list[Event]:
+        """Body bytes: counted against ``max_response_bytes``, then (unless the call has
+        finished) given to the call, decoded first if the server compressed them, and
+        the read timer told whether they made an event (bytes that make none are
+        heartbeats). Every body piece comes here: through `_data`, or, for a live
+        stream's read that is one whole chunk, straight from `receive_bytes` (the
+        one-event path, hence no further call before the provider's)."""
         self.body_bytes += len(data)
         if self.body_bytes > self._options.max_response_bytes:
-            events += self._too_big()
-            return True
-        if not self.finished:
-            before = len(events)
-            events += self._body(data)
-            self._timer.body(len(data), len(events) > before)
-            if eager and events and not self.finished:
-                self._unpumped = True
-                return True
-        return False
+            return self._too_big()
+        if self.finished:
+            return []
+        if self._decoder is None:
+            self.decoded_bytes += len(data)
+            events = self._finish_call(self.call.receive_data(data))
+        else:
+            events = self._compressed(data)
+        self._timer.body(len(data), bool(events))
+        return events
 
     def _message_end(self) -> list[Event]:
         """The response body ended (h11's EndOfMessage, or the chunked body's end)."""
@@ -432,11 +437,9 @@ class Exchange:
                 return self.fail(Error.protocol(f"{self.target.host} answered with {exc}"))
         return None
 
-    def _body(self, data: bytes) -> list[Event]:
-        """Body bytes to the provider call, decoded first when the server compressed them."""
-        if self._decoder is None:
-            self.decoded_bytes += len(data)
-            return self._finish_call(self.call.receive_data(data))
+    def _compressed(self, data: bytes) -> list[Event]:
+        """Body bytes the server compressed, decoded, to the provider call."""
+        assert self._decoder is not None
         try:
             return self._decoded(self._decoder.feed(data))
         except CodingError as exc:

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from test_http11 import EXPECTED, exchange
 
 from streamfn.core.http._chunked import ChunkedBody
+from streamfn.core.http._read_timer import HEARTBEAT_BYTES
 
 HEAD = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
 
@@ -291,6 +292,32 @@ def test_an_exchange_reading_one_chunk_per_read_gives_the_replayed_events(
             events += more
     assert events == EXPECTED
     assert ex.finished and ex.reusable and ex.body_bytes == len(OPENAI_BODY)
+
+
+@pytest.mark.parametrize("eager", [True, False])
+def test_the_read_timer_hears_events_and_heartbeats_on_either_path(eager: bool) -> None:
+    """Reads of one whole chunk each (``eager``: the exchange's one-step path) and
+    ordinary reads tell the read timer the same: a flood of bytes that make no event
+    is named as such when the idle timer fires, and the next event ends it."""
+    hello, world = OPENAI_BODY.split(b"\n\n")[1:3]  # two text deltas
+    ex = exchange()
+    ex.bytes_to_send()
+    ex.receive_bytes(_chunked_wire(b"", [1]).removesuffix(b"0\r\n\r\n"))
+
+    def read(data: bytes) -> list[object]:
+        chunk = b"%x\r\n%s\r\n" % (len(data), data)
+        out: list[object] = list(ex.receive_bytes(chunk, eager=eager))
+        while more := ex.pump(some=True):
+            out += more
+        return out
+
+    assert read(hello + b"\n\n")
+    comment = b": " + b"x" * 1020 + b"\n\n"
+    for _ in range(HEARTBEAT_BYTES // len(comment) + 1):
+        assert read(comment) == []
+    assert "no event for" in ex.timer(0.0)[1].message
+    assert read(world + b"\n\n")
+    assert ex.timer(0.0)[1].message.startswith("idle timeout: no data")
 
 
 def test_the_growing_share_stops_growing_once_it_no_longer_limits_a_read() -> None:

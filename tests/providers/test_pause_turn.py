@@ -13,7 +13,7 @@ import pytest
 from corpus_support import CORPUS
 from fake_provider import FakeProvider
 from request_oracles import violations
-from shell_runner import FAST, SHELLS, collect, run
+from shell_runner import FAST, SHELLS, run
 
 from streamfn.core import (
     Context,
@@ -22,16 +22,34 @@ from streamfn.core import (
     Model,
     OpaqueBlock,
     Options,
+    ServerTool,
     Start,
     TextDelta,
     TextEnd,
     TextStart,
+    Tool,
     accumulate,
     check_protocol,
     replay,
 )
 from streamfn.core._events import Event, decode_event_json, encode_event_json
 from streamfn.fuzz._fake_bodies import sse
+
+#: Anthropic pauses only a turn of its server-side tool loop, so every request here
+#: that is meant to pause declares a server tool (see `may_pause`)
+SEARCH = Context(messages=Context.of("search").messages, tools=[ServerTool(type="web_search")])
+
+
+async def collect(client: Any, model: Model, options: Options = FAST) -> list[Event]:
+    """Every event of one request with a web-search tool."""
+    async with client.stream(model, SEARCH, options) as events:
+        return [event async for event in events]
+
+
+async def collect_plain(client: Any, model: Model, options: Options = FAST) -> list[Event]:
+    """Every event of one request without any server tool."""
+    async with client.stream(model, Context.of("hi"), options) as events:
+        return [event async for event in events]
 
 
 def paused_body(n: int, *, paused: bool) -> bytes:
@@ -319,7 +337,9 @@ def test_the_anthropic_route_says_pause_turn_and_the_sdk_reads_it() -> None:
 
 
 def test_streams_that_cannot_pause_pass_through_untouched() -> None:
-    """No fold, no renumbering, no extra layer where no provider pauses (or it is off)."""
+    """No fold, no renumbering, no extra layer where no provider pauses, where pausing
+    is off, or where the request declares no server tool (Anthropic pauses only its
+    server-side tool loop): the stage returns the inner batches themselves."""
     from streamfn.client._pause_turn import continue_paused_turns
 
     async def events() -> Any:
@@ -334,13 +354,41 @@ def test_streams_that_cannot_pause_pass_through_untouched() -> None:
     gpt = Model(id="gpt-4o", provider="openai", api="openai-chat", base_url="")
     claude_model = Model(id="claude-sonnet-4-6", provider="anthropic", api="anthropic", base_url="")
     proxy = Model(id="m", provider="proxy", api="proxy", base_url="")
-    for model, options in [
-        (gpt, Options()),
-        (proxy, Options()),
-        (claude_model, Options(pause_turn_continuations=0)),
+    functions_only = Context(messages=SEARCH.messages, tools=[Tool(name="f")])
+    for model, context, options in [
+        (gpt, SEARCH, Options()),
+        (proxy, SEARCH, Options()),
+        (claude_model, SEARCH, Options(pause_turn_continuations=0)),
+        (claude_model, Context(), Options()),
+        (claude_model, functions_only, Options()),
+        (claude_model, SEARCH, Options(pause_turn_continuations=-1)),
+        (claude_model, Context(), Options(extra_body={"tools": None, "metadata": {}})),
     ]:
-        assert continue_paused_turns(open_events, model, Context(), options) is opened[-1]
-    assert continue_paused_turns(open_events, claude_model, Context(), Options()) is not opened[-1]
+        assert continue_paused_turns(open_events, model, context, options) is opened[-1]
+    for context, options in [
+        (SEARCH, Options()),
+        # server tools the caller adds in the raw body are not ours to read: watched
+        (Context(), Options(extra_body={"tools": [{"type": "web_fetch_20250910"}]})),
+        (Context(), Options(extra_body={"mcp_servers": [{"type": "url", "url": "u"}]})),
+    ]:
+        assert (
+            continue_paused_turns(open_events, claude_model, context, options) is not (opened[-1])
+        )
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_request_without_server_tools_is_not_watched(
+    upstream: PausingUpstream, shell: str
+) -> None:
+    """Without a server tool no turn can pause, so the stream is not folded or
+    continued: a (never documented) pause would reach the caller as it came, from
+    one request."""
+    token = f"pause-plain-{shell}"
+    events = run(shell, collect_plain, claude(upstream, token))
+    assert len(bodies(upstream, token)) == 1
+    check_protocol(events)
+    done = events[-1]
+    assert isinstance(done, Done) and done.paused is True and done.usage.input == 100
 
 
 def test_serve_continues_a_pause_as_often_as_its_flag_says(upstream: PausingUpstream) -> None:
@@ -352,12 +400,16 @@ def test_serve_continues_a_pause_as_often_as_its_flag_says(upstream: PausingUpst
     token = "pause-serve"
     args = ["--base-url", "anthropic=" + upstream.base_url("ok", "pausing", token)]
     with (
-        serve_cli([*args, "--pause-continuations", "1"], {"ANTHROPIC_API_KEY": "k"}) as url,
+        serve_cli(
+            [*args, "--pause-continuations", "1", "--allow-server-tools", "web_search"],
+            {"ANTHROPIC_API_KEY": "k"},
+        ) as url,
         anthropic.Anthropic(base_url=url, api_key=KEY, max_retries=0) as client,
     ):
         reply = client.messages.create(
             model="anthropic:claude-sonnet-4-6",
             max_tokens=10,
             messages=[{"role": "user", "content": "search"}],
+            tools=[{"type": "web_search_20250305", "name": "web_search", "max_uses": 2}],
         )
     assert len(bodies(upstream, token)) == 2 and reply.stop_reason == "pause_turn"

@@ -52,6 +52,7 @@ from streamfn.core import (
 from streamfn.core._citations import Citation
 from streamfn.core._events import ErrorKind, StopReason
 from streamfn.core._fallback import fallback
+from streamfn.core._messages import ServerTool
 from streamfn.core._models import Model
 from streamfn.core.dialects.openai_chat import OpenAIChatEncoder
 from streamfn.core.serve._inbound import ClientRequest
@@ -247,7 +248,9 @@ def test_paused_turns_continue_the_same_whatever_the_batching(data: Any) -> None
 
     def run(batching: Callable[[list[Event]], list[list[Event]]]) -> list[Event]:
         opener = _opener([batching(r) for r in requests])
-        return _events(continue_paused_turns(opener, CLAUDE, Context.of("hi"), options))
+        # a server tool: Anthropic pauses only its server-side tool loop
+        search = Context(messages=Context.of("hi").messages, tools=[ServerTool(type="web_search")])
+        return _events(continue_paused_turns(opener, CLAUDE, search, options))
 
     one = run(_singles)
     assert sum(isinstance(e, Start) for e in one) == 1 and isinstance(one[-1], Done)
