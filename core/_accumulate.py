@@ -41,6 +41,7 @@ from ._events import (
     ToolCallDelta,
     ToolCallEnd,
     ToolCallStart,
+    finished_as,
 )
 from ._messages import (
     AssistantContent,
@@ -354,7 +355,7 @@ class Accumulator:
             message.response_id = event.response_id
         elif isinstance(event, Done):
             message = self._message
-            message.stop_reason = event.stop_reason
+            message.stop_reason = finished_as(event)  # a paused turn is not a finished one
             message.usage = event.usage
             message.cost = event.cost
         elif isinstance(event, Error):

@@ -32,6 +32,7 @@ from ._citations import Citation
 from ._schema_check import SchemaMismatch
 
 __all__ = [
+    "CUT_STOP_REASONS",
     "EVENT_TYPES",
     "Cost",
     "Done",
@@ -56,6 +57,7 @@ __all__ = [
     "encode_event",
     "encode_event_json",
     "event_type",
+    "finished_as",
 ]
 
 
@@ -67,6 +69,10 @@ class StopReason(enum.StrEnum):
     TOOL_USE = "tool_use"
     ERROR = "error"
     ABORTED = "aborted"
+
+
+#: the stop reasons that say an answer was cut: no reader may take them for a finished one
+CUT_STOP_REASONS: Final = frozenset({StopReason.ERROR, StopReason.ABORTED})
 
 
 class ErrorKind(enum.StrEnum):
@@ -265,7 +271,8 @@ class Done(msgspec.Struct, tag="done", frozen=True, kw_only=True, gc=False):
     The shells do that themselves (``Options.pause_turn_continuations``), so a
     caller sees it only when continuing was turned off or its bound reached.
     Left unset otherwise, and then never encoded: a stream without a pause
-    encodes as it always did.
+    encodes as it always did. The folded message of a paused turn says
+    `StopReason.LENGTH` (`finished_as`): the answer is not over.
 
     ``recovered`` counts the cuts the stream survived (``Options.recover``, see
     `recovery_mode` and `Splice`), and ``usage`` and ``cost`` then sum every request
@@ -277,6 +284,16 @@ class Done(msgspec.Struct, tag="done", frozen=True, kw_only=True, gc=False):
     cost: Cost = msgspec.field(default_factory=Cost)
     paused: bool | msgspec.UnsetType = msgspec.UNSET
     recovered: int | msgspec.UnsetType = msgspec.UNSET
+
+
+def finished_as(done: Done) -> StopReason:
+    """``done``'s stop reason as a reader who does not continue paused turns must take
+    it: a paused turn (``done.paused``) is incomplete, `StopReason.LENGTH`, never a
+    finished answer. One rule for the fold (what ``complete()`` returns) and for every
+    dialect the server speaks that has no word for a pause."""
+    if done.paused is not True or done.stop_reason in CUT_STOP_REASONS:
+        return done.stop_reason
+    return StopReason.LENGTH
 
 
 class Error(msgspec.Struct, tag="error", frozen=True, kw_only=True, gc=False):

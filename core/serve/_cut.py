@@ -20,17 +20,15 @@ pause (all but Anthropic's ``pause_turn``) that reading: its ``length`` word
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Final
 
 import msgspec
 
 from .._errors import StreamfnError
-from .._events import Done, Error, StopReason
+from .._events import CUT_STOP_REASONS, Done, Error, StopReason, finished_as
 
 __all__ = ["CUT_STOP_REASONS", "CutAnswer", "cut_error", "finish_word", "unpaused"]
 
 #: the stop reasons of an answer that did not finish
-CUT_STOP_REASONS: Final = frozenset({StopReason.ERROR, StopReason.ABORTED})
 
 
 class CutAnswer(StreamfnError, ValueError):
@@ -59,6 +57,5 @@ def cut_error(done: Done) -> Error:
 def unpaused(done: Done) -> Done:
     """``done`` as a dialect without a pause word reads it: a paused turn that was not
     continued is incomplete (`StopReason.LENGTH`), never a finished answer."""
-    if done.paused is not True or done.stop_reason in CUT_STOP_REASONS:
-        return done
-    return msgspec.structs.replace(done, stop_reason=StopReason.LENGTH)
+    finished = finished_as(done)
+    return done if finished is done.stop_reason else msgspec.structs.replace(done, stop_reason=finished)

@@ -22,7 +22,6 @@ from streamfn.core.dialects.ui_message_stream._encode import UI_STREAM_HEADER
 from .._accumulate import accumulate
 from .._events import Done, Event
 from ..wire._sse import encode_sse
-from ._cut import unpaused
 from ._grounding import append_sources, appending_sources
 from ._inbound import ClientRequest
 from ._routes import AGENT_PATH, AGUI_PATH, CHAT_PATH, MESSAGES_PATH, SOURCELESS, UI_CHAT_PATH
@@ -151,8 +150,6 @@ def final_body(
         return anthropic_message_body(
             message, message_id=f"msg_{stamps.hex_id()}", model=request.model, paused=paused
         )
-    if isinstance(done, Done) and paused:  # a paused turn is incomplete, not "stop"
-        message.stop_reason = unpaused(done).stop_reason
     return openai_completion_body(
         message,
         response_id=f"chatcmpl-{stamps.hex_id()}",

@@ -9,7 +9,7 @@ import pytest
 
 from streamfn.core import CompletionError
 from streamfn.core._completion import finish_completion
-from streamfn.core._events import Done, Event, Start, StopReason, TextDelta, TextStart
+from streamfn.core._events import Done, Event, Start, StopReason, TextDelta, TextEnd, TextStart
 from streamfn.core._messages import AssistantMessage, TextContent
 from streamfn.core.dialects.anthropic import AnthropicEncoder, anthropic_message_body
 from streamfn.core.dialects.bedrock import BedrockEncoder
@@ -87,3 +87,18 @@ def test_the_shells_timeouts_are_504s_and_other_failures_502s() -> None:
     assert not is_timeout(refused)
     assert early_error("/v1/messages", refused).status == 502
     assert early_error("/v1/messages", Error.network("upstream 504", status=504)).status == 504
+
+
+def test_the_fold_takes_a_paused_turn_for_an_incomplete_answer() -> None:
+    """A `Done` that says the provider paused the turn folds to `length`: `complete()`
+    never returns a paused answer as a finished one."""
+    head: list[Event] = [
+        Start(),
+        TextStart(index=0),
+        TextDelta(index=0, delta="so far"),
+        TextEnd(index=0),
+    ]
+    paused = finish_completion([*head, Done(paused=True)], raise_on_error=True)
+    assert paused.stop_reason is StopReason.LENGTH
+    finished = finish_completion([*head, Done()], raise_on_error=True)
+    assert finished.stop_reason is StopReason.STOP

@@ -32,7 +32,7 @@ from streamfn.core import (
     check_protocol,
     replay,
 )
-from streamfn.core._events import Event, decode_event_json, encode_event_json
+from streamfn.core._events import Event, StopReason, decode_event_json, encode_event_json
 from streamfn.fuzz._fake_bodies import sse
 
 #: Anthropic pauses only a turn of its server-side tool loop, so every request here
@@ -141,7 +141,7 @@ def upstream() -> Iterator[PausingUpstream]:
 
 
 def claude(upstream: FakeProvider, token: str) -> Model:
-    """Priced as Claude Sonnet 4.5 ($3 in, $15 out per million tokens)."""
+    """Priced as Claude Sonnet 4.6 ($3 in, $15 out per million tokens)."""
     return Model(
         id="claude-sonnet-4-6",
         provider="anthropic",
@@ -413,3 +413,20 @@ def test_serve_continues_a_pause_as_often_as_its_flag_says(upstream: PausingUpst
             tools=[{"type": "web_search_20250305", "name": "web_search", "max_uses": 2}],
         )
     assert len(bodies(upstream, token)) == 2 and reply.stop_reason == "pause_turn"
+
+
+async def complete_plain(client: Any, model: Model, options: Options = FAST) -> Any:
+    """The folded answer of one request without any server tool."""
+    return await client.complete(model, Context.of("hi"), options)
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_complete_takes_a_pause_nobody_continued_for_an_incomplete_answer(
+    upstream: PausingUpstream, shell: str
+) -> None:
+    """A paused turn that was not continued is not a finished answer: `complete()`
+    says `length`, as the server's dialects do, never `stop`."""
+    token = f"pause-complete-{shell}"
+    message = run(shell, complete_plain, claude(upstream, token))
+    assert len(bodies(upstream, token)) == 1
+    assert message.stop_reason is StopReason.LENGTH
