@@ -587,10 +587,12 @@ def test_corpus_conformance(entry: dict[str, Any] | None) -> None:
     stop = {
         "end_turn": StopReason.STOP,
         "tool_use": StopReason.TOOL_USE,
-        "pause_turn": StopReason.STOP,
+        "pause_turn": StopReason.LENGTH,  # the turn is not over: the fold says incomplete
         "max_tokens": StopReason.LENGTH,
     }[want["stop_reason"]]
     assert message.stop_reason == stop
+    done = events[-1]
+    assert (done.paused is True) == (want["stop_reason"] == "pause_turn")
 
 
 # ---------------------------------------------------------------------------
