@@ -93,7 +93,7 @@ def test_the_end_of_life_dates_are_the_anthropic_sdks() -> None:
         "run `python scripts/gen_catalog.py` and commit core/data/catalog.json.gz"
     )
     anthropic = {m.id: m for m in list_models("anthropic")}
-    dated = {model_id: m for model_id, m in anthropic.items() if m.end_of_life}
+    dated = {model_id: m for model_id, m in anthropic.items() if m.end_of_life and not m.retired}
     assert set(dated) == set(sdk) & set(anthropic)
     for model_id, found in dated.items():
         assert found.deprecated and date.fromisoformat(found.end_of_life) == sdk[model_id]
