@@ -197,6 +197,30 @@ def _mark_deprecated(
             entry["deprecation_source"] = "; ".join(sources)
 
 
+def _read_models_dev(
+    data: Mapping[str, Any],
+) -> tuple[list[dict[str, Any]], list[str], dict[tuple[str, str], str]]:
+    """The entries we keep from models.dev's data, their update dates, and each one's
+    ``status`` (by our provider name and the id)."""
+    models: list[dict[str, Any]] = []
+    dates: list[str] = []
+    statuses: dict[tuple[str, str], str] = {}
+    for source in SOURCES:
+        block = data.get(source)
+        if not isinstance(block, Mapping) or not isinstance(block.get("models"), Mapping):
+            continue
+        for key, raw in block["models"].items():
+            try:
+                if not (isinstance(raw, Mapping) and "id" in raw and _served(source, raw)):
+                    continue
+                models.append(_entry(source, raw))
+                statuses[SOURCES[source][0], str(raw["id"])] = str(raw.get("status") or "")
+            except (TypeError, ValueError, AttributeError, KeyError) as exc:
+                raise CatalogError(f"{source} model {key!r}: malformed ({exc!r})") from None
+            dates.append(str(raw.get("last_updated") or raw.get("release_date") or ""))
+    return models, dates, statuses
+
+
 def build_catalog(
     data: Mapping[str, Any],
     *,
@@ -218,22 +242,7 @@ def build_catalog(
     """
     if not isinstance(data, Mapping):
         raise CatalogError("models.dev data must be a JSON object of providers")
-    models: list[dict[str, Any]] = []
-    dates: list[str] = []
-    statuses: dict[tuple[str, str], str] = {}
-    for source in SOURCES:
-        block = data.get(source)
-        if not isinstance(block, Mapping) or not isinstance(block.get("models"), Mapping):
-            continue
-        for key, raw in block["models"].items():
-            try:
-                if not (isinstance(raw, Mapping) and "id" in raw and _served(source, raw)):
-                    continue
-                models.append(_entry(source, raw))
-                statuses[SOURCES[source][0], str(raw["id"])] = str(raw.get("status") or "")
-            except (TypeError, ValueError, AttributeError, KeyError) as exc:
-                raise CatalogError(f"{source} model {key!r}: malformed ({exc!r})") from None
-            dates.append(str(raw.get("last_updated") or raw.get("release_date") or ""))
+    models, dates, statuses = _read_models_dev(data)
     if not models:
         raise CatalogError(
             "the data lists none of the providers streamfn serves "
