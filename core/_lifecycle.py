@@ -6,7 +6,9 @@ before that day comes: the first call opened for a deprecated model (`Model.depr
 set from the catalogue: models.dev's ``status`` and the end-of-life dates of
 Anthropic's SDK table) logs one warning on the ``streamfn`` logger naming the
 model, its end-of-life date when the data has one, and where the fact comes
-from. Neither source names a successor, so the warning suggests none: it points
+from. A model its provider has already retired (`Model.retired`, from the dates
+Anthropic's model deprecations page states) gets a warning of its own: it has
+been retired, on that date, and calls to it fail. Neither source names a successor, so the warning suggests none: it points
 to ``streamfn models``. The core reads no clock: the warning states the date, it
 does not say whether it has passed. Once per model per process.
 """
@@ -28,6 +30,14 @@ _WARNED: set[str] = set()
 def deprecation_warning(found: Model) -> str:
     """The warning's text: the model, its end-of-life date when known, and the source."""
     source = f" (per {found.deprecation_source})" if found.deprecation_source else ""
+    if found.retired:
+        # the source states the retirement as done: no clock is needed to say so
+        on = f" on {found.end_of_life}" if found.end_of_life else ""
+        return (
+            f"{found.key} has been retired by its provider{on}{source}; calls to it "
+            f"fail: choose a current model (streamfn models --provider {found.provider} "
+            "lists them and marks the retired ones)"
+        )
     when = (
         f"it reaches end of life on {found.end_of_life}"
         if found.end_of_life

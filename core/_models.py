@@ -67,9 +67,9 @@ _FROM_CATALOGUE: set[str] = set()
 _ASSUMED: set[str] = set()
 #: the warning for an id just configured by assumption, logged once it is usable
 _PENDING: dict[str, str] = {}
-#: the catalogue's end-of-life table (``provider:id`` -> (date, source)), for ids it
-#: names that no catalogue entry lists
-_END_OF_LIFE: dict[str, tuple[str, str]] = {}
+#: the catalogue's end-of-life and retirement tables (``provider:id`` -> (date, source,
+#: retired)), for ids they name that no catalogue entry lists
+_END_OF_LIFE: dict[str, tuple[str, str, bool]] = {}
 
 
 class CatalogInfo(msgspec.Struct, frozen=True, kw_only=True):
@@ -148,25 +148,34 @@ def _install(models: list[Model]) -> None:
 
 
 def _read_end_of_life(document: Mapping[str, Any]) -> None:
-    """Keep the catalogue's end-of-life table for ids it names that no entry lists."""
-    table = document.get("end_of_life") or {}
+    """Keep the catalogue's end-of-life and retirement tables for ids they name that no
+    entry lists (the retirement table read last: its word wins)."""
     _END_OF_LIFE.clear()
-    for model_id, date in (table.get("dates") or {}).items():
-        _END_OF_LIFE[f"{table['provider']}:{model_id}"] = (date, str(table["source"]))
+    for name, retired in (("end_of_life", False), ("retired", True)):
+        table = document.get(name) or {}
+        for model_id, date in (table.get("dates") or {}).items():
+            _END_OF_LIFE[f"{table['provider']}:{model_id}"] = (
+                date,
+                str(table["source"]),
+                retired,
+            )
 
 
 def _assumed_lifecycle(derived: Model, like: Model | None, how: str) -> Model:
-    """An assumed model's deprecation: the end-of-life table's word on its own id, else
-    its relative's when it is the same model; a family member's is not its own."""
+    """An assumed model's deprecation: the end-of-life and retirement tables' word on its
+    own id, else its relative's when it is the same model; a family member's is not its
+    own."""
     stated = _END_OF_LIFE.get(derived.key)
     if stated is not None:
-        date, source = stated
+        date, source, retired = stated
         return msgspec.structs.replace(
-            derived, deprecated=True, end_of_life=date, deprecation_source=source
+            derived, deprecated=True, retired=retired, end_of_life=date, deprecation_source=source
         )
     if like is not None and how == "the same model":
         return derived
-    return msgspec.structs.replace(derived, deprecated=False, end_of_life="", deprecation_source="")
+    return msgspec.structs.replace(
+        derived, deprecated=False, retired=False, end_of_life="", deprecation_source=""
+    )
 
 
 def list_models(provider: str | None = None) -> list[Model]:

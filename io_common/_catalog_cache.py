@@ -90,10 +90,15 @@ def _document(raw: bytes, version: str) -> dict[str, Any]:
     if isinstance(data, dict) and data.get("format") == CATALOG_FORMAT:
         check_catalog(data)  # a file `save` wrote
         return data
-    # models.dev has no end-of-life dates: the built-in table (Anthropic's) carries over
+    # models.dev has no end-of-life or retirement dates: the built-in tables carry over
     from streamfn.core._catalog import BUILTIN_DOCUMENT
 
-    return build_catalog(data, version=version, end_of_life=BUILTIN_DOCUMENT.get("end_of_life"))
+    return build_catalog(
+        data,
+        version=version,
+        end_of_life=BUILTIN_DOCUMENT.get("end_of_life"),
+        retired=BUILTIN_DOCUMENT.get("retired"),
+    )
 
 
 def read_catalog_file(path: Path) -> dict[str, Any]:

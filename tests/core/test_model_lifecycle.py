@@ -93,7 +93,7 @@ def test_the_end_of_life_dates_are_the_anthropic_sdks() -> None:
         "run `python scripts/gen_catalog.py` and commit core/data/catalog.json.gz"
     )
     anthropic = {m.id: m for m in list_models("anthropic")}
-    dated = {model_id: m for model_id, m in anthropic.items() if m.end_of_life}
+    dated = {model_id: m for model_id, m in anthropic.items() if m.end_of_life and not m.retired}
     assert set(dated) == set(sdk) & set(anthropic)
     for model_id, found in dated.items():
         assert found.deprecated and date.fromisoformat(found.end_of_life) == sdk[model_id]
@@ -172,3 +172,98 @@ def test_a_current_model_does_not_warn(caplog: pytest.LogCaptureFixture) -> None
     _open(model("anthropic:claude-sonnet-4-6"))
     _open(Model(id="claude-sonnet-4-5", provider="anthropic", api="anthropic", base_url="x"))
     assert _deprecation_warnings(caplog) == []  # a Model stated by hand says nothing either
+
+
+# ---------------------------------------------------------------------------
+# Retired models: Anthropic's model deprecations page
+# ---------------------------------------------------------------------------
+
+RETIRED_TABLE = ROOT / "scripts" / "retired_models.json"
+DEPRECATIONS_PAGE = "https://platform.claude.com/docs/en/about-claude/model-deprecations"
+
+#: a few of the page's facts, written out here from the page's deprecation history
+#: (model id -> the retirement date it states), so the committed table is checked too
+_PAGE_FACTS = {
+    "claude-3-sonnet-20240229": "2025-07-21",  # deprecated 2025-01-21
+    "claude-2.1": "2025-07-21",
+    "claude-3-5-sonnet-20241022": "2025-10-28",  # deprecated 2025-08-13
+    "claude-3-opus-20240229": "2026-01-05",  # deprecated 2025-06-30
+    "claude-3-7-sonnet-20250219": "2026-02-19",  # deprecated 2025-10-28
+    "claude-3-haiku-20240307": "2026-04-20",  # deprecated 2026-02-19
+    "claude-sonnet-4-20250514": "2026-06-15",  # deprecated 2026-04-14
+}
+
+
+def _retired_table() -> dict[str, Any]:
+    table: dict[str, Any] = json.loads(RETIRED_TABLE.read_text())
+    return table
+
+
+def _retirement_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "has been retired" in r.getMessage()]
+
+
+def test_the_retired_table_records_the_deprecations_pages_facts() -> None:
+    table = _retired_table()
+    assert table["url"] == DEPRECATIONS_PAGE and table["provider"] == "anthropic"
+    assert {k: table["retired"][k] for k in _PAGE_FACTS} == _PAGE_FACTS
+    for model_id, day in table["retired"].items():
+        assert date.fromisoformat(day) <= date.fromisoformat(table["as_of"]), model_id
+    assert set(table["aliases"].values()) <= set(table["retired"])
+
+
+def test_the_catalogue_marks_exactly_the_retired_ids_with_their_dates() -> None:
+    table = _retired_table()
+    expected = dict(table["retired"])
+    expected.update({alias: expected[target] for alias, target in table["aliases"].items()})
+    assert BUILTIN_DOCUMENT["retired"]["dates"] == expected
+    assert BUILTIN_DOCUMENT["retired"]["url"] == DEPRECATIONS_PAGE
+    anthropic = {m.id: m for m in list_models("anthropic")}
+    retired = {model_id for model_id, m in anthropic.items() if m.retired}
+    assert retired == set(expected) & set(anthropic)
+    assert {"claude-3-opus-20240229", "claude-3-5-sonnet-20240620", "claude-sonnet-4-0"} <= retired
+    for model_id in retired:
+        found = anthropic[model_id]
+        assert found.deprecated and found.end_of_life == expected[model_id]
+        assert "model deprecations page" in found.deprecation_source
+    # the page's dates are the Claude API's: Bedrock's Claude 3 keeps its own schedule
+    assert not any(m.retired for m in list_models() if m.provider != "anthropic")
+    # and the SDK's not-yet-retired models are not called retired
+    assert not any(anthropic[i].retired for i in _sdk_table() if i in anthropic)
+
+
+def test_an_uncatalogued_retired_id_is_retired_too() -> None:
+    found = model("anthropic:claude-2.1")
+    assert found.retired and found.deprecated and found.end_of_life == "2025-07-21"
+
+
+@pytest.mark.usefixtures("fresh_warnings")
+def test_a_retired_model_warns_once_that_it_was_retired_and_calls_fail(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    opus = model("anthropic:claude-3-opus-20240229")
+    _open(opus)
+    _open(opus)
+    [warning] = _retirement_warnings(caplog)
+    assert warning.startswith("anthropic:claude-3-opus-20240229 has been retired")
+    assert "2026-01-05" in warning and "model deprecations page" in warning
+    assert "fail" in warning and "streamfn models --provider anthropic" in warning
+    assert _deprecation_warnings(caplog) == []  # not called merely deprecated
+
+
+@pytest.mark.usefixtures("fresh_warnings")
+def test_a_deprecated_model_is_not_called_retired(caplog: pytest.LogCaptureFixture) -> None:
+    _open(model("anthropic:claude-sonnet-4-5"))
+    assert _retirement_warnings(caplog) == []
+    assert len(_deprecation_warnings(caplog)) == 1
+
+
+def test_a_malformed_retirement_table_is_refused() -> None:
+    document = json.loads(gzip.decompress(GENERATED.read_bytes()))
+    document["retired"]["dates"]["claude-2.1"] = "July 21, 2025"
+    with pytest.raises(CatalogError, match=r"retired.*claude-2\.1.*not a date"):
+        check_catalog(document)
+    document = json.loads(gzip.decompress(GENERATED.read_bytes()))
+    document["models"][0]["retired"] = "yes"
+    with pytest.raises(CatalogError, match=r"models\[0\].*retired"):
+        check_catalog(document)

@@ -268,6 +268,14 @@ def test_the_listing_marks_deprecated_models(capsys: pytest.CaptureFixture[str])
     assert _listed(capsys.readouterr().out, "groq:gemma2-9b-it").endswith("deprecated")
 
 
+def test_the_listing_marks_retired_models(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["models", "--provider", "anthropic"]) == 0
+    out = capsys.readouterr().out
+    assert _listed(out, "anthropic:claude-3-opus-20240229").endswith("retired 2026-01-05")
+    assert _listed(out, "anthropic:claude-3-7-sonnet-latest").endswith("retired 2026-02-19")
+    assert "retired" not in _listed(out, "anthropic:claude-sonnet-4-5")
+
+
 def test_a_refreshed_catalogue_keeps_the_end_of_life_dates(tmp_path: Path) -> None:
     """models.dev has no end-of-life dates: the built-in table carries over to fresh data."""
     copy_file = tmp_path / "api.json"
@@ -277,3 +285,60 @@ def test_a_refreshed_catalogue_keeps_the_end_of_life_dates(tmp_path: Path) -> No
     sonnet = get_model("anthropic:claude-sonnet-4-5")
     assert sonnet.deprecated and sonnet.end_of_life == "2026-11-30"
     assert get_model("groq:gemma2-9b-it").deprecation_source.startswith("models.dev")
+    opus = get_model("anthropic:claude-3-opus-20240229")
+    assert opus.retired and opus.end_of_life == "2026-01-05"
+
+
+#: what a hostile mirror may try to put into the log and the listing
+_HOSTILE = {
+    "a newline": "2026-11-30\nstreamfn: all good",
+    "a terminal escape": "\x1b[2J\x1b[31mowned",
+    "megabytes": "x" * 4_000_000,
+}
+
+
+def _our_document() -> dict[str, Any]:
+    """The built-in catalogue as a mirror would serve it in our own format."""
+    raw = resources.files("streamfn.core").joinpath("data/catalog.json.gz").read_bytes()
+    document: dict[str, Any] = json.loads(gzip.decompress(raw))
+    return document
+
+
+def _with(document: dict[str, Any], where: str, value: str) -> dict[str, Any]:
+    """``document`` with ``value`` put in one lifecycle field (``where``)."""
+    hostile = copy.deepcopy(document)
+    sonnet = next(m for m in hostile["models"] if m["id"] == "claude-sonnet-4-5")
+    if where in ("end_of_life", "deprecation_source"):
+        sonnet[where] = value
+    elif where == "table source":
+        hostile["retired"]["source"] = value
+    elif where == "table date":
+        hostile["end_of_life"]["dates"]["claude-sonnet-4-5"] = value
+    else:  # a table's model id
+        hostile["retired"]["dates"][value] = "2026-01-05"
+    return hostile
+
+
+@pytest.mark.parametrize("what", sorted(_HOSTILE))
+@pytest.mark.parametrize(
+    "where", ["end_of_life", "deprecation_source", "table source", "table date", "table id"]
+)
+def test_a_mirror_cannot_put_control_text_into_the_lifecycle_fields(
+    mirror: str, isolated: Path, capsys: pytest.CaptureFixture[str], what: str, where: str
+) -> None:
+    _Mirror.body = json.dumps(_with(_our_document(), where, _HOSTILE[what])).encode()
+    assert cli.main(["models", "--refresh", "--url", mirror]) == EXIT_RUNTIME
+    err = capsys.readouterr().err
+    *_progress, last = err.splitlines()
+    assert "unusable data" in last and ("end_of_life" in last or "lifecycle text" in last)
+    assert "\x1b" not in err and "\nstreamfn: all good" not in err and len(err) < 2_000
+    assert not isolated.exists() and catalog_info().origin == "built-in"
+
+
+def test_the_lifecycle_check_passes_what_it_should(mirror: str, isolated: Path) -> None:
+    """Not a check that refuses everything: plain text, an ISO date, no date at all."""
+    document = _with(_our_document(), "deprecation_source", "Anthropic's page; models.dev")
+    document = _with(document, "end_of_life", "")
+    _Mirror.body = json.dumps(document).encode()
+    assert cli.main(["models", "--refresh", "--url", mirror]) == 0
+    assert get_model("anthropic:claude-sonnet-4-5").deprecation_source.startswith("Anthropic's")
