@@ -22,10 +22,12 @@ timeout), but two paths escape it:
 
 And one path hypercorn leaves unbounded in time: a write to a client that does
 not read. The write waits for room (backpressure) for as long as the client
-holds its window shut, keeping the request, its slot and its upstream stream.
-With ``send_timeout`` a `streamfn.asgi._send_watch.SendWatch` ends such a
-connection (a reset, logged once) when its client takes no bytes for that
-long; the app then sees a disconnect and cancels the request's upstream call.
+holds its window shut, keeping the request, its slot and its upstream stream;
+on asyncio the bytes its transport buffers (up to 64 KiB, never waited on)
+hold the connection's close the same way. With ``send_timeout`` a
+`streamfn.asgi._send_watch.SendWatch` ends such a connection (a reset, logged
+once) when its client takes no bytes for that long; the app then sees a
+disconnect and cancels the request's upstream call.
 
 `install` puts `GuardedProtocol` in place of hypercorn's ``ProtocolWrapper``
 for both of its workers. It acts only on a configuration that carries a
@@ -189,6 +191,7 @@ class GuardedProtocol(ProtocolWrapper):
                 rules.send_timeout,
                 lambda: bytes_acked(_socket_of(server)),
                 lambda: self._stalled(server),
+                lambda: _unsent(server),
             )
         return self._watch
 
@@ -203,7 +206,7 @@ class GuardedProtocol(ProtocolWrapper):
         )
         sock = _socket_of(server)
         reset_on_close(sock)
-        transport = getattr(getattr(server, "writer", None), "transport", None)
+        transport = _transport_of(server)
         if transport is not None:  # asyncio: drop the buffer, close now
             transport.abort()
         elif sock is not None:  # trio: closing wakes the waiting send with an error
@@ -262,6 +265,20 @@ def _socket_of(server: Any) -> Any:
     stream = getattr(server, "stream", None)
     stream = getattr(stream, "transport_stream", stream)  # under TLS
     return getattr(stream, "socket", None)
+
+
+def _transport_of(server: Any) -> Any:
+    """The asyncio transport under one of hypercorn's TCP servers (None on trio)."""
+    return getattr(getattr(server, "writer", None), "transport", None)
+
+
+def _unsent(server: Any) -> int:
+    """The bytes an asyncio transport holds for the socket (trio's writes hold none)."""
+    transport = _transport_of(server)
+    if transport is None:
+        return 0
+    size: int = transport.get_write_buffer_size()
+    return size
 
 
 def _peer(client: tuple[str, int] | None) -> str:
