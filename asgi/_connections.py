@@ -27,7 +27,9 @@ on asyncio the bytes its transport buffers (up to 64 KiB, never waited on)
 hold the connection's close the same way. With ``send_timeout`` a
 `streamfn.asgi._send_watch.SendWatch` ends such a connection (a reset, logged
 once) when its client takes no bytes for that long; the app then sees a
-disconnect and cancels the request's upstream call.
+disconnect and cancels the request's upstream call. On HTTP/2 a stream's
+flow-control window can hold a response with no TCP write waiting:
+`streamfn.asgi._h2_deadline.DeadlinedH2Protocol` ends such a stream alone.
 
 `install` puts `GuardedProtocol` in place of hypercorn's ``ProtocolWrapper``
 for both of its workers. It acts only on a configuration that carries a
@@ -49,6 +51,7 @@ from hypercorn.protocol.h11 import H2CProtocolRequiredError, H2ProtocolAssumedEr
 
 from streamfn.io_common._sockets import bytes_acked, reset_on_close
 
+from ._h2_deadline import DeadlinedH2Protocol
 from ._send_watch import SendWatch
 
 if TYPE_CHECKING:
@@ -58,7 +61,7 @@ __all__ = ["ConnectionRules", "GuardedProtocol", "apply", "install", "refusal_fr
 
 log = logging.getLogger("streamfn")
 
-_P = TypeVar("_P", H11Protocol, H2Protocol)
+_P = TypeVar("_P", bound=H11Protocol | H2Protocol)
 
 _RULES: Final = "streamfn_connection_rules"
 
@@ -241,8 +244,12 @@ class GuardedProtocol(ProtocolWrapper):
         settings: bytes | None = None,
     ) -> None:
         """hypercorn's switch to HTTP/2, with its keep-alive timer running again: a
-        connection without a whole request head within the head timeout is closed."""
-        self.protocol = self._made(H2Protocol)
+        connection without a whole request head within the head timeout is closed;
+        a stream its client's window holds shut is ended after the send timeout."""
+        protocol = self._made(DeadlinedH2Protocol)
+        if self.rules is not None:
+            protocol.bound(self.rules.send_timeout, self.rules.runtime)
+        self.protocol = protocol
         if headers is None:
             await self.protocol.initiate()
             await self.send(Updated(idle=True))

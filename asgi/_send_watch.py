@@ -54,12 +54,17 @@ class SendWatch:
         acked: Callable[[], int | None],
         abort: Callable[[], None],
         unsent: Callable[[], int] = lambda: 0,
+        *,
+        writes_are_progress: bool = True,
     ) -> None:
         self.runtime = runtime
         self.timeout = timeout
         self.acked = acked
         self.abort = abort
         self.unsent = unsent
+        #: False where a write completes without any byte leaving (an HTTP/2 stream's
+        #: buffer): then only ``acked`` counts
+        self.writes_are_progress = writes_are_progress
         #: writes waiting now, and writes done so far
         self.pending = 0
         self.done = 0
@@ -98,6 +103,8 @@ class SendWatch:
         return bool(self.pending or self.unsent())
 
     def _progress(self) -> tuple[int, int | None, int]:
+        if not self.writes_are_progress:
+            return 0, self.acked(), 0
         return self.done, self.acked(), self.unsent()
 
     async def _watch(self) -> None:
