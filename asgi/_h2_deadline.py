@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import h2.errors
 import h2.exceptions
-from hypercorn.protocol.events import Body, EndBody, StreamClosed, Trailers
+from hypercorn.protocol.events import Body, EndBody, Trailers
 from hypercorn.protocol.h2 import H2Protocol
 
 from ._send_watch import SendWatch
@@ -55,9 +55,6 @@ class DeadlinedH2Protocol(H2Protocol):
         self._written: dict[int, int] = {}
 
     async def stream_send(self, event: Any) -> None:
-        if isinstance(event, StreamClosed) and event.stream_id in self._watched_streams():
-            self._watches.pop(event.stream_id).close()
-            self._written.pop(event.stream_id, None)
         watch = self._watch(event)
         if watch is None:
             await super().stream_send(event)
@@ -70,8 +67,13 @@ class DeadlinedH2Protocol(H2Protocol):
         finally:
             watch.end()
 
-    def _watched_streams(self) -> dict[int, SendWatch]:
-        return getattr(self, "_watches", {})
+    async def _close_stream(self, stream_id: int) -> None:
+        """A stream ended (done, reset by either side): its watch ends with it."""
+        watch = getattr(self, "_watches", {}).pop(stream_id, None)
+        if watch is not None:
+            watch.close()
+            self._written.pop(stream_id, None)
+        await super()._close_stream(stream_id)
 
     def _watch(self, event: Any) -> SendWatch | None:
         """The watch of ``event``'s stream (made at its first body write); None for
@@ -98,7 +100,14 @@ class DeadlinedH2Protocol(H2Protocol):
 
     async def _end_stalled(self, stream_id: int, timeout: float) -> None:
         """Reset the stream as a client's reset would be handled: the app hears a
-        disconnect, hypercorn's sender drops the stream's buffer."""
+        disconnect, hypercorn's sender drops the stream's buffer. (A task of its own:
+        it must never fail, the loop's system tasks take the server down on trio.)"""
+        try:
+            await self._reset(stream_id, timeout)
+        except Exception:
+            log.exception("ending a stalled HTTP/2 stream failed")
+
+    async def _reset(self, stream_id: int, timeout: float) -> None:
         peer = "an unknown peer" if self.client is None else f"{self.client[0]}:{self.client[1]}"
         log.warning(
             "ended HTTP/2 stream %d of %s: its flow-control window let no response bytes "
