@@ -82,6 +82,8 @@ class DeadlinedH2Protocol(H2Protocol):
         if timeout is None or runtime is None or not isinstance(event, (Body, EndBody, Trailers)):
             return None
         sid = event.stream_id
+        if sid not in self.streams:  # ended already: hypercorn drops what comes late
+            return None
         if sid not in self._watches:
             self._written[sid] = 0
             self._watches[sid] = SendWatch(

@@ -19,10 +19,12 @@ Watching the buffer bounds both: the end of a response and the close.
 Progress is either a write completing (the connection's buffers took it) or
 the peer acknowledging more bytes (`streamfn.io_common._sockets.bytes_acked`,
 which Linux reports): a client that reads slowly but steadily keeps resetting
-the timer, however large one write is. The buffer shrinking counts as progress too. Where the
-system does not report the acknowledged bytes only completed writes and the
-buffer count. Costs: one watcher task per connection while writes are in
-flight or bytes unsent, waking four times per ``timeout``; nothing per write.
+the timer, however large one write is. The buffer shrinking counts as progress
+too. Where the system does not report the acknowledged bytes only completed
+writes and the buffer count. An HTTP/2 stream is watched the same way
+(`streamfn.asgi._h2_deadline`), with bytes leaving its buffer as its only
+progress. Costs: one watcher task per connection (or stream) while writes are
+in flight or bytes unsent, waking four times per ``timeout``; nothing per write.
 """
 
 from __future__ import annotations
