@@ -22,10 +22,14 @@ timeout), but two paths escape it:
 
 And one path hypercorn leaves unbounded in time: a write to a client that does
 not read. The write waits for room (backpressure) for as long as the client
-holds its window shut, keeping the request, its slot and its upstream stream.
-With ``send_timeout`` a `streamfn.asgi._send_watch.SendWatch` ends such a
-connection (a reset, logged once) when its client takes no bytes for that
-long; the app then sees a disconnect and cancels the request's upstream call.
+holds its window shut, keeping the request, its slot and its upstream stream;
+on asyncio the bytes its transport buffers (up to 64 KiB, never waited on)
+hold the connection's close the same way. With ``send_timeout`` a
+`streamfn.asgi._send_watch.SendWatch` ends such a connection (a reset, logged
+once) when its client takes no bytes for that long; the app then sees a
+disconnect and cancels the request's upstream call. On HTTP/2 a stream's
+flow-control window can hold a response with no TCP write waiting:
+`streamfn.asgi._h2_deadline.DeadlinedH2Protocol` ends such a stream alone.
 
 `install` puts `GuardedProtocol` in place of hypercorn's ``ProtocolWrapper``
 for both of its workers. It acts only on a configuration that carries a
@@ -47,6 +51,7 @@ from hypercorn.protocol.h11 import H2CProtocolRequiredError, H2ProtocolAssumedEr
 
 from streamfn.io_common._sockets import bytes_acked, reset_on_close
 
+from ._h2_deadline import DeadlinedH2Protocol
 from ._send_watch import SendWatch
 
 if TYPE_CHECKING:
@@ -56,7 +61,7 @@ __all__ = ["ConnectionRules", "GuardedProtocol", "apply", "install", "refusal_fr
 
 log = logging.getLogger("streamfn")
 
-_P = TypeVar("_P", H11Protocol, H2Protocol)
+_P = TypeVar("_P", bound=H11Protocol | H2Protocol)
 
 _RULES: Final = "streamfn_connection_rules"
 
@@ -189,6 +194,7 @@ class GuardedProtocol(ProtocolWrapper):
                 rules.send_timeout,
                 lambda: bytes_acked(_socket_of(server)),
                 lambda: self._stalled(server),
+                lambda: _unsent(server),
             )
         return self._watch
 
@@ -203,7 +209,7 @@ class GuardedProtocol(ProtocolWrapper):
         )
         sock = _socket_of(server)
         reset_on_close(sock)
-        transport = getattr(getattr(server, "writer", None), "transport", None)
+        transport = _transport_of(server)
         if transport is not None:  # asyncio: drop the buffer, close now
             transport.abort()
         elif sock is not None:  # trio: closing wakes the waiting send with an error
@@ -238,8 +244,12 @@ class GuardedProtocol(ProtocolWrapper):
         settings: bytes | None = None,
     ) -> None:
         """hypercorn's switch to HTTP/2, with its keep-alive timer running again: a
-        connection without a whole request head within the head timeout is closed."""
-        self.protocol = self._made(H2Protocol)
+        connection without a whole request head within the head timeout is closed;
+        a stream its client's window holds shut is ended after the send timeout."""
+        protocol = self._made(DeadlinedH2Protocol)
+        if self.rules is not None:
+            protocol.bound(self.rules.send_timeout, self.rules.runtime)
+        self.protocol = protocol
         if headers is None:
             await self.protocol.initiate()
             await self.send(Updated(idle=True))
@@ -262,6 +272,20 @@ def _socket_of(server: Any) -> Any:
     stream = getattr(server, "stream", None)
     stream = getattr(stream, "transport_stream", stream)  # under TLS
     return getattr(stream, "socket", None)
+
+
+def _transport_of(server: Any) -> Any:
+    """The asyncio transport under one of hypercorn's TCP servers (None on trio)."""
+    return getattr(getattr(server, "writer", None), "transport", None)
+
+
+def _unsent(server: Any) -> int:
+    """The bytes an asyncio transport holds for the socket (trio's writes hold none)."""
+    transport = _transport_of(server)
+    if transport is None:
+        return 0
+    size: int = transport.get_write_buffer_size()
+    return size
 
 
 def _peer(client: tuple[str, int] | None) -> str:

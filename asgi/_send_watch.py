@@ -4,16 +4,27 @@ A client that stops reading fills its TCP receive window; the server's next
 write then waits (backpressure) with no end of its own, and the request keeps
 its concurrency slot, its connection and its upstream stream. `SendWatch`
 bounds that wait for one connection, on any `Runtime`: while a write is in
-flight it looks every quarter of ``timeout`` for progress, and when there has
-been none for ``timeout`` it calls ``abort`` (the connection layer closes the
-socket with a reset; the app sees a disconnect and cancels the upstream call).
+flight, or bytes the loop took wait unsent in its buffer (``unsent``), it looks
+every quarter of ``timeout`` for progress, and when there has been none for
+``timeout`` it calls ``abort`` (the connection layer closes the socket with a
+reset; the app sees a disconnect and cancels the upstream call).
+
+The unsent bytes matter on asyncio: its transport buffers up to 64 KiB before
+a write waits at all, and closing a connection waits, without limit, for that
+buffer to empty. An answer a little larger than the kernel takes, sent to a
+client that reads nothing, thus never makes a write wait, yet the connection
+(and its place under the connection cap) would be held forever at its close.
+Watching the buffer bounds both: the end of a response and the close.
 
 Progress is either a write completing (the connection's buffers took it) or
 the peer acknowledging more bytes (`streamfn.io_common._sockets.bytes_acked`,
 which Linux reports): a client that reads slowly but steadily keeps resetting
-the timer, however large one write is. Where the system does not report the
-acknowledged bytes only completed writes count. Costs: one watcher task per
-connection while writes are in flight, waking four times per ``timeout``.
+the timer, however large one write is. The buffer shrinking counts as progress
+too. Where the system does not report the acknowledged bytes only completed
+writes and the buffer count. An HTTP/2 stream is watched the same way
+(`streamfn.asgi._h2_deadline`), with bytes leaving its buffer as its only
+progress. Costs: one watcher task per connection (or stream) while writes are
+in flight or bytes unsent, waking four times per ``timeout``; nothing per write.
 """
 
 from __future__ import annotations
@@ -34,8 +45,9 @@ _LOOKS: Final = 4
 
 class SendWatch:
     """Watches one connection's writes; calls ``abort`` once, after ``timeout`` s without
-    progress while a write waits. ``acked`` reads the peer's acknowledged byte count
-    (None: not known)."""
+    progress while a write waits or bytes wait unsent. ``acked`` reads the peer's
+    acknowledged byte count (None: not known), ``unsent`` how many bytes the loop
+    holds for the socket (0 where writes wait for the socket to take them all)."""
 
     def __init__(
         self,
@@ -43,11 +55,18 @@ class SendWatch:
         timeout: float,
         acked: Callable[[], int | None],
         abort: Callable[[], None],
+        unsent: Callable[[], int] = lambda: 0,
+        *,
+        writes_are_progress: bool = True,
     ) -> None:
         self.runtime = runtime
         self.timeout = timeout
         self.acked = acked
         self.abort = abort
+        self.unsent = unsent
+        #: False where a write completes without any byte leaving (an HTTP/2 stream's
+        #: buffer): then only ``acked`` counts
+        self.writes_are_progress = writes_are_progress
         #: writes waiting now, and writes done so far
         self.pending = 0
         self.done = 0
@@ -59,7 +78,11 @@ class SendWatch:
     def begin(self) -> None:
         """A write starts: watch it (a watcher is started unless one runs)."""
         self.pending += 1
-        if not self._watching and not self.fired and not self.closed:
+        if not self.closed:
+            self._start()
+
+    def _start(self) -> None:
+        if not self._watching and not self.fired:
             self._watching = True
             self._stop = self.runtime.flag()
             self.runtime.spawn_system(self._watch)
@@ -70,13 +93,21 @@ class SendWatch:
         self.done += 1
 
     def close(self) -> None:
-        """The connection ended: stop watching."""
+        """The connection ended: stop watching, unless bytes still wait to be sent (its
+        close waits for them: the watch goes on until they are gone or the bound fires)."""
         self.closed = True
-        if self._stop is not None:
+        if self.unsent():
+            self._start()
+        elif self._stop is not None:
             self._stop.set()
 
-    def _progress(self) -> tuple[int, int | None]:
-        return self.done, self.acked()
+    def _waiting(self) -> bool:
+        return bool(self.pending or self.unsent())
+
+    def _progress(self) -> tuple[int, int | None, int]:
+        if not self.writes_are_progress:
+            return 0, self.acked(), 0
+        return self.done, self.acked(), self.unsent()
 
     async def _watch(self) -> None:
         try:
@@ -91,14 +122,14 @@ class SendWatch:
         assert stop is not None
         clock = self.runtime.clock
         mark, since = self._progress(), clock()
-        while self.pending and not stop.is_set():
+        while self._waiting() and not stop.is_set():
             await self.runtime.wait(stop, self.timeout / _LOOKS)
             if stop.is_set():
                 return
             now, progress = clock(), self._progress()
             if progress != mark:
                 mark, since = progress, now
-            elif self.pending and now - since >= self.timeout:
+            elif self._waiting() and now - since >= self.timeout:
                 self.fired = True
                 self.abort()
                 return

@@ -13,12 +13,19 @@ import contextlib
 import select
 import socket
 import struct
+import sys
 from typing import Any, Final
 
 __all__ = ["bytes_acked", "literal_family", "reset_on_close", "socket_readable"]
 
 #: where Linux's ``struct tcp_info`` keeps ``tcpi_bytes_acked`` (a u64, Linux 4.1+)
 _BYTES_ACKED_AT: Final = 120
+
+
+def _linux() -> bool:
+    """Whether ``TCP_INFO`` has Linux's layout (other systems define the option with
+    their own ``struct tcp_info``, where offset 120 is something else)."""
+    return sys.platform.startswith("linux")
 
 
 def literal_family(host: str) -> socket.AddressFamily | None:
@@ -55,7 +62,7 @@ def bytes_acked(sock: Any) -> int | None:
     as the peer's application reads and its window opens); None where the system does
     not say (not Linux, not TCP, closed)."""
     option = getattr(socket, "TCP_INFO", None)
-    if option is None:
+    if option is None or not _linux():
         return None
     try:
         info = sock.getsockopt(socket.IPPROTO_TCP, option, 256)
