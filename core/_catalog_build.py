@@ -43,6 +43,7 @@ __all__ = [
     "build_catalog",
     "check_catalog",
     "dump_catalog",
+    "with_lifecycle_tables",
 ]
 
 #: the document's format tag; a loader refuses any other
@@ -194,7 +195,38 @@ def _mark_deprecated(
             entry["retired"] = True
         if sources:
             entry["deprecated"] = True
-            entry["deprecation_source"] = "; ".join(sources)
+            entry["deprecation_source"] = _capped("; ".join(sources))
+
+
+def _capped(text: str) -> str:
+    """``text`` within `MAX_TEXT` (the check refuses longer): several sources, one of
+    them a long mirror url, must not make our own catalogue unreadable."""
+    return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 1] + "…"
+
+
+def with_lifecycle_tables(
+    document: Mapping[str, Any],
+    end_of_life: Mapping[str, Any] | None,
+    retired: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """A saved catalogue (``document``) marked by this release's end-of-life and
+    retirement tables, which it keeps too: a catalogue saved before a model was
+    deprecated or retired (or by a release without the tables) must not hide it.
+    What the document already says of a model stays, unless the tables know more (a
+    model it does not mark, or one since retired)."""
+    models = [dict(entry) for entry in document["models"]]
+    learned = [dict(entry) for entry in models]
+    _mark_deprecated(learned, {}, "", end_of_life, retired)
+    for entry, known in zip(models, learned, strict=True):
+        newer = known.get("retired") and not entry.get("retired")
+        if known.get("deprecated") and (not entry.get("deprecated") or newer):
+            entry.update({field: known[field] for field in _LIFECYCLE if field in known})
+    marked = {**document, "models": models}
+    for name, table in (("end_of_life", end_of_life), ("retired", retired)):
+        if table is not None:
+            marked[name] = dict(table)
+    check_catalog(marked)
+    return marked
 
 
 def _read_models_dev(

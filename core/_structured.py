@@ -147,7 +147,11 @@ def parse_output(message: AssistantMessage, spec: Any) -> Any:
         return OutputValidationError(message.provider, message.model, reason, raw)
 
     if message.stop_reason == StopReason.LENGTH:
-        raise fail("was cut off at max_tokens (stop_reason=length); raise Options.max_tokens")
+        raise fail(
+            "is incomplete (stop_reason=length): cut off at max_tokens (raise "
+            "Options.max_tokens), or a paused turn whose continuations ran out (raise "
+            "Options.pause_turn_continuations)"
+        )
     try:
         value = msgspec.json.decode(raw)
     except msgspec.DecodeError as exc:

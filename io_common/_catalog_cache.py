@@ -35,6 +35,7 @@ from streamfn.core._catalog_build import (
     build_catalog,
     check_catalog,
     dump_catalog,
+    with_lifecycle_tables,
 )
 from streamfn.core._models import (
     BUILTIN,
@@ -87,12 +88,14 @@ def _document(raw: bytes, version: str) -> dict[str, Any]:
         data = json.loads(raw)
     except ValueError as exc:
         raise CatalogError(f"not JSON: {exc}") from None
-    if isinstance(data, dict) and data.get("format") == CATALOG_FORMAT:
-        check_catalog(data)  # a file `save` wrote
-        return data
-    # models.dev has no end-of-life or retirement dates: the built-in tables carry over
     from streamfn.core._catalog import BUILTIN_DOCUMENT
 
+    if isinstance(data, dict) and data.get("format") == CATALOG_FORMAT:
+        check_catalog(data)  # a file `save` wrote, perhaps by an older release:
+        return with_lifecycle_tables(  # it learns this release's end-of-life facts
+            data, BUILTIN_DOCUMENT.get("end_of_life"), BUILTIN_DOCUMENT.get("retired")
+        )
+    # models.dev has no end-of-life or retirement dates: the built-in tables carry over
     return build_catalog(
         data,
         version=version,

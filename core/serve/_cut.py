@@ -28,8 +28,6 @@ from .._events import CUT_STOP_REASONS, Done, Error, StopReason, finished_as
 
 __all__ = ["CUT_STOP_REASONS", "CutAnswer", "cut_error", "finish_word", "unpaused"]
 
-#: the stop reasons of an answer that did not finish
-
 
 class CutAnswer(StreamfnError, ValueError):
     """A complete answer's body was asked for an answer that ended in an error."""

@@ -289,6 +289,23 @@ def test_a_refreshed_catalogue_keeps_the_end_of_life_dates(tmp_path: Path) -> No
     assert opus.retired and opus.end_of_life == "2026-01-05"
 
 
+def test_a_catalogue_saved_without_the_lifecycle_tables_learns_them(tmp_path: Path) -> None:
+    """A catalogue saved by a release without the tables (or before a model retired)
+    does not hide what this release knows: a retired model still says so."""
+    old = _our_document()
+    old.pop("end_of_life")
+    old.pop("retired")
+    for entry in old["models"]:
+        for field in ("deprecated", "retired", "end_of_life", "deprecation_source"):
+            entry.pop(field, None)
+    saved = tmp_path / "catalog.json"
+    saved.write_text(json.dumps(old))
+    assert cli.main(["models", "--from", str(saved)]) == 0
+    opus = get_model("anthropic:claude-3-opus-20240229")
+    assert opus.retired and opus.end_of_life == "2026-01-05"
+    assert get_model("anthropic:claude-sonnet-4-5").end_of_life == "2026-11-30"
+
+
 #: what a hostile mirror may try to put into the log and the listing
 _HOSTILE = {
     "a newline": "2026-11-30\nstreamfn: all good",
