@@ -126,9 +126,11 @@ class ResponsesEncoder:
             at = self._at(event.index, content_index=0, delta=event.delta, logprobs=[])
             return self._frame("response.output_text.delta", **at)
         if isinstance(event, ThinkingDelta):
-            self._texts[event.index].append(event.delta)
+            texts = self._texts[event.index]
+            opened = b"" if texts else self._summary_part("added", event.index, "")
+            texts.append(event.delta)
             at = self._at(event.index, summary_index=0, delta=event.delta)
-            return self._frame("response.reasoning_summary_text.delta", **at)
+            return opened + self._frame("response.reasoning_summary_text.delta", **at)
         if isinstance(event, ToolCallDelta):
             self._texts[event.index].append(event.delta)
             at = self._at(event.index, delta=event.delta)
@@ -170,7 +172,11 @@ class ResponsesEncoder:
                 "status": "in_progress",
                 "content": [],
             }
-        elif isinstance(event, ThinkingStart):
+            part = {"type": "output_text", "text": "", "annotations": []}
+            opened = self._item_added(event.index, item)
+            at = self._at(event.index, content_index=0, part=part)
+            return opened + self._frame("response.content_part.added", **at)
+        if isinstance(event, ThinkingStart):
             item = {"type": "reasoning", "summary": []}
         else:
             self._calls[event.index] = (event.id, event.name)
@@ -201,7 +207,11 @@ class ResponsesEncoder:
         part = {"type": "output_text", "text": text, "annotations": annotations}
         item = {"type": "message", "role": "assistant", "status": "completed", "content": [part]}
         at = self._at(index, content_index=0, text=text, logprobs=[])
-        return added + self._frame("response.output_text.done", **at) + self._item_done(index, item)
+        text_done = self._frame("response.output_text.done", **at)
+        part_done = self._frame(
+            "response.content_part.done", **self._at(index, content_index=0, part=part)
+        )
+        return added + text_done + part_done + self._item_done(index, item)
 
     def _call_item(self, index: int, arguments: str, status: str) -> dict[str, Any]:
         call_id, name = self._calls[index]
@@ -223,4 +233,11 @@ class ResponsesEncoder:
         if text:
             at = self._at(event.index, summary_index=0, text=text)
             out = self._frame("response.reasoning_summary_text.done", **at)
+            out += self._summary_part("done", event.index, text)
         return out + self._item_done(event.index, item)
+
+    def _summary_part(self, which: str, index: int, text: str) -> bytes:
+        """A reasoning summary part's ``added`` (before its first delta) or ``done`` frame."""
+        part = {"type": "summary_text", "text": text}
+        at = self._at(index, summary_index=0, part=part)
+        return self._frame(f"response.reasoning_summary_part.{which}", **at)

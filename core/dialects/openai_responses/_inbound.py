@@ -99,6 +99,22 @@ _IGNORED: Final = frozenset(
 )
 #: fields this server does not implement, accepted at the value that does nothing
 _NEUTRAL: Final[dict[str, tuple[Any, ...]]] = {"top_logprobs": (0,)}
+#: what a ``responses/input_tokens`` request takes (the openai SDK's
+#: ``InputTokenCountParams``): the request's input side, nothing about generating
+_COUNT_FIELDS: Final = frozenset(
+    {
+        "model",
+        "input",
+        "instructions",
+        "tools",
+        "tool_choice",
+        "text",
+        "reasoning",
+        "previous_response_id",
+        "conversation",
+    }
+)
+_COUNT_IGNORED: Final = frozenset({"parallel_tool_calls", "truncation", "personality"})
 #: the openai SDK's reasoning efforts -> our levels ("none" is off, "max" our top)
 _EFFORTS: Final = {"none": "off", "max": "xhigh"}
 STATELESS: Final = (
@@ -347,11 +363,15 @@ def _thinking(value: Any) -> ThinkingLevel | None:
 
 
 def parse_responses_request(
-    body: bytes, *, allow_server_tools: frozenset[str] = frozenset()
+    body: bytes, *, allow_server_tools: frozenset[str] = frozenset(), counting: bool = False
 ) -> ClientRequest:
-    """A Responses ``POST /v1/responses`` body as the server's `ClientRequest`."""
+    """A Responses ``POST /v1/responses`` body as the server's `ClientRequest`
+    (``counting``: a ``POST /v1/responses/input_tokens`` body, the same fields)."""
     obj = decode_body(body)
-    check_fields(obj, _FIELDS, _IGNORED, "request", _NEUTRAL)
+    if counting:
+        check_fields(obj, _COUNT_FIELDS, _COUNT_IGNORED, "request")
+    else:
+        check_fields(obj, _FIELDS, _IGNORED, "request", _NEUTRAL)
     _refuse_state(obj)
     model = require(obj, "model", str, "request")
     given = obj.get("input")
