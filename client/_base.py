@@ -16,10 +16,20 @@ import ssl
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
-from typing import ClassVar, Generic, NamedTuple, Self, TypedDict, Unpack
+from typing import Any, ClassVar, Generic, NamedTuple, Self, TypedDict, TypeVar, Unpack
 
 from ..core._call import Call, open_call
+from ..core._count import (
+    TokenCount,
+    TokenCountUnsupported,
+    estimate_tokens,
+    open_count,
+    require_counting,
+    token_count,
+)
+from ..core._credentials import with_credentials
 from ..core._events import Error, Event
+from ..core._fallback import FallbackModel
 from ..core._messages import AssistantMessage, Context
 from ..core._models import Model
 from ..core._options import Options
@@ -43,6 +53,8 @@ from ._pipeline import Host, OpenStream, pipeline
 from ._pool import ConnT, Pool, PooledConnection
 
 __all__ = ["Ambient", "ClientBase", "ClientSettings"]
+
+T = TypeVar("T")
 
 
 class Ambient(NamedTuple):
@@ -176,7 +188,50 @@ class ClientBase(Generic[ConnT], abc.ABC):
             collected = [event async for event in events]
         return finish_completion(collected, raise_on_error=raise_on_error, options=options)
 
+    async def count_tokens(
+        self,
+        model: Model,
+        context: Context,
+        options: Options | None = None,
+        *,
+        estimate: bool = False,
+    ) -> TokenCount:
+        """How many input tokens ``context`` is for ``model``, before sending it.
+
+        Asked of the provider's counting endpoint (Anthropic, OpenAI, Gemini, Vertex
+        AI, Bedrock) with the request `stream` would send, so system prompt, tools and
+        attachments count; the local model counts with its own tokenizer. A provider
+        without an endpoint raises `TokenCountUnsupported`, or with ``estimate=True``
+        gives `estimate_tokens`'s rough figure, marked ``estimated``. Raises
+        `MissingCredentials` without a key and `StreamError` when the count call
+        fails (the same `Error` a stream would end in). Counting is free at every
+        provider that offers it; the request still counts against rate limits.
+        """
+        options = options or Options()
+        if isinstance(model, FallbackModel):  # a chain counts with the model tried first
+            model = model.models[0]
+        if model.api == "local":
+            from streamfn.local._provider import load_local
+
+            local = await self._in_thread(load_local, model, self.environ)
+            return local.count_tokens(context, options)
+        try:
+            require_counting(model)
+        except TokenCountUnsupported:
+            if estimate:
+                return estimate_tokens(model, context)
+            raise
+        options = with_credentials(model, options, self.environ)
+        events: list[Event] = []
+        async for batch in self._events(model, context, options, open_count):
+            events += batch
+        return token_count(events, model)
+
     # -- the I/O a shell provides ------------------------------------------------
+    @abc.abstractmethod
+    async def _in_thread(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)``, blocking work, off the event loop (the blocking shell calls it)."""
+
     @abc.abstractmethod
     def _clock(self) -> Callable[[], float]:
         """The event loop's clock, which every deadline is measured on."""

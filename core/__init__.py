@@ -15,12 +15,14 @@ from ._capabilities import UnsupportedInput
 from ._capability_spec import Capabilities
 from ._catalog_build import CatalogError
 from ._completion import raise_for_error
+from ._count import TokenCount, estimate_tokens, open_count, token_count
 from ._errors import (
     CompletionError,
     MissingCredentials,
     ProtocolViolation,
     StreamError,
     StreamfnError,
+    TokenCountUnsupported,
     UnknownModel,
     UsageError,
 )
@@ -121,6 +123,8 @@ __all__ = [
     "ThinkingEnd",
     "ThinkingLevel",
     "ThinkingStart",
+    "TokenCount",
+    "TokenCountUnsupported",
     "Tool",
     "ToolCall",
     "ToolCallChecks",
@@ -138,12 +142,14 @@ __all__ = [
     "catalog_info",
     "check_protocol",
     "continue_request",
+    "estimate_tokens",
     "fallback",
     "get_model",
     "iter_partial_outputs",
     "list_models",
     "model",
     "open_call",
+    "open_count",
     "parse_output",
     "raise_for_error",
     "recovery_mode",
@@ -152,6 +158,7 @@ __all__ = [
     "replay",
     "resume_request",
     "text_tool_calls",
+    "token_count",
     "use_catalog",
 ]
 

@@ -14,6 +14,7 @@
     │   └── CompletionError    the stream behind ``complete()`` did (also holds the partial answer)
     └── UsageError             the caller asked for something that cannot be done; a ValueError
         ├── MissingCredentials no key in the options nor in the environment
+        ├── TokenCountUnsupported  the provider has no token counting endpoint
         └── UnknownModel       no registered model by that name; also a KeyError
 
 Raised elsewhere, on the same branches: `CodingError` (a `DecodeError`, a
@@ -53,6 +54,7 @@ __all__ = [
     "SSEError",
     "StreamError",
     "StreamfnError",
+    "TokenCountUnsupported",
     "UnknownModel",
     "UsageError",
 ]
@@ -153,6 +155,11 @@ class MissingCredentials(UsageError):
         super().__init__(message)
         self.provider = provider
         self.variables = variables
+
+
+class TokenCountUnsupported(UsageError):
+    """The model's provider has no endpoint that counts tokens (and no estimate was
+    accepted); the message names the providers that have one."""
 
 
 class UnknownModel(UsageError, KeyError):

@@ -70,6 +70,9 @@ class _SyncAsAsync:
     async def complete(self, *args: Any, **kwargs: Any) -> Any:
         return self.client.complete(*args, **kwargs)
 
+    async def count_tokens(self, *args: Any, **kwargs: Any) -> Any:
+        return self.client.count_tokens(*args, **kwargs)
+
     async def _sleep(self, seconds: float) -> None:
         time.sleep(seconds)
 

@@ -319,6 +319,9 @@ EXPECTED = {
     'stream_sync(Context.of("What is the capital': ["Done("],  # every event printed
     "from streamfn.local import LocalModel": [],  # the tiny model's text is noise
     'Context.of("Why is the sky blue?")': ["Bonjour le monde", "Hello"],  # Anthropic, OpenAI
+    "estimate=True)": ["estimate: 4 characters a token"],
+    "counted by": ["input tokens, counted by Anthropic's count_tokens endpoint"],
+    "open_count(model": [],  # a number: the fake counts a quarter of the body's bytes
     "import http.client": ["Hello, world"],
     "from streamfn.io_sync import": ["Hello, world"],
     "from streamfn.io_asyncio import Client": ["Hello, world"],
