@@ -20,7 +20,7 @@ from typing import Any, Final
 import msgspec
 
 from streamfn.client import ClientBase
-from streamfn.core._credentials import MissingCredentials, resolve_api_key
+from streamfn.core._credentials import MissingCredentials, resolve_api_key, with_credentials
 from streamfn.core._events import Event
 from streamfn.core._messages import Context
 from streamfn.core._models import LOCAL_DEFAULT_ID, Model, UnknownModel, get_model, list_models
@@ -222,6 +222,9 @@ class ProviderBackend:
                         f"{served.name} needs its key in ${served.api_key_env}"
                     )
                 options = msgspec.structs.replace(options, api_key=key)
+        # resolved here, so a missing key raises (the operator's log, and the client's
+        # NO_UPSTREAM_KEY) rather than reaching a client as the shells' Error event
+        options = with_credentials(resolved, options, self.environ)
         return resolved, options, UpstreamText(resolved, options, self.environ, self.keys)
 
 

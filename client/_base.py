@@ -136,9 +136,9 @@ class ClientBase(Generic[ConnT], abc.ABC):
     ) -> AbstractAsyncContextManager[AsyncIterator[Event]]:
         """``async with client.stream(m, ctx) as events: async for ev in events: ...``
 
-        Raises `MissingCredentials` on entry, before connecting, when no key
-        is configured. Leaving the block closes the connection unless the
-        response was read to its end. A failure is the last event, an `Error`;
+        Leaving the block closes the connection unless the response was read to
+        its end. A failure is the last event, an `Error` (a missing key too: an
+        ``auth`` error naming the variable to set, before any connection);
         with ``raise_on_error=True`` it raises `StreamError` instead (see
         `streamfn.core.raise_for_error`), so a loop that only looks for text
         cannot end quietly on a failed call.
@@ -252,7 +252,7 @@ class ClientBase(Generic[ConnT], abc.ABC):
     def _pipeline(self) -> OpenStream:
         """This client's requests inside the stages of `STAGES` (`client/_pipeline.py`).
 
-        Opening raises `MissingCredentials` at once (before any connection) without a key.
+        Without a key the stream is the ``auth`` `Error` at once, before any connection.
         """
         host = Host(self.environ, self.responses_upgraded, self._clock)
         return pipeline(host, self._events)

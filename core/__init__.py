@@ -15,6 +15,7 @@ from ._capabilities import UnsupportedInput
 from ._capability_spec import Capabilities
 from ._catalog_build import CatalogError
 from ._completion import raise_for_error
+from ._credentials import with_credentials
 from ._errors import (
     CompletionError,
     MissingCredentials,
@@ -153,6 +154,7 @@ __all__ = [
     "resume_request",
     "text_tool_calls",
     "use_catalog",
+    "with_credentials",
 ]
 
 
