@@ -221,6 +221,22 @@ def test_the_first_commands_are_the_two_jobs_and_name_what_exists() -> None:
     assert tests.endswith("&& .venv/bin/python -m pytest -q")
 
 
+def test_every_editable_install_shown_keeps_type_checking() -> None:
+    """Each ``pip install -e`` of the README and the manual, in a block or in prose, is
+    in strict editable mode: setuptools' default mode maps the package folders with an
+    import hook mypy cannot follow, so one such command in a venv (the tests' install
+    after the first one's) leaves a user's ``mypy --strict`` without ``streamfn.core``."""
+    shown = [
+        (path.name, command)
+        for path in markdown_files()
+        for command in re.findall(r"pip install [^`\n]*", path.read_text(encoding="utf-8"))
+        if " -e " in f" {command} "
+    ]
+    assert len(shown) >= 4, shown
+    loose = [(name, c) for name, c in shown if "--config-settings editable_mode=strict" not in c]
+    assert not loose, f"add --config-settings editable_mode=strict to: {loose}"
+
+
 def test_the_install_blocks_name_the_real_wheel_and_extras() -> None:
     installs = [b for b in STRUCTURAL if b is not README_CODE[0] and "pip install" in b.code]
     project = PYPROJECT["project"]
