@@ -228,7 +228,8 @@ def _turns(args: argparse.Namespace, chosen: Model, options: Options) -> Turn:
     except ImportError as exc:  # h11 is a dependency of streamfn itself
         raise CommandError(
             f"talking to models needs h11, a dependency of streamfn ({exc}): reinstall it "
-            "with `pip install --force-reinstall streamfn` (from a checkout: `pip install -e .`)"
+            "with `pip install --force-reinstall streamfn` (from a checkout: "
+            "`pip install --config-settings editable_mode=strict -e .`)"
         ) from exc
     out = sys.stdout
     color = out.isatty() and not os.environ.get("NO_COLOR")

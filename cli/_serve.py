@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from streamfn._extras import missing_extra
+
 from ._command import EXIT_OK, EXIT_USAGE, Command, CommandError
 from ._flags import provider_base_urls, server_tools
 from ._model_dir import model_dir, require_prepared
@@ -257,10 +259,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         import hypercorn  # noqa: F401
     except ImportError as exc:
-        raise CommandError(
-            f"streamfn serve needs hypercorn ({exc}); install the [serve] extra: "
-            "`pip install 'streamfn[serve]'` (from a checkout: `pip install -e '.[serve]'`)"
-        ) from exc
+        raise CommandError(str(missing_extra("streamfn serve", exc, "serve"))) from exc
     from streamfn.core.serve._input_urls import upstream_fetch_warnings
 
     base_urls = _check(args)
