@@ -23,7 +23,7 @@ class _Stderr(logging.StreamHandler[TextIO]):
         super().__init__(sys.stderr)
         self.setLevel(logging.WARNING)
 
-    @property  # type: ignore[override]
+    @property
     def stream(self) -> TextIO:
         return sys.stderr
 
