@@ -21,7 +21,7 @@ import msgspec
 
 from streamfn.client import ClientBase
 from streamfn.core._count import TokenCount
-from streamfn.core._credentials import MissingCredentials, resolve_api_key
+from streamfn.core._credentials import MissingCredentials, resolve_api_key, with_credentials
 from streamfn.core._errors import StreamError
 from streamfn.core._events import Error, Event
 from streamfn.core._messages import Context
@@ -238,6 +238,9 @@ class ProviderBackend:
                         f"{served.name} needs its key in ${served.api_key_env}"
                     )
                 options = msgspec.structs.replace(options, api_key=key)
+        # resolved here, so a missing key raises (the operator's log, and the client's
+        # NO_UPSTREAM_KEY) rather than reaching a client as the shells' Error event
+        options = with_credentials(resolved, options, self.environ)
         return resolved, options, UpstreamText(resolved, options, self.environ, self.keys)
 
 

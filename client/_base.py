@@ -27,7 +27,8 @@ from ..core._count import (
     require_counting,
     token_count,
 )
-from ..core._credentials import with_credentials
+from ..core._credentials import MissingCredentials, with_credentials
+from ..core._errors import StreamError
 from ..core._events import Error, Event
 from ..core._fallback import FallbackModel
 from ..core._messages import AssistantMessage, Context
@@ -148,9 +149,9 @@ class ClientBase(Generic[ConnT], abc.ABC):
     ) -> AbstractAsyncContextManager[AsyncIterator[Event]]:
         """``async with client.stream(m, ctx) as events: async for ev in events: ...``
 
-        Raises `MissingCredentials` on entry, before connecting, when no key
-        is configured. Leaving the block closes the connection unless the
-        response was read to its end. A failure is the last event, an `Error`;
+        Leaving the block closes the connection unless the response was read to
+        its end. A failure is the last event, an `Error` (a missing key too: an
+        ``auth`` error naming the variable to set, before any connection);
         with ``raise_on_error=True`` it raises `StreamError` instead (see
         `streamfn.core.raise_for_error`), so a loop that only looks for text
         cannot end quietly on a failed call.
@@ -203,8 +204,8 @@ class ClientBase(Generic[ConnT], abc.ABC):
         attachments count; the local model counts with its own tokenizer. A provider
         without an endpoint raises `TokenCountUnsupported`, or with ``estimate=True``
         gives `estimate_tokens`'s rough figure, marked ``estimated``. Raises
-        `MissingCredentials` without a key and `StreamError` when the count call
-        fails (the same `Error` a stream would end in). Counting is free at every
+        `StreamError` when the count call fails, with the `Error` a stream would end
+        in (a missing key: kind ``auth``, naming the variable, before any connection). Counting is free at every
         provider that offers it; the request still counts against rate limits.
         """
         options = options or Options()
@@ -221,7 +222,10 @@ class ClientBase(Generic[ConnT], abc.ABC):
             if estimate:
                 return estimate_tokens(model, context)
             raise
-        options = with_credentials(model, options, self.environ)
+        try:
+            options = with_credentials(model, options, self.environ)
+        except MissingCredentials as exc:  # the same failure as a refused key: kind auth
+            raise StreamError(Error.auth(str(exc))) from None
         events: list[Event] = []
         async for batch in self._events(model, context, options, open_count):
             events += batch
@@ -307,7 +311,7 @@ class ClientBase(Generic[ConnT], abc.ABC):
     def _pipeline(self) -> OpenStream:
         """This client's requests inside the stages of `STAGES` (`client/_pipeline.py`).
 
-        Opening raises `MissingCredentials` at once (before any connection) without a key.
+        Without a key the stream is the ``auth`` `Error` at once, before any connection.
         """
         host = Host(self.environ, self.responses_upgraded, self._clock)
         return pipeline(host, self._events)

@@ -9,6 +9,8 @@ extension API in `streamfn.core.providers`, the server codec in
 private modules behind this face (`core/_events.py`, `core/_classify.py` ...).
 """
 
+import logging as _logging
+
 from ._accumulate import Accumulator, accumulate, check_protocol
 from ._call import open_call, register_api, replay
 from ._capabilities import UnsupportedInput
@@ -16,6 +18,7 @@ from ._capability_spec import Capabilities
 from ._catalog_build import CatalogError
 from ._completion import raise_for_error
 from ._count import TokenCount, estimate_tokens, open_count, token_count
+from ._credentials import with_credentials
 from ._errors import (
     CompletionError,
     MissingCredentials,
@@ -73,6 +76,10 @@ from ._schema_check import SchemaMismatch
 from ._structured import OutputValidationError, parse_output
 from ._text_tools import HERMES, LLAMA_FUNCTION, Markup, TextToolCalls, text_tool_calls
 from ._tool_checks import ToolCallChecks, ToolCallRepair
+
+# quiet unless the program configures logging (the logging HOWTO, for libraries): without
+# a handler, Python would print the library's warnings on stderr by itself
+_logging.getLogger("streamfn").addHandler(_logging.NullHandler())
 
 __all__ = [
     "HERMES",
@@ -160,6 +167,7 @@ __all__ = [
     "text_tool_calls",
     "token_count",
     "use_catalog",
+    "with_credentials",
 ]
 
 

@@ -204,10 +204,10 @@ class Client:
     ) -> Generator[Iterator[Event], None, None]:
         """``with client.stream(m, ctx) as events: for ev in events: ...``
 
-        Raises `MissingCredentials` on entry, before connecting, when no key
-        is configured. Leaving the block closes the connection at once unless
-        the response was read to its end. A failure is the last event, an
-        `Error`; ``raise_on_error=True`` raises `StreamError` instead.
+        Leaving the block closes the connection at once unless the response
+        was read to its end. A failure is the last event, an `Error` (a missing
+        key too: an ``auth`` error naming the variable to set, before any
+        connection); ``raise_on_error=True`` raises `StreamError` instead.
         """
         manager = self._loop.stream(model, context, options, raise_on_error=raise_on_error)
         events = _run(manager.__aenter__())

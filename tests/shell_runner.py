@@ -63,8 +63,8 @@ class _SyncAsAsync:
         return self.client.responses_upgraded
 
     @asynccontextmanager
-    async def stream(self, *args: Any) -> AsyncIterator[AsyncIterator[Event]]:
-        with self.client.stream(*args) as events:
+    async def stream(self, *args: Any, **kwargs: Any) -> AsyncIterator[AsyncIterator[Event]]:
+        with self.client.stream(*args, **kwargs) as events:
             yield _each(events)
 
     async def complete(self, *args: Any, **kwargs: Any) -> Any:

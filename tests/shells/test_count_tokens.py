@@ -15,7 +15,6 @@ from shell_runner import FAST, KEY, SHELLS, run
 from streamfn.core import (
     Context,
     ErrorKind,
-    MissingCredentials,
     Model,
     Options,
     StreamError,
@@ -104,10 +103,13 @@ def test_a_hostile_answer_is_an_error_not_a_count(
     assert raised.value.error.kind == kind
 
 
-def test_without_a_key_it_says_which_variable_before_connecting() -> None:
+@pytest.mark.parametrize("shell", SHELLS)
+def test_without_a_key_it_says_which_variable_before_connecting(shell: str) -> None:
+    """The rule every shell keeps: a missing key fails like a refused one (kind auth)."""
     model = _claude("http://127.0.0.1:9")
-    with pytest.raises(MissingCredentials, match="ANTHROPIC_API_KEY"):
-        _count("sync", model, Options())
+    with pytest.raises(StreamError, match="ANTHROPIC_API_KEY") as raised:
+        _count(shell, model, Options())
+    assert raised.value.error.kind == ErrorKind.AUTH
 
 
 @pytest.mark.parametrize("shell", SHELLS)
