@@ -252,8 +252,6 @@ class Mailbox:
 #: an opaque block's JSON (a server tool's results), a tool call's repaired arguments,
 #: an error's message
 _TEXT_FIELDS: Final = ("delta", "signature", "json", "arguments", "message")
-
-
 def batch_bytes(batch: list[Event] | None) -> int:
     """What ``batch`` costs while it waits: `event_bytes` of each event, summed (the
     deltas, most of a stream, read here without a call each)."""
