@@ -173,7 +173,7 @@ class _RedirectGuard(urllib.request.HTTPRedirectHandler):
         fp: IO[bytes],
         code: int,
         msg: str,
-        headers: Message,
+        headers: http.client.HTTPMessage,
         newurl: str,
     ) -> urllib.request.Request | None:
         if problem := redirect_problem(self._configured, newurl, self._resolver):
