@@ -214,62 +214,48 @@ def test_a_saved_cache_with_control_bytes_is_not_listed(
     assert "\x1b" not in capsys.readouterr().out
 
 
-#: a value put as raw JSON text into one number of one model: (field, text, expected)
+def _ours() -> tuple[dict[str, Any], dict[str, Any]]:
+    """Our format: (the document, the entry a value goes into)."""
+    document = _our_document()
+    return document, _sonnet(document)
+
+
+def _models_dev_format() -> tuple[dict[str, Any], dict[str, Any]]:
+    """models.dev's format: (its data, the model a value goes into)."""
+    data = _newer_copy()
+    return data, data["openai"]["models"][NEW_ID]
+
+
+#: a value put as raw JSON text into one field of one model: (format, field, text, expected)
 _NUMBERS = [
-    ("max_output", "1e400", "out of range"),
-    ("context_window", "-1e400", "out of range"),
-    ("max_output", "1" + "0" * 30, "is not a number from 1 to 1,000,000,000"),
-    ("price_input", "NaN", "NaN is not a number"),
-    ("price_output", "Infinity", "Infinity is not a number"),
-    ("price_input", "-5", "is not a number from 0 to 1,000,000"),
-    ("price_cache_read", "-0.01", "is not a number from 0 to 1,000,000"),
-    ("context_window", "-1", "is not a number from 0 to 1,000,000,000"),
+    (_ours, "max_output", "1e400", "out of range"),
+    (_ours, "context_window", "-1e400", "out of range"),
+    (_ours, "max_output", "1" + "0" * 30, "is not a number from 1 to 1,000,000,000"),
+    (_ours, "price_input", "NaN", "NaN is not a number"),
+    (_ours, "price_output", "Infinity", "Infinity is not a number"),
+    (_ours, "price_input", "-5", "is not a number from 0 to 1,000,000"),
+    (_ours, "price_cache_read", "-0.01", "is not a number from 0 to 1,000,000"),
+    (_ours, "context_window", "-1", "is not a number from 0 to 1,000,000,000"),
+    (_ours, "price_tiers", "[[200000, 6, -22.5, 0.6, 7.5]]", "(a price): -22.5 is not"),
+    (_models_dev_format, "limit", '{"context": 1000, "output": 1e400}', "out of range"),
+    (_models_dev_format, "limit", '{"context": 1000, "output": 10000000000000}', "max_output"),
+    (_models_dev_format, "cost", '{"input": -5, "output": 1}', "price_input: -5.0 is not"),
+    (_models_dev_format, "cost", '{"input": NaN, "output": 1}', "NaN is not a number"),
 ]
 
 
-@pytest.mark.parametrize(("field", "raw", "expected"), _NUMBERS)
-def test_numbers_out_of_range_are_refused_in_our_format(
+@pytest.mark.parametrize(("shape", "field", "raw", "expected"), _NUMBERS)
+def test_numbers_out_of_range_are_refused(
     serve: Callable[[Script], tuple[str, list[str]]],
     capsys: pytest.CaptureFixture[str],
+    shape: Callable[[], tuple[dict[str, Any], dict[str, Any]]],
     field: str,
     raw: str,
     expected: str,
 ) -> None:
-    document = _our_document()
-    _sonnet(document)[field] = "@@NUMBER@@"
-    body = json.dumps(document).replace('"@@NUMBER@@"', raw).encode()
-    url, _ = serve(_body(body))
-    assert expected in _refused(url, capsys)
-
-
-def test_a_price_tier_out_of_range_is_refused(
-    serve: Callable[[Script], tuple[str, list[str]]], capsys: pytest.CaptureFixture[str]
-) -> None:
-    document = _our_document()
-    _sonnet(document)["price_tiers"] = [[200_000, 6.0, -22.5, 0.6, 7.5]]
-    url, _ = serve(_body(json.dumps(document).encode()))
-    assert "price_tiers (a price): -22.5 is not a number from 0" in _refused(url, capsys)
-
-
-@pytest.mark.parametrize(
-    ("where", "raw", "expected"),
-    [
-        ("limit", '{"context": 1000, "output": 1e400}', "out of range"),
-        ("limit", '{"context": 1000, "output": 10000000000000}', "max_output"),
-        ("cost", '{"input": -5, "output": 1}', "price_input: -5.0 is not a number"),
-        ("cost", '{"input": NaN, "output": 1}', "NaN is not a number"),
-    ],
-)
-def test_numbers_out_of_range_are_refused_in_models_dev_data(
-    serve: Callable[[Script], tuple[str, list[str]]],
-    capsys: pytest.CaptureFixture[str],
-    where: str,
-    raw: str,
-    expected: str,
-) -> None:
-    data = _newer_copy()
-    data["openai"]["models"][NEW_ID][where] = "@@VALUE@@"
-    body = json.dumps(data).replace('"@@VALUE@@"', raw).encode()
+    document, entry = shape()
+    entry[field] = "@@VALUE@@"
+    body = json.dumps(document).replace('"@@VALUE@@"', raw).encode()
     url, _ = serve(_body(body))
     assert expected in _refused(url, capsys)
 
