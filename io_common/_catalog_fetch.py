@@ -7,8 +7,10 @@ redirect is followed only
 
 - within the origin the user named (the same scheme, host and port), or
 - to a public address, judged by the rule the server applies to its clients'
-  input URLs (`streamfn.core.serve._input_urls`), the redirect's host name
-  resolved here first; and never from ``https`` down to ``http``,
+  input URLs (`streamfn.core.serve._input_urls`): the redirect's text, its host
+  name resolved here, then the address the connection actually reached (a DNS
+  answer that changes in between cannot lead inside); and never from ``https``
+  down to ``http``,
 
 so a public mirror (or whoever answers in its name) cannot turn the fetch to
 loopback, the intranet or a cloud metadata service. The body is refused past
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import ipaddress
 import re
 import socket
 import ssl
@@ -36,6 +39,7 @@ from streamfn.core._catalog_build import CatalogError
 from streamfn.core.serve._input_urls import (
     FILE_HOSTS,
     host_to_resolve,
+    public_address,
     resolved_problem,
     url_problem,
 )
@@ -122,42 +126,71 @@ def _shut(sock: socket.socket) -> None:
         sock.shutdown(socket.SHUT_RDWR)
 
 
-def _watched(
-    kind: type[http.client.HTTPConnection], watchdog: _Watchdog
-) -> Callable[..., http.client.HTTPConnection]:
-    """``kind``'s constructor, its TCP sockets handed to ``watchdog`` (the raw socket,
-    under TLS too, so shutting it ends a TLS read as well)."""
+class _Connections:
+    """How one fetch connects: each TCP socket goes to the deadline's watchdog (the raw
+    socket, under TLS too, so shutting it ends a TLS read as well), and a connection
+    for a redirect outside the configured origin must reach a public address. That is
+    the address actually connected to, so a DNS answer that changed since the redirect
+    was judged cannot lead inside. Through a proxy the proxy connects, so only the
+    redirect's text and resolved name are judged."""
 
-    def connection(*args: Any, **kwargs: Any) -> http.client.HTTPConnection:
-        made = kind(*args, **kwargs)
-        create: Callable[..., socket.socket] = made._create_connection  # type: ignore[attr-defined]
+    def __init__(self, watchdog: _Watchdog, configured: str) -> None:
+        self._watchdog = watchdog
+        self._configured = configured
 
-        def create_watched(*a: Any, **k: Any) -> socket.socket:
-            return watchdog.opened(create(*a, **k))
+    def factory(
+        self, kind: type[http.client.HTTPConnection], req: urllib.request.Request
+    ) -> Callable[..., http.client.HTTPConnection]:
+        """``kind``'s constructor for ``req``'s connection, its sockets watched."""
+        watchdog = self._watchdog
+        public_only = not req.has_proxy() and _origin(req.full_url) != _origin(self._configured)
+        url = req.full_url
 
-        made._create_connection = create_watched  # type: ignore[attr-defined]
-        return made
+        def connection(*args: Any, **kwargs: Any) -> http.client.HTTPConnection:
+            made = kind(*args, **kwargs)
+            create: Callable[..., socket.socket] = made._create_connection  # type: ignore[attr-defined]
 
-    return connection
+            def create_watched(*a: Any, **k: Any) -> socket.socket:
+                sock = watchdog.opened(create(*a, **k))
+                if public_only:
+                    _require_public(sock, url)
+                return sock
+
+            made._create_connection = create_watched  # type: ignore[attr-defined]
+            return made
+
+        return connection
+
+
+def _require_public(sock: socket.socket, url: str) -> None:
+    """Close ``sock`` and refuse unless its peer is a public address."""
+    peer = str(sock.getpeername()[0])
+    address = ipaddress.ip_address(peer.split("%", 1)[0])
+    if not public_address(address):
+        sock.close()
+        raise CatalogError(
+            f"the redirect to {shown_url(url)[:200]!r} connected to {address}, which is "
+            "not a public address; not followed"
+        )
 
 
 class _HTTPHandler(urllib.request.HTTPHandler):
-    def __init__(self, watchdog: _Watchdog) -> None:
+    def __init__(self, connections: _Connections) -> None:
         super().__init__()
-        self._watchdog = watchdog
+        self._connections = connections
 
     def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        return self.do_open(_watched(http.client.HTTPConnection, self._watchdog), req)
+        return self.do_open(self._connections.factory(http.client.HTTPConnection, req), req)
 
 
 class _HTTPSHandler(urllib.request.HTTPSHandler):
-    def __init__(self, watchdog: _Watchdog) -> None:
+    def __init__(self, connections: _Connections) -> None:
         self._tls = ssl.create_default_context()
         super().__init__(context=self._tls)
-        self._watchdog = watchdog
+        self._connections = connections
 
     def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        connection = _watched(http.client.HTTPSConnection, self._watchdog)
+        connection = self._connections.factory(http.client.HTTPSConnection, req)
         return self.do_open(connection, req, context=self._tls)
 
 
@@ -199,8 +232,9 @@ def fetch(
     failed, refused, oversized or late fetch, naming the cause.
     """
     watchdog = _Watchdog()
+    connections = _Connections(watchdog, url)
     opener = urllib.request.build_opener(
-        _HTTPHandler(watchdog), _HTTPSHandler(watchdog), _RedirectGuard(url, resolver)
+        _HTTPHandler(connections), _HTTPSHandler(connections), _RedirectGuard(url, resolver)
     )
     request = urllib.request.Request(url, headers={"User-Agent": "streamfn", "Accept": "*/*"})
     shown = shown_url(url)

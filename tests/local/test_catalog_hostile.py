@@ -74,6 +74,14 @@ def serve() -> Iterator[Callable[[Script], tuple[str, list[str]]]]:
         server.server_close()
 
 
+@pytest.fixture(autouse=True)
+def no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Straight to the loopback mirrors: no proxy from the environment."""
+    for name in ("http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+
+
 def _body(data: bytes, *, headers: dict[str, str] | None = None) -> Script:
     def answer(handler: http.server.BaseHTTPRequestHandler) -> None:
         handler.send_response(200)
@@ -356,6 +364,28 @@ def test_a_redirect_to_a_name_that_resolves_inside_is_not_followed(
     with pytest.raises(CatalogError, match=r"resolves to 127\.0\.0\.1, which is not a public"):
         catalog_cache.refresh(url, now=datetime.now(UTC), resolver=resolver)
     assert asked == ["catalog.example.com"] and inside_hits == []
+
+
+def test_a_redirect_whose_name_turns_inside_when_connecting_is_not_followed(
+    serve: Callable[[Script], tuple[str, list[str]]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DNS rebinding: the name resolves to a public address when the redirect is
+    judged, to loopback when the connection is made; the address reached decides."""
+    inside, inside_hits = serve(_body(json.dumps(_newer_copy()).encode()))
+    port = inside.split(":")[2].split("/")[0]
+    url, _ = serve(_redirect(f"http://catalog.example.com:{port}/api.json"))
+    connect = socket.create_connection
+
+    def rebound(address: tuple[str, int], *args: Any, **kwargs: Any) -> socket.socket:
+        host, to = address
+        return connect(
+            ("127.0.0.1" if host == "catalog.example.com" else host, to), *args, **kwargs
+        )
+
+    monkeypatch.setattr(socket, "create_connection", rebound)
+    with pytest.raises(CatalogError, match=r"connected to 127\.0\.0\.1, which is not a public"):
+        catalog_cache.refresh(url, now=datetime.now(UTC), resolver=lambda name: ["93.184.215.14"])
+    assert inside_hits == []
 
 
 def test_the_redirect_rule() -> None:
