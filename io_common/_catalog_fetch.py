@@ -29,6 +29,7 @@ import re
 import socket
 import ssl
 import threading
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
 from email.message import Message
@@ -43,6 +44,7 @@ from streamfn.core.serve._input_urls import (
     resolved_problem,
     url_problem,
 )
+from streamfn.core.serve._log_text import loggable
 
 from ._resolver import system_resolver
 
@@ -256,7 +258,10 @@ def fetch(
     except (OSError, http.client.HTTPException) as exc:  # URLError, HTTPError, timeouts
         if watchdog.expired:
             raise _late(shown, deadline) from None
-        reason = str(getattr(exc, "reason", None) or exc) or type(exc).__name__
+        if isinstance(exc, urllib.error.HTTPError):
+            exc.close()  # its body is not read: the connection goes now
+        # the mirror writes an HTTP error's reason: escaped, like any text it sends
+        reason = loggable(getattr(exc, "reason", None) or exc) or type(exc).__name__
         raise CatalogError(f"cannot fetch {shown}: {reason}") from None
     finally:
         timer.cancel()

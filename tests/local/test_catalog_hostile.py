@@ -291,6 +291,35 @@ def test_an_announced_oversized_body_is_refused_before_it_is_read(
     assert "announces 1,099,511,627,776 bytes, more than 1,000 bytes" in _refused(url, capsys)
 
 
+def test_a_body_without_a_length_is_cut_at_the_cap(
+    serve: Callable[[Script], tuple[str, list[str]]],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """No Content-Length to refuse up front: the bytes are counted as they arrive."""
+    monkeypatch.setattr(catalog_cache, "MAX_BYTES", 1000)
+
+    def unannounced(handler: http.server.BaseHTTPRequestHandler) -> None:
+        handler.close_connection = True
+        handler.wfile.write(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + b" " * 5000)
+
+    url, _ = serve(unannounced)
+    assert "sent more than 1,000 bytes" in _refused(url, capsys)
+
+
+def test_an_error_reason_cannot_reach_the_terminal(
+    serve: Callable[[Script], tuple[str, list[str]]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    def refuse(handler: http.server.BaseHTTPRequestHandler) -> None:
+        handler.send_response(404, "Not Found\x1b]0;owned\x07\x1b[2J")
+        handler.send_header("Content-Length", "0")
+        handler.end_headers()
+
+    url, _ = serve(refuse)
+    last = _refused(url, capsys)
+    assert "cannot fetch" in last and "Not Found\\x1b]0;owned" in last
+
+
 def _redirect(location: str) -> Script:
     def answer(handler: http.server.BaseHTTPRequestHandler) -> None:
         handler.send_response(302)
