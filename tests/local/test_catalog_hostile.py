@@ -166,6 +166,16 @@ def test_deep_nesting_is_refused_before_parsing(
     assert "nests deeper than 32 levels" in _refused(url, capsys)
 
 
+def test_millions_of_tiny_values_are_refused_before_parsing(
+    serve: Callable[[Script], tuple[str, list[str]]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """6 MiB of empty objects would cost the parser about 150 MiB: counted first."""
+    url, _ = serve(_body(b"[" + b"{}," * 2_100_000 + b"{}]"))
+    assert "holds 2,100,002 JSON values, more than a catalogue may (2,000,000)" in _refused(
+        url, capsys
+    )
+
+
 # -- what the fields may say ----------------------------------------------------------
 
 #: terminal control a hostile catalogue may try to print: a screen clear, a title (OSC)
