@@ -45,8 +45,8 @@ from streamfn.core._models import (
     use_catalog,
 )
 
-from ._catalog_fetch import Resolver, fetch, shown_url
-from ._resolver import system_resolver
+from ._catalog_fetch import fetch, shown_url
+from ._resolver import Resolver, system_resolver
 from ._user_cache import user_cache_dir
 
 __all__ = [

@@ -31,7 +31,7 @@ import ssl
 import threading
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from email.message import Message
 from typing import IO, Any, Final
 from urllib.parse import urlsplit
@@ -46,18 +46,15 @@ from streamfn.core.serve._input_urls import (
 )
 from streamfn.core.serve._log_text import loggable
 
-from ._resolver import system_resolver
+from ._resolver import Resolver, system_resolver
 
-__all__ = ["READ_TIMEOUT", "Resolver", "fetch", "redirect_problem", "shown_url"]
+__all__ = ["READ_TIMEOUT", "fetch", "redirect_problem", "shown_url"]
 
 #: the longest one read (or the connection) may wait for the server
 READ_TIMEOUT: Final = 30.0
 _CHUNK: Final = 256 * 1024
 #: a Content-Length as RFC 9110 writes it: digits only (no sign, no list, no spaces)
 _LENGTH: Final = re.compile(r"[0-9]{1,18}")
-
-#: a DNS name -> its IP addresses (none when it does not resolve)
-Resolver = Callable[[str], Sequence[str]]
 
 
 def shown_url(url: str) -> str:

@@ -9,8 +9,13 @@ fetched. A name that does not resolve gets no addresses, which those checks refu
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable, Sequence
+from typing import TypeAlias
 
-__all__ = ["system_resolver"]
+__all__ = ["Resolver", "system_resolver"]
+
+#: a DNS name -> the IP addresses it resolves to (none when it does not)
+Resolver: TypeAlias = Callable[[str], Sequence[str]]
 
 
 def system_resolver(name: str) -> list[str]:
