@@ -35,6 +35,8 @@ examples:
 
 STREAMFN_MODELS_FILE=FILE uses that catalogue instead of the built-in and cached
 ones; STREAMFN_MODELS_URL (or --url) fetches from a mirror of models.dev/api.json.
+A fetch takes at most --timeout seconds (120) and 64 MiB, and follows a redirect
+only within the URL's origin or to a public address.
 """
 
 
