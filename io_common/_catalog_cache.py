@@ -26,7 +26,7 @@ import tempfile
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from streamfn.core._catalog_build import (
     CATALOG_FORMAT,
@@ -45,9 +45,10 @@ from streamfn.core._models import (
     use_catalog,
 )
 
-from ._catalog_fetch import fetch, shown_url
-from ._resolver import Resolver, system_resolver
 from ._user_cache import user_cache_dir
+
+if TYPE_CHECKING:
+    from ._resolver import Resolver
 
 __all__ = [
     "DEADLINE",
@@ -127,18 +128,27 @@ def refresh(
     now: datetime,
     deadline: float = DEADLINE,
     progress: Callable[[str, int, int], None] | None = None,
-    resolver: Resolver = system_resolver,
+    resolver: Resolver | None = None,
 ) -> dict[str, Any]:
     """Fetch models.dev's data from ``url`` and return it as a checked catalogue.
 
     At most `MAX_BYTES` are read, or inflated from gzip; the whole fetch takes at
     most ``deadline`` seconds, and a redirect is followed only within ``url``'s
-    origin or to a public address (``resolver`` resolves its host name; see
-    `_catalog_fetch`). ``progress(stage, done, total)`` hears each chunk. ``now``
+    origin or to a public address (``resolver``, the system's unless a test says
+    otherwise, resolves its host name; see `_catalog_fetch`, imported only here). ``progress(stage, done, total)`` hears each chunk. ``now``
     dates the fetch in the catalogue's version. Raises `CatalogError` for a failed
     fetch or unusable data; nothing is written.
     """
-    raw = fetch(url, max_bytes=MAX_BYTES, deadline=deadline, progress=progress, resolver=resolver)
+    from ._catalog_fetch import fetch, shown_url
+    from ._resolver import system_resolver
+
+    raw = fetch(
+        url,
+        max_bytes=MAX_BYTES,
+        deadline=deadline,
+        progress=progress,
+        resolver=resolver or system_resolver,
+    )
     shown = shown_url(url)
     try:
         return _document(raw, f"{shown} fetched {now:%Y-%m-%d %H:%M} UTC")
