@@ -1,19 +1,23 @@
 """The library's log records in the command line's words.
 
 A record whose advice differs for a program and for a user of ``streamfn``
-(see `streamfn.core._cli_words`) carries both; the command line shows its own,
-so no user of the command is told to pass ``Options(api_key=...)`` or to state
-``Model(...)`` fields. A filter on the ``streamfn`` logger does the swap, before
-any handler sees the record, whichever handler prints it.
+(see `streamfn.core._cli_words`) carries both; while a command runs, the
+command line shows its own, so no user of the command is told to pass
+``Options(api_key=...)`` or to state ``Model(...)`` fields. A filter on the
+``streamfn`` logger does the swap, before any handler sees the record,
+whichever handler prints it; it is removed when the command ends, so a
+program that calls `streamfn.cli.main` keeps its own words afterwards.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 
 from streamfn.core._cli_words import CLI_MESSAGE
 
-__all__ = ["speak_to_the_command_line"]
+__all__ = ["command_line_words"]
 
 
 class _CommandLineWords(logging.Filter):
@@ -24,8 +28,13 @@ class _CommandLineWords(logging.Filter):
         return True
 
 
-def speak_to_the_command_line() -> None:
-    """Have the ``streamfn`` logger's records use the command line's words (once)."""
+@contextlib.contextmanager
+def command_line_words() -> Iterator[None]:
+    """The ``streamfn`` logger's records in the command line's words, inside."""
     logger = logging.getLogger("streamfn")
-    if not any(isinstance(f, _CommandLineWords) for f in logger.filters):
-        logger.addFilter(_CommandLineWords())
+    words = _CommandLineWords()
+    logger.addFilter(words)
+    try:
+        yield
+    finally:
+        logger.removeFilter(words)

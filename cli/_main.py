@@ -17,7 +17,7 @@ from streamfn.core._call import load_entry_point_apis
 
 from ._command import EXIT_INTERRUPTED, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, CommandError, leaves
 from ._commands import commands
-from ._log_words import speak_to_the_command_line
+from ._log_words import command_line_words
 
 __all__ = ["build_parser", "main", "parse", "report"]
 
@@ -130,8 +130,12 @@ def _use_user_catalog() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    with command_line_words():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
-        speak_to_the_command_line()
         load_entry_point_apis()  # wire formats installed by other packages (`streamfn.apis`)
         _use_user_catalog()
         parser = build_parser()

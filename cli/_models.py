@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import textwrap
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -217,10 +218,11 @@ def _run(args: argparse.Namespace) -> int:
         print(line)
     plugins = [name for name in api_names() if name not in API_MODULES]
     if plugins and args.provider is None:
-        print(
+        note = (
             f"plug-in wire formats: {', '.join(plugins)} "
             "(streamfn chat -m FORMAT:MODEL-ID --base-url URL)"
         )
+        print("\n".join(textwrap.wrap(note, width)) if width else note)
     if hidden:
         print(f"streamfn: {hidden} retired models not listed (--all lists them)", file=sys.stderr)
     return EXIT_OK

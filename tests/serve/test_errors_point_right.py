@@ -156,16 +156,15 @@ def test_serve_flag_values_are_usage_errors_naming_the_flag(
 
 
 def test_the_servers_missing_key_line_tells_a_cli_operator_what_to_set(
-    keyless: Server, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+    keyless: Server, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Run by ``streamfn serve``, the log names the variable and the config's
     ``api_key_env``, not the Python API's ``Options(api_key=...)``."""
-    from streamfn.cli._log_words import speak_to_the_command_line
+    from streamfn.cli._log_words import command_line_words
 
-    monkeypatch.setattr(logging.getLogger("streamfn"), "filters", [])  # restored after
-    speak_to_the_command_line()  # what `streamfn serve` (its `main`) does first
     caplog.set_level(logging.ERROR, logger="streamfn")
-    done = _chat_through(keyless, STREAMFN_PROXY_TOKEN=KEY)
+    with command_line_words():  # what `streamfn serve` (its `main`) runs in
+        done = _chat_through(keyless, STREAMFN_PROXY_TOKEN=KEY)
     assert done.returncode == 1
     [line] = [r.getMessage() for r in caplog.records if "no upstream key" in r.getMessage()]
     assert "set OPENAI_API_KEY in the environment streamfn serve runs in" in line
