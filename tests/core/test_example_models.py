@@ -2,7 +2,8 @@
 naming a model its provider has deprecated (or retired) teaches an id that fails.
 
 Checked: every ``provider:id`` in the ``--help`` texts of ``streamfn`` and all
-its subcommands, in the README's and the docs' code blocks, and in examples/.
+its subcommands, in every fenced block of the README and the docs, and in
+examples/.
 The only exemption is an example about the lifecycle itself (its code reads
 ``.deprecated`` or ``.retired``): it must name such a model to show the warning.
 """
@@ -33,9 +34,7 @@ def _help_texts(parser: argparse.ArgumentParser) -> Iterator[tuple[str, str]]:
 def _texts() -> Iterator[tuple[str, str]]:
     yield from _help_texts(build_parser())
     for block in [*BLOCKS, *example_programs()]:
-        if block.language in ("python", "sh", "toml") and not re.search(
-            r"\.(deprecated|retired)\b", block.code
-        ):
+        if not re.search(r"\.(deprecated|retired)\b", block.code):
             yield block.id, block.code
 
 
