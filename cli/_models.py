@@ -175,9 +175,12 @@ def _rows(args: argparse.Namespace) -> tuple[list[Listed], int]:
 
 
 def _nothing_listed(args: argparse.Namespace) -> None:
+    """What to say when no row is left: how to reach a provider without catalogue
+    entries, or that the filters left nothing (and which one to widen)."""
     from streamfn.core._call import API_MODULES, api_names
+    from streamfn.core._models import list_models
 
-    if args.search is None and not args.current:
+    if args.provider is not None and not list_models(args.provider):
         plugins = [name for name in api_names() if name not in API_MODULES]
         how = "a plug-in wire format; " if args.provider in plugins else ""
         print(
@@ -185,10 +188,13 @@ def _nothing_listed(args: argparse.Namespace) -> None:
             f"streamfn chat -m {args.provider}:MODEL-ID (prices unknown)"
         )
         return
-    asked = [f"matching {args.search!r}"] if args.search is not None else []
-    asked += [f"of {args.provider}"] if args.provider else []
-    wider = "" if args.all else " (--all includes retired ones)"
-    print(f"no {'current ' if args.current else ''}model {' '.join(asked)}{wider}".rstrip())
+    asked = [f"of {args.provider}"] if args.provider else []
+    asked += [f"matching {args.search!r}"] if args.search is not None else []
+    if args.current:
+        wider = " (--current leaves out deprecated ones)"
+    else:
+        wider = "" if args.all else " (--all includes retired ones)"
+    print(f"no {'current ' if args.current else ''}model {' '.join(asked)}".rstrip() + wider)
 
 
 def _run(args: argparse.Namespace) -> int:
