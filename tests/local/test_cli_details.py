@@ -148,6 +148,10 @@ def test_a_search_text_and_a_sort_narrow_and_order_the_listing(
     assert [prices[k] for k in by_price] == sorted(prices[k] for k in by_price)
     none = _listing(capsys, "no-such-model-anywhere")
     assert none == ["no model matching 'no-such-model-anywhere' (--all includes retired ones)"]
+    # a catalogued provider whose rows the filters removed is not "without entries"
+    assert _listing(capsys, "--provider", "anthropic", "--current", "zzz") == [
+        "no current model of anthropic matching 'zzz' (--current leaves out deprecated ones)"
+    ]
 
 
 def test_the_local_models_state_is_in_the_status_column(
