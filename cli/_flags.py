@@ -23,8 +23,9 @@ __all__ = [
 ]
 
 
-#: what a host may be made of: a name or an IPv4 address, or an IPv6 one in brackets
-_HOST: Final = re.compile(r"[A-Za-z0-9._~%!$&'()*+,;=-]+|\[[0-9A-Fa-f:.]+(%[^\]]+)?\]")
+#: what a host may be made of: a name (any script) or an IPv4 address, or an IPv6 one
+#: in brackets; never a space or a control character
+_HOST: Final = re.compile(r"[\w.~%!$&'()*+,;=-]+|\[[0-9A-Fa-f:.]+(%[^\]]+)?\]")
 
 _USERINFO: Final = re.compile(r"//[^/@]*@")
 
@@ -33,7 +34,10 @@ _EXAMPLE_URL: Final = "http://localhost:8000/v1"
 
 
 def _valid_url(value: str) -> bool:
-    """Whether ``value`` is an http(s) URL with a well-formed host and port."""
+    """Whether ``value`` is an http(s) URL with a well-formed host and port, and no
+    space or control character anywhere (urlsplit would quietly drop a tab)."""
+    if _has_blanks(value):
+        return False
     try:
         parts = urlsplit(value)
         parts.port  # noqa: B018 - raises ValueError on a port that is not a number
@@ -48,6 +52,10 @@ def _valid_url(value: str) -> bool:
     )
 
 
+def _has_blanks(value: str) -> bool:
+    return not value.isprintable() or any(c.isspace() for c in value)
+
+
 def check_base_url(flag: str, value: str) -> str:
     """``value`` when it is an http(s) URL with a valid host; else a usage error naming
     ``flag`` whose example is ``value`` mended (``http://`` for its scheme) when that
@@ -57,8 +65,8 @@ def check_base_url(flag: str, value: str) -> str:
     rest = value.split("://", 1)[1] if "://" in value else value
     mended = f"http://{rest}"
     example = mended if _valid_url(mended) else _EXAMPLE_URL
-    if any(c.isspace() for c in value):
-        problem = "has a space in it"
+    if _has_blanks(value):
+        problem = "has a space or a control character in it"
     elif "://" not in value:
         problem = "has no scheme"
     elif urlsplit(value).scheme not in ("http", "https"):

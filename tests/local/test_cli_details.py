@@ -30,6 +30,7 @@ def _err_line(capsys: pytest.CaptureFixture[str]) -> str:
         ("gpu box", "e.g. http://localhost:8000/v1"),
         ("http://gpu box:8000", "e.g. http://localhost:8000/v1"),
         ("gpu-box:8000", "e.g. http://gpu-box:8000"),
+        ("http://gpu\tbox:8000", "e.g. http://localhost:8000/v1"),
     ],
 )
 def test_a_bad_base_url_suggests_a_url_that_would_be_accepted(
