@@ -139,6 +139,12 @@ def _read_prompt(args: argparse.Namespace) -> str | None:
             raise CommandError("--interactive takes no prompt argument", EXIT_USAGE)
         return None
     if args.prompt is not None and args.prompt != "-":
+        if not args.prompt.strip():
+            raise CommandError(
+                'the prompt is empty: write the question (streamfn chat "Hi"), or give '
+                "no prompt for an interactive chat",
+                EXIT_USAGE,
+            )
         return str(args.prompt)
     if args.prompt == "-" or not sys.stdin.isatty():
         text = sys.stdin.read().strip()

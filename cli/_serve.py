@@ -224,10 +224,12 @@ def _serve_trio(args: argparse.Namespace, app: Any, sock: socket.socket) -> None
 def _worker(args: argparse.Namespace, sock: socket.socket, base_urls: dict[str, str]) -> None:
     """A ``--workers`` child: the parent forwards the signals that stop it."""
     from ._log_output import show_library_warnings
+    from ._log_words import command_line_words
 
     show_library_warnings()  # a spawned process: the parent's handler is not inherited
     try:
-        sys.exit(_serve_here(args, sock, base_urls))
+        with command_line_words():  # a spawned process starts without `main`'s setup
+            sys.exit(_serve_here(args, sock, base_urls))
     except CommandError as exc:
         print(f"streamfn serve: worker: {exc}", file=sys.stderr)
         sys.exit(exc.code)
