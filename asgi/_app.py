@@ -27,13 +27,13 @@ streams finish for a grace period, then ends each with a terminal error in its d
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, ClassVar
 
 from streamfn.core._events import Done, Error, Event, Start
-from streamfn.core.serve._cut import CUT_STOP_REASONS, cut_error
 from streamfn.core.serve._guard import cors_headers, header, preflight_headers
 from streamfn.core.serve._inbound import ClientRequest
 from streamfn.core.serve._log_text import loggable
@@ -54,7 +54,6 @@ from streamfn.core.serve._served import (
     Served,
     dialect_for,
     encoder_for,
-    final_body,
 )
 from streamfn.core.serve._status import (
     HTTPError,
@@ -81,19 +80,20 @@ from ._runtime import (
     Marker,
     Runtime,
     Slots,
-    batch_bytes,
     ended_early,
     first_token_at,
 )
+from ._socket import serve_socket
 from ._stamps import SystemStamps
+from ._whole import send_whole
 
 __all__ = ["App"]
 
 log = logging.getLogger("streamfn")
 
 Scope = MutableMapping[str, Any]
-#: what answers a request whose body was read and parsed: a completion or a count
-_Handler = Callable[[Receive, Send, Served, ClientRequest, list[int]], Awaitable[None]]
+#: how a request's body is read, charged to its share of the budget (``held``)
+_Read = Callable[[list[int]], Awaitable[bytes]]
 
 
 class App:
@@ -171,6 +171,9 @@ class App:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
             return
+        if scope["type"] == "websocket":
+            await serve_socket(self, scope, receive, send)
+            return
         if scope["type"] != "http":
             return
         path = scope.get("path", "")
@@ -208,9 +211,10 @@ class App:
         elif chosen is Route.MODELS:
             await send_json(send, 200, models_body(self.backend.list_models(), headers))
         elif chosen is Route.COUNT:
-            await self._admitted(receive, send, served, self._count)
+            await self._admitted(served, self._body(receive), self._count_for(send, served))
         else:
-            await self._admitted(receive, send, served, self._run)
+            run = functools.partial(self._run, receive, send, served)
+            await self._admitted(served, self._body(receive), run)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -267,22 +271,20 @@ class App:
 
     # -- completions and counts -------------------------------------------------------
     async def _admitted(
-        self, receive: Receive, send: Send, served: Served, handle: _Handler
+        self, served: Served, read: _Read, handle: Callable[[ClientRequest, list[int]], Awaitable[None]]
     ) -> None:
-        """A request with a body: admitted, its body read and parsed within the budgets,
-        its model and input URLs checked, then ``handle``d (a completion or a count)."""
+        """A request with a body (an HTTP body, a WebSocket message): admitted, ``read``
+        and parsed within the budgets, its model and input URLs checked, then
+        ``handle``d (a completion or a count)."""
         path = served.path
-        config = self.config
-        capacity = config.max_concurrency + config.max_queue
+        capacity = self.config.max_concurrency + self.config.max_queue
         admit(closing=self._closing, admitted=self.admitted, capacity=capacity)
         self.admitted += 1
         started = time.perf_counter()
         request: ClientRequest | None = None
         held = [0]  # this request's share of the budget, until it ends
         try:
-            body = await receive_body(
-                self.runtime, self._uploads, config.body_timeout, receive, held, self._receive
-            )
+            body = await read(held)
             extra = parsed_cost(body)
             self.budget.hold_parsed(held[0], extra)
             held[0] += extra
@@ -290,7 +292,7 @@ class App:
             del body
             check_model(served, request, self._max_output(request.model))
             await check_input_urls(self.runtime, self.resolver, request)  # DNS: after the rest
-            await handle(receive, send, served, request, held)
+            await handle(request, held)
         finally:
             self.budget.release(held[0])
             self.admitted -= 1
@@ -301,6 +303,13 @@ class App:
             if request is not None:
                 took, model = time.perf_counter() - started, loggable(request.model)
                 log.info("served %s model=%s stream=%s in %.3f s", path, model, request.stream, took)
+
+    def _body(self, receive: Receive) -> _Read:
+        """How an HTTP request's body is read: within the body timeout, until shutdown."""
+        timeout = self.config.body_timeout
+        return lambda held: receive_body(
+            self.runtime, self._uploads, timeout, receive, held, self._receive
+        )
 
     async def _receive(self, receive: Receive, held: list[int]) -> bytes:
         chunks: list[bytes] = []
@@ -329,11 +338,12 @@ class App:
         except UnknownModelError as exc:
             raise HTTPError(404, "not_found", str(exc)) from None
 
-    async def _count(
-        self, receive: Receive, send: Send, served: Served, request: ClientRequest, held: list[int]
-    ) -> None:
+    def _count_for(
+        self, send: Send, served: Served
+    ) -> Callable[[ClientRequest, list[int]], Awaitable[None]]:
         assert self._slots is not None
-        await answer_count(self.backend, self._slots, served, request, send)
+        slots = self._slots
+        return lambda request, held: answer_count(self.backend, slots, served, request, send)
 
     async def _run(
         self, receive: Receive, send: Send, served: Served, request: ClientRequest, held: list[int]
@@ -349,7 +359,7 @@ class App:
                 if request.stream or served.whole is None:
                     await self._stream(send, mailbox, served, request)
                 else:
-                    await self._whole(send, mailbox, served, request, held)
+                    await send_whole(self, send, mailbox, served, request, held)
         finally:
             self._mailboxes.discard(mailbox)
 
@@ -396,41 +406,6 @@ class App:
             await fail(backend_failure(exc, request.model))
         finally:
             mailbox.put_nowait(None)
-
-    async def _whole(
-        self, send: Send, mailbox: Mailbox, served: Served, request: ClientRequest, held: list[int]
-    ) -> None:
-        """A non-streaming response: the fold of the events, or an HTTP error. The events
-        held for it are charged to the memory budget (``held``) until the request ends."""
-        events: list[Event] = []
-        while True:
-            got = await mailbox.get(None)
-            if got is DISCONNECTED:
-                log.info("client disconnected; generation cancelled")
-                return
-            if got is ABORTED:
-                raise shutting_down_refusal()
-            assert not isinstance(got, Marker)
-            batch: list[Event] = [ended_early()] if got is None else got
-            self.budget.hold_answer(size := batch_bytes(batch))
-            held[0] += size
-            events += batch
-            event = events[-1]
-            if isinstance(event, Done) and event.stop_reason in CUT_STOP_REASONS:
-                event = events[-1] = cut_error(event)  # a Done that says it did not finish
-            if isinstance(event, Error):
-                # nothing was sent yet: a cut answer is an HTTP error, never a body
-                # that calls it complete (nor a tool call with repaired input)
-                if not all(isinstance(e, Start) for e in events[:-1]):
-                    log.warning(
-                        "answer cut after output began for %s: %s", served.path, event.message
-                    )
-                raise early_error(served.dialect, event)
-            if isinstance(event, Done):
-                append = self.config.append_sources
-                body = final_body(served, request, events, self.stamps, append=append)
-                await send_json(send, 200, body)
-                return
 
     async def _stream(
         self, send: Send, mailbox: Mailbox, served: Served, request: ClientRequest

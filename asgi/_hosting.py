@@ -59,6 +59,8 @@ def hypercorn_arguments(
         ConnectionRules(allow_h2c=allow_h2c, send_timeout=send_timeout, runtime=app.runtime),
     )
     config.keep_alive_timeout = head_timeout
+    # a WebSocket message is a request body: the same cap (the default is 16 MiB)
+    config.websocket_max_message_size = app.config.max_body_bytes
     config.graceful_timeout = app.config.shutdown_grace + 3.0
     config.accesslog = None
     if not log_errors:

@@ -13,9 +13,11 @@ import hmac
 from collections.abc import Iterable
 from typing import Any, Final
 
+import msgspec
+
 from ._client_inputs import check_client_inputs, check_resolved_hosts
 from ._guard import header, host_allowed, is_json
-from ._request_fields import BadRequest, ClientRequest, TooLarge
+from ._request_fields import BadRequest, ClientRequest, TooLarge, decode_body
 from ._served import SERVED, Route, Served
 from ._status import HTTPError
 
@@ -36,6 +38,8 @@ __all__ = [
     "parse_request",
     "parsed_cost",
     "route",
+    "route_socket",
+    "socket_body",
 ]
 
 Headers = Iterable[tuple[bytes, bytes]]
@@ -120,6 +124,38 @@ def _check_origin(headers: Headers, allowed_hosts: tuple[str, ...] | None, cors:
             "requests from web pages are refused (start the server with --cors-origin "
             "ORIGIN to allow one)",
         )
+
+
+def route_socket(
+    path: str, headers: Headers, *, allowed_hosts: tuple[str, ...] | None, api_key: str | None
+) -> Served:
+    """The route of a WebSocket handshake, or the `HTTPError` refusing it: the same
+    Host rule and key as HTTP, and no web page's Origin at all (a page could open a
+    socket with the user's network position; CORS does not cover WebSockets)."""
+    headers = list(headers)
+    _check_origin(headers, allowed_hosts, cors=False)
+    served = SERVED.get(path)
+    if served is None or not served.socket_event:
+        raise HTTPError(404, "not_found", f"no WebSocket route at {path}")
+    authenticate(headers, api_key)
+    return served
+
+
+def socket_body(served: Served, message: bytes) -> bytes:
+    """A WebSocket message asking for a turn (``{"type": <socket_event>, ...}``) as the
+    body its route parses, or a 400 naming what this server does not take."""
+    try:
+        obj = decode_body(message)
+    except BadRequest as exc:
+        raise HTTPError(400, "invalid_request", str(exc)) from None
+    kind = obj.pop("type", None)
+    if kind != served.socket_event:
+        raise HTTPError(
+            400,
+            "invalid_request",
+            f"event type {kind!r} is not taken by this server; send {served.socket_event!r}",
+        )
+    return msgspec.json.encode(obj)
 
 
 def authenticate(headers: Headers, expected: str | None) -> None:

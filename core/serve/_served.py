@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from typing import Any, Final, NamedTuple
+from typing import Any, Final, NamedTuple, Protocol, cast
 
 from streamfn.core.dialects.agui import AGUIEncoder, parse_agui_request
 from streamfn.core.dialects.anthropic import (
@@ -47,6 +47,7 @@ __all__ = [
     "Parser",
     "Route",
     "Served",
+    "SocketEncoder",
     "dialect_for",
     "encoder_for",
     "final_body",
@@ -58,6 +59,14 @@ Headers = tuple[tuple[bytes, bytes], ...]
 Parser = Callable[[bytes, frozenset[str], "str | None"], ClientRequest]
 #: the header that says a token count is an estimate (the provider cannot count)
 COUNT_HEADER: Final = b"x-streamfn-token-count"
+
+
+class SocketEncoder(Protocol):
+    """An encoder that also keeps each event's JSON apart, to send as a text message."""
+
+    messages: list[bytes]
+
+    def encode(self, event: Event) -> bytes: ...
 
 
 class Route(enum.Enum):
@@ -99,6 +108,10 @@ class Served(NamedTuple):
     max_tokens_name: str = "max_tokens"
     #: errors before any output go in-stream (the agent contract), not as an HTTP status
     early_errors_in_stream: bool = False
+    #: the route also takes a WebSocket: the client event type that asks for a turn,
+    #: and the encoder that keeps each event's JSON for a text message
+    socket_event: str = ""
+    socket_encoder: Callable[[ClientRequest, Stamps], SocketEncoder] | None = None
 
 
 def _openai_chat_encoder(request: ClientRequest, stamps: Stamps) -> Encoder:
@@ -135,10 +148,19 @@ def _anthropic_body(request: ClientRequest, events: list[Event], stamps: Stamps)
     )
 
 
-def _responses(request: ClientRequest, stamps: Stamps) -> ResponsesEncoder:
+def _responses(request: ClientRequest, stamps: Stamps, messages: bool = False) -> ResponsesEncoder:
     return ResponsesEncoder(
-        response_id=f"resp_{stamps.hex_id()}", model=request.model, created=stamps.unix_time()
+        response_id=f"resp_{stamps.hex_id()}",
+        model=request.model,
+        created=stamps.unix_time(),
+        messages=messages,
     )
+
+
+def _responses_socket(request: ClientRequest, stamps: Stamps) -> SocketEncoder:
+    encoder = _responses(request, stamps, messages=True)
+    assert encoder.messages is not None
+    return cast(SocketEncoder, encoder)
 
 
 def _responses_encoder(request: ClientRequest, stamps: Stamps) -> Encoder:
@@ -220,6 +242,8 @@ SERVED: Final[dict[str, Served]] = {
             encoder=_responses_encoder,
             whole=_responses_body,
             max_tokens_name="max_output_tokens",
+            socket_event="response.create",
+            socket_encoder=_responses_socket,
         ),
         Served(
             "/v1/responses/input_tokens",

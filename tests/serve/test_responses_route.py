@@ -19,15 +19,13 @@ import anthropic
 import openai
 import pytest
 from fake_provider import FakeProvider
-from loopback_server import KEY, Server
+from loopback_server import KEY, Server, provider_backend
 from pydantic import BaseModel
 
-from streamfn.asgi import ServerConfig
+from streamfn.asgi import App, ServerConfig
 from streamfn.asgi._backends import RouterBackend
 from streamfn.core import Model
 from streamfn.fuzz._fake_bodies import anthropic_body, sse
-from streamfn.io_asyncio._backends import ProviderBackend
-from streamfn.io_asyncio._server import App
 
 CLAUDE = "claude-sonnet-4-6"
 TEXT = "Bonjour le monde — 東京!"  # the fake's Anthropic answer
@@ -85,6 +83,9 @@ class Scripted(FakeProvider):
         return super().respond(sock, fault, provider, hit, counted)
 
 
+pytestmark = pytest.mark.usefixtures("shell")
+
+
 @pytest.fixture(scope="module")
 def upstream() -> Iterator[Scripted]:
     with Scripted() as fake:
@@ -107,10 +108,10 @@ def _claude(upstream: FakeProvider, token: str, body: str = "anthropic") -> Mode
 
 
 @pytest.fixture(scope="module")
-def gateway(upstream: Scripted) -> Iterator[Server]:
+def gateway(shell: str, upstream: Scripted) -> Iterator[Server]:
     served = {
         "claude": _claude(upstream, "plain"),
-        "claude-tools": _claude(upstream, "loop", "agent-loop"),
+        "claude-tools": _claude(upstream, f"loop-{shell}", "agent-loop"),  # a script per run
         "claude-json": _claude(upstream, "json", "json-answer"),
         "claude-cut": Model(
             id=CLAUDE,
@@ -126,7 +127,7 @@ def gateway(upstream: Scripted) -> Iterator[Server]:
         ),
     }
     environ = {"ANTHROPIC_API_KEY": "upstream-key", "GROQ_API_KEY": "upstream-key"}
-    backend = ProviderBackend(environ=environ, models=list(served.values()))
+    backend = provider_backend(environ, models=list(served.values()))
     backend.models.update(served)  # served under the short names too
     with Server(App(RouterBackend(None, backend), ServerConfig(api_key=KEY))) as server:
         yield server

@@ -66,7 +66,11 @@ def responses_usage(usage: Usage) -> dict[str, Any]:
 class ResponsesEncoder:
     """Stateful: an item's final text and arguments are repeated at its end."""
 
-    def __init__(self, *, response_id: str, model: str, created: int = 0) -> None:
+    def __init__(
+        self, *, response_id: str, model: str, created: int = 0, messages: bool = False
+    ) -> None:
+        """``messages``: also keep each event's JSON apart (`messages`), for a transport
+        that frames them itself (a WebSocket's text messages)."""
         self._id = response_id
         self._model = model
         self._created = created
@@ -77,11 +81,16 @@ class ResponsesEncoder:
         self._finished: dict[int, dict[str, Any] | msgspec.Raw] = {}
         #: the response object of the last ``response.completed``/``incomplete`` frame
         self.final: dict[str, Any] | None = None
+        #: each event's JSON since the caller last took them (with ``messages=True``)
+        self.messages: list[bytes] | None = [] if messages else None
 
     def _frame(self, kind: str, **fields: Any) -> bytes:
         obj = {"type": kind, "sequence_number": self._sequence, **fields}
         self._sequence += 1
-        return b"event: " + kind.encode() + b"\ndata: " + _encoder.encode(obj) + b"\n\n"
+        data = _encoder.encode(obj)
+        if self.messages is not None:
+            self.messages.append(data)
+        return b"event: " + kind.encode() + b"\ndata: " + data + b"\n\n"
 
     def _response(self, status: str, **fields: Any) -> dict[str, Any]:
         return {
