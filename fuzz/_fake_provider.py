@@ -155,25 +155,41 @@ class FakeProvider(ThreadedServer):
             counted = (
                 count_answer(request.path, request.body) if provider in self._built_in else None
             )
-            keep = self.respond(sock, fault, provider, hit, counted)
+            if counted is not None:
+                keep = self.respond_count(sock, fault, provider, hit, counted)
+            else:
+                keep = self.respond(sock, fault, provider, hit)
             if not keep:
                 return
 
-    def respond(
-        self, sock: socket.socket, fault: str, provider: str, hit: int, counted: bytes | None = None
-    ) -> bool:
-        """Write the response (``counted``: a token count's answer instead of the
-        provider's body); False when the connection must end afterwards."""
+    def respond(self, sock: socket.socket, fault: str, provider: str, hit: int) -> bool:
+        """Write the response; False when the connection must end afterwards."""
         body, ctype = self._bodies[provider]
-        if counted is not None:
-            body, ctype = counted, "application/json"
+        return self._reply(sock, fault, provider, hit, body, ctype, self._wrong.get(provider, body))
+
+    def respond_count(
+        self, sock: socket.socket, fault: str, provider: str, hit: int, counted: bytes
+    ) -> bool:
+        """Write a token count's answer (``counted``), with the fault asked for."""
+        return self._reply(sock, fault, provider, hit, counted, "application/json", counted)
+
+    def _reply(
+        self,
+        sock: socket.socket,
+        fault: str,
+        provider: str,
+        hit: int,
+        body: bytes,
+        ctype: str,
+        wrong: bytes,
+    ) -> bool:
         exchange = Exchange(
             sock=sock,
             provider=provider,
             body=body,
             ctype=ctype,
             hit=hit,
-            wrong=body if counted is not None else self._wrong.get(provider, body),
+            wrong=wrong,
             url=self.url,
             stall=self.stall,
             wait=self.wait,

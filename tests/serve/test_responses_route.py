@@ -73,17 +73,12 @@ class Scripted(FakeProvider):
         super().__init__()
         self.scripts: dict[str, list[bytes]] = {}
 
-    def respond(
-        self, sock: socket.socket, fault: str, provider: str, hit: int, counted: bytes | None = None
-    ) -> bool:
+    def respond(self, sock: socket.socket, fault: str, provider: str, hit: int) -> bool:
         script = self.scripts.get(provider)
-        if script is not None and counted is None:
+        if script is not None:
             self.register_body(f"{provider}-{hit}", script[min(hit, len(script)) - 1])
             return super().respond(sock, fault, f"{provider}-{hit}", hit)
-        return super().respond(sock, fault, provider, hit, counted)
-
-
-pytestmark = pytest.mark.usefixtures("shell")
+        return super().respond(sock, fault, provider, hit)
 
 
 @pytest.fixture(scope="module")
