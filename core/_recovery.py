@@ -361,8 +361,8 @@ def next_request(
             "answer holds more than text; prefill continues text only, so the Error stands"
         )
         return None
-    if cut.usage is None and isinstance(call, ProviderCall) and call.usage.total:
-        cut = msgspec.structs.replace(cut, usage=call.usage)  # what it reported before the cut
+    if isinstance(call, ProviderCall):
+        cut = call.reported(cut)  # what it reported before the cut
     left = _tokens_left(splice, cut, options.max_tokens, prefix)
     if left is not None and left <= 0:
         log.warning(

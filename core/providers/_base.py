@@ -251,9 +251,15 @@ class ProviderCall(abc.ABC):
         self.emit.done(stop_reason, self.usage, compute_cost(self.model, self.usage), paused=paused)
 
     def fail(self, error: Error) -> None:
+        self.emit.error(self.reported(error))
+
+    def reported(self, error: Error) -> Error:
+        """``error`` carrying the usage this call reported before it, where it carries
+        none: a request cut after its first events was billed for them (the shell's
+        own errors, a dropped connection or a timer, end the stream this way too)."""
         if error.usage is None and self._usage_or_none() is not None:
-            error = msgspec.structs.replace(error, usage=self.usage)
-        self.emit.error(error)
+            return msgspec.structs.replace(error, usage=self.usage)
+        return error
 
     def _start_event(self) -> Start:
         return Start(

@@ -9,7 +9,7 @@ cuts the connection mid-answer and counts the requests (the bill).
   prefix plus the continuation, usage is the sum of both requests.
 - bounds: a cut inside a tool call is not continued (one request, the `Error`);
   an upstream that always cuts gets ``1 + max_recoveries`` requests, then the
-  `Error`; without ``recover`` a cut is an `Error` after one request.
+  `Error` with the usage of them all; without ``recover`` a cut is an `Error` after one request.
 """
 
 from __future__ import annotations
@@ -331,6 +331,24 @@ def test_recoveries_are_bounded(shell: str) -> None:
     assert last["content"][0]["text"] == "aa"  # the text of the two requests before
     assert accumulate(events).text == "aaa"
     assert isinstance(events[-1], Error) and events[-1].kind == ErrorKind.NETWORK
+
+
+@pytest.mark.parametrize("framing", ["close", "chunked"])
+@pytest.mark.parametrize("shell", SHELLS)
+def test_when_every_request_is_cut_the_error_bills_every_one(shell: str, framing: str) -> None:
+    """The last request's usage is in the final `Error` too, whether the provider's
+    decoder saw the cut (``close``) or the HTTP layer did (``chunked``)."""
+    body = _prefix_cut(["a", "b", "c"], 1)
+    with Upstream(lambda request, n: (body, True), framing) as upstream:
+        model = _claude(f"http://127.0.0.1:{upstream.port}")
+        options = msgspec.structs.replace(OPTIONS, recover="continue", max_recoveries=2)
+        events = _collect(shell, model, options)
+        requests = len(upstream.requests)
+    one = _read(model, body)[-1]  # what one cut request reports
+    assert isinstance(one, Error) and one.usage is not None and one.usage.input > 0
+    error = events[-1]
+    assert isinstance(error, Error) and requests == 3
+    assert error.usage == Usage(input=3 * one.usage.input, output=3 * one.usage.output)
 
 
 def _first_text_then_leave(shell: str, model: Model, options: Options) -> list[Event]:
