@@ -254,7 +254,7 @@ class BodyBudget:
             raise HTTPError(
                 413,
                 "too_large",
-                f"request too complex: parsed, it would hold about {(held + extra) >> 10} KiB, "
+                f"request too complex: parsing it would hold about {(held + extra) >> 10} KiB, "
                 f"more than the server's memory budget ({self.max_buffered >> 10} KiB); send "
                 "fewer or larger messages, parts or tools",
             )
