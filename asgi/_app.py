@@ -47,7 +47,6 @@ from streamfn.core.serve._routes import (
     disconnected_early,
     models_body,
     parse_request,
-    parsed_cost,
     route,
 )
 from streamfn.core.serve._served import (
@@ -285,11 +284,11 @@ class App:
         held = [0]  # this request's share of the budget, until it ends
         try:
             body = await read(held)
-            extra = parsed_cost(body)
-            self.budget.hold_parsed(held[0], extra)
-            held[0] += extra
+            parsing, kept = self.budget.hold_parse(held[0], body)
+            held[0] += parsing
             request = await self._parse(path, body)
             del body
+            held[0] -= self.budget.release(parsing - kept)  # the parse's copies are gone
             check_model(served, request, self._max_output(request.model))
             await check_input_urls(self.runtime, self.resolver, request)  # DNS: after the rest
             await handle(request, held)

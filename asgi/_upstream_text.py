@@ -7,7 +7,9 @@ key. And the shell's own connect errors name the upstream's ``host:port``,
 an address on the operator's network a client has no business learning. So
 every `Error` a `ProviderBackend` stream yields is passed through
 `UpstreamText`: every configured key and header value the server holds
-becomes ``***`` (`streamfn.core._redact.scrub`, the one implementation), and a failure that
+becomes ``***`` (`streamfn.core._redact.scrub`, the one implementation; the core has
+already scrubbed the request's own before it shortened a long error text, and its cuts
+never leave part of a word, so no cut key slips past), and a failure that
 names the upstream's or its proxy's address (a connect error, a timeout, a
 proxy refusal, a body quoting its Host) says "the upstream" instead of the
 host, the port and the resolved address, after the operator's log got them
@@ -25,7 +27,7 @@ import re
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Final
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import urlsplit
 
 import msgspec
 
@@ -33,7 +35,7 @@ from streamfn.core._credentials import ENV_KEYS
 from streamfn.core._events import Error, Event
 from streamfn.core._models import Model
 from streamfn.core._options import Options
-from streamfn.core._redact import scrub, secret_values
+from streamfn.core._redact import request_secrets, scrub, secret_values
 from streamfn.core.http._proxy_env import proxy_for
 
 __all__ = ["UpstreamText", "configured_keys"]
@@ -80,12 +82,8 @@ class UpstreamText:
     ) -> None:
         """``keys``: every configured key (`configured_keys`); ``model`` and ``options``
         add this request's key, header values, URL key and addresses."""
-        url = options.base_url or model.base_url
-        parts = urlsplit(url)
-        values: list[str | None] = [options.api_key, parts.password]
-        values += [v for _, v in parse_qsl(parts.query)]
-        values += (model.headers or {}).values()
-        values += (options.headers or {}).values()
+        parts = urlsplit(options.base_url or model.base_url)
+        values: list[str] = []
         hosts: list[str] = []
         if parts.hostname:
             port = parts.port or (443 if parts.scheme == "https" else 80)
@@ -97,7 +95,7 @@ class UpstreamText:
             if proxy is not None:
                 values += _proxy_credentials(proxy.authorization)
                 hosts += [f"{proxy.host}:{proxy.port}", proxy.host]
-        self.secrets = keys | secret_values(values)
+        self.secrets = keys | request_secrets(model, options) | secret_values(values)
         self.hosts = tuple(h for h in hosts if h)
         self.model = model.key
 

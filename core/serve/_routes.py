@@ -10,6 +10,7 @@ the shell sends in the client's own error shape.
 from __future__ import annotations
 
 import hmac
+import re
 from collections.abc import Iterable
 from typing import Any, Final
 
@@ -24,7 +25,11 @@ from ._status import HTTPError
 __all__ = [
     "PARSED_BASE_BYTES",
     "PARSED_BYTES_PER_CONTAINER",
+    "PARSED_BYTES_PER_VALUE",
     "PARSE_INLINE_BYTES",
+    "PARSING_BYTES_PER_BODY_BYTE",
+    "PARSING_BYTES_PER_CONTAINER",
+    "PARSING_BYTES_PER_VALUE",
     "UNAUTHORIZED",
     "BodyBudget",
     "Route",
@@ -37,6 +42,7 @@ __all__ = [
     "models_body",
     "parse_request",
     "parsed_cost",
+    "parsing_cost",
     "route",
     "route_socket",
     "socket_body",
@@ -192,25 +198,73 @@ def admit(*, closing: bool, admitted: int, capacity: int) -> None:
 #: as Python objects: a message, a content part or a tool costs 100 to 310 bytes beyond
 #: its JSON text (a long prompt costs its length and nothing more).
 PARSED_BYTES_PER_CONTAINER: Final = 320
+#: ... and per JSON value of any kind: a number or a short string is a Python object
+#: of 30 to 60 bytes where its JSON text may be one or two
+PARSED_BYTES_PER_VALUE: Final = 64
 #: What any parsed request holds beside that (its options, context and request objects).
 PARSED_BASE_BYTES: Final = 16 << 10
+#: What a parse holds for a moment beyond what its result keeps, per JSON object or
+#: array: the decoded JSON next to the request built from it and the typed check's
+#: copy of that (measured: under 1,000 bytes for a message or a content part)
+PARSING_BYTES_PER_CONTAINER: Final = 1280
+#: ... per JSON value of any kind (measured: under 50 bytes for a number or a short string)
+PARSING_BYTES_PER_VALUE: Final = 128
+#: ... and per byte of the body, besides the body's strings at their width: the
+#: copies of it the value count makes (measured: under 2)
+PARSING_BYTES_PER_BODY_BYTE: Final = 2
+#: a character that makes Python keep a string at 4 bytes a character (UTF-8 of a
+#: character beyond U+FFFF, or its escaped surrogate), or at 2 (beyond U+00FF)
+_FOUR_BYTE_TEXT: Final = re.compile(rb"[\xf0-\xf4]|\\u[dD][89abAB]")
+_TWO_BYTE_TEXT: Final = re.compile(rb"[\xc4-\xef]|\\u(?!00)")
+
+
+def _text_width(body: bytes) -> int:
+    """Bytes per character of the widest string ``body`` can decode to: one emoji keeps
+    its whole string at 4 bytes a character, so a JSON text can take 4 times its size."""
+    if _FOUR_BYTE_TEXT.search(body):
+        return 4
+    return 2 if _TWO_BYTE_TEXT.search(body) else 1
 
 
 def parsed_cost(body: bytes) -> int:
     """The memory a parsed ``body`` holds beyond the body's own bytes: an estimate from
-    above, read off the raw bytes before parsing (two C-speed counts; a brace inside a
-    string is counted too, which only overestimates)."""
+    above, read off the raw bytes before parsing (C-speed counts and searches; a brace
+    or a comma inside a string is counted too, which only overestimates)."""
     containers = body.count(b"{") + body.count(b"[")
-    return PARSED_BASE_BYTES + PARSED_BYTES_PER_CONTAINER * containers
+    values = 1 + containers + body.count(b",")  # at least the JSON values there are
+    wider = (_text_width(body) - 1) * len(body)  # its strings, beyond the body's bytes
+    return (
+        PARSED_BASE_BYTES
+        + PARSED_BYTES_PER_CONTAINER * containers
+        + PARSED_BYTES_PER_VALUE * values
+        + wider
+    )
+
+
+def parsing_cost(body: bytes) -> int:
+    """The most memory parsing ``body`` holds at once beyond the body's own bytes: what
+    the result keeps (`parsed_cost`) and what the parse holds only for a moment, an
+    estimate from above read off the raw bytes as `parsed_cost` is."""
+    containers = body.count(b"{") + body.count(b"[")
+    values = 1 + containers + body.count(b",")
+    per_byte = PARSING_BYTES_PER_BODY_BYTE + _text_width(body)
+    passing = (
+        PARSING_BYTES_PER_CONTAINER * containers
+        + PARSING_BYTES_PER_VALUE * values
+        + per_byte * len(body)
+    )
+    return parsed_cost(body) + passing
 
 
 class BodyBudget:
     """Request bytes held in memory, all requests together, and each body's cap.
 
-    A body is charged as it arrives, then (`hold_parsed`) with what its parsed form
-    will hold, and the charge stays until the request ends: requests waiting on a
-    slow model hold their parsed form all that time. A non-streaming answer's events
-    are charged as they arrive (`hold_answer`) and held likewise. Past ``max_buffered`` a
+    A body is charged as it arrives, then (`hold_parse`) with what parsing it holds at
+    its most (`parsing_cost`), given back (`release`) down to what its parsed form
+    keeps (`parsed_cost`) once it is parsed; that charge stays until the request
+    ends: requests waiting on a slow model hold their parsed form all that time. A
+    non-streaming answer's events are charged as they arrive (`hold_answer`) and held
+    likewise. Past ``max_buffered`` a
     request is a 503 with ``Retry-After`` (many slow or large bodies cannot
     exhaust memory); past ``max_body`` it is a 413, and so is a request whose
     parsed form alone would never fit.
@@ -231,16 +285,24 @@ class BodyBudget:
         self._take(chunk)
 
     def hold_parsed(self, held: int, extra: int) -> None:
-        """Count ``extra`` bytes (`parsed_cost`) for a request that holds ``held`` already."""
+        """Count ``extra`` bytes (`parsing_cost`) for a request that holds ``held`` already."""
         if held + extra > self.max_buffered:
             raise HTTPError(
                 413,
                 "too_large",
-                f"request too complex: parsed, it would hold about {(held + extra) >> 10} KiB, "
+                f"request too complex: parsing it would hold about {(held + extra) >> 10} KiB, "
                 f"more than the server's memory budget ({self.max_buffered >> 10} KiB); send "
                 "fewer or larger messages, parts or tools",
             )
         self._take(extra)
+
+    def hold_parse(self, held: int, body: bytes) -> tuple[int, int]:
+        """Charge parsing ``body`` at its most for a request that holds ``held`` already
+        (`hold_parsed`); the charge and what of it stays once the body is parsed (its
+        parsed form's, `parsed_cost`: `release` the rest then)."""
+        parsing = parsing_cost(body)
+        self.hold_parsed(held, parsing)
+        return parsing, parsed_cost(body)
 
     def hold_answer(self, size: int) -> None:
         """Count ``size`` more bytes of an answer folded whole (``"stream": false``): it is
@@ -257,8 +319,10 @@ class BodyBudget:
             )
         self.buffered += size
 
-    def release(self, held: int) -> None:
+    def release(self, held: int) -> int:
+        """Give back ``held`` bytes; returns them."""
         self.buffered -= held
+        return held
 
 
 def disconnected_early() -> HTTPError:

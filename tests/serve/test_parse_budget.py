@@ -49,6 +49,8 @@ DOCUMENTS: list[Any] = [
     {"a": [1, 2, {"b": [], "c": {}, "d": 'x,y[{"'}], "e": [[]], "f": {"g": [1.5e3, None]}},
     [[[[]]], {"k": '\\"[,]\\'}, True, False, None, -0.0, "\u00e9\U0001f30d"],
     {"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}] * 3}]},
+    # long enough that the count goes a stretch of strings at a time: none is split
+    ["a,[{", 'q"\\', {"k,": [1, "]"]}] * 5000,
 ]
 
 
