@@ -240,7 +240,15 @@ class ProviderCall(abc.ABC):
 
     def finish(self, stop_reason: StopReason, *, paused: bool = False) -> None:
         """Emit `Done` with the usage gathered so far, priced with the model (``paused``:
-        the provider paused the turn, see `Done.paused`)."""
+        the provider paused the turn, see `Done.paused`).
+
+        A turn that ended normally with tool calls is `StopReason.TOOL_USE` whatever
+        word the wire used for its end: OpenAI-compatible servers (vLLM, llama.cpp,
+        several hosted ones) say ``stop``, Gemini has no word for it, and an agent loop
+        that branches on ``tool_use`` must not stop there. The calls are whole (`Done`
+        closes them); a ``length`` stop may have cut them and stays ``length``."""
+        if stop_reason is StopReason.STOP and not paused and self.emit.tool_calls:
+            stop_reason = StopReason.TOOL_USE
         self.emit.done(stop_reason, self.usage, compute_cost(self.model, self.usage), paused=paused)
 
     def fail(self, error: Error) -> None:

@@ -242,6 +242,29 @@ def test_an_anthropic_client_s_adaptive_thinking_and_effort_reach_claude(
     assert body["output_config"] == {"effort": "max"}  # max -> xhigh -> Opus 4.6's max
 
 
+def test_an_anthropic_client_s_thinking_display_reaches_claude(
+    gateway: Server, upstream: FakeProvider
+) -> None:
+    with anthropic.Anthropic(base_url=gateway.url, api_key=KEY, max_retries=0) as client:
+        client.messages.create(
+            model="anthropic:claude-opus-4-6",
+            max_tokens=4000,
+            messages=[{"role": "user", "content": "Why is the sky blue?"}],
+            thinking={"type": "adaptive", "display": "omitted"},
+        )
+        with pytest.raises(anthropic.BadRequestError, match=r"thinking\.display"):
+            client.messages.create(
+                model="anthropic:claude-opus-4-6",
+                max_tokens=4000,
+                messages=[{"role": "user", "content": "hi"}],
+                thinking={"type": "adaptive", "display": "hidden"},  # type: ignore[typeddict-item]
+            )
+    assert _sent(upstream, "effort-anthropic")[-1]["thinking"] == {
+        "type": "adaptive",
+        "display": "omitted",
+    }
+
+
 @pytest.mark.parametrize(("asked", "sent"), [("xhigh", "xhigh"), ("none", "none")])
 def test_an_openai_client_s_reasoning_effort_reaches_gpt_5x(
     gateway: Server, upstream: FakeProvider, asked: str, sent: str
