@@ -219,10 +219,14 @@ class ProviderBackend:
                 key = self.environ.get(served.api_key_env)
                 if not key:
                     raise MissingCredentials(
-                        f"{served.name} needs its key in ${served.api_key_env}"
+                        f"{served.name} needs its key in ${served.api_key_env}",
+                        resolved.provider,
+                        (served.api_key_env,),
                     )
                 options = msgspec.structs.replace(options, api_key=key)
-        return resolved, options, UpstreamText(resolved, options, self.environ, self.keys)
+        variables = (served.api_key_env,) if served and served.api_key_env else None
+        text = UpstreamText(resolved, options, self.environ, self.keys, variables)
+        return resolved, options, text
 
 
 class RouterBackend:
