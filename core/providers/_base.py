@@ -35,6 +35,7 @@ from .._events import (
 from .._messages import Context
 from .._models import Model, compute_cost
 from .._options import Options
+from .._rate_limits import read_rate_limits, read_request_id
 from ..wire._decoder import Decoder
 from ..wire._ndjson import NDJSONDecoder
 from ..wire._sse import ServerSentEvent, SSEComment, SSEDecoder
@@ -257,12 +258,15 @@ class ProviderCall(abc.ABC):
         self.emit.error(error)
 
     def _start_event(self) -> Start:
+        headers = self._headers  # the request id and rate limits come with the status
         return Start(
             api=self.api,
             provider=self.model.provider,
             model=self.model.id,
             response_id=self.response_id,
             response_model=self.response_model,
+            request_id=read_request_id(headers) if headers else None,
+            rate_limits=read_rate_limits(headers) if headers else None,
         )
 
     # -- internals ----------------------------------------------------------
