@@ -51,7 +51,6 @@ from streamfn.core.serve._guard import cors_headers, header, preflight_headers
 from streamfn.core.serve._inbound import ClientRequest
 from streamfn.core.serve._log_text import loggable
 from streamfn.core.serve._responses import (
-    MAX_BATCH,
     OPENED,
     Stamps,
     encoder_for,
@@ -81,11 +80,12 @@ from streamfn.core.serve._status import (
     shutting_down,
     shutting_down_refusal,
 )
+from streamfn.core.serve._upstream_headers import UpstreamIds
 
 from ._contract import Backend, ServerConfig, UnknownModelError, open_batches
 from ._failures import backend_failure
 from ._intake import receive_body
-from ._messages import Receive, Send, adding_headers, send_json, start_sse, watch_disconnect
+from ._messages import Receive, Send, answer_headers, send_json, start_sse, watch_disconnect
 from ._resolve import Resolver, check_input_urls, system_resolver
 from ._runtime import (
     ABORTED,
@@ -99,6 +99,7 @@ from ._runtime import (
     batch_bytes,
     ended_early,
     first_token_at,
+    next_batch,
 )
 from ._stamps import SystemStamps
 
@@ -189,17 +190,16 @@ class App:
         path = scope.get("path", "")
         headers = scope.get("headers", [])
         cors = cors_headers(header(headers, b"origin"), self.config.cors_origins)
-        if cors:
-            send = adding_headers(send, cors)
+        send, ids = answer_headers(send, cors, self.stamps)  # CORS, request id, rate limits
         try:
-            await self._route(scope, receive, send, path, bool(cors))
+            await self._route(scope, receive, send, path, bool(cors), ids)
         except HTTPError as exc:
             status, error_headers, body = error_response(dialect_for(path), exc)
             await send({"type": "http.response.start", "status": status, "headers": error_headers})
             await send({"type": "http.response.body", "body": body})
 
     async def _route(
-        self, scope: Scope, receive: Receive, send: Send, path: str, cors: bool
+        self, scope: Scope, receive: Receive, send: Send, path: str, cors: bool, ids: UpstreamIds
     ) -> None:
         headers = scope.get("headers", [])
         config = self.config
@@ -221,7 +221,7 @@ class App:
         elif chosen is Route.MODELS:
             await send_json(send, 200, models_body(self.backend.list_models(), headers))
         else:
-            await self._completion(receive, send, path)
+            await self._completion(receive, send, path, ids)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -277,7 +277,7 @@ class App:
             await self.runtime.wait(flag, timeout)
 
     # -- completions ------------------------------------------------------------------
-    async def _completion(self, receive: Receive, send: Send, path: str) -> None:
+    async def _completion(self, receive: Receive, send: Send, path: str, ids: UpstreamIds) -> None:
         config = self.config
         admit(
             closing=self._closing,
@@ -299,7 +299,7 @@ class App:
             del body
             check_model(path, request, self._max_output(request.model))
             await check_input_urls(self.runtime, self.resolver, request)  # DNS: after the rest
-            await self._run(receive, send, path, request, held)
+            await self._run(receive, send, path, request, held, ids)
         finally:
             self.budget.release(held[0])
             self.admitted -= 1
@@ -309,10 +309,11 @@ class App:
                     flag.set()
             if request is not None:
                 log.info(
-                    "served %s model=%s stream=%s in %.3f s",
+                    "served %s model=%s stream=%s request_id=%s in %.3f s",
                     path,
                     loggable(request.model),
                     request.stream,
+                    ids.request_id,
                     time.perf_counter() - started,
                 )
 
@@ -344,7 +345,13 @@ class App:
             raise HTTPError(404, "not_found", str(exc)) from None
 
     async def _run(
-        self, receive: Receive, send: Send, path: str, request: ClientRequest, held: list[int]
+        self,
+        receive: Receive,
+        send: Send,
+        path: str,
+        request: ClientRequest,
+        held: list[int],
+        ids: UpstreamIds,
     ) -> None:
         mailbox = Mailbox(self.runtime, max_bytes=self.config.max_unsent_bytes)
         if self._aborted:
@@ -352,7 +359,7 @@ class App:
         self._mailboxes.add(mailbox)
         try:
             async with self.runtime.task_group() as tasks:
-                tasks.start_soon(self._produce, request, mailbox)
+                tasks.start_soon(self._produce, request, mailbox, ids)
                 tasks.start_soon(watch_disconnect, receive, mailbox)
                 if request.stream:
                     await self._stream(send, mailbox, path, request)
@@ -361,7 +368,7 @@ class App:
         finally:
             self._mailboxes.discard(mailbox)
 
-    async def _produce(self, request: ClientRequest, mailbox: Mailbox) -> None:
+    async def _produce(self, request: ClientRequest, mailbox: Mailbox, ids: UpstreamIds) -> None:
         started = False  # a Start went out: a failure after it must not send another
 
         async def fail(error: Error) -> None:
@@ -383,7 +390,7 @@ class App:
                         if not batch:  # a backend's empty read: nothing to hand on
                             continue
                         # only a batch's first event can be a Start, only its last an Error
-                        started = started or isinstance(batch[0], Start)
+                        started = ids.saw(batch[0]) or started
                         last = batch[-1]
                         if isinstance(last, Error):
                             batch = [*batch[:-1], for_the_client(last, model)]
@@ -462,7 +469,7 @@ class App:
                     started = True
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
                 continue
-            batch = _batch(got, mailbox, started)
+            batch = next_batch(got, mailbox, started)
             if not started:
                 output = next((e for e in batch if not isinstance(e, Start)), None)
                 if output is None:
@@ -481,19 +488,3 @@ class App:
             await send({"type": "http.response.body", "body": body, "more_body": not final})
             if final:
                 return
-
-
-def _batch(got: list[Event] | Marker | None, mailbox: Mailbox, started: bool) -> list[Event]:
-    """What goes out in one write: ``got`` and what the producer already has ready
-    (no added latency, far fewer sends when the model outpaces the socket)."""
-    if got is ABORTED:
-        if not started:
-            raise shutting_down_refusal()
-        return [shutting_down()]
-    if got is None:
-        return [ended_early()]
-    assert not isinstance(got, Marker)
-    if mailbox.items and not isinstance(got[-1], (Done, Error)):
-        got = [*got]  # the producer's list stays the producer's
-        mailbox.take_ready(got, MAX_BATCH)
-    return got

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, MutableMapping
+from datetime import UTC, datetime
 from typing import Any
 
+from streamfn.core.serve._responses import Stamps
 from streamfn.core.serve._status import JSON_HEADERS, SSE_HEADERS, json_body
+from streamfn.core.serve._upstream_headers import UpstreamIds, upstream_headers
 
 from ._runtime import DISCONNECTED, Mailbox
 
@@ -16,6 +19,7 @@ __all__ = [
     "Receive",
     "Send",
     "adding_headers",
+    "answer_headers",
     "send_json",
     "start_sse",
     "watch_disconnect",
@@ -50,12 +54,32 @@ async def watch_disconnect(receive: Receive, mailbox: Mailbox) -> None:
         log.debug("receive failed while watching for a disconnect", exc_info=True)
 
 
-def adding_headers(send: Send, extra: list[tuple[bytes, bytes]]) -> Send:
-    """``send`` with ``extra`` headers added to the response start (CORS)."""
+def adding_headers(
+    send: Send,
+    extra: list[tuple[bytes, bytes]] | Callable[[], list[tuple[bytes, bytes]]],
+) -> Send:
+    """``send`` with ``extra`` headers added to the response start (CORS); a callable
+    ``extra`` is asked when the response starts (what it says may be known only then)."""
 
     async def wrapped(message: Message) -> None:
         if message["type"] == "http.response.start":
-            message = {**message, "headers": [*message.get("headers", []), *extra]}
+            added = extra() if callable(extra) else extra
+            message = {**message, "headers": [*message.get("headers", []), *added]}
         await send(message)
 
     return wrapped
+
+
+def answer_headers(
+    send: Send, cors: list[tuple[bytes, bytes]], stamps: Stamps
+) -> tuple[Send, UpstreamIds]:
+    """``send`` with the headers every answer carries: ``cors`` (if any), a request id
+    and the upstream's rate limits (`upstream_headers`), as known when the response
+    starts; and the `UpstreamIds` the request's producer fills in."""
+    ids = UpstreamIds(own=f"req_{stamps.hex_id()}")
+
+    def extra() -> list[tuple[bytes, bytes]]:
+        now = datetime.fromtimestamp(stamps.unix_time(), UTC)  # the shell's clock
+        return [*cors, *upstream_headers(ids, now)]
+
+    return adding_headers(send, extra), ids

@@ -33,7 +33,14 @@ from typing import Final
 
 import msgspec
 
-__all__ = ["RateLimit", "RateLimits", "parse_duration", "read_rate_limits", "read_request_id"]
+__all__ = [
+    "RateLimit",
+    "RateLimits",
+    "parse_duration",
+    "read_rate_limits",
+    "read_request_id",
+    "request_id_or_none",
+]
 
 
 class RateLimit(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
@@ -188,6 +195,13 @@ def read_request_id(headers: Iterable[tuple[str, str]]) -> str | None:
     get = _lookup(headers)
     for name in _REQUEST_ID_HEADERS:
         value = get(name)
-        if value is not None and _ID.fullmatch(value.strip()):
-            return value.strip()
+        if value is not None and (found := request_id_or_none(value)) is not None:
+            return found
     return None
+
+
+def request_id_or_none(value: str) -> str | None:
+    """``value`` as a request id if it is one (short printable ASCII, so it may be sent
+    on as a header), else None."""
+    value = value.strip()
+    return value if _ID.fullmatch(value) else None
