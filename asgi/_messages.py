@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, MutableMapping
-from datetime import UTC, datetime
 from typing import Any
 
-from streamfn.core.serve._responses import Stamps
 from streamfn.core.serve._status import JSON_HEADERS, SSE_HEADERS, json_body
-from streamfn.core.serve._upstream_headers import UpstreamIds, upstream_headers
 
 from ._runtime import DISCONNECTED, Mailbox
 
@@ -19,7 +16,6 @@ __all__ = [
     "Receive",
     "Send",
     "adding_headers",
-    "answer_headers",
     "send_json",
     "start_sse",
     "watch_disconnect",
@@ -38,8 +34,11 @@ async def start_sse(send: Send, extra: list[tuple[bytes, bytes]] | None = None) 
     await send({"type": "http.response.start", "status": 200, "headers": headers})
 
 
-async def send_json(send: Send, status: int, obj: Any) -> None:
-    await send({"type": "http.response.start", "status": status, "headers": list(JSON_HEADERS)})
+async def send_json(
+    send: Send, status: int, obj: Any, extra: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    headers = [*JSON_HEADERS, *(extra or ())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": json_body(obj)})
 
 
@@ -68,18 +67,3 @@ def adding_headers(
         await send(message)
 
     return wrapped
-
-
-def answer_headers(
-    send: Send, cors: list[tuple[bytes, bytes]], stamps: Stamps
-) -> tuple[Send, UpstreamIds]:
-    """``send`` with the headers every answer carries: ``cors`` (if any), a request id
-    and the upstream's rate limits (`upstream_headers`), as known when the response
-    starts; and the `UpstreamIds` the request's producer fills in."""
-    ids = UpstreamIds(own=f"req_{stamps.hex_id()}")
-
-    def extra() -> list[tuple[bytes, bytes]]:
-        now = datetime.fromtimestamp(stamps.unix_time(), UTC)  # the shell's clock
-        return [*cors, *upstream_headers(ids, now)]
-
-    return adding_headers(send, extra), ids

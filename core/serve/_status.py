@@ -34,7 +34,6 @@ __all__ = [
     "TIMEOUT_WORDS",
     "Dialect",
     "HTTPError",
-    "dialect_for",
     "early_error",
     "error_response",
     "for_the_client",
@@ -149,10 +148,6 @@ OPENAI: Final = Dialect()
 ANTHROPIC: Final = AnthropicDialect()
 
 
-def dialect_for(path: str) -> Dialect:
-    return ANTHROPIC if path == "/v1/messages" else OPENAI
-
-
 def error_response(dialect: Dialect, exc: HTTPError) -> tuple[int, Headers, bytes]:
     """Status, headers and body of ``exc`` in ``dialect``."""
     headers = list(JSON_HEADERS) + exc.headers
@@ -175,7 +170,7 @@ def is_timeout(error: Error) -> bool:
     )
 
 
-def early_error(path: str, error: Error) -> HTTPError:
+def early_error(dialect: Dialect, error: Error) -> HTTPError:
     """An error before anything was sent to the client, as the HTTP error its SDK knows.
 
     Before any output, or at any point of a non-streaming request (nothing is
@@ -195,7 +190,7 @@ def early_error(path: str, error: Error) -> HTTPError:
     # acts, so the SDKs (which retry any 5xx) are told not to retry it
     headers = [_NO_RETRY] if error.kind == ErrorKind.AUTH else None
     return HTTPError(
-        status, dialect_for(path).error_type(error.kind), error.message, error.retry_after, headers
+        status, dialect.error_type(error.kind), error.message, error.retry_after, headers
     )
 
 

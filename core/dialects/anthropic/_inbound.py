@@ -331,13 +331,15 @@ def _thinking_display(obj: dict[str, Any]) -> Literal["summarized", "omitted"] |
 
 
 def parse_anthropic_request(
-    body: bytes, *, allow_server_tools: frozenset[str] = frozenset()
+    body: bytes, *, allow_server_tools: frozenset[str] = frozenset(), counting: bool = False
 ) -> ClientRequest:
+    """A Messages request (``counting``: a ``count_tokens`` request, which has no
+    ``max_tokens`` and does not stream) as the server's `ClientRequest`."""
     obj = decode_body(body)
     check_fields(obj, _ANTHROPIC_FIELDS, _ANTHROPIC_IGNORED, "request")
     model = require(obj, "model", str, "request")
     max_tokens = integer(obj, "max_tokens", "request")
-    if max_tokens is None:
+    if max_tokens is None and not counting:
         raise BadRequest("request: missing required field 'max_tokens'")
     messages = require(obj, "messages", list, "request")
     if not messages:
