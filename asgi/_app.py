@@ -64,11 +64,12 @@ from streamfn.core.serve._status import (
     shutting_down_refusal,
 )
 
+from ._answer_ids import answer_headers, note_start
 from ._contract import Backend, ServerConfig, UnknownModelError, open_batches
 from ._counting import answer_count
 from ._failures import backend_failure
 from ._intake import receive_body
-from ._messages import Receive, Send, adding_headers, send_json, start_sse, watch_disconnect
+from ._messages import Receive, Send, send_json, start_sse, watch_disconnect
 from ._resolve import Resolver, check_input_urls, system_resolver
 from ._runtime import (
     ABORTED,
@@ -178,8 +179,7 @@ class App:
         path = scope.get("path", "")
         headers = scope.get("headers", [])
         cors = cors_headers(header(headers, b"origin"), self.config.cors_origins)
-        if cors:
-            send = adding_headers(send, cors)
+        send = answer_headers(send, cors, self.stamps)  # CORS, request id, rate limits
         try:
             await self._route(scope, receive, send, path, bool(cors))
         except HTTPError as exc:
@@ -384,7 +384,7 @@ class App:
                         if not batch:  # a backend's empty read: nothing to hand on
                             continue
                         # only a batch's first event can be a Start, only its last an Error
-                        started = started or isinstance(batch[0], Start)
+                        started = note_start(batch[0]) or started  # for the answer's headers
                         last = batch[-1]
                         if isinstance(last, Error):
                             batch = [*batch[:-1], for_the_client(last, model)]

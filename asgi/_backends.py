@@ -235,13 +235,17 @@ class ProviderBackend:
                 key = self.environ.get(served.api_key_env)
                 if not key:
                     raise MissingCredentials(
-                        f"{served.name} needs its key in ${served.api_key_env}"
+                        f"{served.name} needs its key in ${served.api_key_env}",
+                        resolved.provider,
+                        (served.api_key_env,),
                     )
                 options = msgspec.structs.replace(options, api_key=key)
         # resolved here, so a missing key raises (the operator's log, and the client's
-        # NO_UPSTREAM_KEY) rather than reaching a client as the shells' Error event
+        # no_upstream_key) rather than reaching a client as the shells' Error event
         options = with_credentials(resolved, options, self.environ)
-        return resolved, options, UpstreamText(resolved, options, self.environ, self.keys)
+        variables = (served.api_key_env,) if served and served.api_key_env else None
+        text = UpstreamText(resolved, options, self.environ, self.keys, variables)
+        return resolved, options, text
 
 
 class RouterBackend:

@@ -15,7 +15,7 @@ from streamfn.core._credentials import MissingCredentials
 from streamfn.core._events import Error
 from streamfn.core._schema import StructuredOutputUnsupported
 from streamfn.core.serve._log_text import loggable
-from streamfn.core.serve._status import NO_UPSTREAM_KEY
+from streamfn.core.serve._status import no_upstream_key
 
 from ._contract import UnknownModelError
 
@@ -38,7 +38,8 @@ def backend_failure(exc: Exception, model: str) -> Error:
             loggable(exc),
             extra=cli_words(_missing_key_for_the_cli(exc, model)),
         )
-        return Error.auth(NO_UPSTREAM_KEY)
+        # the variable's name is no secret, and the operator needs it: Bedrock's are a set
+        return Error.auth(no_upstream_key(exc.variables, all_of=exc.provider == "bedrock"))
     if isinstance(exc, StructuredOutputUnsupported):  # the client's schema, this model
         return Error.invalid_request(str(exc))
     # the details are the operator's (the log), not the untrusted client's

@@ -37,6 +37,7 @@ from streamfn.core._models import Model
 from streamfn.core._options import Options
 from streamfn.core._redact import request_secrets, scrub, secret_values
 from streamfn.core.http._proxy_env import proxy_for
+from streamfn.core.serve._status import for_the_client
 
 __all__ = ["UpstreamText", "configured_keys"]
 
@@ -79,9 +80,12 @@ class UpstreamText:
         options: Options,
         environ: Mapping[str, str],
         keys: frozenset[str],
+        variables: tuple[str, ...] | None = None,
     ) -> None:
         """``keys``: every configured key (`configured_keys`); ``model`` and ``options``
-        add this request's key, header values, URL key and addresses."""
+        add this request's key, header values, URL key and addresses. ``variables``: where
+        the operator keeps this model's key (None: the provider's usual variables), named
+        to the client when the upstream refuses it."""
         parts = urlsplit(options.base_url or model.base_url)
         values: list[str] = []
         hosts: list[str] = []
@@ -98,6 +102,8 @@ class UpstreamText:
         self.secrets = keys | request_secrets(model, options) | secret_values(values)
         self.hosts = tuple(h for h in hosts if h)
         self.model = model.key
+        self.variables = ENV_KEYS.get(model.provider, ()) if variables is None else variables
+        self.all_of = variables is None and model.provider == "bedrock"  # a set of variables
 
     def event(self, event: Event) -> Event:
         """``event`` as a client may see it (only an `Error` carries upstream text)."""
@@ -108,9 +114,10 @@ class UpstreamText:
             # the operator's log gets the address; the client gets what happened
             log.warning("upstream failure for %s: %s", self.model, message)
             message = _SOCKET_ADDRESS.sub(UPSTREAM, scrub(message, self.hosts, UPSTREAM))
-        if message == event.message:
-            return event
-        return msgspec.structs.replace(event, message=message)
+        if message != event.message:
+            event = msgspec.structs.replace(event, message=message)
+        # a refused key: the upstream's words (scrubbed) to the log, the fix to the client
+        return for_the_client(event, self.model, self.variables, all_of=self.all_of)
 
     def wrap(
         self, opened: AbstractAsyncContextManager[AsyncIterator[Event]]

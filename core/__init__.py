@@ -70,6 +70,7 @@ from ._model_spec import PriceTier
 from ._models import Model, catalog_info, get_model, list_models, model, register_model, use_catalog
 from ._options import AWSCredentials, CachePoint, Options, ThinkingLevel
 from ._partial_output import PartialOutput, PartialOutputs, iter_partial_outputs
+from ._rate_limits import RateLimits
 from ._recovery import Splice, continue_request, recovery_mode, resume_request
 from ._schema import StructuredOutputUnsupported
 from ._schema_check import SchemaMismatch
@@ -112,6 +113,7 @@ __all__ = [
     "PartialOutputs",
     "PriceTier",
     "ProtocolViolation",
+    "RateLimits",
     "SchemaMismatch",
     "ServerTool",
     "Splice",

@@ -95,7 +95,9 @@ def aws_credentials(environ: Mapping[str, str]) -> AWSCredentials:
     if not access or not secret:
         raise MissingCredentials(
             "no AWS credentials for bedrock: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
-            "(and AWS_SESSION_TOKEN for temporary credentials, AWS_REGION for the region)"
+            "(and AWS_SESSION_TOKEN for temporary credentials, AWS_REGION for the region)",
+            "bedrock",
+            ENV_KEYS["bedrock"],
         )
     return AWSCredentials(
         access_key_id=access,

@@ -29,6 +29,7 @@ from typing import Any, Final, TypeAlias, cast
 import msgspec
 
 from ._citations import Citation
+from ._rate_limits import RateLimits
 from ._schema_check import SchemaMismatch
 
 __all__ = [
@@ -153,8 +154,12 @@ class Cost(msgspec.Struct, kw_only=True, gc=False):
             self.total = self.input + self.output + self.cache_read + self.cache_write
 
 
-class Start(msgspec.Struct, tag="start", frozen=True, kw_only=True, gc=False):
-    """First event of every stream; names who answers, for logs and replay."""
+class Start(msgspec.Struct, tag="start", frozen=True, kw_only=True, omit_defaults=True, gc=False):
+    """First event of every stream; names who answers, for logs and replay.
+
+    Fields left at their defaults are not encoded (a decoder fills them in again), so
+    the fields added over time cost nothing where a provider does not send them.
+    """
 
     api: str = ""
     provider: str = ""
@@ -164,6 +169,13 @@ class Start(msgspec.Struct, tag="start", frozen=True, kw_only=True, gc=False):
     #: router picked), from the response itself; None where the wire does not say.
     #: ``model`` stays the id that was asked for (replay rules match on it).
     response_model: str | None = None
+    #: the provider's id for this HTTP request, from its response headers
+    #: (``x-request-id``, Anthropic's ``request-id``, Bedrock's ``x-amzn-requestid``):
+    #: what its support asks for; None where the provider sent none
+    request_id: str | None = None
+    #: the provider's rate-limit state after this request, from its response headers,
+    #: in one shape for every provider (see `RateLimits`); None where it sent none
+    rate_limits: RateLimits | None = None
 
 
 class TextStart(msgspec.Struct, tag="text_start", frozen=True, gc=False):

@@ -35,6 +35,7 @@ from .._events import (
 from .._messages import Context
 from .._models import Model, compute_cost
 from .._options import Options
+from .._rate_limits import read_rate_limits, read_request_id
 from .._redact import request_secrets, scrub, shorten
 from ..wire._decoder import Decoder
 from ..wire._ndjson import NDJSONDecoder
@@ -247,7 +248,15 @@ class ProviderCall(abc.ABC):
 
     def finish(self, stop_reason: StopReason, *, paused: bool = False) -> None:
         """Emit `Done` with the usage gathered so far, priced with the model (``paused``:
-        the provider paused the turn, see `Done.paused`)."""
+        the provider paused the turn, see `Done.paused`).
+
+        A turn that ended normally with tool calls is `StopReason.TOOL_USE` whatever
+        word the wire used for its end: OpenAI-compatible servers (vLLM, llama.cpp,
+        several hosted ones) say ``stop``, Gemini has no word for it, and an agent loop
+        that branches on ``tool_use`` must not stop there. The calls are whole (`Done`
+        closes them); a ``length`` stop may have cut them and stays ``length``."""
+        if stop_reason is StopReason.STOP and not paused and self.emit.tool_calls:
+            stop_reason = StopReason.TOOL_USE
         self.emit.done(stop_reason, self.usage, compute_cost(self.model, self.usage), paused=paused)
 
     def fail(self, error: Error) -> None:
@@ -262,12 +271,15 @@ class ProviderCall(abc.ABC):
         return error
 
     def _start_event(self) -> Start:
+        headers = self._headers  # the request id and rate limits come with the status
         return Start(
             api=self.api,
             provider=self.model.provider,
             model=self.model.id,
             response_id=self.response_id,
             response_model=self.response_model,
+            request_id=read_request_id(headers) if headers else None,
+            rate_limits=read_rate_limits(headers) if headers else None,
         )
 
     # -- internals ----------------------------------------------------------

@@ -187,7 +187,6 @@ class OpenAIResponsesCall(SSECall):
     ) -> None:
         super().__init__(model, context, options, request)
         self._tools: dict[int, _Tool] = {}
-        self._saw_tool = False
         self._streamed: dict[Hashable, bool] = {}  # text keys that got deltas
         self._parts_streamed: set[tuple[int, tuple[str, int]]] = set()
         self._last_part: dict[int, tuple[str, int]] = {}  # reasoning item -> last part seen
@@ -252,7 +251,7 @@ class OpenAIResponsesCall(SSECall):
     def _on_completed(self, ev: _Event) -> None:
         self._take_usage(ev)
         self._flush_tools()
-        self.finish(StopReason.TOOL_USE if self._saw_tool else StopReason.STOP)
+        self.finish(StopReason.STOP)  # tool calls make it tool_use (`finish`)
 
     def _on_incomplete(self, ev: _Event) -> None:
         self._take_usage(ev)
@@ -398,7 +397,6 @@ class OpenAIResponsesCall(SSECall):
         if not item.call_id or not item.name:
             raise ValueError("function_call item without call_id or name")
         tool.started = True
-        self._saw_tool = True
         key = ("tool", index)
         self.emit.tool_start(key, item.call_id, item.name)
         if item.arguments:
