@@ -87,6 +87,7 @@ _IGNORED: Final = frozenset(
     {
         "user",
         "metadata",
+        "client_metadata",
         "parallel_tool_calls",
         "service_tier",
         "prompt_cache_key",

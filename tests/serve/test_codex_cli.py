@@ -1,0 +1,149 @@
+"""Codex CLI, OpenAI's coding agent, finishing a tool-calling turn through `streamfn serve`.
+
+The real ``codex exec`` (npm ``@openai/codex``, pinned in `.ci/run`, found in
+``STREAMFN_NODE_DIR`` like the other node clients) talks Responses over HTTP to a
+gateway whose model is Claude (the loopback fake provider, scripted): the first answer
+calls Codex's own shell tool, Codex runs the command and sends its output back, the
+second answer is text that Codex prints before exiting 0. Codex is configured only by
+``-c`` flags (``--strict-config`` refuses a key this version does not know) and a
+temporary ``CODEX_HOME``; everything that would reach OpenAI is switched off.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from loopback_server import KEY, Server, provider_backend
+from test_front_end_routes import NODE_DIR
+from test_responses_route import CLAUDE, Scripted, _tool_use_body
+
+from streamfn.asgi import App, ServerConfig
+from streamfn.asgi._backends import RouterBackend
+from streamfn.core import Model
+from streamfn.fuzz._fake_bodies import anthropic_body
+
+CODEX = NODE_DIR / "node_modules" / ".bin" / "codex"
+# the shell computes the marker, so it reaching the upstream proves the command ran
+COMMAND = "echo streamfn-$((6 * 7)) | tee proof.txt"
+MARKER = "streamfn-42"
+ANSWER = "The file proof.txt now holds streamfn-42."
+
+
+def _codex() -> Path:
+    """The installed Codex CLI; without it CI fails and a laptop skips, saying why."""
+    missing = (
+        "node is not installed"
+        if shutil.which("node") is None
+        else f"@openai/codex is not installed in {NODE_DIR} (.ci/run installs it)"
+        if not CODEX.is_file()
+        else None
+    )
+    if missing is None:
+        return CODEX
+    if os.environ.get("CI"):
+        pytest.fail(f"{missing}: CI must run the Codex CLI test")
+    pytest.skip(missing)
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[Scripted]:
+    with Scripted() as fake:
+        fake.scripts["codex-turn"] = [
+            _tool_use_body("exec_command", {"cmd": COMMAND}),
+            anthropic_body([ANSWER]),
+        ]
+        yield fake
+
+
+@pytest.fixture(scope="module")
+def gateway(upstream: Scripted) -> Iterator[Server]:
+    claude = Model(
+        id=CLAUDE,
+        provider="anthropic",
+        api="anthropic",
+        base_url=upstream.base_url("ok", "codex-turn", "codex"),
+        max_output=64_000,
+    )
+    backend = provider_backend({"ANTHROPIC_API_KEY": "upstream-key"}, models=[claude])
+    backend.models["claude-for-codex"] = claude
+    with Server(App(RouterBackend(None, backend), ServerConfig(api_key=KEY))) as server:
+        yield server
+
+
+def _config(gateway: Server) -> list[str]:
+    """``-c`` flags: the gateway as a Responses provider, nothing else reaching out."""
+    provider = (
+        '{name = "streamfn", base_url = "%s/v1", env_key = "STREAMFN_GATEWAY_KEY", '
+        'wire_api = "responses", request_max_retries = 0, stream_max_retries = 0, '
+        "stream_idle_timeout_ms = 20000}" % gateway.url
+    )
+    settings = {
+        "model_providers.streamfn": provider,
+        "model_provider": '"streamfn"',
+        "model": '"claude-for-codex"',
+        "analytics.enabled": "false",
+        "feedback.enabled": "false",
+        "check_for_update_on_startup": "false",
+        "otel.exporter": '"none"',
+        "otel.trace_exporter": '"none"',
+        "otel.metrics_exporter": '"none"',
+        "web_search": '"disabled"',
+        "history.persistence": '"none"',
+        "features.multi_agent": "false",
+    }
+    return [flag for key, value in settings.items() for flag in ("-c", f"{key}={value}")]
+
+
+def _tool_results(request_body: bytes) -> list[dict[str, Any]]:
+    sent = json.loads(request_body)
+    return [
+        block
+        for message in sent["messages"]
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if block.get("type") == "tool_result"
+    ]
+
+
+def test_codex_runs_its_shell_tool_and_prints_the_answer(
+    gateway: Server, upstream: Scripted, tmp_path: Path
+) -> None:
+    codex = _codex()
+    work, home = tmp_path / "work", tmp_path / "home"
+    work.mkdir()
+    (home / ".codex").mkdir(parents=True)
+    environ = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(home),
+        "CODEX_HOME": str(home / ".codex"),
+        "SHELL": shutil.which("bash") or "/bin/sh",
+        "STREAMFN_GATEWAY_KEY": KEY,
+        "NO_COLOR": "1",
+    }
+    before = len(upstream.requests)
+    done = subprocess.run(
+        [str(codex), "exec", "--strict-config", "--skip-git-repo-check", "--ephemeral"]
+        + ["--sandbox", "danger-full-access", "--color", "never", "--cd", str(work)]
+        + _config(gateway)
+        + ["Write the marker to proof.txt."],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=environ,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert done.stdout.strip().endswith(ANSWER), (done.stdout, done.stderr[-4000:])
+    assert (work / "proof.txt").read_text().strip() == MARKER  # Codex ran the command
+    first, second = upstream.requests[before:]  # exactly one tool turn, no retries
+    tools = json.loads(first.body)["tools"]
+    assert "exec_command" in [tool["name"] for tool in tools]
+    [result] = _tool_results(second.body)
+    assert result["tool_use_id"] == "toolu_01Weather" and MARKER in json.dumps(result)
