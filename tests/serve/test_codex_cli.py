@@ -6,15 +6,18 @@ gateway whose model is Claude (the loopback fake provider, scripted): the first 
 calls Codex's own shell tool, Codex runs the command and sends its output back, the
 second answer is text that Codex prints before exiting 0. Codex is configured only by
 ``-c`` flags (``--strict-config`` refuses a key this version does not know) and a
-temporary ``CODEX_HOME``; everything that would reach OpenAI is switched off.
+temporary ``CODEX_HOME``: the configuration the manual shows, pointed at this gateway,
+with everything that would reach OpenAI switched off.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,13 +33,15 @@ from streamfn.core import Model
 from streamfn.fuzz._fake_bodies import anthropic_body
 
 CODEX = NODE_DIR / "node_modules" / ".bin" / "codex"
+VERSION = "0.171.0"  # the version .ci/run pins: its tools and flags change between releases
 # the shell computes the marker, so it reaching the upstream proves the command ran
 COMMAND = "echo streamfn-$((6 * 7)) | tee proof.txt"
 MARKER = "streamfn-42"
 ANSWER = "The file proof.txt now holds streamfn-42."
 
 
-def _codex() -> Path:
+@pytest.fixture
+def codex() -> Path:
     """The installed Codex CLI; without it CI fails and a laptop skips, saying why."""
     missing = (
         "node is not installed"
@@ -46,8 +51,11 @@ def _codex() -> Path:
         else None
     )
     if missing is None:
+        manifest = NODE_DIR / "node_modules" / "@openai" / "codex" / "package.json"
+        installed = json.loads(manifest.read_text(encoding="utf-8"))["version"]
+        assert installed == VERSION, f"{NODE_DIR} holds @openai/codex {installed}, not {VERSION}"
         return CODEX
-    if os.environ.get("CI"):
+    if os.environ.get("CI", "").lower() not in ("", "0", "false"):
         pytest.fail(f"{missing}: CI must run the Codex CLI test")
     pytest.skip(missing)
 
@@ -77,28 +85,49 @@ def gateway(upstream: Scripted) -> Iterator[Server]:
         yield server
 
 
+def _documented_config() -> dict[str, Any]:
+    """The ``~/.codex/config.toml`` the manual shows (docs/gateway.md, "Codex CLI")."""
+    page = (Path(__file__).parents[2] / "docs" / "gateway.md").read_text(encoding="utf-8")
+    [block] = [
+        code
+        for code in re.findall(r"```toml\n(.*?)```", page, re.DOTALL)
+        if "[model_providers.streamfn]" in code
+    ]
+    return tomllib.loads(block)
+
+
+def _flags(table: dict[str, Any], prefix: str = "") -> list[str]:
+    """``table`` as Codex's ``-c key=value`` flags (dotted keys, TOML values)."""
+    flags = []
+    for key, value in table.items():
+        if isinstance(value, dict):
+            flags += _flags(value, f"{prefix}{key}.")
+        else:
+            flags += ["-c", f"{prefix}{key}={json.dumps(value)}"]  # JSON scalars are TOML
+    return flags
+
+
 def _config(gateway: Server) -> list[str]:
-    """``-c`` flags: the gateway as a Responses provider, nothing else reaching out."""
-    provider = (
-        '{name = "streamfn", base_url = "%s/v1", env_key = "STREAMFN_GATEWAY_KEY", '
-        'wire_api = "responses", request_max_retries = 0, stream_max_retries = 0, '
-        "stream_idle_timeout_ms = 20000}" % gateway.url
+    """The documented configuration pointed at this gateway, with everything else that
+    would reach out (analytics, feedback, update checks, telemetry) switched off."""
+    config = _documented_config()
+    config["model"] = "claude-for-codex"
+    provider = config["model_providers"]["streamfn"]
+    assert provider["base_url"] == "http://127.0.0.1:8000/v1"  # the documented address
+    provider.update(
+        base_url=gateway.url + "/v1",
+        request_max_retries=0,
+        stream_max_retries=0,
+        stream_idle_timeout_ms=20_000,
     )
-    settings = {
-        "model_providers.streamfn": provider,
-        "model_provider": '"streamfn"',
-        "model": '"claude-for-codex"',
-        "analytics.enabled": "false",
-        "feedback.enabled": "false",
-        "check_for_update_on_startup": "false",
-        "otel.exporter": '"none"',
-        "otel.trace_exporter": '"none"',
-        "otel.metrics_exporter": '"none"',
-        "web_search": '"disabled"',
-        "history.persistence": '"none"',
-        "features.multi_agent": "false",
+    config |= {
+        "check_for_update_on_startup": False,
+        "analytics": {"enabled": False},
+        "feedback": {"enabled": False},
+        "otel": {"exporter": "none", "trace_exporter": "none", "metrics_exporter": "none"},
+        "history": {"persistence": "none"},
     }
-    return [flag for key, value in settings.items() for flag in ("-c", f"{key}={value}")]
+    return _flags(config)
 
 
 def _tool_results(request_body: bytes) -> list[dict[str, Any]]:
@@ -113,9 +142,8 @@ def _tool_results(request_body: bytes) -> list[dict[str, Any]]:
 
 
 def test_codex_runs_its_shell_tool_and_prints_the_answer(
-    gateway: Server, upstream: Scripted, tmp_path: Path
+    codex: Path, gateway: Server, upstream: Scripted, tmp_path: Path
 ) -> None:
-    codex = _codex()
     work, home = tmp_path / "work", tmp_path / "home"
     work.mkdir()
     (home / ".codex").mkdir(parents=True)
@@ -124,15 +152,14 @@ def test_codex_runs_its_shell_tool_and_prints_the_answer(
         "HOME": str(home),
         "CODEX_HOME": str(home / ".codex"),
         "SHELL": shutil.which("bash") or "/bin/sh",
-        "STREAMFN_GATEWAY_KEY": KEY,
+        "STREAMFN_GATEWAY_KEY": KEY,  # the documented env_key
         "NO_COLOR": "1",
     }
     before = len(upstream.requests)
+    flags = ["--strict-config", "--skip-git-repo-check", "--ephemeral", "--color", "never"]
+    sandbox = ["--sandbox", "danger-full-access", "--cd", str(work)]  # root in a container
     done = subprocess.run(
-        [str(codex), "exec", "--strict-config", "--skip-git-repo-check", "--ephemeral"]
-        + ["--sandbox", "danger-full-access", "--color", "never", "--cd", str(work)]
-        + _config(gateway)
-        + ["Write the marker to proof.txt."],
+        [str(codex), "exec", *flags, *sandbox, *_config(gateway), "Write the marker to proof.txt."],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
