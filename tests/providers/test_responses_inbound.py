@@ -96,6 +96,10 @@ def test_a_plain_string_input_and_instructions() -> None:
         ({"reasoning": {"effort": "galaxy"}}, "request.reasoning.effort"),
         ({"tools": [{"type": "web_search"}]}, "server tool 'web_search' is not enabled"),
         (
+            {"tools": [{"type": "namespace", "name": "multi_agent_v1", "tools": []}]},
+            "tools[0].type: 'namespace' tools ('multi_agent_v1') are not supported",
+        ),
+        (
             {"input": [{"type": "reasoning", "summary": [], "encrypted_content": CARRIED + "%%"}]},
             "encrypted_content",
         ),
