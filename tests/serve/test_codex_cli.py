@@ -16,6 +16,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tomllib
 from collections.abc import Iterator
@@ -141,6 +142,27 @@ def _tool_results(request_body: bytes) -> list[dict[str, Any]]:
     ]
 
 
+def _run(argv: list[str], environ: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``argv`` to its end, within a minute; on a hang its whole process group is killed
+    (node's wrapper, the native binary and the commands it runs), then the test fails."""
+    with subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=environ,
+        start_new_session=True,
+    ) as proc:
+        try:
+            out, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+            pytest.fail(f"codex exec did not finish within 60 s: {err[-4000:]}")
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
 def test_codex_runs_its_shell_tool_and_prints_the_answer(
     codex: Path, gateway: Server, upstream: Scripted, tmp_path: Path
 ) -> None:
@@ -158,14 +180,8 @@ def test_codex_runs_its_shell_tool_and_prints_the_answer(
     before = len(upstream.requests)
     flags = ["--strict-config", "--skip-git-repo-check", "--ephemeral", "--color", "never"]
     sandbox = ["--sandbox", "danger-full-access", "--cd", str(work)]  # root in a container
-    done = subprocess.run(
-        [str(codex), "exec", *flags, *sandbox, *_config(gateway), "Write the marker to proof.txt."],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        env=environ,
-        timeout=60,
-    )
+    argv = [str(codex), "exec", *flags, *sandbox, *_config(gateway), "Write the marker."]
+    done = _run(argv, environ)
     assert done.returncode == 0, done.stderr[-4000:]
     assert done.stdout.strip().endswith(ANSWER), (done.stdout, done.stderr[-4000:])
     assert (work / "proof.txt").read_text().strip() == MARKER  # Codex ran the command
