@@ -174,9 +174,9 @@ def test_codex_runs_its_shell_tool_and_prints_the_answer(
         "HOME": str(home),
         "CODEX_HOME": str(home / ".codex"),
         "SHELL": shutil.which("bash") or "/bin/sh",
-        "STREAMFN_GATEWAY_KEY": KEY,  # the documented env_key
         "NO_COLOR": "1",
     }
+    environ[_documented_config()["model_providers"]["streamfn"]["env_key"]] = KEY
     before = len(upstream.requests)
     flags = ["--strict-config", "--skip-git-repo-check", "--ephemeral", "--color", "never"]
     sandbox = ["--sandbox", "danger-full-access", "--cd", str(work)]  # root in a container
@@ -186,6 +186,9 @@ def test_codex_runs_its_shell_tool_and_prints_the_answer(
     assert done.stdout.strip().endswith(ANSWER), (done.stdout, done.stderr[-4000:])
     assert (work / "proof.txt").read_text().strip() == MARKER  # Codex ran the command
     first, second = upstream.requests[before:]  # exactly one tool turn, no retries
+    for request in (first, second):  # the upstream sees the server's key, never the client's
+        assert request.headers["x-api-key"] == "upstream-key"
+        assert KEY not in json.dumps(request.headers) and KEY.encode() not in request.body
     tools = json.loads(first.body)["tools"]
     assert "exec_command" in [tool["name"] for tool in tools]
     [result] = _tool_results(second.body)
