@@ -96,6 +96,10 @@ def test_a_plain_string_input_and_instructions() -> None:
         ({"reasoning": {"effort": "galaxy"}}, "request.reasoning.effort"),
         ({"tools": [{"type": "web_search"}]}, "server tool 'web_search' is not enabled"),
         (
+            {"tools": [{"type": "namespace", "name": "multi_agent_v1", "tools": []}]},
+            "tools[0].type: 'namespace' tools ('multi_agent_v1') are not supported",
+        ),
+        (
             {"input": [{"type": "reasoning", "summary": [], "encrypted_content": CARRIED + "%%"}]},
             "encrypted_content",
         ),
@@ -112,6 +116,28 @@ def test_store_false_or_left_out_is_accepted() -> None:
     for store in ({"store": False}, {}):
         body = {"model": "m", "input": "Hi", **store}
         assert parse_responses_request(json.dumps(body).encode()).context.messages
+
+
+def test_the_fields_codex_cli_sends_every_turn_are_accepted() -> None:
+    """Codex CLI's request (0.171): its bookkeeping fields change nothing it may not choose."""
+    body = {
+        "model": "m",
+        "input": [
+            {"type": "message", "id": "msg_1", "role": "developer", "content": "Be careful."},
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Hi"}]},
+        ],
+        "stream": True,
+        "tool_choice": "auto",
+        "parallel_tool_calls": True,
+        "reasoning": {"summary": "auto"},
+        "store": False,
+        "include": ["reasoning.encrypted_content"],
+        "prompt_cache_key": "0195-session",
+        "client_metadata": {"session_id": "0195-session", "x-codex-turn-metadata": "{}"},
+    }
+    parsed = parse_responses_request(json.dumps(body).encode())
+    assert parsed.context.system_prompt == "Be careful."
+    assert parsed.context.messages[0].content == [TextContent(text="Hi")]
 
 
 def _final(events: list[Event]) -> dict[str, Any] | None:

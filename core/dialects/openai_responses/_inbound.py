@@ -87,6 +87,7 @@ _IGNORED: Final = frozenset(
     {
         "user",
         "metadata",
+        "client_metadata",
         "parallel_tool_calls",
         "service_tier",
         "prompt_cache_key",
@@ -315,7 +316,13 @@ def _tools(value: Any) -> list[Tool | ServerTool]:
             config = {k: v for k, v in tool.items() if k != "type"}
             out.append(ServerTool(type="web_search", config=config))
         else:
-            raise BadRequest(f"{where}.type: only function and web_search tools are supported")
+            named = tool.get("name")
+            raise BadRequest(
+                f"{where}.type: {kind!r} tools"
+                + (f" ({named[:64]!r})" if isinstance(named, str) else "")
+                + " are not supported by this server: send function tools (and web_search, "
+                "where the operator allows it)"
+            )
     return out
 
 
