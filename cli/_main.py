@@ -108,6 +108,12 @@ def _use_user_catalog() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``streamfn`` command with ``argv`` (default: the process's arguments).
+
+    Returns the exit code: 0 success, 1 runtime error (network, model, credentials),
+    130 interrupted; a usage error exits 2 (`SystemExit`), as argparse does. Errors
+    are reported as one line on stderr that says what failed and what to do.
+    """
     try:
         load_entry_point_apis()  # wire formats installed by other packages (`streamfn.apis`)
         _use_user_catalog()

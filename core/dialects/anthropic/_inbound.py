@@ -323,6 +323,9 @@ def _anthropic_thinking(
 def parse_anthropic_request(
     body: bytes, *, allow_server_tools: frozenset[str] = frozenset()
 ) -> ClientRequest:
+    """An Anthropic Messages request body as a typed request; server tools outside
+    ``allow_server_tools`` are refused. Raises `streamfn.core.UsageError` naming
+    the field that is wrong."""
     obj = decode_body(body)
     check_fields(obj, _ANTHROPIC_FIELDS, _ANTHROPIC_IGNORED, "request")
     model = require(obj, "model", str, "request")
