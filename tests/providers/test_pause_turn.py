@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from corpus_support import CORPUS
+from corpus_support import CORPUS, corpus_dir
 from fake_provider import FakeProvider
 from request_oracles import violations
 from shell_runner import FAST, SHELLS, run
@@ -231,8 +231,7 @@ def test_a_recorded_pause_continues_with_a_request_the_sdk_accepts(shell: str) -
     """The paused answer goes back whole (thinking and its signature, every server tool
     use and result) as the last assistant turn, in a request the Anthropic SDK's own
     types and the provider's published rules accept; the caller sees one stream."""
-    if not RECORDED.exists():
-        pytest.skip("the recorded corpus is absent")
+    corpus_dir()
     with RecordedPause() as fake:
         model = Model(
             id="claude-sonnet-4-6",
