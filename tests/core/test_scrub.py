@@ -15,3 +15,13 @@ def test_short_or_missing_values_are_not_secrets() -> None:
     short = "x" * (MIN_SECRET_CHARS - 1)
     assert secret_values([None, "", "1", short, "  long-enough-value  "]) == {"long-enough-value"}
     assert scrub("nothing to hide", set()) == "nothing to hide"
+
+
+def test_a_value_of_exactly_the_minimum_length_is_a_secret() -> None:
+    """The boundary itself: `MIN_SECRET_CHARS` characters (padding stripped) is a
+    secret and is scrubbed; one fewer is not."""
+    exact = "k" * (MIN_SECRET_CHARS - 1) + "Z"
+    assert len(exact) == MIN_SECRET_CHARS
+    found = secret_values([f"  {exact}\n", exact[1:]])
+    assert found == {exact}
+    assert scrub(f"key={exact}; short={exact[1:]}x", found) == f"key=***; short={exact[1:]}x"
