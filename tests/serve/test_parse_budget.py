@@ -35,6 +35,7 @@ from streamfn.core.serve._request_fields import (
 from streamfn.core.serve._routes import parse_request
 from streamfn.core.serve._status import HTTPError
 from streamfn.fuzz._events_backend import EventsBackend
+from streamfn.fuzz._json_properties import json_values
 
 
 def _oracle_count(value: Any) -> int:
@@ -58,22 +59,10 @@ DOCUMENTS: list[Any] = [
 
 #: text made of what the count must see through: quotes, escapes, brackets, separators
 TRICKY_TEXT = st.text(alphabet=st.sampled_from('[]{},:"\\ a\u00e9\U0001f30d\n\t/'), max_size=12)
-SCALARS = (
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=8)
-    | TRICKY_TEXT
-)
-JSON_VALUES = st.recursive(
-    SCALARS,
-    lambda inner: (
-        st.lists(inner, max_size=6)
-        | st.dictionaries(st.text(max_size=6) | TRICKY_TEXT, inner, max_size=6)
-    ),
-    max_leaves=60,
-)
+#: documents: the fuzz kit's JSON values, and beside them strings and keys made of the
+#: tricky characters, in lists and objects
+TRICKY = st.lists(TRICKY_TEXT, max_size=4) | st.dictionaries(TRICKY_TEXT, json_values, max_size=4)
+JSON_VALUES = st.tuples(json_values, TRICKY).map(list)
 
 
 #: what JSON allows between tokens
