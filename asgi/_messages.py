@@ -34,8 +34,11 @@ async def start_sse(send: Send, extra: list[tuple[bytes, bytes]] | None = None) 
     await send({"type": "http.response.start", "status": 200, "headers": headers})
 
 
-async def send_json(send: Send, status: int, obj: Any) -> None:
-    await send({"type": "http.response.start", "status": status, "headers": list(JSON_HEADERS)})
+async def send_json(
+    send: Send, status: int, obj: Any, extra: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    headers = [*JSON_HEADERS, *(extra or ())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": json_body(obj)})
 
 

@@ -17,6 +17,7 @@ from streamfn.core._call import load_entry_point_apis
 
 from ._command import EXIT_INTERRUPTED, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, CommandError, leaves
 from ._commands import commands
+from ._log_output import show_library_warnings
 
 __all__ = ["build_parser", "main", "report"]
 
@@ -114,6 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     130 interrupted; a usage error exits 2 (`SystemExit`), as argparse does. Errors
     are reported as one line on stderr that says what failed and what to do.
     """
+    show_library_warnings()
     try:
         load_entry_point_apis()  # wire formats installed by other packages (`streamfn.apis`)
         _use_user_catalog()

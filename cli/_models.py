@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ._command import EXIT_OK, EXIT_USAGE, Command, CommandError
+from ._flags import seconds
 from ._model_dir import LOCAL_PREFIX
 
 if TYPE_CHECKING:
@@ -34,6 +35,8 @@ examples:
 
 STREAMFN_MODELS_FILE=FILE uses that catalogue instead of the built-in and cached
 ones; STREAMFN_MODELS_URL (or --url) fetches from a mirror of models.dev/api.json.
+A fetch takes at most --timeout seconds (120) and 64 MiB, and follows a redirect
+only within the URL's origin or to a public address.
 """
 
 
@@ -52,6 +55,12 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         "--url",
         help="where --refresh fetches from (a mirror; default $STREAMFN_MODELS_URL "
         "or https://models.dev/api.json)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=seconds(zero=False),
+        metavar="SECONDS",
+        help="the longest --refresh may take in all (default 120)",
     )
     parser.add_argument(
         "--source", action="store_true", help="say which catalogue is in use, and stop"
@@ -74,6 +83,7 @@ def _status(model: Model) -> str:
 def _update(args: argparse.Namespace) -> None:
     """``--refresh``/``--from``: write the new catalogue to the cache, then use it."""
     from streamfn.io_common._catalog_cache import (
+        DEADLINE,
         DEFAULT_URL,
         ENV_URL,
         CatalogError,
@@ -91,7 +101,12 @@ def _update(args: argparse.Namespace) -> None:
             document = read_catalog_file(Path(args.from_file))
         else:
             url = args.url or os.environ.get(ENV_URL) or DEFAULT_URL
-            document = refresh(url, now=datetime.now(UTC), progress=progress_printer())
+            document = refresh(
+                url,
+                now=datetime.now(UTC),
+                deadline=args.timeout or DEADLINE,
+                progress=progress_printer(),
+            )
         path = save(document, cache_path())
     except CatalogError as exc:
         raise CommandError(f"{exc}; the catalogue in use is unchanged") from None
@@ -125,8 +140,9 @@ def _run(args: argparse.Namespace) -> int:
     from streamfn.core._models import list_models, provider_names
     from streamfn.local._fetch import DEFAULT_MODEL_NAME, default_model_dir, is_prepared
 
-    if args.url and not args.refresh:
-        raise CommandError("--url goes with --refresh", EXIT_USAGE)
+    for given, flag in ((args.url, "--url"), (args.timeout, "--timeout")):
+        if given and not args.refresh:
+            raise CommandError(f"{flag} goes with --refresh", EXIT_USAGE)
     if args.refresh or args.from_file:
         _update(args)
     if args.source:

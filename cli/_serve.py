@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from streamfn._extras import missing_extra
+
 from ._command import EXIT_OK, EXIT_USAGE, Command, CommandError
 from ._flags import provider_base_urls, server_tools
 from ._model_dir import model_dir, require_prepared
@@ -221,6 +223,9 @@ def _serve_trio(args: argparse.Namespace, app: Any, sock: socket.socket) -> None
 
 def _worker(args: argparse.Namespace, sock: socket.socket, base_urls: dict[str, str]) -> None:
     """A ``--workers`` child: the parent forwards the signals that stop it."""
+    from ._log_output import show_library_warnings
+
+    show_library_warnings()  # a spawned process: the parent's handler is not inherited
     try:
         sys.exit(_serve_here(args, sock, base_urls))
     except CommandError as exc:
@@ -257,10 +262,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         import hypercorn  # noqa: F401
     except ImportError as exc:
-        raise CommandError(
-            f"streamfn serve needs hypercorn ({exc}); install the [serve] extra: "
-            "`pip install 'streamfn[serve]'` (from a checkout: `pip install -e '.[serve]'`)"
-        ) from exc
+        raise CommandError(str(missing_extra("streamfn serve", exc, "serve"))) from exc
     from streamfn.core.serve._input_urls import upstream_fetch_warnings
 
     base_urls = _check(args)

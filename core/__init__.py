@@ -9,18 +9,23 @@ extension API in `streamfn.core.providers`, the server codec in
 private modules behind this face (`core/_events.py`, `core/_classify.py` ...).
 """
 
+import logging as _logging
+
 from ._accumulate import Accumulator, accumulate, check_protocol
 from ._call import open_call, register_api, replay
 from ._capabilities import UnsupportedInput
 from ._capability_spec import Capabilities
 from ._catalog_build import CatalogError
 from ._completion import raise_for_error
+from ._count import TokenCount, estimate_tokens, open_count, token_count
+from ._credentials import with_credentials
 from ._errors import (
     CompletionError,
     MissingCredentials,
     ProtocolViolation,
     StreamError,
     StreamfnError,
+    TokenCountUnsupported,
     UnknownModel,
     UsageError,
 )
@@ -72,6 +77,10 @@ from ._structured import OutputValidationError, parse_output
 from ._text_tools import HERMES, LLAMA_FUNCTION, Markup, TextToolCalls, text_tool_calls
 from ._tool_checks import ToolCallChecks, ToolCallRepair
 
+# quiet unless the program configures logging (the logging HOWTO, for libraries): without
+# a handler, Python would print the library's warnings on stderr by itself
+_logging.getLogger("streamfn").addHandler(_logging.NullHandler())
+
 __all__ = [
     "HERMES",
     "LLAMA_FUNCTION",
@@ -121,6 +130,8 @@ __all__ = [
     "ThinkingEnd",
     "ThinkingLevel",
     "ThinkingStart",
+    "TokenCount",
+    "TokenCountUnsupported",
     "Tool",
     "ToolCall",
     "ToolCallChecks",
@@ -138,12 +149,14 @@ __all__ = [
     "catalog_info",
     "check_protocol",
     "continue_request",
+    "estimate_tokens",
     "fallback",
     "get_model",
     "iter_partial_outputs",
     "list_models",
     "model",
     "open_call",
+    "open_count",
     "parse_output",
     "raise_for_error",
     "recovery_mode",
@@ -152,7 +165,9 @@ __all__ = [
     "replay",
     "resume_request",
     "text_tool_calls",
+    "token_count",
     "use_catalog",
+    "with_credentials",
 ]
 
 

@@ -9,39 +9,20 @@ the shell sends in the client's own error shape.
 
 from __future__ import annotations
 
-import enum
 import hmac
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any, Final
-
-from streamfn.core.dialects.agui import parse_agui_request
-from streamfn.core.dialects.ui_message_stream import parse_ui_chat_request
 
 from ._client_inputs import check_client_inputs, check_resolved_hosts
 from ._guard import header, host_allowed, is_json
-from ._inbound import (
-    BadRequest,
-    ClientRequest,
-    parse_anthropic_request,
-    parse_native_request,
-    parse_openai_request,
-)
-from ._request_fields import TooLarge
+from ._request_fields import BadRequest, ClientRequest, TooLarge
+from ._served import SERVED, Route, Served
 from ._status import HTTPError
 
 __all__ = [
-    "AGENT_PATH",
-    "AGUI_PATH",
-    "CHAT_PATH",
-    "FRONT_END_PATHS",
-    "MESSAGES_PATH",
-    "NATIVE_PATH",
     "PARSED_BASE_BYTES",
     "PARSED_BYTES_PER_CONTAINER",
     "PARSE_INLINE_BYTES",
-    "ROUTES",
-    "SOURCELESS",
-    "UI_CHAT_PATH",
     "UNAUTHORIZED",
     "BodyBudget",
     "Route",
@@ -59,40 +40,6 @@ __all__ = [
 
 Headers = Iterable[tuple[bytes, bytes]]
 
-CHAT_PATH: Final = "/v1/chat/completions"
-MESSAGES_PATH: Final = "/v1/messages"
-NATIVE_PATH: Final = "/v1/stream"
-AGENT_PATH: Final = "/v1/agent/stream"
-#: the Vercel AI SDK UI message stream (``useChat``) and the AG-UI event protocol
-UI_CHAT_PATH: Final = "/v1/ui/chat"
-AGUI_PATH: Final = "/v1/agui"
-#: front-end protocols: always streamed, the model may come from the server's default
-FRONT_END_PATHS: Final = (UI_CHAT_PATH, AGUI_PATH)
-#: the routes and the methods each answers
-ROUTES: Final = {
-    CHAT_PATH: ("POST",),
-    MESSAGES_PATH: ("POST",),
-    NATIVE_PATH: ("POST",),
-    AGENT_PATH: ("POST",),
-    UI_CHAT_PATH: ("POST",),
-    AGUI_PATH: ("POST",),
-    "/v1/models": ("GET",),
-    "/health": ("GET",),
-    "/healthz": ("GET",),
-}
-_PARSERS: Final[dict[str, Callable[..., ClientRequest]]] = {
-    CHAT_PATH: parse_openai_request,
-    MESSAGES_PATH: parse_anthropic_request,
-    NATIVE_PATH: parse_native_request,
-    AGENT_PATH: parse_native_request,
-}
-#: the front-end parsers, which also take the server's default model
-_FRONT_END_PARSERS: Final[dict[str, Callable[..., ClientRequest]]] = {
-    UI_CHAT_PATH: parse_ui_chat_request,
-    AGUI_PATH: parse_agui_request,
-}
-#: client dialects with no field for web-search sources (see `streamfn.core.serve._grounding`)
-SOURCELESS: Final = (CHAT_PATH, AGENT_PATH, UI_CHAT_PATH, AGUI_PATH)
 #: bodies above this size are parsed on a worker thread, off the event loop
 PARSE_INLINE_BYTES: Final = 256 << 10
 #: the 401 of a server started with an API key; streamfn's own clients read their
@@ -103,15 +50,6 @@ UNAUTHORIZED: Final = (
 )
 
 
-class Route(enum.Enum):
-    """What the server does with a request that passed the checks."""
-
-    PREFLIGHT = "preflight"  # a CORS OPTIONS: `preflight_headers`, 204
-    HEALTH = "health"
-    MODELS = "models"
-    COMPLETION = "completion"  # read the body, parse it, stream or fold
-
-
 def route(
     method: str,
     path: str,
@@ -120,18 +58,19 @@ def route(
     allowed_hosts: tuple[str, ...] | None,
     cors: bool,
     api_key: str | None,
-) -> Route:
-    """The route for a request, or the `HTTPError` refusing it (checked in this order:
-    framing, Host, Origin, path, method, key, Content-Type). ``cors``: its Origin is
-    allowed."""
+) -> tuple[Route, Served]:
+    """What to do with a request and its route's record, or the `HTTPError` refusing it
+    (checked in this order: framing, Host, Origin, path, method, key, Content-Type).
+    ``cors``: its Origin is allowed."""
     headers = list(headers)
     _check_framing(headers)
     _check_origin(headers, allowed_hosts, cors)
-    methods = ROUTES.get(path)
-    if methods is None:
+    served = SERVED.get(path)
+    if served is None:
         raise HTTPError(404, "not_found", f"no route for {method} {path}")
+    methods = served.methods
     if method == "OPTIONS" and cors:
-        return Route.PREFLIGHT
+        return Route.PREFLIGHT, served
     if method not in methods:
         raise HTTPError(
             405,
@@ -139,16 +78,16 @@ def route(
             f"{path} answers {', '.join(methods)}, not {method}",
             headers=[(b"allow", ", ".join(methods).encode())],
         )
-    if path in ("/health", "/healthz"):
-        return Route.HEALTH
+    if served.kind is Route.HEALTH:
+        return Route.HEALTH, served
     authenticate(headers, api_key)
-    if path == "/v1/models":
-        return Route.MODELS
+    if served.kind is Route.MODELS:
+        return Route.MODELS, served
     if not is_json(headers):
         raise HTTPError(
             415, "invalid_request", "request body must be sent with Content-Type: application/json"
         )
-    return Route.COMPLETION
+    return served.kind, served
 
 
 def _check_framing(headers: Headers) -> None:
@@ -305,14 +244,11 @@ def parse_request(
     tool (run and billed on the server's key) passes only if its type is allowed, with
     the config keys `check_client_inputs` lists; image and document URLs only if allowed.
     ``default_model``: the model of a front-end request that names none."""
+    served = SERVED.get(path)
+    if served is None or served.parse is None:
+        raise HTTPError(404, "not_found", f"no route reads a request body at {path}")
     try:
-        front_end = _FRONT_END_PARSERS.get(path)
-        if front_end is not None:
-            request = front_end(
-                body, allow_server_tools=allow_server_tools, default_model=default_model
-            )
-        else:
-            request = _PARSERS[path](body, allow_server_tools=allow_server_tools)
+        request = served.parse(body, allow_server_tools, default_model)
         return check_client_inputs(request, allow_input_urls=allow_input_urls)
     except TooLarge as exc:
         raise HTTPError(413, "too_large", str(exc)) from None
@@ -336,20 +272,15 @@ def check_input_hosts(names: dict[str, int], resolved: dict[str, list[str]] | No
         raise HTTPError(400, "invalid_request", str(exc)) from None
 
 
-def check_model(path: str, request: ClientRequest, limit: int | None) -> None:
+def check_model(served: Served, request: ClientRequest, limit: int | None) -> None:
     """``limit``: the most tokens the model generates per request (None: no stated one)."""
     wanted = request.options.max_tokens
     if limit is not None and wanted is not None and wanted > limit:
-        where = "options" if path in (NATIVE_PATH, AGENT_PATH) else "request"
-        if path == UI_CHAT_PATH:
-            where, wanted_name = "request", "maxOutputTokens"
-        else:
-            wanted_name = "max_tokens"
         raise HTTPError(
             400,
             "invalid_request",
-            f"{where}.{wanted_name}: {wanted} is more than {request.model} generates "
-            f"per request ({limit})",
+            f"{served.options_at}.{served.max_tokens_name}: {wanted} is more than "
+            f"{request.model} generates per request ({limit})",
         )
 
 

@@ -33,7 +33,6 @@ __all__ = [
     "TIMEOUT_WORDS",
     "Dialect",
     "HTTPError",
-    "dialect_for",
     "early_error",
     "error_response",
     "for_the_client",
@@ -146,10 +145,6 @@ OPENAI: Final = Dialect()
 ANTHROPIC: Final = AnthropicDialect()
 
 
-def dialect_for(path: str) -> Dialect:
-    return ANTHROPIC if path == "/v1/messages" else OPENAI
-
-
 def error_response(dialect: Dialect, exc: HTTPError) -> tuple[int, Headers, bytes]:
     """Status, headers and body of ``exc`` in ``dialect``."""
     headers = list(JSON_HEADERS) + exc.headers
@@ -172,7 +167,7 @@ def is_timeout(error: Error) -> bool:
     )
 
 
-def early_error(path: str, error: Error) -> HTTPError:
+def early_error(dialect: Dialect, error: Error) -> HTTPError:
     """An error before anything was sent to the client, as the HTTP error its SDK knows.
 
     Before any output, or at any point of a non-streaming request (nothing is
@@ -186,9 +181,7 @@ def early_error(path: str, error: Error) -> HTTPError:
         status = STATUS_FOR_KIND.get(error.kind, 502)
     else:
         status = 502
-    return HTTPError(
-        status, dialect_for(path).error_type(error.kind), error.message, error.retry_after
-    )
+    return HTTPError(status, dialect.error_type(error.kind), error.message, error.retry_after)
 
 
 _SHUTTING_DOWN: Final = "server is shutting down; retry on another instance or in a moment"

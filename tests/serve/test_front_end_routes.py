@@ -23,11 +23,11 @@ import pytest
 from loopback_server import KEY, Server, raw_post, read_all, serving
 from missing import missing
 
-from streamfn.core.serve._routes import AGUI_PATH, UI_CHAT_PATH
-
 # every test here runs on both shells (tests/serve/conftest.py)
 pytestmark = pytest.mark.usefixtures("shell")
 
+UI_CHAT_PATH = "/v1/ui/chat"
+AGUI_PATH = "/v1/agui"
 JS = Path(__file__).parent / "js"
 NODE_DIR = Path(
     os.environ.get("STREAMFN_NODE_DIR", Path.home() / ".cache" / "streamfn-node-clients")

@@ -26,14 +26,16 @@ from fake_provider import WIRE_FORMATS, WRONG_WORDS, ConnectProxy, FakeProvider
 from shell_runner import FAST, KEY, SHELLS, blocking, client_class, collect, run
 
 from streamfn.core import (
+    CompletionError,
     Context,
     Done,
     Error,
     ErrorKind,
     Event,
-    MissingCredentials,
     Model,
     Options,
+    Start,
+    StreamError,
     TextDelta,
     replay,
 )
@@ -256,15 +258,32 @@ def test_breaking_out_closes_the_connection_instead_of_pooling_it(
     assert again == expected_events(server, "openai-chat")
 
 
-def test_missing_key_raises_before_connecting(shell: str, server: FakeProvider) -> None:
+def test_a_missing_key_fails_like_a_rejected_one_before_connecting(
+    shell: str, server: FakeProvider
+) -> None:
+    """No key: the stream is ``Start`` then ``Error(kind="auth")`` naming the variable,
+    so ``raise_on_error=True`` raises `StreamError` and ``complete()`` `CompletionError`,
+    exactly as for a 401, and nothing is sent."""
     model = model_for(server, "ok", "openai-chat", "nokey")
     before = server.connections
 
-    async def attempt(client: Any) -> None:
-        await collect(client, model, Options())
+    async def attempt(client: Any) -> tuple[list[Event], StreamError, CompletionError]:
+        events = await collect(client, model, Options())
+        with pytest.raises(StreamError) as raised:
+            async with client.stream(model, Context.of("hi"), raise_on_error=True) as stream:
+                async for _ in stream:
+                    pass
+        with pytest.raises(CompletionError) as completed:
+            await client.complete(model, Context.of("hi"))
+        return events, raised.value, completed.value
 
-    with pytest.raises(MissingCredentials, match="OPENAI_API_KEY"):
-        run(shell, attempt)
+    events, raised, completed = run(shell, attempt)
+    assert [type(e) for e in events] == [Start, Error]
+    error = events[-1]
+    assert isinstance(error, Error) and error.kind is ErrorKind.AUTH
+    assert "OPENAI_API_KEY" in error.message
+    assert raised.kind is ErrorKind.AUTH and "OPENAI_API_KEY" in str(raised)
+    assert completed.kind is ErrorKind.AUTH and completed.message.text == ""
     assert server.connections == before
 
 

@@ -321,16 +321,17 @@ def _anthropic_thinking(
 
 
 def parse_anthropic_request(
-    body: bytes, *, allow_server_tools: frozenset[str] = frozenset()
+    body: bytes, *, allow_server_tools: frozenset[str] = frozenset(), counting: bool = False
 ) -> ClientRequest:
-    """An Anthropic Messages request body as a typed request; server tools outside
-    ``allow_server_tools`` are refused. Raises `streamfn.core.UsageError` naming
-    the field that is wrong."""
+    """A Messages request (``counting``: a ``count_tokens`` request, which has no
+    ``max_tokens`` and does not stream) as the server's `ClientRequest`; server tools
+    outside ``allow_server_tools`` are refused. Raises `streamfn.core.UsageError`
+    naming the field that is wrong."""
     obj = decode_body(body)
     check_fields(obj, _ANTHROPIC_FIELDS, _ANTHROPIC_IGNORED, "request")
     model = require(obj, "model", str, "request")
     max_tokens = integer(obj, "max_tokens", "request")
-    if max_tokens is None:
+    if max_tokens is None and not counting:
         raise BadRequest("request: missing required field 'max_tokens'")
     messages = require(obj, "messages", list, "request")
     if not messages:
