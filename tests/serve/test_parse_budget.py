@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from loopback_server import KEY, STREAMS, Server
 
 from streamfn.asgi import App, ServerConfig
+from streamfn.core import _json_shape as json_shape
 from streamfn.core.serve import _request_fields as request_fields
 from streamfn.core.serve._request_fields import (
     MAX_DEPTH,
@@ -107,10 +108,10 @@ def test_counting_costs_one_pass_whatever_the_quotes_and_escapes(body: bytes) ->
     an opening quote without its closing one cannot send it back to rescan (quadratic)
     from each later quote. Checked on the bytes, match by match, not timed."""
     for start in (i for i, byte in enumerate(body) if byte == ord('"')):
-        match = request_fields._STRING.match(body, start)
+        match = json_shape._STRING.match(body, start)
         assert match is not None and match.end() > start, (body, start)
         assert b'"' not in body[start + 1 : match.end() - 1]  # it stops at the first close
-    assert b'"' not in request_fields._STRING.sub(b"0", body)  # every quote consumed
+    assert b'"' not in json_shape._STRING.sub(b"0", body)  # every quote consumed
 
 
 def _empty_lists(n: int) -> bytes:
