@@ -133,6 +133,12 @@ def _use_user_catalog() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``streamfn`` command with ``argv`` (default: the process's arguments).
+
+    Returns the exit code: 0 success, 1 runtime error (network, model, credentials),
+    130 interrupted; a usage error exits 2 (`SystemExit`), as argparse does. Errors
+    are reported as one line on stderr that says what failed and what to do.
+    """
     show_library_warnings()
     with command_line_words():
         return _main(argv)

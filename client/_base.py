@@ -75,17 +75,18 @@ class Ambient(NamedTuple):
 class ClientSettings(TypedDict, total=False):
     """The keyword arguments of every shell's ``Client`` (all optional)."""
 
-    #: TLS settings; default: the shell's (verification on, system CAs)
     ssl_context: ssl.SSLContext | None
-    #: where API keys and HTTPS_PROXY/NO_PROXY are read; default: the process environment
+    """TLS settings; default: the shell's (verification on, system CAs)."""
     environ: Mapping[str, str] | None
-    #: idle keep-alive connections kept per host (default 8)
+    """Where API keys and HTTPS_PROXY/NO_PROXY are read; default: the process environment."""
     max_idle_per_host: int
+    """Idle keep-alive connections kept per host (default 8)."""
     logger: logging.Logger | None
-    #: the retry jitter, in [0, 1)
+    """Where retries and warnings are logged; default: the ``streamfn`` logger."""
     rand: Callable[[], float] | None
-    #: the UTC time, for request signing and Retry-After dates
+    """The retry jitter, in [0, 1); default: `random.random`."""
     wall_clock: Callable[[], datetime] | None
+    """The UTC time, for request signing and Retry-After dates; default: the system clock."""
 
 
 class ClientBase(Generic[ConnT], abc.ABC):

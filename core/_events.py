@@ -179,10 +179,14 @@ class Start(msgspec.Struct, tag="start", frozen=True, kw_only=True, omit_default
 
 
 class TextStart(msgspec.Struct, tag="text_start", frozen=True, gc=False):
+    """Opens text block ``index`` of the answer; its `TextDelta`s and `TextEnd` follow."""
+
     index: int
 
 
 class TextDelta(msgspec.Struct, tag="text_delta", frozen=True, gc=False):
+    """The next piece of text block ``index``; the block's text is its deltas joined."""
+
     index: int
     delta: str
 
@@ -202,10 +206,16 @@ class TextEnd(msgspec.Struct, tag="text_end", frozen=True, omit_defaults=True, g
 
 
 class ThinkingStart(msgspec.Struct, tag="thinking_start", frozen=True, gc=False):
+    """Opens thinking (reasoning) block ``index``; its `ThinkingDelta`s and
+    `ThinkingEnd` follow."""
+
     index: int
 
 
 class ThinkingDelta(msgspec.Struct, tag="thinking_delta", frozen=True, gc=False):
+    """The next piece of thinking block ``index``, as the provider shows it (a summary
+    where the provider gives only that)."""
+
     index: int
     delta: str
 
@@ -225,6 +235,9 @@ class ThinkingEnd(msgspec.Struct, tag="thinking_end", frozen=True, gc=False):
 
 
 class ToolCallStart(msgspec.Struct, tag="toolcall_start", frozen=True, gc=False):
+    """Opens tool call ``index``: the provider's call ``id`` (send it back with the
+    result) and the tool's ``name``; `ToolCallDelta`s carry its arguments."""
+
     index: int
     id: str
     name: str
@@ -415,6 +428,8 @@ Event: TypeAlias = (
     | Done
     | Error
 )
+"""Every event a stream yields: `Start` first, then blocks (each opened, filled and
+closed by its index), then exactly one terminal event, `Done` or `Error`."""
 
 TERMINAL: Final = (Done, Error)
 

@@ -183,6 +183,8 @@ def _assumed_lifecycle(derived: Model, like: Model | None, how: str) -> Model:
 
 
 def list_models(provider: str | None = None) -> list[Model]:
+    """Every catalogued model (or only ``provider``'s), sorted by provider then id:
+    the built-in catalogue, a chosen catalogue file and `register_model`'s additions."""
     _ensure_builtin()
     models = sorted(_REGISTRY.values(), key=lambda m: (m.provider, m.id))
     return [m for m in models if provider is None or m.provider == provider]

@@ -111,6 +111,8 @@ def _os_reason(exc: BaseException) -> str:
 
 
 def connect_timeout_error(target: Target, seconds: float) -> Error:
+    """The `Error` (kind ``network``) for a connection to ``target`` not made within
+    ``seconds``; every shell reports a connect timeout with it."""
     return Error.network(
         f"connect timeout: no connection to {target.host}:{target.port} within {seconds_text(seconds)}"
     )

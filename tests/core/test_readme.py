@@ -338,6 +338,9 @@ def _wait_healthy(port: int, server: subprocess.Popen[bytes]) -> None:
 #: keyed by a piece of its code: the first key found in a block applies (so the more
 #: specific keys come first); a block no key matches need only exit 0 cleanly
 EXPECTED = {
+    # docs/migrating.md's LiteLLM example (Anthropic) and troubleshooting's last event
+    'get_model("anthropic:claude-sonnet-4-6")  # ANTHROPIC': ["Bonjour le monde", "tokens out, $"],
+    "last = event": ["ended: stop, ", "tokens out"],
     'register_api("lines", sys.modules': ["TextDelta(index=0, delta=', world')", "Done("],
     'stream_sync(Context.of("What is the capital': ["Done("],  # every event printed
     "from streamfn.local import LocalModel": [],  # the tiny model's text is noise

@@ -65,3 +65,13 @@ def test_a_cut_never_ends_inside_a_word() -> None:
     assert shorten("first second", 40, cut=True) == "first…"
     assert shorten("one-long-word", 5) == "…"
     assert shorten("  short  ", 40) == "short"
+
+
+def test_a_value_of_exactly_the_minimum_length_is_a_secret() -> None:
+    """The boundary itself: `MIN_SECRET_CHARS` characters (padding stripped) is a
+    secret and is scrubbed; one fewer is not."""
+    exact = "k" * (MIN_SECRET_CHARS - 1) + "Z"
+    assert len(exact) == MIN_SECRET_CHARS
+    found = secret_values([f"  {exact}\n", exact[1:]])
+    assert found == {exact}
+    assert scrub(f"key={exact}; short={exact[1:]}x", found) == f"key=***; short={exact[1:]}x"

@@ -334,7 +334,9 @@ def parse_anthropic_request(
     body: bytes, *, allow_server_tools: frozenset[str] = frozenset(), counting: bool = False
 ) -> ClientRequest:
     """A Messages request (``counting``: a ``count_tokens`` request, which has no
-    ``max_tokens`` and does not stream) as the server's `ClientRequest`."""
+    ``max_tokens`` and does not stream) as the server's `ClientRequest`; server tools
+    outside ``allow_server_tools`` are refused. Raises `streamfn.core.UsageError`
+    naming the field that is wrong."""
     obj = decode_body(body)
     check_fields(obj, _ANTHROPIC_FIELDS, _ANTHROPIC_IGNORED, "request")
     model = require(obj, "model", str, "request")
