@@ -8,7 +8,10 @@ the same parser, its model and input URLs checked, its events produced in a
 concurrency slot. The key is checked once, at the handshake, as for HTTP.
 
 One turn runs at a time; messages that arrive meanwhile wait their turn, a bounded
-few (past that the socket is closed: a client cannot queue work without limit). A
+few (past that the socket is closed: a client cannot queue work without limit), each
+charged to the memory budget from its arrival (a waiting message is a request body
+held in memory; one past the budget is its turn's 503), its decoding charged at its
+peak like a body's parse, and off the loop when large. A
 closed socket cancels the running turn's upstream call at once. What the server does
 not take (``response.steer``, an unknown type, a malformed message) is an ``error``
 event naming it, and the socket stays open.
@@ -24,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from streamfn.core._events import Done, Error, Event
-from streamfn.core.serve._routes import route_socket, socket_body
+from streamfn.core.serve._routes import PARSE_INLINE_BYTES, parsing_cost, route_socket, socket_body
 from streamfn.core.serve._served import Served
 from streamfn.core.serve._status import OPENAI, HTTPError, error_response, shutting_down
 
@@ -87,7 +90,8 @@ class _Session:
         self.served = served
         self.receive = receive
         self.send = send
-        self.waiting: deque[bytes] = deque()
+        #: messages waiting for their turn, each charged to the budget (or its refusal)
+        self.waiting: deque[bytes | HTTPError] = deque()
         self.closed = False
         #: set when a message arrives or the socket closes (a new flag per wait)
         self.arrived: Flag = app.runtime.flag()
@@ -95,15 +99,21 @@ class _Session:
         self.mailbox: Mailbox | None = None
 
     async def run(self) -> None:
-        async with self.app.runtime.task_group() as tasks:
-            tasks.start_soon(self._read)
-            while True:
-                while not self.waiting and not self.closed:
-                    self.arrived = self.app.runtime.flag()
-                    await self.arrived.wait()
-                if self.closed:
-                    return
-                await self._turn(self.waiting.popleft())
+        try:
+            async with self.app.runtime.task_group() as tasks:
+                tasks.start_soon(self._read)
+                while True:
+                    while not self.waiting and not self.closed:
+                        self.arrived = self.app.runtime.flag()
+                        await self.arrived.wait()
+                    if self.closed:
+                        return
+                    await self._turn(self.waiting.popleft())
+        finally:  # the messages left waiting give their charge back
+            for left in self.waiting:
+                if isinstance(left, bytes):
+                    self.app.budget.release(len(left))
+            self.waiting.clear()
 
     async def _read(self) -> None:
         """Every message the client sends, until it closes the socket."""
@@ -117,7 +127,12 @@ class _Session:
                     log.warning("websocket client queued more than %d messages; closed", MAX_WAITING)
                     await self.send({"type": "websocket.close", "code": POLICY})
                     return
-                self.waiting.append(data)
+                try:  # held from now on, like an HTTP body as it arrives
+                    self.app.budget.hold(0, len(data))
+                except HTTPError as exc:  # answered in its turn, in order
+                    self.waiting.append(exc)
+                else:
+                    self.waiting.append(data)
                 self.arrived.set()
         finally:
             self.closed = True
@@ -125,18 +140,35 @@ class _Session:
             if self.mailbox is not None:
                 self.mailbox.signal(DISCONNECTED)
 
-    async def _turn(self, message: bytes) -> None:
-        """One ``response.create``: the events of its answer, or an ``error`` event."""
-        app = self.app
+    async def _turn(self, message: bytes | HTTPError) -> None:
+        """One ``response.create``: the events of its answer, or an ``error`` event.
+        ``message`` keeps its charge (taken on arrival) until the turn ends."""
+        if isinstance(message, HTTPError):
+            await self._error(message)
+            return
         try:
-            body = socket_body(self.served, message)
-            await app._admitted(self.served, self._charged(body), self._answer)
+            await self.app._admitted(self.served, self._charged(message), self._answer)
         except HTTPError as exc:
             await self._error(exc)
+        finally:
+            self.app.budget.release(len(message))
 
-    def _charged(self, body: bytes) -> Any:
+    def _charged(self, message: bytes) -> Any:
+        """How a turn's body is read: its message decoded within the budget (the
+        decoded JSON is the peak a body's parse is charged for), then the body charged."""
+        app = self.app
+
         async def read(held: list[int]) -> bytes:
-            self.app.budget.hold(held[0], len(body))
+            decoding = parsing_cost(message)
+            app.budget.hold_parsed(held[0] + len(message), decoding)
+            try:
+                if len(message) > PARSE_INLINE_BYTES:  # megabytes of JSON: not on the loop
+                    body = await app.runtime.to_thread(socket_body, self.served, message)
+                else:
+                    body = socket_body(self.served, message)
+            finally:
+                app.budget.release(decoding)
+            app.budget.hold(held[0], len(body))
             held[0] += len(body)
             return body
 

@@ -152,3 +152,27 @@ def test_a_client_cannot_queue_work_without_bound(gateway: tuple[Server, App]) -
             for _ in conn:
                 assert time.monotonic() - started < 10
     wait_until(lambda: app.active == 0 and app.admitted == 0, within=5.0)
+
+
+def _stalled_turn(conn: Any) -> None:
+    """A turn that starts and then holds the socket (its upstream stalls)."""
+    conn.response.create(model="claude-stalls", input="Hi")
+    for event in conn:
+        if event.type == "response.output_text.delta":
+            return
+
+
+def test_messages_waiting_for_their_turn_are_charged_to_the_memory_budget(
+    gateway: tuple[Server, App],
+) -> None:
+    # A waiting message is a request body held in memory: a client with many sockets,
+    # each with MAX_WAITING messages of --max-body-bytes queued, held them uncounted.
+    server, app = gateway
+    with _client(server) as client, client.responses.connect() as conn:
+        _stalled_turn(conn)
+        before = app.buffered
+        size = 200_000
+        for _ in range(3):
+            conn.response.create(model="claude", input="x" * size)
+        wait_until(lambda: app.buffered >= before + 3 * size, within=5.0)
+    wait_until(lambda: app.active == 0 and app.admitted == 0 and app.buffered == 0, within=5.0)
