@@ -217,11 +217,15 @@ class _Session:
                 return
 
     async def _error(self, exc: HTTPError) -> None:
-        """An ``error`` event with the status HTTP would answer (the socket stays open)."""
+        """An ``error`` event with the status HTTP would answer (the socket stays open):
+        the openai SDK's ``ResponseWsError``, its details in ``error`` as in HTTP's error
+        body (the same fields flat too, as the HTTP stream's ``error`` event has them)."""
+        word = OPENAI.word(exc.kind)
         event = {
             "type": "error",
             "status": exc.status,
-            "code": OPENAI.word(exc.kind),
+            "error": {"type": word, "code": word, "message": exc.message, "param": None},
+            "code": word,
             "message": exc.message,
             "param": None,
             "sequence_number": 0,

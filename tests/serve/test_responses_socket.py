@@ -8,6 +8,7 @@ its place; a client cannot queue work without bound.
 
 from __future__ import annotations
 
+import json
 import socket
 import time
 from collections.abc import Iterator
@@ -176,3 +177,39 @@ def test_messages_waiting_for_their_turn_are_charged_to_the_memory_budget(
             conn.response.create(model="claude", input="x" * size)
         wait_until(lambda: app.buffered >= before + 3 * size, within=5.0)
     wait_until(lambda: app.active == 0 and app.admitted == 0 and app.buffered == 0, within=5.0)
+
+
+def test_socket_errors_have_the_sdk_shape(gateway: tuple[Server, App]) -> None:
+    # the openai SDK reads a socket's error event as ResponseWsError: its details in
+    # ``error`` ({type, code, message, param}), the HTTP status in ``status``
+    server, _ = gateway
+    with _client(server) as client, client.responses.connect() as conn:
+        conn.response.create(model="nosuch", input="Hi")
+        [error] = _turn(conn)
+        assert error.status == 404
+        assert error.error is not None and error.error.code == error.code
+        assert "nosuch" in error.error.message and error.error.type
+
+
+def test_an_error_inside_a_turn_has_the_sdk_shape() -> None:
+    # an upstream failure after the turn began: the encoder's ``error`` event, read by
+    # the SDK as ResponseWsError (its ``error``), the HTTP stream's flat fields kept
+    from openai._models import construct_type_unchecked
+    from openai.types.responses.responses_server_event import ResponsesServerEvent
+
+    from streamfn.core._events import Error, Start
+    from streamfn.core.dialects.openai_responses._encode import ResponsesEncoder
+
+    encoder = ResponsesEncoder(response_id="r", model="m", messages=True)
+    encoder.encode(Start())
+    encoder.encode(Error.network("the upstream reset the connection"))
+    assert encoder.messages is not None
+    event: Any = construct_type_unchecked(
+        value=json.loads(encoder.messages[-1]), type_=ResponsesServerEvent
+    )
+    assert event.type == "error" and event.error is not None
+    assert event.error.message == event.message == "the upstream reset the connection"
+    assert event.error.code == event.code and event.error.type
+    plain = ResponsesEncoder(response_id="r", model="m")  # the SSE stream: unchanged
+    plain.encode(Start())
+    assert b'"error":' not in plain.encode(Error.network("x"))

@@ -40,6 +40,7 @@ from streamfn.core._events import (
     Usage,
 )
 from streamfn.core.dialects._openai_common import ERROR_CODES
+from streamfn.core.dialects.openai_chat._encode import openai_error_type
 from streamfn.core.serve._cut import CUT_STOP_REASONS, cut_error, unpaused
 
 from ._signatures import encrypted_content
@@ -169,7 +170,11 @@ class ResponsesEncoder:
             # The ``error`` event: its code is free text (a failed response's is a
             # closed list that has no word for most of our kinds).
             code = ERROR_CODES[event.kind] if event.kind else "server_error"
-            return self._frame("error", code=code, message=event.message, param=None)
+            fields: dict[str, Any] = {"code": code, "message": event.message, "param": None}
+            if self.messages is not None:  # a socket's: the SDK's ResponseWsError, in ``error``
+                error_type = openai_error_type(event.kind)
+                fields["error"] = {"type": error_type, **fields}
+            return self._frame("error", **fields)
         return b""
 
     def _start(self, event: TextStart | ThinkingStart | ToolCallStart) -> bytes:
