@@ -37,12 +37,16 @@ from ._runtime import ABORTED, DISCONNECTED, Flag, Mailbox, Marker, ended_early
 if TYPE_CHECKING:
     from ._app import App
 
-__all__ = ["MAX_WAITING", "serve_socket"]
+__all__ = ["IDLE_TIMEOUT", "MAX_WAITING", "serve_socket"]
 
 log = logging.getLogger("streamfn")
 
 #: messages that may wait while a turn runs; one more closes the socket (policy)
 MAX_WAITING: Final = 8
+#: seconds a socket may wait with no turn running and no message before it is closed
+#: (going away, which the openai SDK reconnects after): an idle HTTP connection is
+#: closed after the head timeout, and an idle socket held its connection place forever
+IDLE_TIMEOUT: Final = 120.0
 #: WebSocket close codes (RFC 6455): a policy violation, the server going away
 POLICY: Final = 1008
 GOING_AWAY: Final = 1001
@@ -105,7 +109,10 @@ class _Session:
                 while True:
                     while not self.waiting and not self.closed:
                         self.arrived = self.app.runtime.flag()
-                        await self.arrived.wait()
+                        if not await self.app.runtime.wait(self.arrived, IDLE_TIMEOUT):
+                            log.info("websocket idle for %g s; closed", IDLE_TIMEOUT)
+                            await self.send({"type": "websocket.close", "code": GOING_AWAY})
+                            return
                     if self.closed:
                         return
                     await self._turn(self.waiting.popleft())

@@ -213,3 +213,24 @@ def test_an_error_inside_a_turn_has_the_sdk_shape() -> None:
     plain = ResponsesEncoder(response_id="r", model="m")  # the SSE stream: unchanged
     plain.encode(Start())
     assert b'"error":' not in plain.encode(Error.network("x"))
+
+
+def test_an_idle_socket_is_closed(
+    gateway: tuple[Server, App], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # an idle HTTP connection closes after the head timeout; a socket with no turn and
+    # no message held its connection place (of --max-connections) forever
+    server, _ = gateway
+    monkeypatch.setattr("streamfn.asgi._socket.IDLE_TIMEOUT", 0.5)
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+        sock.sendall(
+            (
+                "GET /v1/responses HTTP/1.1\r\nhost: 127.0.0.1\r\nupgrade: websocket\r\n"
+                "connection: Upgrade\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                f"sec-websocket-version: 13\r\nauthorization: Bearer {KEY}\r\n\r\n"
+            ).encode()
+        )
+        head = sock.recv(4096)
+        assert head.startswith(b"HTTP/1.1 101")
+        frame = head.split(b"\r\n\r\n", 1)[1] or sock.recv(64)
+        assert frame[0] == 0x88 and frame[2:4] == (1001).to_bytes(2, "big")  # going away
