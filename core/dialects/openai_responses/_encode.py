@@ -7,9 +7,10 @@ reasoning JSON (``{"type": "reasoning", "encrypted_content": ..., "summary":
 [...]}``); its ``encrypted_content`` goes back on the item, and another provider's
 signature rides there too (`streamfn.core.dialects.openai_responses._signatures`), so a
 client that replays the item hands the model its own signature back. Opaque blocks of
-this API (server-tool items) are sent back as their finished item, byte for
-byte. Pure; the caller supplies the response id. What the format cannot
-carry: redacted thinking, text and tool-call signatures. The final
+this API (server-tool items) are sent back as their finished item, its JSON
+compacted (no line break can end an SSE frame early). Pure; the caller supplies
+the response id. What the format cannot carry: redacted thinking, text and
+tool-call signatures. The final
 ``response.completed`` (or ``response.incomplete``) lists every output item, so
 it is also the whole body of a request that did not stream (`final`).
 """
@@ -150,7 +151,13 @@ class ResponsesEncoder:
         if isinstance(event, (TextEnd, ThinkingEnd, ToolCallEnd)):
             return self._end(event)
         if isinstance(event, OpaqueBlock):
-            raw = self._finished[event.index] = msgspec.Raw(event.json.encode())
+            # its JSON without line breaks: an upstream's may hold some (JSON whitespace,
+            # or data over several SSE ``data:`` lines), and one would end this frame early
+            try:
+                compact = msgspec.json.format(event.json.encode(), indent=0)
+            except msgspec.DecodeError:
+                return b""
+            raw = self._finished[event.index] = msgspec.Raw(compact)
             return self._frame("response.output_item.done", output_index=event.index, item=raw)
         if isinstance(event, Start):
             return self._frame("response.created", response=self._response("in_progress"))
