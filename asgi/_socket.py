@@ -8,7 +8,10 @@ the same parser, its model and input URLs checked, its events produced in a
 concurrency slot. The key is checked once, at the handshake, as for HTTP.
 
 One turn runs at a time; messages that arrive meanwhile wait their turn, a bounded
-few (past that the socket is closed: a client cannot queue work without limit). A
+few (past that the socket is closed: a client cannot queue work without limit), each
+charged to the memory budget from its arrival (a waiting message is a request body
+held in memory; one past the budget is its turn's 503), its decoding charged at its
+peak like a body's parse, and off the loop when large. A
 closed socket cancels the running turn's upstream call at once. What the server does
 not take (``response.steer``, an unknown type, a malformed message) is an ``error``
 event naming it, and the socket stays open.
@@ -24,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from streamfn.core._events import Done, Error, Event
-from streamfn.core.serve._routes import route_socket, socket_body
+from streamfn.core.serve._routes import PARSE_INLINE_BYTES, parsing_cost, route_socket, socket_body
 from streamfn.core.serve._served import Served
 from streamfn.core.serve._status import OPENAI, HTTPError, error_response, shutting_down
 
@@ -34,12 +37,16 @@ from ._runtime import ABORTED, DISCONNECTED, Flag, Mailbox, Marker, ended_early
 if TYPE_CHECKING:
     from ._app import App
 
-__all__ = ["MAX_WAITING", "serve_socket"]
+__all__ = ["IDLE_TIMEOUT", "MAX_WAITING", "serve_socket"]
 
 log = logging.getLogger("streamfn")
 
 #: messages that may wait while a turn runs; one more closes the socket (policy)
 MAX_WAITING: Final = 8
+#: seconds a socket may wait with no turn running and no message before it is closed
+#: (going away, which the openai SDK reconnects after): an idle HTTP connection is
+#: closed after the head timeout, and an idle socket held its connection place forever
+IDLE_TIMEOUT: Final = 120.0
 #: WebSocket close codes (RFC 6455): a policy violation, the server going away
 POLICY: Final = 1008
 GOING_AWAY: Final = 1001
@@ -87,7 +94,8 @@ class _Session:
         self.served = served
         self.receive = receive
         self.send = send
-        self.waiting: deque[bytes] = deque()
+        #: messages waiting for their turn, each charged to the budget (or its refusal)
+        self.waiting: deque[bytes | HTTPError] = deque()
         self.closed = False
         #: set when a message arrives or the socket closes (a new flag per wait)
         self.arrived: Flag = app.runtime.flag()
@@ -95,15 +103,24 @@ class _Session:
         self.mailbox: Mailbox | None = None
 
     async def run(self) -> None:
-        async with self.app.runtime.task_group() as tasks:
-            tasks.start_soon(self._read)
-            while True:
-                while not self.waiting and not self.closed:
-                    self.arrived = self.app.runtime.flag()
-                    await self.arrived.wait()
-                if self.closed:
-                    return
-                await self._turn(self.waiting.popleft())
+        try:
+            async with self.app.runtime.task_group() as tasks:
+                tasks.start_soon(self._read)
+                while True:
+                    while not self.waiting and not self.closed:
+                        self.arrived = self.app.runtime.flag()
+                        if not await self.app.runtime.wait(self.arrived, IDLE_TIMEOUT):
+                            log.info("websocket idle for %g s; closed", IDLE_TIMEOUT)
+                            await self.send({"type": "websocket.close", "code": GOING_AWAY})
+                            return
+                    if self.closed:
+                        return
+                    await self._turn(self.waiting.popleft())
+        finally:  # the messages left waiting give their charge back
+            for left in self.waiting:
+                if isinstance(left, bytes):
+                    self.app.budget.release(len(left))
+            self.waiting.clear()
 
     async def _read(self) -> None:
         """Every message the client sends, until it closes the socket."""
@@ -117,7 +134,12 @@ class _Session:
                     log.warning("websocket client queued more than %d messages; closed", MAX_WAITING)
                     await self.send({"type": "websocket.close", "code": POLICY})
                     return
-                self.waiting.append(data)
+                try:  # held from now on, like an HTTP body as it arrives
+                    self.app.budget.hold(0, len(data))
+                except HTTPError as exc:  # answered in its turn, in order
+                    self.waiting.append(exc)
+                else:
+                    self.waiting.append(data)
                 self.arrived.set()
         finally:
             self.closed = True
@@ -125,18 +147,35 @@ class _Session:
             if self.mailbox is not None:
                 self.mailbox.signal(DISCONNECTED)
 
-    async def _turn(self, message: bytes) -> None:
-        """One ``response.create``: the events of its answer, or an ``error`` event."""
-        app = self.app
+    async def _turn(self, message: bytes | HTTPError) -> None:
+        """One ``response.create``: the events of its answer, or an ``error`` event.
+        ``message`` keeps its charge (taken on arrival) until the turn ends."""
+        if isinstance(message, HTTPError):
+            await self._error(message)
+            return
         try:
-            body = socket_body(self.served, message)
-            await app._admitted(self.served, self._charged(body), self._answer)
+            await self.app._admitted(self.served, self._charged(message), self._answer)
         except HTTPError as exc:
             await self._error(exc)
+        finally:
+            self.app.budget.release(len(message))
 
-    def _charged(self, body: bytes) -> Any:
+    def _charged(self, message: bytes) -> Any:
+        """How a turn's body is read: its message decoded within the budget (the
+        decoded JSON is the peak a body's parse is charged for), then the body charged."""
+        app = self.app
+
         async def read(held: list[int]) -> bytes:
-            self.app.budget.hold(held[0], len(body))
+            decoding = parsing_cost(message)
+            app.budget.hold_parsed(held[0] + len(message), decoding)
+            try:
+                if len(message) > PARSE_INLINE_BYTES:  # megabytes of JSON: not on the loop
+                    body = await app.runtime.to_thread(socket_body, self.served, message)
+                else:
+                    body = socket_body(self.served, message)
+            finally:
+                app.budget.release(decoding)
+            app.budget.hold(held[0], len(body))
             held[0] += len(body)
             return body
 
@@ -185,11 +224,15 @@ class _Session:
                 return
 
     async def _error(self, exc: HTTPError) -> None:
-        """An ``error`` event with the status HTTP would answer (the socket stays open)."""
+        """An ``error`` event with the status HTTP would answer (the socket stays open):
+        the openai SDK's ``ResponseWsError``, its details in ``error`` as in HTTP's error
+        body (the same fields flat too, as the HTTP stream's ``error`` event has them)."""
+        word = OPENAI.word(exc.kind)
         event = {
             "type": "error",
             "status": exc.status,
-            "code": OPENAI.word(exc.kind),
+            "error": {"type": word, "code": word, "message": exc.message, "param": None},
+            "code": word,
             "message": exc.message,
             "param": None,
             "sequence_number": 0,

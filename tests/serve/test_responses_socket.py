@@ -8,6 +8,7 @@ its place; a client cannot queue work without bound.
 
 from __future__ import annotations
 
+import json
 import socket
 import time
 from collections.abc import Iterator
@@ -152,3 +153,84 @@ def test_a_client_cannot_queue_work_without_bound(gateway: tuple[Server, App]) -
             for _ in conn:
                 assert time.monotonic() - started < 10
     wait_until(lambda: app.active == 0 and app.admitted == 0, within=5.0)
+
+
+def _stalled_turn(conn: Any) -> None:
+    """A turn that starts and then holds the socket (its upstream stalls)."""
+    conn.response.create(model="claude-stalls", input="Hi")
+    for event in conn:
+        if event.type == "response.output_text.delta":
+            return
+
+
+def test_messages_waiting_for_their_turn_are_charged_to_the_memory_budget(
+    gateway: tuple[Server, App],
+) -> None:
+    # A waiting message is a request body held in memory: a client with many sockets,
+    # each with MAX_WAITING messages of --max-body-bytes queued, held them uncounted.
+    server, app = gateway
+    with _client(server) as client, client.responses.connect() as conn:
+        _stalled_turn(conn)
+        before = app.buffered
+        size = 200_000
+        for _ in range(3):
+            conn.response.create(model="claude", input="x" * size)
+        wait_until(lambda: app.buffered >= before + 3 * size, within=5.0)
+    wait_until(lambda: app.active == 0 and app.admitted == 0 and app.buffered == 0, within=5.0)
+
+
+def test_socket_errors_have_the_sdk_shape(gateway: tuple[Server, App]) -> None:
+    # the openai SDK reads a socket's error event as ResponseWsError: its details in
+    # ``error`` ({type, code, message, param}), the HTTP status in ``status``
+    server, _ = gateway
+    with _client(server) as client, client.responses.connect() as conn:
+        conn.response.create(model="nosuch", input="Hi")
+        [error] = _turn(conn)
+        assert error.status == 404
+        assert error.error is not None and error.error.code == error.code
+        assert "nosuch" in error.error.message and error.error.type
+
+
+def test_an_error_inside_a_turn_has_the_sdk_shape() -> None:
+    # an upstream failure after the turn began: the encoder's ``error`` event, read by
+    # the SDK as ResponseWsError (its ``error``), the HTTP stream's flat fields kept
+    from openai._models import construct_type_unchecked
+    from openai.types.responses.responses_server_event import ResponsesServerEvent
+
+    from streamfn.core._events import Error, Start
+    from streamfn.core.dialects.openai_responses._encode import ResponsesEncoder
+
+    encoder = ResponsesEncoder(response_id="r", model="m", messages=True)
+    encoder.encode(Start())
+    encoder.encode(Error.network("the upstream reset the connection"))
+    assert encoder.messages is not None
+    event: Any = construct_type_unchecked(
+        value=json.loads(encoder.messages[-1]), type_=ResponsesServerEvent
+    )
+    assert event.type == "error" and event.error is not None
+    assert event.error.message == event.message == "the upstream reset the connection"
+    assert event.error.code == event.code and event.error.type
+    plain = ResponsesEncoder(response_id="r", model="m")  # the SSE stream: unchanged
+    plain.encode(Start())
+    assert b'"error":' not in plain.encode(Error.network("x"))
+
+
+def test_an_idle_socket_is_closed(
+    gateway: tuple[Server, App], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # an idle HTTP connection closes after the head timeout; a socket with no turn and
+    # no message held its connection place (of --max-connections) forever
+    server, _ = gateway
+    monkeypatch.setattr("streamfn.asgi._socket.IDLE_TIMEOUT", 0.5)
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+        sock.sendall(
+            (
+                "GET /v1/responses HTTP/1.1\r\nhost: 127.0.0.1\r\nupgrade: websocket\r\n"
+                "connection: Upgrade\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                f"sec-websocket-version: 13\r\nauthorization: Bearer {KEY}\r\n\r\n"
+            ).encode()
+        )
+        head = sock.recv(4096)
+        assert head.startswith(b"HTTP/1.1 101")
+        frame = head.split(b"\r\n\r\n", 1)[1] or sock.recv(64)
+        assert frame[0] == 0x88 and frame[2:4] == (1001).to_bytes(2, "big")  # going away

@@ -139,6 +139,12 @@ def _ask(server: Server, path: str, model: str, stream: bool) -> bytes:
         body: dict[str, object] = {"model": model, "messages": messages, "stream": stream}
     elif path == "/v1/messages":
         body = {"model": model, "messages": messages, "max_tokens": 10, "stream": stream}
+    elif path == "/v1/messages/count_tokens":
+        body = {"model": model, "messages": messages}
+    elif path == "/v1/responses":
+        body = {"model": model, "input": "hi", "stream": stream}
+    elif path == "/v1/responses/input_tokens":
+        body = {"model": model, "input": "hi"}
     else:
         body = {"model": model, "context": {"messages": [{"type": "user", "content": "hi"}]}}
     with raw_post(server.port, path, json.dumps(body).encode()) as sock:
@@ -152,6 +158,8 @@ ROUTES = [
     ("/v1/messages", True),
     ("/v1/stream", True),
     ("/v1/agent/stream", True),
+    ("/v1/responses", False),
+    ("/v1/responses", True),
 ]
 
 
@@ -167,6 +175,21 @@ def test_an_upstream_quoting_the_request_never_shows_a_client_a_configured_secre
     for secret in SECRETS:
         assert secret.encode() not in raw, (secret, raw[:600])
     if not model.endswith("401"):  # an auth refusal is replaced whole; others are scrubbed
+        assert b"***" in raw, raw[:600]
+
+
+@pytest.mark.parametrize("path", ["/v1/messages/count_tokens", "/v1/responses/input_tokens"])
+@pytest.mark.parametrize("model", ["claude-400", "claude-500", "claude-401"])
+def test_a_count_route_never_shows_a_client_a_configured_secret(
+    gateway: Server, path: str, model: str
+) -> None:
+    # a count asks the upstream's counting endpoint with the server's key, like a
+    # completion; its refusals are scrubbed the same way
+    raw = _ask(gateway, path, model, False)
+    assert raw.startswith(b"HTTP/1.1 4") or raw.startswith(b"HTTP/1.1 5"), raw[:300]
+    for secret in SECRETS:
+        assert secret.encode() not in raw, (secret, raw[:600])
+    if not model.endswith("401"):
         assert b"***" in raw, raw[:600]
 
 

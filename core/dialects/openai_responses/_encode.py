@@ -7,9 +7,10 @@ reasoning JSON (``{"type": "reasoning", "encrypted_content": ..., "summary":
 [...]}``); its ``encrypted_content`` goes back on the item, and another provider's
 signature rides there too (`streamfn.core.dialects.openai_responses._signatures`), so a
 client that replays the item hands the model its own signature back. Opaque blocks of
-this API (server-tool items) are sent back as their finished item, byte for
-byte. Pure; the caller supplies the response id. What the format cannot
-carry: redacted thinking, text and tool-call signatures. The final
+this API (server-tool items) are sent back as their finished item, its JSON
+compacted (no line break can end an SSE frame early). Pure; the caller supplies
+the response id. What the format cannot carry: redacted thinking, text and
+tool-call signatures. The final
 ``response.completed`` (or ``response.incomplete``) lists every output item, so
 it is also the whole body of a request that did not stream (`final`).
 """
@@ -40,6 +41,7 @@ from streamfn.core._events import (
     Usage,
 )
 from streamfn.core.dialects._openai_common import ERROR_CODES
+from streamfn.core.dialects.openai_chat._encode import openai_error_type
 from streamfn.core.serve._cut import CUT_STOP_REASONS, cut_error, unpaused
 
 from ._signatures import encrypted_content
@@ -149,7 +151,13 @@ class ResponsesEncoder:
         if isinstance(event, (TextEnd, ThinkingEnd, ToolCallEnd)):
             return self._end(event)
         if isinstance(event, OpaqueBlock):
-            raw = self._finished[event.index] = msgspec.Raw(event.json.encode())
+            # its JSON without line breaks: an upstream's may hold some (JSON whitespace,
+            # or data over several SSE ``data:`` lines), and one would end this frame early
+            try:
+                compact = msgspec.json.format(event.json.encode(), indent=0)
+            except msgspec.DecodeError:
+                return b""
+            raw = self._finished[event.index] = msgspec.Raw(compact)
             return self._frame("response.output_item.done", output_index=event.index, item=raw)
         if isinstance(event, Start):
             return self._frame("response.created", response=self._response("in_progress"))
@@ -169,7 +177,11 @@ class ResponsesEncoder:
             # The ``error`` event: its code is free text (a failed response's is a
             # closed list that has no word for most of our kinds).
             code = ERROR_CODES[event.kind] if event.kind else "server_error"
-            return self._frame("error", code=code, message=event.message, param=None)
+            fields: dict[str, Any] = {"code": code, "message": event.message, "param": None}
+            if self.messages is not None:  # a socket's: the SDK's ResponseWsError, in ``error``
+                error_type = openai_error_type(event.kind)
+                fields["error"] = {"type": error_type, **fields}
+            return self._frame("error", **fields)
         return b""
 
     def _start(self, event: TextStart | ThinkingStart | ToolCallStart) -> bytes:
