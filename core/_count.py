@@ -63,6 +63,9 @@ COUNTED_APIS: Final = ("anthropic", "openai-responses", "openai-chat", "gemini",
 
 #: a count's answer is a small JSON object; anything larger is not one
 MAX_COUNT_ANSWER: Final = 64 * 1024
+#: more input tokens than any model takes (the largest windows hold a few million): a
+#: count above it is no count, whatever the upstream says
+MAX_COUNTED_TOKENS: Final = 1_000_000_000
 
 #: the estimate's rule of thumb: about four characters of English text a token (the
 #: figure OpenAI and Google both give), plus a few tokens of framing per message
@@ -182,8 +185,8 @@ class CountCall(ProviderCall):
     def _eof(self) -> None:
         answer = msgspec.json.decode(bytes(self._body))
         count = answer[self.counting.field] if isinstance(answer, dict) else None
-        if type(count) is not int or count < 0:
-            raise ValueError(f"the count is not a whole number of tokens: {count!r}")
+        if type(count) is not int or not 0 <= count <= MAX_COUNTED_TOKENS:
+            raise ValueError(f"the count is not a number of tokens: {str(count)[:40]!r}")
         self.emit.done(StopReason.STOP, Usage(input=count), Cost())
 
 

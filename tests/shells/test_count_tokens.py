@@ -88,6 +88,7 @@ def test_a_server_error_is_retried_like_any_call(shell: str, fake: FakeProvider)
     ("answer", "kind"),
     [
         (b'{"input_tokens": -1}', ErrorKind.PROTOCOL),
+        (b'{"input_tokens": 1000000000000000000000000000000}', ErrorKind.PROTOCOL),
         (b'{"input_tokens": "12"}', ErrorKind.PROTOCOL),
         (b'{"tokens": 12}', ErrorKind.PROTOCOL),
         (b"not json", ErrorKind.PROTOCOL),
