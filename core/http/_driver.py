@@ -187,7 +187,9 @@ def _attempt(
     t0 = run.clock()
     key = (target.scheme, target.host, target.port, proxy)
     limit = run.capped(t0 + options.connect_timeout)
-    conn = yield Connect(target, proxy, key, fresh, limit)  # answered with a `ConnectAnswer`
+    socket = options.transport == "websocket"
+    # a WebSocket takes a socket of its own: never a pooled one, never pooled after
+    conn = yield Connect(target, proxy, key, fresh or socket, limit)  # a `ConnectAnswer`
     if conn is EXPIRED or isinstance(conn, Error):
         error = (
             conn
@@ -202,15 +204,24 @@ def _attempt(
         return None
     run.log.debug("connected to %s:%d in %.3f s", target.host, target.port, run.clock() - t0)
     sent_at = run.wall_clock()
-    exchange = Exchange(
-        call,
-        model,
-        options,
-        headers=wire_headers(call, sent_at),
-        deadline=run.deadline,
-        reuse=conn if isinstance(conn, Exchange) else None,
-        sent_at=sent_at,
-    )
+    headers = wire_headers(call, sent_at)
+    exchange: Exchange
+    if socket:
+        from ._socket_exchange import SocketExchange  # wsproto only for those who use it
+
+        exchange = SocketExchange(
+            call, model, options, headers=headers, deadline=run.deadline, sent_at=sent_at
+        )
+    else:
+        exchange = Exchange(
+            call,
+            model,
+            options,
+            headers=headers,
+            deadline=run.deadline,
+            reuse=conn if isinstance(conn, Exchange) else None,
+            sent_at=sent_at,
+        )
     return (yield from _exchange(run, exchange, target, t0))
 
 
@@ -227,6 +238,8 @@ def _exchange(
         if not events and not exchange.finished:
             until, on_expiry = exchange.timer(run.clock())
             events = yield from _receive(run, exchange, until, on_expiry)
+        if exchange.pending:  # what the answer made the exchange say (a WebSocket's)
+            events += yield from _send_pending(run, exchange)
         if exchange.stale_keep_alive:
             run.log.debug("pooled connection was closed by the server; reconnecting")
             yield Release(None)
@@ -249,6 +262,14 @@ def _exchange(
             return None
         if outcome:
             yield Emit(outcome)
+
+
+def _send_pending(run: _Run, exchange: Exchange) -> Generator[Step, Answer, list[Event]]:
+    """Send what the exchange has to say now (a WebSocket's message after the 101, a
+    pong, the closing Close frame), within the read timer's deadline."""
+    data, exchange.pending = exchange.pending, b""
+    until, on_expiry = exchange.timer(run.clock())
+    return _answer(exchange, (yield Send(data, until)), on_expiry)
 
 
 def _finish(run: _Run, exchange: Exchange, outcome: list[Event]) -> Generator[Step, Answer, None]:

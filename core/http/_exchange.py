@@ -58,6 +58,10 @@ class Exchange:
     total deadline on the shell's clock, if any.
     """
 
+    #: bytes to send after the request, as the answer goes (a WebSocket's message after
+    #: its 101, a pong); the driver sends and empties it. Plain HTTP never has any.
+    pending: bytes = b""
+
     def __init__(
         self,
         call: Call,
