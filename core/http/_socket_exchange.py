@@ -29,6 +29,7 @@ itself (RFC 6455 asks for a strong source); nothing a caller sees depends on the
 from __future__ import annotations
 
 from collections.abc import Iterable
+from contextlib import suppress
 from datetime import datetime
 from typing import Any, Final
 
@@ -37,7 +38,6 @@ from wsproto import ConnectionType, WSConnection
 from wsproto.connection import ConnectionState
 from wsproto.events import (
     AcceptConnection,
-    Event as WSEvent,
     BytesMessage,
     CloseConnection,
     Ping,
@@ -45,6 +45,9 @@ from wsproto.events import (
     RejectData,
     Request,
     TextMessage,
+)
+from wsproto.events import (
+    Event as WSEvent,
 )
 from wsproto.utilities import LocalProtocolError, RemoteProtocolError
 
@@ -121,7 +124,11 @@ class SocketExchange(Exchange):
     def bytes_to_send(self) -> bytes:
         """The upgrade request: the provider's headers (credentials included) without
         the ones about an HTTP body; wsproto adds Host, Upgrade and the key."""
-        extra = [(k, v) for k, v in self._headers if k.lower() not in _BODY_HEADERS]
+        extra = [
+            (k.encode("latin-1"), v.encode("latin-1"))
+            for k, v in self._headers
+            if k.lower() not in _BODY_HEADERS
+        ]
         return self._ws.send(
             Request(host=self.target.authority, target=self.target.target, extra_headers=extra)
         )
@@ -282,10 +289,8 @@ class SocketExchange(Exchange):
             self._queue(CloseConnection(code=1000))
 
     def _queue(self, event: WSEvent) -> None:
-        try:
+        with suppress(LocalProtocolError):  # the connection is already closing: nothing to say
             self.pending += self._ws.send(event)
-        except LocalProtocolError:  # the connection is already closing: nothing to say
-            pass
 
     def _malformed(self, exc: Exception) -> list[Event]:
         where = "WebSocket upgrade answer" if self.status is None else "WebSocket frame"

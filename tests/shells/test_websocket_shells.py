@@ -23,7 +23,7 @@ from loopback_server import wait_until
 from shell_runner import FAST, KEY, SHELLS, collect, run
 from websockets.sync.server import Server, ServerConnection, serve
 
-from streamfn.core import Done, Error, ErrorKind, Event, Model, Options, UsageError, replay
+from streamfn.core import Done, Error, ErrorKind, Event, Model, UsageError, replay
 
 TRANSCRIPT = Path(__file__).parent.parent / "transcripts/openai-responses"
 #: the shells' fast test options, over a WebSocket
