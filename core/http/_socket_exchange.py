@@ -112,9 +112,7 @@ class SocketExchange(Exchange):
         deadline: float | None = None,
         sent_at: datetime | None = None,
     ) -> None:
-        super().__init__(
-            call, model, options, headers=headers, deadline=deadline, sent_at=sent_at
-        )
+        super().__init__(call, model, options, headers=headers, deadline=deadline, sent_at=sent_at)
         self._ws = WSConnection(ConnectionType.CLIENT)
         #: the message being received, joined from its fragments
         self._message = bytearray()
@@ -235,7 +233,9 @@ class SocketExchange(Exchange):
             )
             return
         self._rejected = True
-        out += self._finish_call(self.call.receive_response(event.status_code, self.response_headers))
+        out += self._finish_call(
+            self.call.receive_response(event.status_code, self.response_headers)
+        )
         if not event.has_body and not self.finished:
             out += self._finish_call(self.call.receive_eof())
 

@@ -133,7 +133,6 @@ def shell(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-
 @pytest.mark.parametrize("mode", ["ok", "fragmented"])
 def test_the_events_are_those_of_the_same_json_over_sse(
     shell: str, canned: Canned, mode: str
@@ -196,7 +195,9 @@ def test_a_server_that_never_answers_the_upgrade_hits_the_first_byte_timeout(
         silent.listen(8)
         port = silent.getsockname()[1]
         model = Model(
-            id="gpt-5", provider="openai", api="openai-responses",
+            id="gpt-5",
+            provider="openai",
+            api="openai-responses",
             base_url=f"http://127.0.0.1:{port}/v1",
         )
         options = msgspec.structs.replace(WS, max_attempts=1)
