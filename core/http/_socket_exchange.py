@@ -272,10 +272,14 @@ class SocketExchange(Exchange):
         out += events
 
     def _closed(self, event: CloseConnection, out: list[Event]) -> None:
-        """A Close frame before the terminal event: the turn was cut."""
-        if self._ws.state is ConnectionState.REMOTE_CLOSING:
-            self._queue(event.response())
+        """A Close frame before the terminal event: the turn was cut. (wsproto also says
+        Close for a frame it could not parse, e.g. text that is not UTF-8: then the
+        server said nothing, and the message says what was wrong.)"""
         reason = f": {event.reason}" if event.reason else ""
+        if self._ws.state is not ConnectionState.REMOTE_CLOSING:
+            out += self._malformed(f"code {event.code}{reason}")
+            return
+        self._queue(event.response())
         out += self.fail(
             Error.network(
                 f"WebSocket closed by {self.target.host} mid-stream (code {event.code}{reason}),"
@@ -292,6 +296,6 @@ class SocketExchange(Exchange):
         with suppress(LocalProtocolError):  # the connection is already closing: nothing to say
             self.pending += self._ws.send(event)
 
-    def _malformed(self, exc: Exception) -> list[Event]:
+    def _malformed(self, exc: Exception | str) -> list[Event]:
         where = "WebSocket upgrade answer" if self.status is None else "WebSocket frame"
         return self.fail(Error.network(f"malformed {where} from {self.target.host}: {exc}"))

@@ -177,3 +177,13 @@ def test_a_server_that_answers_200_instead_of_101_is_a_protocol_error() -> None:
     [*_, error] = exchange.receive_bytes(reply)
     assert isinstance(error, Error) and error.kind is ErrorKind.PROTOCOL
     assert "not 101" in error.message
+
+
+def test_a_message_that_is_not_utf8_is_a_malformed_frame_not_a_close_by_the_server() -> None:
+    exchange = _exchange()
+    server = _accepted(exchange)
+    exchange.receive_bytes(_out(server))
+    server.send_text(b'{"type": "response.created"\xff}')
+    [*_, error] = exchange.receive_bytes(_out(server))
+    assert isinstance(error, Error) and error.kind is ErrorKind.NETWORK
+    assert error.message.startswith("malformed WebSocket frame from h.test: code 1007")

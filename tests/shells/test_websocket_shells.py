@@ -9,8 +9,10 @@ answers the upgrade end as an HTTP stream's would.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
+import ssl
 import threading
 from collections.abc import Iterator
 from http import HTTPStatus
@@ -19,8 +21,11 @@ from typing import Any
 
 import msgspec
 import pytest
+import trio
+import trustme
+from fake_provider import ConnectProxy
 from loopback_server import wait_until
-from shell_runner import FAST, KEY, SHELLS, collect, run
+from shell_runner import FAST, KEY, SHELLS, blocking, client_class, collect, run
 from websockets.sync.server import Server, ServerConnection, serve
 
 from streamfn.core import Done, Error, ErrorKind, Event, Model, UsageError, replay
@@ -54,7 +59,8 @@ class Canned:
     first segment picks what it does (``ok``, ``refuse-401``, ``flaky-<n>-<status>``,
     ``cut``, ``huge``, ``fragmented``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
+        self.scheme = "http" if tls is None else "https"
         self.creates: list[dict[str, Any]] = []
         self.handshakes: list[dict[str, str]] = []
         self.refused: dict[str, int] = {}
@@ -63,13 +69,19 @@ class Canned:
         #: per turn: the code of the client's Close frame (None: the socket just closed)
         self.closes: list[int | None] = []
         self.server: Server = serve(
-            self.handle, "127.0.0.1", 0, process_request=self.process_request, compression=None
+            self.handle,
+            "127.0.0.1",
+            0,
+            process_request=self.process_request,
+            compression=None,
+            ssl=tls,
         )
         self.port = self.server.socket.getsockname()[1]
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     def model(self, mode: str) -> Model:
-        url = f"http://127.0.0.1:{self.port}/{mode}/v1"
+        host = "127.0.0.1" if self.scheme == "http" else "localhost"
+        url = f"{self.scheme}://{host}:{self.port}/{mode}/v1"
         return Model(id="gpt-5", provider="openai", api="openai-responses", base_url=url)
 
     def process_request(self, connection: ServerConnection, request: Any) -> Any:
@@ -210,3 +222,25 @@ def test_only_the_responses_wire_format_goes_over_a_websocket(shell: str) -> Non
     model = Model(id="gpt-5", provider="openai", api="openai-chat", base_url="http://127.0.0.1:9")
     with pytest.raises(UsageError, match='transport="websocket" is for api="openai-responses"'):
         run(shell, collect, model, WS)
+
+
+def test_tls_through_an_https_proxy_tunnel(shell: str) -> None:
+    ca = trustme.CA()
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("localhost").configure_cert(server_ctx)
+    client_ctx = ssl.create_default_context()
+    ca.configure_trust(client_ctx)
+    with Canned(tls=server_ctx) as tls, ConnectProxy() as proxy:
+        environ = {"HTTPS_PROXY": f"http://127.0.0.1:{proxy.port}"}
+
+        async def main() -> list[Event]:
+            async with client_class(shell)(ssl_context=client_ctx, environ=environ) as client:
+                result: list[Event] = await collect(client, tls.model("ok"), WS)
+                return result
+
+        if shell == "sync":
+            events = blocking(main(), 10.0)
+        else:
+            events = trio.run(main) if shell == "trio" else asyncio.run(main())
+    assert events == _expected(EVENTS)
+    assert [c.path for c in proxy.connects] == [f"localhost:{tls.port}"]
