@@ -204,24 +204,20 @@ def _attempt(
         return None
     run.log.debug("connected to %s:%d in %.3f s", target.host, target.port, run.clock() - t0)
     sent_at = run.wall_clock()
-    headers = wire_headers(call, sent_at)
-    exchange: Exchange
+    kind = Exchange
     if socket:
         from ._socket_exchange import SocketExchange  # wsproto only for those who use it
 
-        exchange = SocketExchange(
-            call, model, options, headers=headers, deadline=run.deadline, sent_at=sent_at
-        )
-    else:
-        exchange = Exchange(
-            call,
-            model,
-            options,
-            headers=headers,
-            deadline=run.deadline,
-            reuse=conn if isinstance(conn, Exchange) else None,
-            sent_at=sent_at,
-        )
+        kind = SocketExchange
+    exchange = kind(
+        call,
+        model,
+        options,
+        headers=wire_headers(call, sent_at),
+        deadline=run.deadline,
+        reuse=conn if isinstance(conn, Exchange) else None,  # None for a WebSocket
+        sent_at=sent_at,
+    )
     return (yield from _exchange(run, exchange, target, t0))
 
 

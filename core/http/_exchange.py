@@ -104,6 +104,10 @@ class Exchange:
         self._unpumped = False
         self._body_ended = False
         self._closed_by_peer = False
+        self._begin()
+
+    def _begin(self) -> None:
+        """What a subclass sets up beside the above (`SocketExchange`: its WebSocket)."""
 
     def _take_over(self) -> h11.Connection:
         """The HTTP state for the next exchange on this socket (this one is then not `reusable`)."""

@@ -28,9 +28,7 @@ itself (RFC 6455 asks for a strong source); nothing a caller sees depends on the
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from contextlib import suppress
-from datetime import datetime
 from typing import Any, Final
 
 import msgspec
@@ -51,10 +49,7 @@ from wsproto.events import (
 )
 from wsproto.utilities import LocalProtocolError, RemoteProtocolError
 
-from .._call import Call
 from .._events import Error, Event
-from .._models import Model
-from .._options import Options
 from ._exchange import Exchange
 
 __all__ = ["SocketExchange", "response_create"]
@@ -102,17 +97,9 @@ class SocketExchange(Exchange):
     frame), sends them too. Never `reusable`: the socket is closed after the turn.
     """
 
-    def __init__(
-        self,
-        call: Call,
-        model: Model,
-        options: Options,
-        *,
-        headers: Iterable[tuple[str, str]] | None = None,
-        deadline: float | None = None,
-        sent_at: datetime | None = None,
-    ) -> None:
-        super().__init__(call, model, options, headers=headers, deadline=deadline, sent_at=sent_at)
+    def _begin(self) -> None:
+        """The WebSocket's own state, beside `Exchange`'s (``reuse`` is never given:
+        a WebSocket is never pooled)."""
         self._ws = WSConnection(ConnectionType.CLIENT)
         #: the message being received, joined from its fragments
         self._message = bytearray()
