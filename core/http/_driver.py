@@ -2,7 +2,8 @@
 
 `drive` yields `streamfn.core.http._steps` and the shell answers each one. An
 attempt (`_attempt`) opens the provider call, asks for a connection, sends
-the request and reads the answer through an `Exchange`; `FirstOutputGate`
+the request and reads the answer through an `Exchange` (a `SocketExchange` for
+``Options(transport="websocket")``); `FirstOutputGate`
 decides, batch by batch, whether the caller sees the events or the attempt is
 dropped for a retry. Nothing here reads a clock, the environment or a random
 source: the shell passes its monotonic ``clock``, ``wall_clock``, ``rand``
@@ -25,6 +26,7 @@ from .._redact import redact_url
 from .._retry import FirstOutputGate, Retry, RetryPolicy
 from ._exchange import Exchange
 from ._proxy_env import proxy_for
+from ._socket_exchange import SocketExchange
 from ._steps import (
     EXPIRED,
     Answer,
@@ -204,11 +206,7 @@ def _attempt(
         return None
     run.log.debug("connected to %s:%d in %.3f s", target.host, target.port, run.clock() - t0)
     sent_at = run.wall_clock()
-    kind = Exchange
-    if socket:
-        from ._socket_exchange import SocketExchange  # wsproto only for those who use it
-
-        kind = SocketExchange
+    kind = SocketExchange if socket else Exchange
     exchange = kind(
         call,
         model,
