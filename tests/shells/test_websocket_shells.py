@@ -218,10 +218,16 @@ def test_a_server_that_never_answers_the_upgrade_hits_the_first_byte_timeout(
     assert "first-byte timeout" in error.message
 
 
-def test_only_the_responses_wire_format_goes_over_a_websocket(shell: str) -> None:
-    model = Model(id="gpt-5", provider="openai", api="openai-chat", base_url="http://127.0.0.1:9")
+@pytest.mark.parametrize("api", ["openai-chat", "local"])
+def test_only_the_responses_wire_format_goes_over_a_websocket(shell: str, api: str) -> None:
+    model = Model(id="gpt-5", provider="openai", api=api, base_url="http://127.0.0.1:9")
     with pytest.raises(UsageError, match='transport="websocket" is for api="openai-responses"'):
         run(shell, collect, model, WS)
+
+
+def test_resuming_over_http_is_refused_with_a_websocket() -> None:
+    with pytest.raises(UsageError, match='recover="continue"'):
+        msgspec.structs.replace(WS, recover="resume")
 
 
 def test_tls_through_an_https_proxy_tunnel(shell: str) -> None:
