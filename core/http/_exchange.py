@@ -58,8 +58,7 @@ class Exchange:
     total deadline on the shell's clock, if any.
     """
 
-    #: bytes to send after the request, as the answer goes (a WebSocket's message after
-    #: its 101, a pong); the driver sends and empties it. Plain HTTP never has any.
+    #: bytes to send as the answer goes (`SocketExchange`'s); the driver sends, empties it
     pending: bytes = b""
 
     def __init__(
