@@ -45,9 +45,13 @@ def _model(server: Server) -> Model:
 
 
 def _comparable(events: list[Event]) -> list[Event]:
-    """The events without what differs between two turns (the response's id)."""
+    """The events without what differs from one request to the next (the ids `Start`
+    carries): who answered stays."""
     return [
-        msgspec.structs.replace(e, response_id=None) if isinstance(e, Start) else e for e in events
+        Start(api=e.api, provider=e.provider, model=e.model, response_model=e.response_model)
+        if isinstance(e, Start)
+        else e
+        for e in events
     ]
 
 
