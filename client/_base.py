@@ -18,7 +18,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
 from typing import Any, ClassVar, Generic, NamedTuple, Self, TypedDict, TypeVar, Unpack
 
-from ..core._call import Call, open_call
+from ..core._call import Call, check_transport, open_call
 from ..core._count import (
     TokenCount,
     TokenCountUnsupported,
@@ -327,6 +327,7 @@ class ClientBase(Generic[ConnT], abc.ABC):
         """One request's events, a list per read: over the wire (`_wire_events`), or
         from the local model, which has no wire (`_local_stream`)."""
         if model.api == "local":
+            check_transport(model, options)
             return self._local_events(model, context, options)
         return self._wire_events(model, context, options, opener)
 

@@ -16,6 +16,7 @@ from datetime import datetime
 from types import ModuleType
 from typing import Any, Final, Protocol, cast
 
+from ._errors import UsageError
 from ._events import Event
 from ._lifecycle import warn_if_deprecated
 from ._messages import Context
@@ -28,6 +29,7 @@ __all__ = [
     "API_MODULES",
     "Call",
     "api_names",
+    "check_transport",
     "load_entry_point_apis",
     "open_call",
     "register_api",
@@ -154,9 +156,21 @@ def open_call(model: Model, context: Context, options: Options | None = None) ->
     ``options.api_key`` (the shells fill it from the environment). A model its
     provider deprecated logs one warning the first time (`_lifecycle`).
     """
-    call = _module(model.api).open_call(model, context, options or Options())
+    options = options or Options()
+    check_transport(model, options)
+    call = _module(model.api).open_call(model, context, options)
     warn_if_deprecated(model)
     return call
+
+
+def check_transport(model: Model, options: Options) -> None:
+    """Refuse ``transport="websocket"`` for a model whose wire format has none: only
+    OpenAI's Responses API streams over a WebSocket."""
+    if options.transport == "websocket" and model.api != "openai-responses":
+        raise UsageError(
+            f'transport="websocket" is for api="openai-responses" models; {model.id!r} '
+            f'uses api={model.api!r}: leave Options.transport at "http"'
+        )
 
 
 def replay(

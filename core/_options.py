@@ -30,6 +30,7 @@ __all__ = [
     "RecoverMode",
     "ThinkingLevel",
     "ThinkingName",
+    "Transport",
     "client_fields",
 ]
 
@@ -52,6 +53,9 @@ CacheSetting: TypeAlias = Literal["off", "auto"] | list[CachePoint]
 
 #: how a stream cut after output began goes on (``Options.recover``)
 RecoverMode: TypeAlias = Literal["resume", "continue"]
+
+#: how a request travels (``Options.transport``)
+Transport: TypeAlias = Literal["http", "websocket"]
 
 
 class ThinkingLevel(enum.StrEnum):
@@ -166,6 +170,10 @@ class Options(msgspec.Struct, kw_only=True):
     recover: RecoverMode | None = None
     #: the most cuts one stream survives (each costs at least one more request)
     max_recoveries: int = 2
+    #: how the request travels: "http" (a POST, the answer streamed back), or
+    #: "websocket" (``openai-responses`` only: one WebSocket per turn, the request
+    #: as a ``response.create`` message, the same events). See `streamfn.core.http`.
+    transport: Transport = "http"
 
     def __post_init__(self) -> None:
         if self.thinking is not None and not isinstance(self.thinking, ThinkingLevel):
@@ -183,6 +191,13 @@ class Options(msgspec.Struct, kw_only=True):
             raise ValueError(f'recover={self.recover!r}: use "resume", "continue" or None')
         if self.max_recoveries < 0:
             raise ValueError(f"max_recoveries={self.max_recoveries}: use 0 or more")
+        if self.transport not in ("http", "websocket"):
+            raise ValueError(f'transport={self.transport!r}: use "http" or "websocket"')
+        if self.transport == "websocket" and self.recover == "resume":
+            raise UsageError(
+                'recover="resume" reads the cut response again over HTTP; with '
+                'transport="websocket" use recover="continue" or None'
+            )
 
     if TYPE_CHECKING:
         # What type checkers see: the fields above, except that ``thinking`` also
@@ -227,6 +242,7 @@ class Options(msgspec.Struct, kw_only=True):
             repair_tool_call: ToolCallRepair | None = None,
             recover: RecoverMode | None = None,
             max_recoveries: int = 2,
+            transport: Transport = "http",
         ) -> None: ...
 
     def __repr__(self) -> str:

@@ -2,6 +2,7 @@
 steps a shell answers (the client that performs them: `streamfn.client`).
 
 - `Exchange`: one request/response on a socket, h11 underneath;
+- `SocketExchange`: one OpenAI Responses turn over a WebSocket, wsproto underneath;
 - `ConnectTunnel`: the CONNECT that opens an HTTPS_PROXY tunnel;
 - `drive` and its steps (`Connect`, `Send`, `Receive`, `Sleep`, `Emit`,
   `Release`): a stream's life as I/O steps a shell performs;
@@ -10,6 +11,7 @@ steps a shell answers (the client that performs them: `streamfn.client`).
 
 from ._driver import TAIL_GRACE, drive, wire_headers
 from ._exchange import MAX_TAIL_BYTES, Exchange
+from ._socket_exchange import SocketExchange
 from ._steps import (
     EXPIRED,
     Answer,
@@ -50,6 +52,7 @@ __all__ = [
     "Release",
     "Send",
     "Sleep",
+    "SocketExchange",
     "Step",
     "Target",
     "TunnelError",

@@ -2,7 +2,8 @@
 
 `drive` yields `streamfn.core.http._steps` and the shell answers each one. An
 attempt (`_attempt`) opens the provider call, asks for a connection, sends
-the request and reads the answer through an `Exchange`; `FirstOutputGate`
+the request and reads the answer through an `Exchange` (a `SocketExchange` for
+``Options(transport="websocket")``); `FirstOutputGate`
 decides, batch by batch, whether the caller sees the events or the attempt is
 dropped for a retry. Nothing here reads a clock, the environment or a random
 source: the shell passes its monotonic ``clock``, ``wall_clock``, ``rand``
@@ -25,6 +26,7 @@ from .._redact import redact_url
 from .._retry import FirstOutputGate, Retry, RetryPolicy
 from ._exchange import Exchange
 from ._proxy_env import proxy_for
+from ._socket_exchange import SocketExchange
 from ._steps import (
     EXPIRED,
     Answer,
@@ -187,7 +189,9 @@ def _attempt(
     t0 = run.clock()
     key = (target.scheme, target.host, target.port, proxy)
     limit = run.capped(t0 + options.connect_timeout)
-    conn = yield Connect(target, proxy, key, fresh, limit)  # answered with a `ConnectAnswer`
+    socket = options.transport == "websocket"
+    # a WebSocket takes a socket of its own: never a pooled one, never pooled after
+    conn = yield Connect(target, proxy, key, fresh or socket, limit)  # a `ConnectAnswer`
     if conn is EXPIRED or isinstance(conn, Error):
         error = (
             conn
@@ -202,13 +206,14 @@ def _attempt(
         return None
     run.log.debug("connected to %s:%d in %.3f s", target.host, target.port, run.clock() - t0)
     sent_at = run.wall_clock()
-    exchange = Exchange(
+    kind = SocketExchange if socket else Exchange
+    exchange = kind(
         call,
         model,
         options,
         headers=wire_headers(call, sent_at),
         deadline=run.deadline,
-        reuse=conn if isinstance(conn, Exchange) else None,
+        reuse=conn if isinstance(conn, Exchange) else None,  # None for a WebSocket
         sent_at=sent_at,
     )
     return (yield from _exchange(run, exchange, target, t0))
@@ -227,6 +232,8 @@ def _exchange(
         if not events and not exchange.finished:
             until, on_expiry = exchange.timer(run.clock())
             events = yield from _receive(run, exchange, until, on_expiry)
+        if exchange.pending:  # what the answer made the exchange say (a WebSocket's)
+            events += yield from _send_pending(run, exchange)
         if exchange.stale_keep_alive:
             run.log.debug("pooled connection was closed by the server; reconnecting")
             yield Release(None)
@@ -249,6 +256,14 @@ def _exchange(
             return None
         if outcome:
             yield Emit(outcome)
+
+
+def _send_pending(run: _Run, exchange: Exchange) -> Generator[Step, Answer, list[Event]]:
+    """Send what the exchange has to say now (a WebSocket's message after the 101, a
+    pong, the closing Close frame), within the read timer's deadline."""
+    data, exchange.pending = exchange.pending, b""
+    until, on_expiry = exchange.timer(run.clock())
+    return _answer(exchange, (yield Send(data, until)), on_expiry)
 
 
 def _finish(run: _Run, exchange: Exchange, outcome: list[Event]) -> Generator[Step, Answer, None]:

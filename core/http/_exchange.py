@@ -58,6 +58,9 @@ class Exchange:
     total deadline on the shell's clock, if any.
     """
 
+    #: bytes to send as the answer goes (`SocketExchange`'s); the driver sends, empties it
+    pending: bytes = b""
+
     def __init__(
         self,
         call: Call,
@@ -100,6 +103,10 @@ class Exchange:
         self._unpumped = False
         self._body_ended = False
         self._closed_by_peer = False
+        self._begin()
+
+    def _begin(self) -> None:
+        """What a subclass sets up beside the above (`SocketExchange`: its WebSocket)."""
 
     def _take_over(self) -> h11.Connection:
         """The HTTP state for the next exchange on this socket (this one is then not `reusable`)."""
