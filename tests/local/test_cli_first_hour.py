@@ -226,10 +226,8 @@ def test_azure_without_a_base_url_says_how_to_give_one() -> None:
 
 
 class _FailsSecondTurn(FakeProvider):
-    def respond(
-        self, sock: socket.socket, fault: str, provider: str, hit: int, counted: bytes | None = None
-    ) -> bool:
-        return super().respond(sock, "401" if hit == 2 else fault, provider, hit, counted)
+    def respond(self, sock: socket.socket, fault: str, provider: str, hit: int) -> bool:
+        return super().respond(sock, "401" if hit == 2 else fault, provider, hit)
 
 
 def test_interactive_history_survives_a_failed_turn() -> None:

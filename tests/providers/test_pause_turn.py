@@ -129,11 +129,9 @@ class PausingUpstream(FakeProvider):
         super().__init__()
         self.pauses = pauses
 
-    def respond(
-        self, sock: socket.socket, fault: str, provider: str, hit: int, counted: bytes | None = None
-    ) -> bool:
+    def respond(self, sock: socket.socket, fault: str, provider: str, hit: int) -> bool:
         self.register_body("pausing", paused_body(hit, paused=hit <= self.pauses))
-        return super().respond(sock, fault, "pausing", hit, counted)
+        return super().respond(sock, fault, "pausing", hit)
 
 
 @pytest.fixture(scope="module")
@@ -222,12 +220,10 @@ RECORDED = CORPUS / "anthropic" / "pause-turn-web-search.sse"
 class RecordedPause(FakeProvider):
     """A real paused turn (a long web-search turn, recorded), then a short ending."""
 
-    def respond(
-        self, sock: socket.socket, fault: str, provider: str, hit: int, counted: bytes | None = None
-    ) -> bool:
+    def respond(self, sock: socket.socket, fault: str, provider: str, hit: int) -> bool:
         body = RECORDED.read_bytes() if hit == 1 else paused_body(hit, paused=False)
         self.register_body("recorded", body)
-        return super().respond(sock, fault, "recorded", hit, counted)
+        return super().respond(sock, fault, "recorded", hit)
 
 
 @pytest.mark.parametrize("shell", SHELLS)
