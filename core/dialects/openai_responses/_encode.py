@@ -154,7 +154,7 @@ class ResponsesEncoder:
             # its JSON without line breaks: an upstream's may hold some (JSON whitespace,
             # or data over several SSE ``data:`` lines), and one would end this frame early
             try:
-                compact = msgspec.json.format(event.json.encode(), indent=0)
+                compact = msgspec.json.format(event.json.encode(), indent=-1)
             except msgspec.DecodeError:
                 return b""
             raw = self._finished[event.index] = msgspec.Raw(compact)
