@@ -28,8 +28,7 @@ from typing import TYPE_CHECKING, Any
 import h2.errors
 import h2.exceptions
 from hypercorn.protocol.events import Body, EndBody, Trailers
-from hypercorn.protocol.h2 import H2Protocol
-
+from ._h2_streams import ReleasingH2Protocol
 from ._send_watch import SendWatch
 
 if TYPE_CHECKING:
@@ -40,8 +39,8 @@ __all__ = ["DeadlinedH2Protocol"]
 log = logging.getLogger("streamfn")
 
 
-class DeadlinedH2Protocol(H2Protocol):
-    """hypercorn's HTTP/2 protocol whose streams end when their client's flow control
+class DeadlinedH2Protocol(ReleasingH2Protocol):
+    """hypercorn's HTTP/2 protocol (its streams' writes ending with them) whose streams end when their client's flow control
     lets no bytes out for ``send_timeout`` (set by `bound`; unset: hypercorn's own)."""
 
     send_timeout: float | None = None
