@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import h2.errors
 import h2.exceptions
 from hypercorn.protocol.events import Body, EndBody, Trailers
+
 from ._h2_streams import ReleasingH2Protocol
 from ._send_watch import SendWatch
 
