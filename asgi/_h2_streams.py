@@ -25,12 +25,22 @@ ends normally keeps its buffer until the sender has written it all. When the
 protocol closes the connection itself (a GOAWAY, a protocol error) its
 streams are ended first, not when the socket is finally gone: on asyncio that
 close waits for unsent bytes, which a client that reads nothing never takes.
+
+One more write hypercorn let through: to a stream whose flow-control window
+is shut, the sender "sent" nothing and still woke the waiting write, so the
+app's writes went on and the stream's buffer grew by the whole answer (the
+upstream read to its end at the upstream's pace, past ``max_unsent_bytes``
+and the memory budget, for a client that takes nothing). Here a stream with
+bytes waiting and no window is set aside until the client opens its window:
+its write waits, its events wait in the request's mailbox, and the upstream
+is read no further, as on HTTP/1.1 (the send timeout bounds the wait).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import h2.exceptions
 from hypercorn.events import Closed, Event
 from hypercorn.protocol.h2 import H2Protocol
 
@@ -38,7 +48,8 @@ __all__ = ["ReleasingH2Protocol"]
 
 
 class ReleasingH2Protocol(H2Protocol):
-    """hypercorn's HTTP/2 protocol whose streams' waiting writes end with the stream."""
+    """hypercorn's HTTP/2 protocol whose streams' writes wait while the client's window
+    is shut and end with the stream."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -60,6 +71,23 @@ class ReleasingH2Protocol(H2Protocol):
         await super()._close_stream(stream_id)
         if self.closed or not self._can_send(stream_id):
             await self._release(stream_id)
+
+    async def _send_data(self, stream_id: int) -> None:
+        """hypercorn's, but a stream with bytes waiting and a shut window is set aside
+        (a WINDOW_UPDATE brings it back) without waking its waiting write."""
+        buffer = self.stream_buffers.get(stream_id)
+        if buffer is not None and buffer.buffer and self._window(stream_id) == 0:
+            self.priority.block(stream_id)
+            return
+        await super()._send_data(stream_id)
+
+    def _window(self, stream_id: int) -> int | None:
+        """How many bytes the stream may send now; None when it is closed (hypercorn's
+        sender then drops its buffer)."""
+        try:
+            return max(0, self.connection.local_flow_control_window(stream_id))
+        except h2.exceptions.H2Error:
+            return None
 
     def _can_send(self, stream_id: int) -> bool:
         """Whether the stream may still carry response bytes (not reset, not closed)."""
