@@ -10,8 +10,7 @@ its concurrency slot and its upstream call, forever.
 `DeadlinedH2Protocol` watches each stream's response with its own
 `streamfn.asgi._send_watch.SendWatch`: while the stream's buffer holds bytes,
 progress is bytes leaving it for the client (a completed body write is none:
-hypercorn lets the app's writes through even while the window is shut, and
-keeps the bytes). When none leave for the send timeout, the stream is reset
+a write completes into the buffer without a byte leaving). When none leave for the send timeout, the stream is reset
 (RST_STREAM, ``CANCEL``) exactly as if the client had reset it: the app sees a
 disconnect, cancels the upstream call and frees the slot; the connection and
 its other streams go on. Logged once per stream. A client that opens its
