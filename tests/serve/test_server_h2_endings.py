@@ -10,7 +10,8 @@ answers simply end. The client reads nothing before the end, so the server's
 writes wait on it (on TCP, or on the client's HTTP/2 windows) when the
 stream ends. After each, the server must be as it was: nothing
 admitted (the server's own ``/health`` says so), no upstream connection left
-open, and a later request served (a leaked slot makes it a 429). Bounds are
+open, the connection's place under ``--max-connections`` back (the cap is one),
+and a later request served (a leaked slot makes it a 429). Bounds are
 hang guards (`HANG_GUARD`), never a timing claim; each ending runs on both
 shells.
 """
@@ -238,10 +239,36 @@ def _writes_wait(app: App) -> bool:
     return sum(mailbox.full() for mailbox in app._mailboxes) == RUNNING
 
 
+def _connected(port: int, **options: Any) -> Client:
+    """A `Client` the server admits: under a cap of one connection, an attempt made
+    while the last connection is still being let go reads the cap's 503; try again."""
+    deadline = time.monotonic() + HANG_GUARD
+    while True:
+        with contextlib.suppress(ConnectionError):
+            client = Client(port, **options)
+            client.sock.settimeout(HANG_GUARD)
+            if not client.sock.recv(16, socket.MSG_PEEK).startswith(b"HTTP/1.1 503"):
+                return client
+            client.close()
+        assert time.monotonic() < deadline, f"no connection admitted within {HANG_GUARD} s"
+        time.sleep(0.01)
+
+
 def _health(port: int) -> dict[str, object]:
-    with socket.create_connection(("127.0.0.1", port)) as sock:
-        sock.sendall(b"GET /health HTTP/1.0\r\nhost: 127.0.0.1\r\n\r\n")
-        answer = read_all(sock, HANG_GUARD)
+    """``/health`` once a connection is admitted (see `_connected`)."""
+    deadline = time.monotonic() + HANG_GUARD
+    while True:
+        answer = b""
+        with (
+            socket.create_connection(("127.0.0.1", port)) as sock,
+            contextlib.suppress(ConnectionError),  # refused: its 503 may come as a reset
+        ):
+            sock.sendall(b"GET /health HTTP/1.0\r\nhost: 127.0.0.1\r\n\r\n")
+            answer = read_all(sock, HANG_GUARD)
+        if answer and not answer.startswith(b"HTTP/1.1 503"):
+            break
+        assert time.monotonic() < deadline, f"no connection admitted within {HANG_GUARD} s"
+        time.sleep(0.01)
     assert answer.split(b" ", 2)[1] == b"200", answer[:200]
     status: dict[str, object] = json.loads(answer.partition(b"\r\n\r\n")[2])
     return status
@@ -249,7 +276,7 @@ def _health(port: int) -> dict[str, object]:
 
 def _served(port: int) -> None:
     """A later request, on a new connection, is answered whole (a leaked slot: a 429)."""
-    client = Client(port)
+    client = _connected(port)
     try:
         stream_id = client.post("short")
         client.pump(lambda: stream_id in client.ended(h2.events.StreamEnded), read=True)
@@ -272,11 +299,12 @@ def test_every_way_an_h2_stream_ends_releases_its_slot_and_upstream_call(
     fake, long, short = upstream
     end, whole, window, send_timeout = ENDINGS[ending]
     app = _app(long, short, send_timeout)
-    server = Server(app, allow_h2c=True)
+    # one connection at a time: each check below needs the streams' connection gone
+    server = Server(app, allow_h2c=True, max_connections=1)
     # the accepted connection inherits a small send buffer: the TCP window fills soon
     server.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
     with server:
-        client = Client(server.port, window=window, rcvbuf=4096)
+        client = _connected(server.port, window=window, rcvbuf=4096)
         try:
             ids = [client.post("long", whole=whole) for _ in range(STREAMS)]
             wait_until(lambda: app.admitted == STREAMS, HANG_GUARD)
@@ -301,8 +329,8 @@ def test_h2_streams_that_end_normally_release_their_slots(
     """The answers end (the client reads them whole): every slot comes back."""
     _, long, short = upstream
     app = _app(long, short, TIMEOUT)
-    with Server(app, allow_h2c=True) as server:
-        client = Client(server.port)
+    with Server(app, allow_h2c=True, max_connections=1) as server:
+        client = _connected(server.port)
         try:
             ids = [client.post("short") for _ in range(STREAMS)]
             client.pump(lambda: client.ended(h2.events.StreamEnded) >= set(ids), read=True)
