@@ -30,6 +30,10 @@ once) when its client takes no bytes for that long; the app then sees a
 disconnect and cancels the request's upstream call. On HTTP/2 a stream's
 flow-control window can hold a response with no TCP write waiting:
 `streamfn.asgi._h2_deadline.DeadlinedH2Protocol` ends such a stream alone.
+However an HTTP/2 stream ends (a reset by either side, a GOAWAY, the
+connection gone), its waiting writes end with it
+(`streamfn.asgi._h2_streams.ReleasingH2Protocol`), so its request frees its
+slot and its upstream call.
 
 `install` puts `GuardedProtocol` in place of hypercorn's ``ProtocolWrapper``
 for both of its workers. It acts only on a configuration that carries a

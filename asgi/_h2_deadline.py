@@ -10,8 +10,7 @@ its concurrency slot and its upstream call, forever.
 `DeadlinedH2Protocol` watches each stream's response with its own
 `streamfn.asgi._send_watch.SendWatch`: while the stream's buffer holds bytes,
 progress is bytes leaving it for the client (a completed body write is none:
-hypercorn lets the app's writes through even while the window is shut, and
-keeps the bytes). When none leave for the send timeout, the stream is reset
+a write completes into the buffer without a byte leaving). When none leave for the send timeout, the stream is reset
 (RST_STREAM, ``CANCEL``) exactly as if the client had reset it: the app sees a
 disconnect, cancels the upstream call and frees the slot; the connection and
 its other streams go on. Logged once per stream. A client that opens its
@@ -28,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 import h2.errors
 import h2.exceptions
 from hypercorn.protocol.events import Body, EndBody, Trailers
-from hypercorn.protocol.h2 import H2Protocol
 
+from ._h2_streams import ReleasingH2Protocol
 from ._send_watch import SendWatch
 
 if TYPE_CHECKING:
@@ -40,8 +39,8 @@ __all__ = ["DeadlinedH2Protocol"]
 log = logging.getLogger("streamfn")
 
 
-class DeadlinedH2Protocol(H2Protocol):
-    """hypercorn's HTTP/2 protocol whose streams end when their client's flow control
+class DeadlinedH2Protocol(ReleasingH2Protocol):
+    """hypercorn's HTTP/2 protocol (its streams' writes ending with them) whose streams end when their client's flow control
     lets no bytes out for ``send_timeout`` (set by `bound`; unset: hypercorn's own)."""
 
     send_timeout: float | None = None
