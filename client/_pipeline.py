@@ -11,7 +11,8 @@ pipeline reads top to bottom, outermost first:
    span are its own).
 2. `credentials`: the model's key, resolved before any connection; raises
    `MissingCredentials` at once (which `fallback` turns into "skip this model").
-3. `tool_checks`: every complete tool call checked against its tool's schema. Outside
+3. `tool_checks`: every complete tool call checked against its tool's schema (tools
+   declared or not), pausing for the shell's other work between slices. Outside
    `text_tools`, so calls read from text are checked too; outside the per-request
    stages, so it sees the whole answer once.
 4. `text_tools`: tool calls written as text turned into tool-call events, over the
@@ -32,7 +33,7 @@ Below the last stage is the client's own request (`ClientBase._events`): the ste
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import NamedTuple
 
 from ..core._call import Call
@@ -68,6 +69,8 @@ class Host(NamedTuple):
     responses_upgraded: set[UpgradeKey]
     #: the shell's clock, asked for per request (an event loop's is its running loop's)
     clock: Callable[[], Callable[[], float]]
+    #: lets the shell's other work run (a zero sleep) between slices of long checks
+    pause: Callable[[], Awaitable[None]]
 
 
 #: a stage: (the client, the opener of the streams inside it) -> its own opener
@@ -93,7 +96,7 @@ def credentials(host: Host, inner: OpenStream) -> OpenStream:
 
 def tool_checks(host: Host, inner: OpenStream) -> OpenStream:
     def open_stream(m: Model, c: Context, o: Options, call: CallOpener) -> Batches:
-        return with_checked_tool_calls(inner(m, c, o, call), c, o)
+        return with_checked_tool_calls(inner(m, c, o, call), c, o, host.pause)
 
     return open_stream
 
