@@ -62,7 +62,8 @@ MAX_DEPTH: Final = 256
 #: the steps one budget allows (`CheckBudget`): a linear check of a large answer stays
 #: far below it, branches that multiply do not
 MAX_STEPS: Final = 1_000_000
-#: steps between two pauses of `checking` (a slice takes a few milliseconds)
+#: steps between two pauses of `checking` (a slice takes well under a millisecond, so an
+#: event loop that pauses there stays responsive)
 PAUSE_EVERY: Final = 200
 
 
