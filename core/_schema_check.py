@@ -36,35 +36,20 @@ Pure: nothing is fetched, a remote ``$ref`` is a mismatch of its own.
 from __future__ import annotations
 
 from collections.abc import Generator, Hashable
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 import msgspec
 
-__all__ = [
-    "MAX_DEPTH",
-    "MAX_REF_CHAIN",
-    "MAX_STEPS",
-    "PAUSE_EVERY",
-    "CheckBudget",
-    "SchemaMismatch",
-    "check_json",
-    "checking",
-    "run_through",
-]
+from ._check_budget import BudgetSpent, CheckBudget, run_through
+from ._json_keys import JSONIndex, NotJSON, is_number, json_key
 
-T = TypeVar("T")
+__all__ = ["MAX_DEPTH", "MAX_REF_CHAIN", "SchemaMismatch", "check_json", "checking"]
 
 #: deepest chain of ``$ref`` followed without moving into the value (a schema that
 #: refers to itself in a loop stops here, as a mismatch)
 MAX_REF_CHAIN: Final = 32
 #: deepest value checked (JSON decoders stop far above what a tool call nests)
 MAX_DEPTH: Final = 256
-#: the steps one budget allows (`CheckBudget`): a linear check of a large answer stays
-#: far below it, branches that multiply do not
-MAX_STEPS: Final = 1_000_000
-#: steps between two pauses of `checking` (a slice takes well under a millisecond, so an
-#: event loop that pauses there stays responsive)
-PAUSE_EVERY: Final = 200
 
 
 class SchemaMismatch(msgspec.Struct, frozen=True, gc=False):
@@ -76,52 +61,6 @@ class SchemaMismatch(msgspec.Struct, frozen=True, gc=False):
 
     def __str__(self) -> str:
         return f"{self.path or '/'}: {self.message}"
-
-
-class _Spent(Exception):
-    """The budget ran out inside a check."""
-
-
-class _NoKey(Exception):
-    """A value with no JSON-equality key (not JSON: a tuple, an object): compared one by one."""
-
-
-class CheckBudget:
-    """The steps left to the checks that share it, and what they indexed on the way.
-
-    ``steps`` in all (`MAX_STEPS` unless told); ``spent`` counts the steps taken. The
-    ``enum``/``const`` indexes are kept by schema node (which they hold, so the node's
-    id stays its own), so checks sharing a budget index each list once."""
-
-    __slots__ = ("indexes", "left", "steps")
-
-    def __init__(self, steps: int | None = None) -> None:
-        self.steps = MAX_STEPS if steps is None else steps
-        self.left = self.steps
-        self.indexes: dict[tuple[int, str], tuple[Any, _Index]] = {}
-
-    @property
-    def spent(self) -> int:
-        """The steps taken so far (past ``steps`` when a check ran out)."""
-        return self.steps - self.left
-
-    def tick(self) -> Generator[None, None, None]:
-        """Charge one step; pause on a slice's end; `_Spent` past the budget."""
-        self.left -= 1
-        if self.left < 0:
-            raise _Spent
-        if self.left % PAUSE_EVERY == 0:
-            yield
-
-
-def run_through(steps: Generator[None, None, T]) -> T:
-    """What a pausing generator returns, run without pauses."""
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            result: T = done.value
-            return result
 
 
 def check_json(
@@ -143,7 +82,7 @@ def checking(
     except RecursionError:  # branches over a recursive $ref, far fewer levels than MAX_DEPTH
         deep = SchemaMismatch("", "nested too deeply to check; it does not pass")
         return [deep, *checker.found][:limit]
-    except _Spent:
+    except BudgetSpent:
         spent = SchemaMismatch(
             "",
             f"checking took more than {budget.steps} steps (anyOf, oneOf or allOf branches "
@@ -158,10 +97,6 @@ def _escape(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def _is_type(value: Any, kind: Any) -> bool:
     if kind == "object":
         return isinstance(value, dict)
@@ -174,87 +109,10 @@ def _is_type(value: Any, kind: Any) -> bool:
     if kind == "null":
         return value is None
     if kind == "number":
-        return _is_number(value)
+        return is_number(value)
     if kind == "integer":
-        return _is_number(value) and (isinstance(value, int) or float(value).is_integer())
+        return is_number(value) and (isinstance(value, int) or float(value).is_integer())
     return True  # a type name this subset does not know constrains nothing
-
-
-def json_equal(a: Any, b: Any) -> bool:
-    """Equality as JSON means it: numbers by value, ``true`` never ``1``."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if _is_number(a) and _is_number(b):
-        return bool(a == b)
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
-    return type(a) is type(b) and bool(a == b)
-
-
-# the kinds a key starts with: JSON equality never crosses kinds (``true`` is not ``1``)
-_NULL, _BOOL, _NUMBER, _STRING, _ARRAY, _OBJECT, _NAN = range(7)
-
-
-def _key(value: Any, budget: CheckBudget) -> Generator[None, None, Hashable]:
-    """A key equal to another value's exactly when the values are JSON-equal (``1`` and
-    ``1.0`` share one, ``true`` and ``1`` do not), one step per node; `_NoKey` for a
-    value that is not JSON."""
-    yield from budget.tick()
-    if value is None:
-        return (_NULL,)
-    if isinstance(value, bool):
-        return (_BOOL, value)
-    if _is_number(value):
-        # NaN equals nothing, itself included: a key of its own (the object's identity)
-        return (_NUMBER, value) if value == value else (_NAN, object())
-    if isinstance(value, str):
-        return (_STRING, value)
-    if isinstance(value, list):
-        items = []
-        for item in value:
-            items.append((yield from _key(item, budget)))
-        return (_ARRAY, tuple(items))
-    if isinstance(value, dict):
-        members = []
-        for name, item in value.items():
-            if not isinstance(name, str):
-                raise _NoKey
-            members.append((name, (yield from _key(item, budget))))
-        return (_OBJECT, frozenset(members))
-    raise _NoKey
-
-
-class _Index:
-    """An ``enum`` (or a ``const``) as the keys of its members, and the members that
-    have none (not JSON), which are compared one by one."""
-
-    __slots__ = ("keys", "members", "rest")
-
-    def __init__(self, members: list[Any]) -> None:
-        self.members = members
-        self.keys: set[Hashable] = set()
-        self.rest: list[Any] = []
-
-    def build(self, budget: CheckBudget) -> Generator[None, None, None]:
-        for member in self.members:
-            try:
-                self.keys.add((yield from _key(member, budget)))
-            except _NoKey:
-                self.rest.append(member)
-
-    def holds(
-        self, value: Any, key: Hashable | None, budget: CheckBudget
-    ) -> Generator[None, None, bool]:
-        """Whether a member equals ``value`` (``key`` its key; None: it has none)."""
-        if key is not None and key in self.keys:
-            return True
-        for member in self.members if key is None else self.rest:
-            yield from budget.tick()
-            if json_equal(value, member):
-                return True
-        return False
 
 
 _SHOWN: Final = 60
@@ -328,22 +186,23 @@ class _Run:
         #: the JSON-equality keys of values compared to an enum or a const (None: none)
         self.value_keys: dict[int, Hashable | None] = {}
 
-    def index(self, node: Any, kind: str, members: list[Any]) -> Generator[None, None, _Index]:
+    def index(self, node: Any, kind: str, members: list[Any]) -> Generator[None, None, JSONIndex]:
         """The index of ``node``'s ``enum`` or ``const``, built once per budget."""
-        found = self.budget.indexes.get((id(node), kind))
+        found = self.budget.memo.get((id(node), kind))
         if found is not None:
-            return found[1]
-        index = _Index(members)
+            known: JSONIndex = found[1]
+            return known
+        index = JSONIndex(members)
         yield from index.build(self.budget)
-        self.budget.indexes[(id(node), kind)] = (node, index)
+        self.budget.memo[(id(node), kind)] = (node, index)
         return index
 
     def key(self, value: Any) -> Generator[None, None, Hashable | None]:
         if id(value) in self.value_keys:
             return self.value_keys[id(value)]
         try:
-            key: Hashable | None = yield from _key(value, self.budget)
-        except _NoKey:
+            key: Hashable | None = yield from json_key(value, self.budget)
+        except NotJSON:
             key = None
         self.value_keys[id(value)] = key
         return key
@@ -426,7 +285,7 @@ class _Checker:
             yield from self.member(value, schema, "const", [schema["const"]])
         ):
             self.add(path, f"{_shown(value)} is not {_shown(schema['const'])}")
-        if _is_number(value):
+        if is_number(value):
             self.numbers(value, schema, path)
         elif isinstance(value, str):
             self.strings(value, schema, path)
@@ -447,14 +306,14 @@ class _Checker:
     def numbers(self, value: float, schema: dict[str, Any], path: str) -> None:
         low: Any = schema.get("minimum")
         high: Any = schema.get("maximum")
-        if _is_number(low) and value < low:
+        if is_number(low) and value < low:
             self.add(path, f"{_shown(value)} is less than the minimum {low}")
-        if _is_number(high) and value > high:
+        if is_number(high) and value > high:
             self.add(path, f"{_shown(value)} is more than the maximum {high}")
         low, high = schema.get("exclusiveMinimum"), schema.get("exclusiveMaximum")
-        if _is_number(low) and value <= low:
+        if is_number(low) and value <= low:
             self.add(path, f"{_shown(value)} is not more than {low} (exclusiveMinimum)")
-        if _is_number(high) and value >= high:
+        if is_number(high) and value >= high:
             self.add(path, f"{_shown(value)} is not less than {high} (exclusiveMaximum)")
 
     def strings(self, value: str, schema: dict[str, Any], path: str) -> None:

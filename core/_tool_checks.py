@@ -44,7 +44,7 @@ declares function tools or not (`streamfn.client._tool_checks.with_checked_tool_
 a call of a tool never declared is flagged the same way with no tools declared as
 with others declared, so no client runs it unchecked. The cost is one pass over each
 call's arguments at its end, and all the schema checks of one answer share one step
-budget (`streamfn.core._schema_check.CheckBudget`), checked in slices the shells
+budget (`streamfn.core._check_budget.CheckBudget`), checked in slices the shells
 pause between.
 """
 
@@ -58,6 +58,7 @@ from typing import Any, Final, TypeAlias
 import msgspec
 
 from ._accumulate import WholeToolCalls, parse_arguments
+from ._check_budget import CheckBudget, run_through
 from ._events import (
     Done,
     Error,
@@ -72,7 +73,7 @@ from ._events import (
     ToolCallStart,
 )
 from ._messages import Tool, ToolCall
-from ._schema_check import CheckBudget, SchemaMismatch, checking, run_through
+from ._schema_check import SchemaMismatch, checking
 
 __all__ = [
     "MAX_CONCATENATED",
