@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Generator
 from typing import TypeVar
 
+from ..core._check_budget import Paced
 from ..core._messages import Context
 from ..core._options import Options
 from ..core._tool_checks import ToolCallChecks
@@ -33,13 +34,10 @@ def with_checked_tool_calls(
 
 async def _paced(steps: Generator[None, None, T], pause: Callable[[], Awaitable[None]]) -> T:
     """What ``steps`` returns, with a ``pause`` wherever it pauses."""
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            result: T = done.value
-            return result
+    paced = Paced(steps)
+    for _ in paced:
         await pause()
+    return paced.result
 
 
 async def _checked(

@@ -9,10 +9,10 @@ generator without pausing, for a caller with no loop to serve).
 
 from __future__ import annotations
 
-from collections.abc import Generator
-from typing import Any, Final, TypeVar
+from collections.abc import Generator, Iterator
+from typing import Any, Final, Generic, TypeVar
 
-__all__ = ["MAX_STEPS", "PAUSE_EVERY", "BudgetSpent", "CheckBudget", "run_through"]
+__all__ = ["MAX_STEPS", "PAUSE_EVERY", "BudgetSpent", "CheckBudget", "Paced", "run_through"]
 
 T = TypeVar("T")
 
@@ -56,11 +56,23 @@ class CheckBudget:
             yield
 
 
+class Paced(Generic[T]):
+    """A pausing generator as its pauses to iterate (the caller does what it likes at
+    each: an event loop gives others a turn), then ``result``, what it returned."""
+
+    __slots__ = ("_steps", "result")
+
+    def __init__(self, steps: Generator[None, None, T]) -> None:
+        self._steps = steps
+        self.result: T
+
+    def __iter__(self) -> Iterator[None]:
+        self.result = yield from self._steps
+
+
 def run_through(steps: Generator[None, None, T]) -> T:
     """What a pausing generator returns, run without pauses."""
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            result: T = done.value
-            return result
+    paced = Paced(steps)
+    for _ in paced:
+        pass
+    return paced.result

@@ -35,7 +35,7 @@ Pure: nothing is fetched, a remote ``$ref`` is a mismatch of its own.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Hashable
+from collections.abc import Generator, Hashable, Iterable
 from typing import Any, Final
 
 import msgspec
@@ -131,33 +131,25 @@ def _render(value: Any, out: list[str], room: list[int]) -> None:
     """Append ``value``'s JSON to ``out`` until ``room[0]`` characters are used up."""
     if room[0] <= 0:
         return
-    if isinstance(value, (list, tuple)):
-        out.append("[")
+    if isinstance(value, (list, tuple, dict)):
+        named = isinstance(value, dict)
+        members: Iterable[tuple[Any, Any]] = (
+            value.items() if isinstance(value, dict) else ((None, item) for item in value)
+        )
+        out.append("{" if named else "[")
         room[0] -= 1
-        for i, item in enumerate(value):
+        for i, (name, item) in enumerate(members):
             if room[0] <= 0:
                 return
             if i:
                 out.append(",")
                 room[0] -= 1
-            _render(item, out, room)
-        out.append("]")
-        room[0] -= 1
-        return
-    if isinstance(value, dict):
-        out.append("{")
-        room[0] -= 1
-        for i, (name, item) in enumerate(value.items()):
-            if room[0] <= 0:
-                return
-            if i:
-                out.append(",")
+            if named:
+                _render(name, out, room)
+                out.append(":")
                 room[0] -= 1
-            _render(name, out, room)
-            out.append(":")
-            room[0] -= 1
             _render(item, out, room)
-        out.append("}")
+        out.append("}" if named else "]")
         room[0] -= 1
         return
     if isinstance(value, str):

@@ -13,13 +13,8 @@ as with others declared.
 from __future__ import annotations
 
 import json
-import os
-import re
-import signal
 import socket
 import statistics
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -27,7 +22,7 @@ from typing import Any
 
 import pytest
 from fake_provider import FakeProvider
-from loopback_server import KEY, Server, provider_backend, read_all
+from loopback_server import KEY, Server, provider_backend, read_all, serve_cli
 
 from streamfn.asgi import App, ServerConfig
 from streamfn.asgi._backends import RouterBackend
@@ -153,28 +148,8 @@ def served(
             for answer in ANSWERS
         )
     )
-    code = "import sys; from streamfn.cli import main; sys.exit(main())"
-    args = ["serve", "--no-local", "--config", str(config), "--port", "0", "--shell", shell]
-    env = {**os.environ, "STREAMFN_API_KEY": KEY}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code, *args], stderr=subprocess.PIPE, text=True, env=env
-    )
-    try:
-        assert proc.stderr is not None
-        line = proc.stderr.readline()
-        match = re.search(r"http://127\.0\.0\.1:(\d+)", line)
-        assert match, line
-        yield int(match.group(1))
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            if proc.stderr is not None:
-                proc.stderr.close()
+    with serve_cli(["--config", str(config), "--shell", shell], {}) as url:
+        yield int(url.rsplit(":", 1)[1])
 
 
 @pytest.mark.parametrize(
