@@ -11,8 +11,7 @@ pipeline reads top to bottom, outermost first:
    span are its own).
 2. `credentials`: the model's key, resolved before any connection; raises
    `MissingCredentials` at once (which `fallback` turns into "skip this model").
-3. `tool_checks`: every complete tool call checked against its tool's schema (tools
-   declared or not), pausing for the shell's other work between slices. Outside
+3. `tool_checks`: every complete tool call checked against its tool's schema. Outside
    `text_tools`, so calls read from text are checked too; outside the per-request
    stages, so it sees the whole answer once.
 4. `text_tools`: tool calls written as text turned into tool-call events, over the
@@ -95,6 +94,9 @@ def credentials(host: Host, inner: OpenStream) -> OpenStream:
 
 
 def tool_checks(host: Host, inner: OpenStream) -> OpenStream:
+    """Tools declared or not (a call of an undeclared tool is flagged); the checks pause
+    for the shell's other work between slices (`Host.pause`)."""
+
     def open_stream(m: Model, c: Context, o: Options, call: CallOpener) -> Batches:
         return with_checked_tool_calls(inner(m, c, o, call), c, o, host.pause)
 
