@@ -27,12 +27,13 @@ from loopback_server import KEY, Server, provider_backend, read_all, serve_cli
 from streamfn.asgi import App, ServerConfig
 from streamfn.asgi._backends import RouterBackend
 from streamfn.core._models import Model
-from streamfn.core.serve._routes import AGUI_PATH, UI_CHAT_PATH
 from streamfn.fuzz._fake_bodies import sse
 
 # every test here runs on both shells (tests/serve/conftest.py)
 pytestmark = pytest.mark.usefixtures("shell")
 
+UI_CHAT_PATH = "/v1/ui/chat"
+AGUI_PATH = "/v1/agui"
 ENUM = list(range(300_000))
 #: a value the checks visit, every level of it twice over: 2**30 visits unbounded
 TWICE = {"allOf": [{"properties": {"a": {"$ref": "#"}}}, {"properties": {"a": {"$ref": "#"}}}]}
