@@ -5,18 +5,7 @@ hypercorn runs it on asyncio (`streamfn.io_asyncio.serve`) or trio
 (`streamfn.io_trio.serve`), and the loop's primitives come in as a
 `Runtime`. Every decision is the sans-I/O codec's (`streamfn.core.serve`:
 routes, guard, auth, parsing, encoders, statuses); this module only moves
-bytes and runs tasks. Routes:
-
-- ``POST /v1/chat/completions``: OpenAI Chat Completions, streaming or not.
-- ``POST /v1/messages``: Anthropic Messages, streaming or not.
-- ``POST /v1/stream``: the native proxy format (our events as SSE).
-- ``POST /v1/agent/stream``: the same request, answered in the agent-server
-  SSE contract (`streamfn.core.dialects.agent_events._encode`).
-- ``POST /v1/ui/chat`` and ``POST /v1/agui``: the front-end protocols, the
-  Vercel AI SDK's UI message stream (``useChat``) and AG-UI events, each
-  taking its client's own request body (always streamed).
-- ``GET /v1/models`` (OpenAI or, with an ``anthropic-version`` header,
-  Anthropic shape) and ``GET /health``.
+bytes and runs tasks. Its routes are the records of `streamfn.core.serve._served`.
 
 The trust boundary: the server holds the provider keys, its clients are not
 trusted. A client chooses what to generate, never where a request goes or
@@ -24,42 +13,32 @@ how often it is sent (`streamfn.core.serve._inbound` rejects such fields by
 name); `streamfn.core.serve._guard` keeps web pages out (Host, Origin,
 Content-Type). Every bad request is a 4xx in the client's own error shape.
 
-Every request runs the backend in a producer task; the response loop sends
-what it produces, a keep-alive while the model is silent, and stops the
-producer at once when the client disconnects (streaming or not), so an
-abandoned request never keeps a local generation or an upstream connection
-alive. A non-streaming response sends nothing until the answer is whole, so
-any error, even after output began (a reset, a malformed chunk, the content
-cap), is an HTTP error in the client's own error shape (502, 504 for a
-timeout), never a body calling a cut answer complete. In a stream, errors
-that come before any output (within ``head_wait``) are such HTTP errors too;
-after that the response has sent its headers and an SSE comment, and errors
-are sent in-stream the way each client expects. Shutdown lets streams finish for a grace period and
-then ends each with a terminal error in its dialect.
+Every request runs the backend in a producer task; the response loop sends what it
+produces, a keep-alive while the model is silent, and stops the producer at once when
+the client disconnects (streaming or not), so an abandoned request never keeps a local
+generation or an upstream connection alive. A non-streaming response sends nothing
+until the answer is whole, so any error, even after output began (a reset, a malformed
+chunk, the content cap), is an HTTP error in the client's own error shape (502, 504 for
+a timeout), never a body calling a cut answer complete. In a stream, errors before any
+output (within ``head_wait``) are such HTTP errors too; after that the headers and an
+SSE comment are out, and errors go in-stream as each client expects. Shutdown lets
+streams finish for a grace period, then ends each with a terminal error in its dialect.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
-from collections.abc import MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, ClassVar
 
 from streamfn.core._events import Done, Error, Event, Start
-from streamfn.core.serve._cut import CUT_STOP_REASONS, cut_error
 from streamfn.core.serve._guard import cors_headers, header, preflight_headers
 from streamfn.core.serve._inbound import ClientRequest
 from streamfn.core.serve._log_text import loggable
-from streamfn.core.serve._responses import (
-    MAX_BATCH,
-    OPENED,
-    Stamps,
-    encoder_for,
-    final_body,
-    stream_headers,
-)
+from streamfn.core.serve._responses import MAX_BATCH, OPENED, Stamps
 from streamfn.core.serve._routes import (
-    AGENT_PATH,
     PARSE_INLINE_BYTES,
     BodyBudget,
     Route,
@@ -68,12 +47,15 @@ from streamfn.core.serve._routes import (
     disconnected_early,
     models_body,
     parse_request,
-    parsed_cost,
     route,
+)
+from streamfn.core.serve._served import (
+    Served,
+    dialect_for,
+    encoder_for,
 )
 from streamfn.core.serve._status import (
     HTTPError,
-    dialect_for,
     early_error,
     error_response,
     for_the_client,
@@ -82,10 +64,12 @@ from streamfn.core.serve._status import (
     shutting_down_refusal,
 )
 
+from ._answer_ids import answer_headers, note_start
 from ._contract import Backend, ServerConfig, UnknownModelError, open_batches
+from ._counting import answer_count
 from ._failures import backend_failure
 from ._intake import receive_body
-from ._messages import Receive, Send, adding_headers, send_json, start_sse, watch_disconnect
+from ._messages import Receive, Send, send_json, start_sse, watch_disconnect
 from ._resolve import Resolver, check_input_urls, system_resolver
 from ._runtime import (
     ABORTED,
@@ -96,17 +80,20 @@ from ._runtime import (
     Marker,
     Runtime,
     Slots,
-    batch_bytes,
     ended_early,
     first_token_at,
 )
+from ._socket import serve_socket
 from ._stamps import SystemStamps
+from ._whole import send_whole
 
 __all__ = ["App"]
 
 log = logging.getLogger("streamfn")
 
 Scope = MutableMapping[str, Any]
+#: how a request's body is read, charged to its share of the budget (``held``)
+_Read = Callable[[list[int]], Awaitable[bytes]]
 
 
 class App:
@@ -184,13 +171,15 @@ class App:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
             return
+        if scope["type"] == "websocket":
+            await serve_socket(self, scope, receive, send)
+            return
         if scope["type"] != "http":
             return
         path = scope.get("path", "")
         headers = scope.get("headers", [])
         cors = cors_headers(header(headers, b"origin"), self.config.cors_origins)
-        if cors:
-            send = adding_headers(send, cors)
+        send = answer_headers(send, cors, self.stamps)  # CORS, request id, rate limits
         try:
             await self._route(scope, receive, send, path, bool(cors))
         except HTTPError as exc:
@@ -203,7 +192,7 @@ class App:
     ) -> None:
         headers = scope.get("headers", [])
         config = self.config
-        chosen = route(
+        chosen, served = route(
             scope.get("method", "GET"),
             path,
             headers,
@@ -220,8 +209,11 @@ class App:
             await send_json(send, 200, status)
         elif chosen is Route.MODELS:
             await send_json(send, 200, models_body(self.backend.list_models(), headers))
+        elif chosen is Route.COUNT:
+            await self._admitted(served, self._body(receive), self._count_for(send, served))
         else:
-            await self._completion(receive, send, path)
+            run = functools.partial(self._run, receive, send, served)
+            await self._admitted(served, self._body(receive), run)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -276,30 +268,30 @@ class App:
             self._idle_waiters.append(flag)
             await self.runtime.wait(flag, timeout)
 
-    # -- completions ------------------------------------------------------------------
-    async def _completion(self, receive: Receive, send: Send, path: str) -> None:
-        config = self.config
-        admit(
-            closing=self._closing,
-            admitted=self.admitted,
-            capacity=config.max_concurrency + config.max_queue,
-        )
+    # -- completions and counts -------------------------------------------------------
+    async def _admitted(
+        self, served: Served, read: _Read, handle: Callable[[ClientRequest, list[int]], Awaitable[None]]
+    ) -> None:
+        """A request with a body (an HTTP body, a WebSocket message): admitted, ``read``
+        and parsed within the budgets, its model and input URLs checked, then
+        ``handle``d (a completion or a count)."""
+        path = served.path
+        capacity = self.config.max_concurrency + self.config.max_queue
+        admit(closing=self._closing, admitted=self.admitted, capacity=capacity)
         self.admitted += 1
         started = time.perf_counter()
         request: ClientRequest | None = None
         held = [0]  # this request's share of the budget, until it ends
         try:
-            body = await receive_body(
-                self.runtime, self._uploads, config.body_timeout, receive, held, self._receive
-            )
-            extra = parsed_cost(body)
-            self.budget.hold_parsed(held[0], extra)
-            held[0] += extra
+            body = await read(held)
+            parsing, kept = self.budget.hold_parse(held[0], body)
+            held[0] += parsing
             request = await self._parse(path, body)
             del body
-            check_model(path, request, self._max_output(request.model))
+            held[0] -= self.budget.release(parsing - kept)  # the parse's copies are gone
+            check_model(served, request, self._max_output(request.model))
             await check_input_urls(self.runtime, self.resolver, request)  # DNS: after the rest
-            await self._run(receive, send, path, request, held)
+            await handle(request, held)
         finally:
             self.budget.release(held[0])
             self.admitted -= 1
@@ -308,13 +300,15 @@ class App:
                 for flag in waiters:
                     flag.set()
             if request is not None:
-                log.info(
-                    "served %s model=%s stream=%s in %.3f s",
-                    path,
-                    loggable(request.model),
-                    request.stream,
-                    time.perf_counter() - started,
-                )
+                took, model = time.perf_counter() - started, loggable(request.model)
+                log.info("served %s model=%s stream=%s in %.3f s", path, model, request.stream, took)
+
+    def _body(self, receive: Receive) -> _Read:
+        """How an HTTP request's body is read: within the body timeout, until shutdown."""
+        timeout = self.config.body_timeout
+        return lambda held: receive_body(
+            self.runtime, self._uploads, timeout, receive, held, self._receive
+        )
 
     async def _receive(self, receive: Receive, held: list[int]) -> bytes:
         chunks: list[bytes] = []
@@ -343,8 +337,15 @@ class App:
         except UnknownModelError as exc:
             raise HTTPError(404, "not_found", str(exc)) from None
 
+    def _count_for(
+        self, send: Send, served: Served
+    ) -> Callable[[ClientRequest, list[int]], Awaitable[None]]:
+        assert self._slots is not None
+        slots = self._slots
+        return lambda request, held: answer_count(self.backend, slots, served, request, send)
+
     async def _run(
-        self, receive: Receive, send: Send, path: str, request: ClientRequest, held: list[int]
+        self, receive: Receive, send: Send, served: Served, request: ClientRequest, held: list[int]
     ) -> None:
         mailbox = Mailbox(self.runtime, max_bytes=self.config.max_unsent_bytes)
         if self._aborted:
@@ -354,10 +355,10 @@ class App:
             async with self.runtime.task_group() as tasks:
                 tasks.start_soon(self._produce, request, mailbox)
                 tasks.start_soon(watch_disconnect, receive, mailbox)
-                if request.stream:
-                    await self._stream(send, mailbox, path, request)
+                if request.stream or served.whole is None:
+                    await self._stream(send, mailbox, served, request)
                 else:
-                    await self._whole(send, mailbox, path, request, held)
+                    await send_whole(self, send, mailbox, served, request, held)
         finally:
             self._mailboxes.discard(mailbox)
 
@@ -383,7 +384,7 @@ class App:
                         if not batch:  # a backend's empty read: nothing to hand on
                             continue
                         # only a batch's first event can be a Start, only its last an Error
-                        started = started or isinstance(batch[0], Start)
+                        started = note_start(batch[0]) or started  # for the answer's headers
                         last = batch[-1]
                         if isinstance(last, Error):
                             batch = [*batch[:-1], for_the_client(last, model)]
@@ -405,45 +406,14 @@ class App:
         finally:
             mailbox.put_nowait(None)
 
-    async def _whole(
-        self, send: Send, mailbox: Mailbox, path: str, request: ClientRequest, held: list[int]
-    ) -> None:
-        """A non-streaming response: the fold of the events, or an HTTP error. The events
-        held for it are charged to the memory budget (``held``) until the request ends."""
-        events: list[Event] = []
-        while True:
-            got = await mailbox.get(None)
-            if got is DISCONNECTED:
-                log.info("client disconnected; generation cancelled")
-                return
-            if got is ABORTED:
-                raise shutting_down_refusal()
-            assert not isinstance(got, Marker)
-            batch: list[Event] = [ended_early()] if got is None else got
-            self.budget.hold_answer(size := batch_bytes(batch))
-            held[0] += size
-            events += batch
-            event = events[-1]
-            if isinstance(event, Done) and event.stop_reason in CUT_STOP_REASONS:
-                event = events[-1] = cut_error(event)  # a Done that says it did not finish
-            if isinstance(event, Error):
-                # nothing was sent yet: a cut answer is an HTTP error, never a body
-                # that calls it complete (nor a tool call with repaired input)
-                if not all(isinstance(e, Start) for e in events[:-1]):
-                    log.warning("answer cut after output began for %s: %s", path, event.message)
-                raise early_error(path, event)
-            if isinstance(event, Done):
-                append = self.config.append_sources
-                body = final_body(path, request, events, self.stamps, append=append)
-                await send_json(send, 200, body)
-                return
-
     async def _stream(
-        self, send: Send, mailbox: Mailbox, path: str, request: ClientRequest
+        self, send: Send, mailbox: Mailbox, served: Served, request: ClientRequest
     ) -> None:
         config = self.config
-        encode, keep_alive = encoder_for(path, request, self.stamps, append=config.append_sources)
-        extra = stream_headers(path)
+        encode, keep_alive = encoder_for(
+            served, request, self.stamps, append=config.append_sources
+        )
+        extra = list(served.headers)
         clock = self.runtime.clock
         head_deadline = clock() + config.head_wait
         started = False  # response headers sent
@@ -469,9 +439,9 @@ class App:
                     held += batch
                     continue
                 if isinstance(output, Error) and (
-                    path != AGENT_PATH or is_shutting_down(output)  # a 503 on every route
+                    not served.early_errors_in_stream or is_shutting_down(output)  # a 503 anywhere
                 ):
-                    raise early_error(path, output)
+                    raise early_error(served.dialect, output)
                 await start_sse(send, extra)
                 started = True
             events = held + batch if held else batch

@@ -20,14 +20,17 @@ from typing import Any, Final
 import msgspec
 
 from streamfn.client import ClientBase
-from streamfn.core._credentials import MissingCredentials, resolve_api_key
-from streamfn.core._events import Event
+from streamfn.core._count import TokenCount
+from streamfn.core._credentials import MissingCredentials, resolve_api_key, with_credentials
+from streamfn.core._errors import StreamError
+from streamfn.core._events import Error, Event
 from streamfn.core._messages import Context
 from streamfn.core._models import LOCAL_DEFAULT_ID, Model, UnknownModel, get_model, list_models
 from streamfn.core._options import Options, client_fields
 from streamfn.core.serve._replayed_turns import attribute_client_turns
+from streamfn.core.serve._request_fields import ClientRequest
 
-from ._contract import Backend, UnknownModelError, open_batches
+from ._contract import Backend, UnknownModelError, count_tokens, open_batches
 from ._upstream_text import UpstreamText, configured_keys
 
 __all__ = [
@@ -201,6 +204,19 @@ class ProviderBackend:
         context = attribute_client_turns(context, resolved)  # keeps their signatures
         return text.wrap_batches(self.client.stream_batches(resolved, context, options))
 
+    async def count_tokens(self, model: str, context: Context, options: Options) -> TokenCount:
+        """The input tokens of a request for ``model``: its provider's count, or an
+        estimate (marked ``estimated``) where the provider cannot count. A failed count
+        raises `StreamError` with the `Error` a client may read (scrubbed like a stream's)."""
+        resolved, options, text = self._upstream(model, context, options)
+        context = attribute_client_turns(context, resolved)  # keeps their signatures
+        try:
+            return await self.client.count_tokens(resolved, context, options, estimate=True)
+        except StreamError as exc:
+            error = text.event(exc.error)
+            assert isinstance(error, Error)
+            raise StreamError(error) from None
+
     def _upstream(
         self, model: str, context: Context, options: Options
     ) -> tuple[Model, Options, UpstreamText]:
@@ -219,10 +235,17 @@ class ProviderBackend:
                 key = self.environ.get(served.api_key_env)
                 if not key:
                     raise MissingCredentials(
-                        f"{served.name} needs its key in ${served.api_key_env}"
+                        f"{served.name} needs its key in ${served.api_key_env}",
+                        resolved.provider,
+                        (served.api_key_env,),
                     )
                 options = msgspec.structs.replace(options, api_key=key)
-        return resolved, options, UpstreamText(resolved, options, self.environ, self.keys)
+        # resolved here, so a missing key raises (the operator's log, and the client's
+        # no_upstream_key) rather than reaching a client as the shells' Error event
+        options = with_credentials(resolved, options, self.environ)
+        variables = (served.api_key_env,) if served and served.api_key_env else None
+        text = UpstreamText(resolved, options, self.environ, self.keys, variables)
+        return resolved, options, text
 
 
 class RouterBackend:
@@ -270,3 +293,7 @@ class RouterBackend:
         self, model: str, context: Context, options: Options
     ) -> AbstractAsyncContextManager[AsyncIterator[list[Event]]]:
         return open_batches(self._route(model), model, context, options)
+
+    async def count_tokens(self, model: str, context: Context, options: Options) -> TokenCount:
+        request = ClientRequest(model=model, context=context, options=options)
+        return await count_tokens(self._route(model), request)

@@ -8,13 +8,16 @@ from typing import Protocol
 
 import msgspec
 
+from streamfn.core._count import TokenCount, estimate_tokens
 from streamfn.core._errors import UnknownModel
 from streamfn.core._events import Event
 from streamfn.core._messages import Context
+from streamfn.core._models import Model
 from streamfn.core._options import Options
 from streamfn.core.serve._guard import LOOPBACK_HOSTS
+from streamfn.core.serve._request_fields import ClientRequest
 
-__all__ = ["Backend", "ServerConfig", "UnknownModelError", "open_batches"]
+__all__ = ["Backend", "ServerConfig", "UnknownModelError", "count_tokens", "open_batches"]
 
 
 class UnknownModelError(UnknownModel):
@@ -30,7 +33,9 @@ class Backend(Protocol):
     coroutine has it awaited at shutdown. A backend with a ``stream_batches``
     method (same arguments; an iterator of non-empty event lists, one per read)
     is relayed a list at a time (`open_batches`), which the providers' backend
-    does: one step, one encoding and one write per upstream read.
+    does: one step, one encoding and one write per upstream read. A backend with a
+    ``count_tokens`` coroutine (``model, context, options`` -> `TokenCount`) counts
+    for the token counting routes; without one they answer an estimate, marked so.
     """
 
     def list_models(self) -> list[str]: ...
@@ -60,6 +65,17 @@ def open_batches(
         )
         return opened
     return _one_by_one(backend.stream(model, context, options))
+
+
+async def count_tokens(backend: Backend, request: ClientRequest) -> TokenCount:
+    """The input tokens of ``request``: the backend's own count where it has one (which
+    may itself be an estimate), else `estimate_tokens`'s."""
+    counter = getattr(backend, "count_tokens", None)
+    if counter is not None:
+        counted: TokenCount = await counter(request.model, request.context, request.options)
+        return counted
+    model = Model(id=request.model, provider="", api="", base_url="")
+    return estimate_tokens(model, request.context)
 
 
 @asynccontextmanager

@@ -10,11 +10,12 @@ from __future__ import annotations
 import logging
 
 from streamfn.core._capabilities import UnsupportedInput
+from streamfn.core._cli_words import cli_words
 from streamfn.core._credentials import MissingCredentials
 from streamfn.core._events import Error
 from streamfn.core._schema import StructuredOutputUnsupported
 from streamfn.core.serve._log_text import loggable
-from streamfn.core.serve._status import NO_UPSTREAM_KEY
+from streamfn.core.serve._status import no_upstream_key
 
 from ._contract import UnknownModelError
 
@@ -31,10 +32,29 @@ def backend_failure(exc: Exception, model: str) -> Error:
     if isinstance(exc, UnsupportedInput):  # a kind of input or server tool the model lacks
         return Error.invalid_request(str(exc), status=400)
     if isinstance(exc, MissingCredentials):
-        log.error("no upstream key for model %s: %s", loggable(model), loggable(exc))
-        return Error.auth(NO_UPSTREAM_KEY)
+        log.error(
+            "no upstream key for model %s: %s",
+            loggable(model),
+            loggable(exc),
+            extra=cli_words(_missing_key_for_the_cli(exc, model)),
+        )
+        # the variable's name is no secret, and the operator needs it: Bedrock's are a set
+        return Error.auth(no_upstream_key(exc.variables, all_of=exc.provider == "bedrock"))
     if isinstance(exc, StructuredOutputUnsupported):  # the client's schema, this model
         return Error.invalid_request(str(exc))
     # the details are the operator's (the log), not the untrusted client's
     log.exception("backend failed for model %s", loggable(model))
     return Error.network("the server failed to produce this answer")
+
+
+def _missing_key_for_the_cli(exc: MissingCredentials, model: str) -> str:
+    """The missing-key log line for whoever runs ``streamfn serve``: the variable to
+    set where the server runs, or the config file's ``api_key_env``; never ``Options``."""
+    if not exc.variables:  # a config entry's own variable: its message names it
+        return f"no upstream key for model {loggable(model)}: {loggable(exc)}"
+    variables = " or ".join(exc.variables)
+    return (
+        f"no upstream key for model {loggable(model)}: set {variables} in the environment "
+        "streamfn serve runs in (or name another variable with api_key_env in its "
+        "--config entry) and restart it"
+    )

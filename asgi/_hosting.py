@@ -5,13 +5,27 @@ than the app's grace for the connections to close)."""
 
 from __future__ import annotations
 
+import importlib
 import socket
 from typing import Any
+
+from streamfn._extras import missing_extra
 
 from ._app import App
 from ._runtime import Flag
 
-__all__ = ["hypercorn_arguments"]
+__all__ = ["hypercorn_arguments", "hypercorn_worker"]
+
+
+def hypercorn_worker(shell: str, what: str) -> Any:
+    """hypercorn's ``worker_serve`` for ``shell`` (``"asyncio"`` or ``"trio"``); without
+    hypercorn, the error says ``what`` needs the [serve] extra."""
+    try:
+        return importlib.import_module(f"hypercorn.{shell}.run").worker_serve
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] != "hypercorn":
+            raise
+        raise missing_extra(what, exc, "serve") from None
 
 
 def hypercorn_arguments(
@@ -45,6 +59,8 @@ def hypercorn_arguments(
         ConnectionRules(allow_h2c=allow_h2c, send_timeout=send_timeout, runtime=app.runtime),
     )
     config.keep_alive_timeout = head_timeout
+    # a WebSocket message is a request body: the same cap (the default is 16 MiB)
+    config.websocket_max_message_size = app.config.max_body_bytes
     config.graceful_timeout = app.config.shutdown_grace + 3.0
     config.accesslog = None
     if not log_errors:

@@ -34,8 +34,11 @@ async def start_sse(send: Send, extra: list[tuple[bytes, bytes]] | None = None) 
     await send({"type": "http.response.start", "status": 200, "headers": headers})
 
 
-async def send_json(send: Send, status: int, obj: Any) -> None:
-    await send({"type": "http.response.start", "status": status, "headers": list(JSON_HEADERS)})
+async def send_json(
+    send: Send, status: int, obj: Any, extra: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    headers = [*JSON_HEADERS, *(extra or ())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": json_body(obj)})
 
 
@@ -50,12 +53,17 @@ async def watch_disconnect(receive: Receive, mailbox: Mailbox) -> None:
         log.debug("receive failed while watching for a disconnect", exc_info=True)
 
 
-def adding_headers(send: Send, extra: list[tuple[bytes, bytes]]) -> Send:
-    """``send`` with ``extra`` headers added to the response start (CORS)."""
+def adding_headers(
+    send: Send,
+    extra: list[tuple[bytes, bytes]] | Callable[[], list[tuple[bytes, bytes]]],
+) -> Send:
+    """``send`` with ``extra`` headers added to the response start (CORS); a callable
+    ``extra`` is asked when the response starts (what it says may be known only then)."""
 
     async def wrapped(message: Message) -> None:
         if message["type"] == "http.response.start":
-            message = {**message, "headers": [*message.get("headers", []), *extra]}
+            added = extra() if callable(extra) else extra
+            message = {**message, "headers": [*message.get("headers", []), *added]}
         await send(message)
 
     return wrapped

@@ -13,13 +13,13 @@ time. That residual risk is stated in the ``--allow-input-urls`` help and docs.
 
 from __future__ import annotations
 
-import socket
-from collections.abc import Callable, Sequence
-from typing import Final, TypeAlias
+from collections.abc import Sequence
+from typing import Final
 
 from streamfn.core.serve._client_inputs import hosts_to_resolve
 from streamfn.core.serve._inbound import ClientRequest
 from streamfn.core.serve._routes import check_input_hosts
+from streamfn.io_common._resolver import Resolver, system_resolver
 
 from ._runtime import Runtime
 
@@ -27,18 +27,6 @@ __all__ = ["RESOLVE_TIMEOUT", "Resolver", "check_input_urls", "resolve_all", "sy
 
 #: the longest the server waits for all of one request's names to resolve
 RESOLVE_TIMEOUT: Final = 5.0
-
-#: a DNS name -> the IP addresses it resolves to (none when it does not)
-Resolver: TypeAlias = Callable[[str], Sequence[str]]
-
-
-def system_resolver(name: str) -> list[str]:
-    """Every address the system resolver gives for ``name`` (IPv4 and IPv6)."""
-    try:
-        infos = socket.getaddrinfo(name, None, proto=socket.IPPROTO_TCP)
-    except (OSError, UnicodeError):
-        return []
-    return sorted({str(info[4][0]) for info in infos})
 
 
 def resolve_all(resolver: Resolver, names: Sequence[str]) -> dict[str, list[str]]:

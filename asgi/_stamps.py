@@ -1,5 +1,5 @@
 """Fresh ids and times for the encoders (`streamfn.core.serve._responses.Stamps`): this
-clock, this randomness; plus the names ``streamfn.io_asyncio.agent_route`` had."""
+clock, this randomness; plus the agent route's encoder made with them."""
 
 from __future__ import annotations
 
@@ -11,9 +11,8 @@ from streamfn.core.dialects.agent_events._encode import new_ulid
 from streamfn.core.serve._inbound import ClientRequest
 from streamfn.core.serve._responses import Encoder
 from streamfn.core.serve._responses import agent_encoder as _agent_encoder
-from streamfn.core.serve._routes import AGENT_PATH
 
-__all__ = ["AGENT_PATH", "SystemStamps", "agent_encoder", "fresh_ulid"]
+__all__ = ["SystemStamps", "agent_encoder", "fresh_ulid"]
 
 
 def fresh_ulid() -> str:

@@ -7,7 +7,9 @@ key. And the shell's own connect errors name the upstream's ``host:port``,
 an address on the operator's network a client has no business learning. So
 every `Error` a `ProviderBackend` stream yields is passed through
 `UpstreamText`: every configured key and header value the server holds
-becomes ``***`` (`streamfn.core._redact.scrub`, the one implementation), and a failure that
+becomes ``***`` (`streamfn.core._redact.scrub`, the one implementation; the core has
+already scrubbed the request's own before it shortened a long error text, and its cuts
+never leave part of a word, so no cut key slips past), and a failure that
 names the upstream's or its proxy's address (a connect error, a timeout, a
 proxy refusal, a body quoting its Host) says "the upstream" instead of the
 host, the port and the resolved address, after the operator's log got them
@@ -25,7 +27,7 @@ import re
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Final
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import urlsplit
 
 import msgspec
 
@@ -33,8 +35,9 @@ from streamfn.core._credentials import ENV_KEYS
 from streamfn.core._events import Error, Event
 from streamfn.core._models import Model
 from streamfn.core._options import Options
-from streamfn.core._redact import scrub, secret_values
+from streamfn.core._redact import request_secrets, scrub, secret_values
 from streamfn.core.http._proxy_env import proxy_for
+from streamfn.core.serve._status import for_the_client
 
 __all__ = ["UpstreamText", "configured_keys"]
 
@@ -77,15 +80,14 @@ class UpstreamText:
         options: Options,
         environ: Mapping[str, str],
         keys: frozenset[str],
+        variables: tuple[str, ...] | None = None,
     ) -> None:
         """``keys``: every configured key (`configured_keys`); ``model`` and ``options``
-        add this request's key, header values, URL key and addresses."""
-        url = options.base_url or model.base_url
-        parts = urlsplit(url)
-        values: list[str | None] = [options.api_key, parts.password]
-        values += [v for _, v in parse_qsl(parts.query)]
-        values += (model.headers or {}).values()
-        values += (options.headers or {}).values()
+        add this request's key, header values, URL key and addresses. ``variables``: where
+        the operator keeps this model's key (None: the provider's usual variables), named
+        to the client when the upstream refuses it."""
+        parts = urlsplit(options.base_url or model.base_url)
+        values: list[str] = []
         hosts: list[str] = []
         if parts.hostname:
             port = parts.port or (443 if parts.scheme == "https" else 80)
@@ -97,9 +99,11 @@ class UpstreamText:
             if proxy is not None:
                 values += _proxy_credentials(proxy.authorization)
                 hosts += [f"{proxy.host}:{proxy.port}", proxy.host]
-        self.secrets = keys | secret_values(values)
+        self.secrets = keys | request_secrets(model, options) | secret_values(values)
         self.hosts = tuple(h for h in hosts if h)
         self.model = model.key
+        self.variables = ENV_KEYS.get(model.provider, ()) if variables is None else variables
+        self.all_of = variables is None and model.provider == "bedrock"  # a set of variables
 
     def event(self, event: Event) -> Event:
         """``event`` as a client may see it (only an `Error` carries upstream text)."""
@@ -110,9 +114,10 @@ class UpstreamText:
             # the operator's log gets the address; the client gets what happened
             log.warning("upstream failure for %s: %s", self.model, message)
             message = _SOCKET_ADDRESS.sub(UPSTREAM, scrub(message, self.hosts, UPSTREAM))
-        if message == event.message:
-            return event
-        return msgspec.structs.replace(event, message=message)
+        if message != event.message:
+            event = msgspec.structs.replace(event, message=message)
+        # a refused key: the upstream's words (scrubbed) to the log, the fix to the client
+        return for_the_client(event, self.model, self.variables, all_of=self.all_of)
 
     def wrap(
         self, opened: AbstractAsyncContextManager[AsyncIterator[Event]]

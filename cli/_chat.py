@@ -23,7 +23,7 @@ from typing import Final
 import msgspec
 
 from streamfn.core._accumulate import accumulate
-from streamfn.core._events import Done, Error, Event, StopReason, encode_event_json
+from streamfn.core._events import Done, Error, Event, Start, StopReason, encode_event_json
 from streamfn.core._messages import AssistantMessage, Context, Message, TextContent, UserMessage
 from streamfn.core._models import Model
 from streamfn.core._options import Options, ThinkingLevel
@@ -139,6 +139,12 @@ def _read_prompt(args: argparse.Namespace) -> str | None:
             raise CommandError("--interactive takes no prompt argument", EXIT_USAGE)
         return None
     if args.prompt is not None and args.prompt != "-":
+        if not args.prompt.strip():
+            raise CommandError(
+                'the prompt is empty: write the question (streamfn chat "Hi"), or give '
+                "no prompt for an interactive chat",
+                EXIT_USAGE,
+            )
         return str(args.prompt)
     if args.prompt == "-" or not sys.stdin.isatty():
         text = sys.stdin.read().strip()
@@ -228,7 +234,8 @@ def _turns(args: argparse.Namespace, chosen: Model, options: Options) -> Turn:
     except ImportError as exc:  # h11 is a dependency of streamfn itself
         raise CommandError(
             f"talking to models needs h11, a dependency of streamfn ({exc}): reinstall it "
-            "with `pip install --force-reinstall streamfn` (from a checkout: `pip install -e .`)"
+            "with `pip install --force-reinstall streamfn` (from a checkout: "
+            "`pip install --config-settings editable_mode=strict -e .`)"
         ) from exc
     out = sys.stdout
     color = out.isatty() and not os.environ.get("NO_COLOR")
@@ -244,7 +251,8 @@ def _turns(args: argparse.Namespace, chosen: Model, options: Options) -> Turn:
                 else:
                     renderer.event(event)
                 if isinstance(event, Error):
-                    raise CommandError(_describe_error(event, chosen))
+                    answered = any(not isinstance(e, Start | Error) for e in transcript.events)
+                    raise CommandError(_describe_error(event, chosen, answered=answered))
                 if isinstance(event, Done) and event.stop_reason is StopReason.LENGTH:
                     sys.stderr.write(f"streamfn: {_cut_notice(options)}\n")
 
@@ -256,11 +264,14 @@ def _cut_notice(options: Options) -> str:
     return f"the answer stopped at {cap} (stop_reason: length); --max-tokens N allows more"
 
 
-def _describe_error(error: Error, chosen: Model) -> str:
+def _describe_error(error: Error, chosen: Model, *, answered: bool) -> str:
+    """The failure in one line: the model stopped (``answered``: output came first), or
+    the call failed before any answer (no connection, no key, a refusal)."""
     from ._hints import error_hint
 
     kind = f" ({error.kind.value})" if error.kind else ""
-    text = f"the model stopped with an error{kind}: {error.message}"
+    what = "the model stopped with an error" if answered else "the call failed"
+    text = f"{what}{kind}: {error.message}"
     hint = error_hint(error, chosen)
     return f"{text}; {hint}" if hint else text
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from collections.abc import Callable
+from typing import Final, NoReturn
 from urllib.parse import urlsplit
 
 from ._command import EXIT_USAGE, CommandError
@@ -15,25 +17,95 @@ __all__ = [
     "check_base_url",
     "port",
     "provider_base_urls",
+    "same_url",
     "seconds",
     "server_tools",
 ]
 
 
-def check_base_url(flag: str, value: str) -> str:
-    """``value`` when it is an http(s) URL with a host; else a usage error naming ``flag``."""
+#: what a host may be made of: a name (any script) or an IPv4 address, or an IPv6 one
+#: in brackets; never a space or a control character
+_HOST: Final = re.compile(r"[\w.~%!$&'()*+,;=-]+|\[[0-9A-Fa-f:.]+(%[^\]]+)?\]")
+
+_USERINFO: Final = re.compile(r"//[^/@]*@")
+
+#: the example a usage error gives when the value itself cannot be mended into one
+_EXAMPLE_URL: Final = "http://localhost:8000/v1"
+
+
+def _valid_url(value: str) -> bool:
+    """Whether ``value`` is an http(s) URL with a well-formed host and port, and no
+    space or control character anywhere (urlsplit would quietly drop a tab)."""
+    if _has_blanks(value):
+        return False
     try:
         parts = urlsplit(value)
         parts.port  # noqa: B018 - raises ValueError on a port that is not a number
-    except ValueError as exc:
-        raise CommandError(f"{flag} {value!r} is not a valid URL ({exc})", EXIT_USAGE) from exc
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        example = value if "://" in value else f"http://{value}"
-        raise CommandError(
-            f"{flag} {value!r} is not an http(s) URL; write the scheme and host, e.g. {example}",
-            EXIT_USAGE,
-        )
-    return value
+    except ValueError:
+        return False
+    host = parts.netloc.rpartition("@")[2]
+    host = host.rpartition(":")[0] if parts.port is not None or host.endswith(":") else host
+    return (
+        parts.scheme in ("http", "https")
+        and bool(parts.hostname)
+        and _HOST.fullmatch(host) is not None
+    )
+
+
+def _has_blanks(value: str) -> bool:
+    return not value.isprintable() or any(c.isspace() for c in value)
+
+
+def check_base_url(flag: str, value: str) -> str:
+    """``value`` when it is an http(s) URL with a valid host; else a usage error naming
+    ``flag`` whose example is ``value`` mended (``http://`` for its scheme) when that
+    makes a valid URL, and a plain example when it does not."""
+    if _valid_url(value):
+        return value
+    rest = value.split("://", 1)[1] if "://" in value else value
+    mended = f"http://{rest}"
+    example = mended if _valid_url(mended) else _EXAMPLE_URL
+    if _has_blanks(value):
+        problem = "has a space or a control character in it"
+    elif "://" not in value:
+        problem = "has no scheme"
+    elif urlsplit(value).scheme not in ("http", "https"):
+        problem = "is not an http(s) URL"
+    else:
+        problem = "has no valid host and port"
+    return _refuse(
+        f"{flag} {_unsigned(value)!r} {problem}; write the scheme and host, "
+        f"e.g. {_unsigned(example)}"
+    )
+
+
+def same_url(first: str, second: str) -> bool:
+    """Whether two base URLs name the same place: scheme and host in any case, the
+    scheme's default port written or not, a trailing ``/`` or not."""
+    return _normal_url(first) == _normal_url(second)
+
+
+def _normal_url(url: str) -> tuple[str, str, str, int | None, str, str]:
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        return (url, "", "", None, "", "")
+    scheme = parts.scheme.lower()
+    if port == {"http": 80, "https": 443}.get(scheme):
+        port = None
+    user = parts.netloc.rpartition("@")[0]
+    host = (parts.hostname or "").lower()
+    return (scheme, user, host, port, parts.path.rstrip("/"), parts.query)
+
+
+def _unsigned(url: str) -> str:
+    """``url`` with any ``user:password@`` hidden, to quote it in an error."""
+    return _USERINFO.sub("//***@", url)
+
+
+def _refuse(message: str) -> NoReturn:
+    raise CommandError(message, EXIT_USAGE)
 
 
 def port(text: str) -> int:

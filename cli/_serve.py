@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from streamfn._extras import missing_extra
+
 from ._command import EXIT_OK, EXIT_USAGE, Command, CommandError
 from ._flags import provider_base_urls, server_tools
 from ._model_dir import model_dir, require_prepared
@@ -221,8 +223,13 @@ def _serve_trio(args: argparse.Namespace, app: Any, sock: socket.socket) -> None
 
 def _worker(args: argparse.Namespace, sock: socket.socket, base_urls: dict[str, str]) -> None:
     """A ``--workers`` child: the parent forwards the signals that stop it."""
+    from ._log_output import show_library_warnings
+    from ._log_words import command_line_words
+
+    show_library_warnings()  # a spawned process: the parent's handler is not inherited
     try:
-        sys.exit(_serve_here(args, sock, base_urls))
+        with command_line_words():  # a spawned process starts without `main`'s setup
+            sys.exit(_serve_here(args, sock, base_urls))
     except CommandError as exc:
         print(f"streamfn serve: worker: {exc}", file=sys.stderr)
         sys.exit(exc.code)
@@ -257,10 +264,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         import hypercorn  # noqa: F401
     except ImportError as exc:
-        raise CommandError(
-            f"streamfn serve needs hypercorn ({exc}); install the [serve] extra: "
-            "`pip install 'streamfn[serve]'` (from a checkout: `pip install -e '.[serve]'`)"
-        ) from exc
+        raise CommandError(str(missing_extra("streamfn serve", exc, "serve"))) from exc
     from streamfn.core.serve._input_urls import upstream_fetch_warnings
 
     base_urls = _check(args)

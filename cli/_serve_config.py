@@ -40,6 +40,8 @@ from streamfn.core._errors import UsageError
 from streamfn.core._models import Model, UnknownModel, get_model
 from streamfn.core._options import Options
 
+from ._flags import same_url
+
 __all__ = ["ConfigError", "GatewayConfig", "load_gateway_config", "with_base_urls"]
 
 
@@ -160,8 +162,10 @@ def load_gateway_config(path: Path) -> GatewayConfig:
 def with_base_urls(config: GatewayConfig, base_urls: dict[str, str]) -> GatewayConfig:
     """``config`` with ``--base-url PROVIDER=URL`` applied to its models of PROVIDER.
 
-    An entry that sets its own ``base_url`` is refused rather than silently
-    moved (or silently left): the operator said two things, and must pick one.
+    An entry that sets its own, different, ``base_url`` is refused rather than
+    silently moved (or silently left): the operator said two things, and must pick
+    one. The same URL said twice (in any case, with or without the default port
+    or a trailing ``/``) is one thing: it is accepted.
     """
     models = []
     for served in config.models:
@@ -169,7 +173,7 @@ def with_base_urls(config: GatewayConfig, base_urls: dict[str, str]) -> GatewayC
         if url is None:
             models.append(served)
             continue
-        if served.name in config.own_base_url:
+        if served.name in config.own_base_url and not same_url(url, served.model.base_url):
             raise ConfigError(
                 f"--base-url {served.model.provider}={url} would move the model "
                 f"{served.name!r}, whose entry sets its own base_url "

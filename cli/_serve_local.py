@@ -19,6 +19,7 @@ from typing import Any, Final
 from streamfn.asgi._backends import LOCAL_NAMES
 from streamfn.asgi._contract import UnknownModelError
 from streamfn.asgi._runtime import Flag, Runtime
+from streamfn.core._count import TokenCount
 from streamfn.core._events import Error, Event, Start
 from streamfn.core._messages import Context, TextContent, UserMessage
 from streamfn.core._options import Options
@@ -65,6 +66,12 @@ class LocalBackend:
         if model not in LOCAL_NAMES:
             raise UnknownModelError(f"unknown local model {model!r}; use 'local'")
         return self.model.info.max_output
+
+    async def count_tokens(self, model: str, context: Context, options: Options) -> TokenCount:
+        """The prompt's tokens by the model's own tokenizer (off the loop)."""
+        if model not in LOCAL_NAMES:
+            raise UnknownModelError(f"unknown local model {model!r}; use 'local'")
+        return await self.runtime.to_thread(self.model.count_tokens, context, options)
 
     def stream(
         self, model: str, context: Context, options: Options

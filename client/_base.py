@@ -16,10 +16,21 @@ import ssl
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
-from typing import ClassVar, Generic, NamedTuple, Self, TypedDict, Unpack
+from typing import Any, ClassVar, Generic, NamedTuple, Self, TypedDict, TypeVar, Unpack
 
 from ..core._call import Call, open_call
+from ..core._count import (
+    TokenCount,
+    TokenCountUnsupported,
+    estimate_tokens,
+    open_count,
+    require_counting,
+    token_count,
+)
+from ..core._credentials import MissingCredentials, with_credentials
+from ..core._errors import StreamError
 from ..core._events import Error, Event
+from ..core._fallback import FallbackModel
 from ..core._messages import AssistantMessage, Context
 from ..core._models import Model
 from ..core._options import Options
@@ -44,6 +55,8 @@ from ._pool import ConnT, Pool, PooledConnection
 
 __all__ = ["Ambient", "ClientBase", "ClientSettings"]
 
+T = TypeVar("T")
+
 
 class Ambient(NamedTuple):
     """What a shell's clients take from the process unless told otherwise.
@@ -62,17 +75,18 @@ class Ambient(NamedTuple):
 class ClientSettings(TypedDict, total=False):
     """The keyword arguments of every shell's ``Client`` (all optional)."""
 
-    #: TLS settings; default: the shell's (verification on, system CAs)
     ssl_context: ssl.SSLContext | None
-    #: where API keys and HTTPS_PROXY/NO_PROXY are read; default: the process environment
+    """TLS settings; default: the shell's (verification on, system CAs)."""
     environ: Mapping[str, str] | None
-    #: idle keep-alive connections kept per host (default 8)
+    """Where API keys and HTTPS_PROXY/NO_PROXY are read; default: the process environment."""
     max_idle_per_host: int
+    """Idle keep-alive connections kept per host (default 8)."""
     logger: logging.Logger | None
-    #: the retry jitter, in [0, 1)
+    """Where retries and warnings are logged; default: the ``streamfn`` logger."""
     rand: Callable[[], float] | None
-    #: the UTC time, for request signing and Retry-After dates
+    """The retry jitter, in [0, 1); default: `random.random`."""
     wall_clock: Callable[[], datetime] | None
+    """The UTC time, for request signing and Retry-After dates; default: the system clock."""
 
 
 class ClientBase(Generic[ConnT], abc.ABC):
@@ -136,9 +150,9 @@ class ClientBase(Generic[ConnT], abc.ABC):
     ) -> AbstractAsyncContextManager[AsyncIterator[Event]]:
         """``async with client.stream(m, ctx) as events: async for ev in events: ...``
 
-        Raises `MissingCredentials` on entry, before connecting, when no key
-        is configured. Leaving the block closes the connection unless the
-        response was read to its end. A failure is the last event, an `Error`;
+        Leaving the block closes the connection unless the response was read to
+        its end. A failure is the last event, an `Error` (a missing key too: an
+        ``auth`` error naming the variable to set, before any connection);
         with ``raise_on_error=True`` it raises `StreamError` instead (see
         `streamfn.core.raise_for_error`), so a loop that only looks for text
         cannot end quietly on a failed call.
@@ -176,7 +190,53 @@ class ClientBase(Generic[ConnT], abc.ABC):
             collected = [event async for event in events]
         return finish_completion(collected, raise_on_error=raise_on_error, options=options)
 
+    async def count_tokens(
+        self,
+        model: Model,
+        context: Context,
+        options: Options | None = None,
+        *,
+        estimate: bool = False,
+    ) -> TokenCount:
+        """How many input tokens ``context`` is for ``model``, before sending it.
+
+        Asked of the provider's counting endpoint (Anthropic, OpenAI, Gemini, Vertex
+        AI, Bedrock) with the request `stream` would send, so system prompt, tools and
+        attachments count; the local model counts with its own tokenizer. A provider
+        without an endpoint raises `TokenCountUnsupported`, or with ``estimate=True``
+        gives `estimate_tokens`'s rough figure, marked ``estimated``. Raises
+        `StreamError` when the count call fails, with the `Error` a stream would end
+        in (a missing key: kind ``auth``, naming the variable, before any connection). Counting is free at every
+        provider that offers it; the request still counts against rate limits.
+        """
+        options = options or Options()
+        if isinstance(model, FallbackModel):  # a chain counts with the model tried first
+            model = model.models[0]
+        if model.api == "local":
+            from streamfn.local._provider import load_local
+
+            local = await self._in_thread(load_local, model, self.environ)
+            return local.count_tokens(context, options)
+        try:
+            require_counting(model)
+        except TokenCountUnsupported:
+            if estimate:
+                return estimate_tokens(model, context)
+            raise
+        try:
+            options = with_credentials(model, options, self.environ)
+        except MissingCredentials as exc:  # the same failure as a refused key: kind auth
+            raise StreamError(Error.auth(str(exc))) from None
+        events: list[Event] = []
+        async for batch in self._events(model, context, options, open_count):
+            events += batch
+        return token_count(events, model)
+
     # -- the I/O a shell provides ------------------------------------------------
+    @abc.abstractmethod
+    async def _in_thread(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)``, blocking work, off the event loop (the blocking shell calls it)."""
+
     @abc.abstractmethod
     def _clock(self) -> Callable[[], float]:
         """The event loop's clock, which every deadline is measured on."""
@@ -256,7 +316,7 @@ class ClientBase(Generic[ConnT], abc.ABC):
     def _pipeline(self) -> OpenStream:
         """This client's requests inside the stages of `STAGES` (`client/_pipeline.py`).
 
-        Opening raises `MissingCredentials` at once (before any connection) without a key.
+        Without a key the stream is the ``auth`` `Error` at once, before any connection.
         """
         host = Host(self.environ, self.responses_upgraded, self._clock, self._pause)
         return pipeline(host, self._events)

@@ -20,12 +20,18 @@ from ..core._messages import Context
 from ..core._models import Model
 from ..core._options import Options
 
-__all__ = ["Batches", "OpenBatches", "first_answer", "first_output", "flattened"]
+__all__ = ["Batches", "OpenBatches", "first_answer", "first_output", "flattened", "one_batch"]
 
 #: one stream, a list of events per step (never an empty one)
 Batches = AsyncGenerator[list[Event], None]
 #: opens one model's stream of batches
 OpenBatches = Callable[[Model, Context, Options], Batches]
+
+
+async def one_batch(events: list[Event]) -> Batches:
+    """A stream that is ``events`` (not empty), in one read: a stream decided before
+    any request (a missing key)."""
+    yield events
 
 
 async def first_answer(batches: Batches) -> list[Event]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 
-from ..core._credentials import MissingCredentials
+from ..core._credentials import MissingCredentials, missing_key_events
 from ..core._events import Error, Event
 from ..core._fallback import FallbackModel, falls_back
 from ..core._messages import Context
@@ -26,7 +26,8 @@ async def fall_back(
     """The first answer of ``chain``'s models that does not fail before output.
 
     ``open_batches(model, context, options)`` opens one model's stream (the
-    shell resolves its credentials there and may raise `MissingCredentials`).
+    shell resolves its credentials there and may raise `MissingCredentials`). When
+    no model had a key, the stream is the missing key's ``Error(kind="auth")``.
     """
     missing: list[MissingCredentials] = []
     #: the answer of the last model that failed over, given if no later model answers
@@ -61,7 +62,8 @@ async def fall_back(
         yield failure
         return
     if missing:
-        raise MissingCredentials(
+        none = MissingCredentials(
             "no model of the fallback chain has credentials: "
             + "; ".join(str(exc) for exc in missing)
         )
+        yield missing_key_events(chain, none)

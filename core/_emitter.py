@@ -90,6 +90,8 @@ class Emitter:
         self._cut: dict[Hashable, _Block] = {}
         self._content_bytes = 0
         self._max_content = max_content_bytes
+        #: tool calls started so far (a turn that made any ended for them: `tool_use`)
+        self.tool_calls = 0
 
     def _push(self, event: Event) -> None:
         if self._before_first is not None:
@@ -228,6 +230,7 @@ class Emitter:
         if key in self._open:
             self.end(key)
         index = self._open_block(key, TOOL)
+        self.tool_calls += 1
         self._push(ToolCallStart(index, id, name))
 
     def tool_delta(self, key: Hashable, delta: str) -> None:

@@ -14,6 +14,7 @@
     │   └── CompletionError    the stream behind ``complete()`` did (also holds the partial answer)
     └── UsageError             the caller asked for something that cannot be done; a ValueError
         ├── MissingCredentials no key in the options nor in the environment
+        ├── TokenCountUnsupported  the provider has no token counting endpoint
         └── UnknownModel       no registered model by that name; also a KeyError
 
 Raised elsewhere, on the same branches: `CodingError` (a `DecodeError`, a
@@ -21,8 +22,8 @@ gzip/deflate body that does not decode, `streamfn.core.http._content_coding`),
 and in `streamfn.local` `ConfigError` (a `UsageError`), `TemplateError`,
 `PrepareError` and `ConversionError` (under the root).
 
-A provider call never raises: what goes wrong on the wire comes out as an
-`Error` event. These exceptions come from the parts a caller drives directly
+A provider call never raises: what goes wrong on the wire, and a key missing
+before it, comes out as an `Error` event. These exceptions come from the parts a caller drives directly
 (decoders, the fold, ``complete()``, the model registry, credentials), and from a
 stream whose caller asked for an exception instead of the `Error` event
 (``stream(..., raise_on_error=True)``, `streamfn.core.raise_for_error`).
@@ -53,6 +54,7 @@ __all__ = [
     "SSEError",
     "StreamError",
     "StreamfnError",
+    "TokenCountUnsupported",
     "UnknownModel",
     "UsageError",
 ]
@@ -145,6 +147,10 @@ class UsageError(StreamfnError, ValueError):
 class MissingCredentials(UsageError):
     """No key in the options nor in the environment; the message names the variable.
 
+    Raised by the functions that resolve keys (``resolve_api_key``,
+    ``with_credentials``); the shells turn it into the stream's
+    ``Error(kind="auth")`` with the same message, like a rejected key's.
+
     ``provider`` and ``variables`` let a front end word its own fix (the command
     line offers ``--api-key-env``).
     """
@@ -153,6 +159,11 @@ class MissingCredentials(UsageError):
         super().__init__(message)
         self.provider = provider
         self.variables = variables
+
+
+class TokenCountUnsupported(UsageError):
+    """The model's provider has no endpoint that counts tokens (and no estimate was
+    accepted); the message names the providers that have one."""
 
 
 class UnknownModel(UsageError, KeyError):

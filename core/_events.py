@@ -29,6 +29,7 @@ from typing import Any, Final, TypeAlias, cast
 import msgspec
 
 from ._citations import Citation
+from ._rate_limits import RateLimits
 from ._schema_check import SchemaMismatch
 
 __all__ = [
@@ -153,8 +154,12 @@ class Cost(msgspec.Struct, kw_only=True, gc=False):
             self.total = self.input + self.output + self.cache_read + self.cache_write
 
 
-class Start(msgspec.Struct, tag="start", frozen=True, kw_only=True, gc=False):
-    """First event of every stream; names who answers, for logs and replay."""
+class Start(msgspec.Struct, tag="start", frozen=True, kw_only=True, omit_defaults=True, gc=False):
+    """First event of every stream; names who answers, for logs and replay.
+
+    Fields left at their defaults are not encoded (a decoder fills them in again), so
+    the fields added over time cost nothing where a provider does not send them.
+    """
 
     api: str = ""
     provider: str = ""
@@ -164,13 +169,24 @@ class Start(msgspec.Struct, tag="start", frozen=True, kw_only=True, gc=False):
     #: router picked), from the response itself; None where the wire does not say.
     #: ``model`` stays the id that was asked for (replay rules match on it).
     response_model: str | None = None
+    #: the provider's id for this HTTP request, from its response headers
+    #: (``x-request-id``, Anthropic's ``request-id``, Bedrock's ``x-amzn-requestid``):
+    #: what its support asks for; None where the provider sent none
+    request_id: str | None = None
+    #: the provider's rate-limit state after this request, from its response headers,
+    #: in one shape for every provider (see `RateLimits`); None where it sent none
+    rate_limits: RateLimits | None = None
 
 
 class TextStart(msgspec.Struct, tag="text_start", frozen=True, gc=False):
+    """Opens text block ``index`` of the answer; its `TextDelta`s and `TextEnd` follow."""
+
     index: int
 
 
 class TextDelta(msgspec.Struct, tag="text_delta", frozen=True, gc=False):
+    """The next piece of text block ``index``; the block's text is its deltas joined."""
+
     index: int
     delta: str
 
@@ -190,10 +206,16 @@ class TextEnd(msgspec.Struct, tag="text_end", frozen=True, omit_defaults=True, g
 
 
 class ThinkingStart(msgspec.Struct, tag="thinking_start", frozen=True, gc=False):
+    """Opens thinking (reasoning) block ``index``; its `ThinkingDelta`s and
+    `ThinkingEnd` follow."""
+
     index: int
 
 
 class ThinkingDelta(msgspec.Struct, tag="thinking_delta", frozen=True, gc=False):
+    """The next piece of thinking block ``index``, as the provider shows it (a summary
+    where the provider gives only that)."""
+
     index: int
     delta: str
 
@@ -213,6 +235,9 @@ class ThinkingEnd(msgspec.Struct, tag="thinking_end", frozen=True, gc=False):
 
 
 class ToolCallStart(msgspec.Struct, tag="toolcall_start", frozen=True, gc=False):
+    """Opens tool call ``index``: the provider's call ``id`` (send it back with the
+    result) and the tool's ``name``; `ToolCallDelta`s carry its arguments."""
+
     index: int
     id: str
     name: str
@@ -403,6 +428,8 @@ Event: TypeAlias = (
     | Done
     | Error
 )
+"""Every event a stream yields: `Start` first, then blocks (each opened, filled and
+closed by its index), then exactly one terminal event, `Done` or `Error`."""
 
 TERMINAL: Final = (Done, Error)
 

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Final
+from typing import Final, NamedTuple
 
 from ._model_spec import Model
 
-__all__ = ["FAMILIES", "core_id", "describe", "family_of", "relative"]
+__all__ = ["FAMILIES", "Described", "core_id", "describe", "family_of", "relative"]
 
 #: (family name, pattern searched in the id without provider decorations); specific first
 FAMILIES: Final[tuple[tuple[str, str], ...]] = (
@@ -140,8 +140,16 @@ def relative(provider: str, model_id: str, known: Iterable[Model]) -> tuple[Mode
     return best, f"family {family}"
 
 
-def describe(model: Model, like: Model | None, how: str, catalogue: str) -> str:
-    """The one warning for an id nobody listed: what was assumed and how to state it."""
+class Described(NamedTuple):
+    """The warning for an id nobody listed, advising a program and the command line."""
+
+    text: str
+    cli_text: str
+
+
+def describe(model: Model, like: Model | None, how: str, catalogue: str) -> Described:
+    """The one warning for an id nobody listed: what was assumed and how to state it,
+    to a program (``Model(...)`` fields) and to the command line (flags, files)."""
     if like is None:
         family = family_of(model.provider, model.id)
         which = (
@@ -167,9 +175,14 @@ def describe(model: Model, like: Model | None, how: str, catalogue: str) -> str:
             f"assumed it is like {like.id} ({how}): context {model.context_window:,}, "
             f"output {model.max_output:,}, {', '.join(flags)}, {price}"
         )
-    return (
-        f"{model.key} is not in the model catalogue ({catalogue}); {assumed}. "
-        "State its settings with Model(...) fields (max_output, context_window, reasoning, "
+    said = f"{model.key} is not in the model catalogue ({catalogue}); {assumed}. "
+    return Described(
+        said
+        + "State its settings with Model(...) fields (max_output, context_window, reasoning, "
         "temperature, price_input, price_output) or use a newer catalogue file "
-        "(streamfn models --refresh, or STREAMFN_MODELS_FILE)"
+        "(streamfn models --refresh, or STREAMFN_MODELS_FILE)",
+        said
+        + "If that is wrong: a newer catalogue may list it (streamfn models --refresh, or "
+        "STREAMFN_MODELS_FILE=FILE); streamfn chat --max-tokens N caps the answer, and an "
+        "entry in streamfn serve --config sets max_output and context_window",
     )

@@ -36,7 +36,7 @@ def deprecation_warning(found: Model) -> str:
         return (
             f"{found.key} has been retired by its provider{on}{source}; calls to it "
             f"fail: choose a current model (streamfn models --provider {found.provider} "
-            "lists them and marks the retired ones)"
+            "--current lists them)"
         )
     when = (
         f"it reaches end of life on {found.end_of_life}"
@@ -46,7 +46,7 @@ def deprecation_warning(found: Model) -> str:
     return (
         f"{found.key} is deprecated by its provider{source}; {when}. Calls to it fail "
         f"once it is retired: choose a current model (streamfn models --provider "
-        f"{found.provider} lists them and marks the deprecated ones)"
+        f"{found.provider} --current lists them)"
     )
 
 

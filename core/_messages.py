@@ -167,6 +167,8 @@ def _now_ms() -> int:
 
 
 class UserMessage(msgspec.Struct, tag="user", kw_only=True):
+    """A user's turn: text, or a list of text, images and documents."""
+
     content: str | list[UserContent]
     timestamp: int = 0
 

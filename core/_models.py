@@ -13,13 +13,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from ._cli_words import cli_words
 from ._errors import UnknownModel
 from ._model_spec import Model, PriceTier, compute_cost
 from ._plugin_apis import plugin_api_names
+
+if TYPE_CHECKING:
+    from ._families import Described
 
 __all__ = [
     "API_NAMES",
@@ -66,7 +70,7 @@ _FROM_CATALOGUE: set[str] = set()
 #: ids configured by their family, already warned about (one warning each)
 _ASSUMED: set[str] = set()
 #: the warning for an id just configured by assumption, logged once it is usable
-_PENDING: dict[str, str] = {}
+_PENDING: dict[str, Described] = {}
 #: the catalogue's end-of-life and retirement tables (``provider:id`` -> (date, source,
 #: retired)), for ids they name that no catalogue entry lists
 _END_OF_LIFE: dict[str, tuple[str, str, bool]] = {}
@@ -179,6 +183,8 @@ def _assumed_lifecycle(derived: Model, like: Model | None, how: str) -> Model:
 
 
 def list_models(provider: str | None = None) -> list[Model]:
+    """Every catalogued model (or only ``provider``'s), sorted by provider then id:
+    the built-in catalogue, a chosen catalogue file and `register_model`'s additions."""
     _ensure_builtin()
     models = sorted(_REGISTRY.values(), key=lambda m: (m.provider, m.id))
     return [m for m in models if provider is None or m.provider == provider]
@@ -395,10 +401,10 @@ def _assumed(provider: str, model_id: str, same: list[Model]) -> Model:
 
 def _warn_if_assumed(found: Model) -> None:
     """The one warning for an id configured by assumption, once it is about to be used."""
-    text = _PENDING.pop(found.key, None)
-    if text is not None and found.key not in _ASSUMED:
+    said = _PENDING.pop(found.key, None)
+    if said is not None and found.key not in _ASSUMED:
         _ASSUMED.add(found.key)
-        log.warning("%s", text)
+        log.warning("%s", said.text, extra=cli_words(said.cli_text))
 
 
 _loaded = False

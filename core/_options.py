@@ -112,6 +112,10 @@ class Options(msgspec.Struct, kw_only=True):
     tool_choice: str | None = None  # "auto", "none", "required", or a tool name
     thinking: ThinkingLevel | None = None
     thinking_budget: int | None = None  # explicit token budget, overrides the level
+    #: Claude's ``thinking.display``: "summarized" (the thinking text is returned) or
+    #: "omitted" (only its signature, for the next turn: less to stream); None leaves
+    #: the model's default. Other providers have no such knob and ignore it.
+    thinking_display: Literal["summarized", "omitted"] | None = None
     n: int | None = None
     #: tool calls written in text to turn into tool-call blocks: markup names from
     #: `streamfn.core._text_tools.MARKUPS` ("mcp", "hermes", "llama"); None: off
@@ -166,6 +170,10 @@ class Options(msgspec.Struct, kw_only=True):
     def __post_init__(self) -> None:
         if self.thinking is not None and not isinstance(self.thinking, ThinkingLevel):
             self.thinking = ThinkingLevel(self.thinking)  # "high" -> ThinkingLevel.HIGH
+        if self.thinking_display not in (None, "summarized", "omitted"):
+            raise ValueError(
+                f'thinking_display={self.thinking_display!r}: use "summarized", "omitted" or None'
+            )
         cache: Any = self.cache
         if isinstance(cache, str) and cache not in ("off", "auto"):
             raise ValueError(f'cache={cache!r}: use "off", "auto" or a list of CachePoint')
@@ -192,6 +200,7 @@ class Options(msgspec.Struct, kw_only=True):
             tool_choice: str | None = None,
             thinking: ThinkingLevel | ThinkingName | None = None,
             thinking_budget: int | None = None,
+            thinking_display: Literal["summarized", "omitted"] | None = None,
             n: int | None = None,
             text_tool_calls: list[str] | None = None,
             response_schema: dict[str, Any] | type[Any] | None = None,
@@ -242,6 +251,7 @@ CLIENT_FIELDS: Final = (
     "tool_choice",
     "thinking",
     "thinking_budget",
+    "thinking_display",  # how much of the thinking comes back; costs nothing extra
     # a schema shapes the answer and costs nothing extra; it is JSON data, and only
     # local $refs are ever resolved (nothing is fetched)
     "response_schema",

@@ -11,8 +11,11 @@ the cuts survived (unset when there was none).
   cut, ``GET {base}/responses/{id}?stream=true&starting_after=N`` streams the
   same response from the event after the last one read (its
   ``sequence_number``). The same decoder reads on, so the joined stream is the
-  uncut one. Each resume is one more request and costs no tokens: ``usage``
-  is the response's own.
+  uncut one, and it checks that join: a resumed stream whose events are not
+  numbered on from there (the server ignored ``starting_after``, numbered
+  afresh, skipped or repeated one) ends in an ``Error(kind=protocol)``, never a
+  `Done` over text said twice. Each resume is one more request and costs no
+  tokens: ``usage`` is the response's own.
 - ``"continue"`` (Anthropic without thinking, before Claude 4.6, which refuses
   a prefill; vLLM and llama.cpp through ``continue_final_message``): the same
   request again, with the answer so far as the last assistant message for the
@@ -361,8 +364,8 @@ def next_request(
             "answer holds more than text; prefill continues text only, so the Error stands"
         )
         return None
-    if cut.usage is None and isinstance(call, ProviderCall) and call.usage.total:
-        cut = msgspec.structs.replace(cut, usage=call.usage)  # what it reported before the cut
+    if isinstance(call, ProviderCall):
+        cut = call.reported(cut)  # what it reported before the cut
     left = _tokens_left(splice, cut, options.max_tokens, prefix)
     if left is not None and left <= 0:
         log.warning(

@@ -19,16 +19,17 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ._extras import EXTRA_OF, missing_extra
+
 __all__ = ["lazy_face"]
 
 
 def lazy_face(
-    package: str, homes: Mapping[str, str], needs: Mapping[str, str] | None = None
+    package: str, homes: Mapping[str, str]
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """``(__getattr__, __dir__)`` for ``package``, whose public names live in
-    ``homes`` (name -> relative module, ``"._model"``). ``needs`` maps a missing
-    third-party module to the install hint its error should carry."""
-    hints = dict(needs or {})
+    ``homes`` (name -> relative module, ``"._model"``). A name whose home needs a
+    package of an extra that is not installed raises `missing_extra`, naming it."""
 
     def __getattr__(name: str) -> Any:
         home = homes.get(name)
@@ -37,11 +38,9 @@ def lazy_face(
         try:
             value = getattr(importlib.import_module(home, package), name)
         except ModuleNotFoundError as exc:
-            hint = hints.get(exc.name or "")
-            if hint is None:
+            if (exc.name or "").split(".")[0] not in EXTRA_OF:
                 raise
-            message = f"{package}.{name} needs {exc.name}: {hint}"
-            raise ModuleNotFoundError(message, name=exc.name) from exc
+            raise missing_extra(f"{package}.{name}", exc) from None
         vars(sys.modules[package])[name] = value
         return value
 

@@ -1,12 +1,13 @@
 """Two calls on one kept-alive connection from an asyncio program.
 
 Run: OPENAI_API_KEY=... python examples/asyncio_app.py  (needs the [asyncio] extra)
-A failed call raises `StreamError` / `CompletionError`: the program exits non-zero.
+A failed call (a bad or missing key, a dropped connection) raises `StreamError` /
+`CompletionError`: the program says why in one line and exits non-zero.
 """
 
 import asyncio
 
-from streamfn.core import Context, TextDelta, get_model
+from streamfn.core import Context, StreamError, TextDelta, get_model
 from streamfn.io_asyncio import Client
 
 
@@ -22,4 +23,7 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    except StreamError as exc:  # CompletionError too
+        raise SystemExit(f"\nfailed: {exc}") from None

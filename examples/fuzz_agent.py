@@ -1,7 +1,9 @@
 """Fuzz an agent turn built on streamfn: every wire-format transcript, every fault.
 
-Needs the [fuzz] and [asyncio] extras. Run as a script, or put `test_agent_turn`
-in your test suite (the `fake_provider` pytest fixture starts a fake per test).
+Needs the [fuzz] extra. Run as a script, or put `test_agent_turn` in your test
+suite taking the `shared_fake_provider` pytest fixture in place of `fake` (a
+`@given` test needs that session-wide one: Hypothesis refuses the per-test
+`fake_provider` there).
 """
 
 import asyncio

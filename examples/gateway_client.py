@@ -6,7 +6,7 @@ usual exceptions on an error, so a failed call is never a quiet empty answer.
 Run: python examples/gateway_client.py
 """
 
-from openai import OpenAI
+from openai import APIError, OpenAI
 
 
 def main() -> None:
@@ -20,4 +20,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except APIError as exc:  # no gateway at that address, a refused token ...
+        raise SystemExit(f"failed: {exc} (is `streamfn serve` running?)") from None

@@ -2,20 +2,32 @@
 
 streamfn builds the request bytes and turns the response bytes into events; this
 program does the I/O. Run: OPENAI_API_KEY=... python examples/sans_io.py
+Without a key nothing is sent: `with_credentials` raises `MissingCredentials`
+naming the variable. A failed call raises `StreamError`. Either way the program
+says why in one line and exits non-zero.
 """
 
 import http.client
 import os
 from urllib.parse import urlsplit
 
-from streamfn.core import Context, Options, accumulate, get_model, open_call, raise_for_error
+from streamfn.core import (
+    Context,
+    Options,
+    StreamfnError,
+    accumulate,
+    get_model,
+    open_call,
+    raise_for_error,
+    with_credentials,
+)
 
 
 def main() -> None:
-    options = Options(
-        api_key=os.environ["OPENAI_API_KEY"], base_url=os.environ.get("OPENAI_BASE_URL")
-    )
-    call = open_call(get_model("openai:gpt-4o-mini"), Context.of("Hi"), options)
+    model = get_model("openai:gpt-4o-mini")
+    # OPENAI_API_KEY (and OPENAI_BASE_URL) read as the shells read them
+    options = with_credentials(model, Options(), os.environ)
+    call = open_call(model, Context.of("Hi"), options)
     request = call.request  # method, url, headers, body bytes
     url = urlsplit(request.url)
     https = url.scheme == "https"
@@ -35,4 +47,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except StreamfnError as exc:  # MissingCredentials, or the call's StreamError
+        raise SystemExit(f"failed: {exc}") from None

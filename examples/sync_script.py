@@ -1,7 +1,8 @@
 """A script without an event loop: the blocking shell, handling the `Error` event itself.
 
 Run: OPENAI_API_KEY=... python examples/sync_script.py  (needs the [sync] extra)
-Exit status 1 and the error's kind on stderr when the call fails.
+Exit status 1 and the error's kind on stderr when the call fails (a missing key
+too: an `auth` error naming the variable to set, before anything is sent).
 """
 
 import sys

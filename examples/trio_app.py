@@ -1,12 +1,13 @@
 """Stream an answer from a provider in a trio program, then ask for a whole message.
 
 Run: ANTHROPIC_API_KEY=... OPENAI_API_KEY=... python examples/trio_app.py  (needs the [trio] extra)
-A failed call (a bad key, a dropped connection) raises: the program exits non-zero.
+A failed call (a bad or missing key, a dropped connection) raises `StreamError`
+(`CompletionError` from `complete`): the program says why in one line and exits non-zero.
 """
 
 import trio
 
-from streamfn.core import Context, Options, TextDelta, get_model
+from streamfn.core import Context, Options, StreamError, TextDelta, get_model
 from streamfn.io_trio import complete, stream
 
 
@@ -24,4 +25,7 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    trio.run(main)
+    try:
+        trio.run(main)
+    except StreamError as exc:  # CompletionError too
+        raise SystemExit(f"\nfailed: {exc}") from None

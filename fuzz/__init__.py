@@ -70,10 +70,4 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = _lazy_face(
-    __name__,
-    _LAZY,
-    needs={
-        "hypothesis": "pip install 'streamfn[fuzz]' (from a checkout: pip install -e '.[fuzz]')"
-    },
-)
+__getattr__, __dir__ = _lazy_face(__name__, _LAZY)

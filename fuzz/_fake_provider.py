@@ -22,10 +22,12 @@ This module routes requests; the bodies are in `fake_bodies`, the faults in
 
 from __future__ import annotations
 
+import json
 import socket
 import ssl
 from collections import defaultdict
 from collections.abc import Callable
+from typing import Final
 
 from ._fake_bodies import (
     ANTHROPIC_BODY,
@@ -54,8 +56,30 @@ __all__ = [
 ]
 
 
+#: the token counting endpoints, by the end of their path, and how each answers a count
+COUNT_ANSWERS: Final[dict[str, Callable[[int], dict[str, object]]]] = {
+    "/messages/count_tokens": lambda n: {"input_tokens": n},  # Anthropic
+    "/responses/input_tokens": lambda n: {"object": "response.input_tokens", "input_tokens": n},
+    ":countTokens": lambda n: {"totalTokens": n},  # Gemini
+    "/count-tokens": lambda n: {"inputTokens": n},  # Bedrock
+}
+
+
+def count_answer(path: str, body: bytes) -> bytes | None:
+    """The fake's answer to a token count request (None: ``path`` asks for none): a
+    quarter of the request body's bytes, so a longer prompt counts more."""
+    for ending, answer in COUNT_ANSWERS.items():
+        if path.split("?", 1)[0].endswith(ending):
+            return json.dumps(answer(max(1, len(body) // 4))).encode()
+    return None
+
+
 class FakeProvider(ThreadedServer):
-    """The fake provider. ``requests`` records every request (method, path, headers, body)."""
+    """The fake provider. ``requests`` records every request (method, path, headers, body).
+
+    The built-in wire formats also answer the providers' token counting endpoints
+    (`count_answer`); a body given to `serve` or `register_body` is answered as given.
+    """
 
     def __init__(self, tls: ssl.SSLContext | None = None, stall: float = 5.0) -> None:
         super().__init__(tls)
@@ -66,6 +90,7 @@ class FakeProvider(ThreadedServer):
             name: (build(WORDS), ctype) for name, (build, ctype) in WIRE_FORMATS.items()
         }
         self._bodies["anthropic"] = (ANTHROPIC_BODY, "text/event-stream")
+        self._built_in = frozenset(self._bodies)
         self._wrong = {name: build(WRONG_WORDS) for name, (build, _) in WIRE_FORMATS.items()}
         self.on_request: Callable[[Request], None] | None = None
         self._served = 0
@@ -127,20 +152,44 @@ class FakeProvider(ThreadedServer):
             with self._lock:
                 self._hits[token] += 1
                 hit = self._hits[token]
-            keep = self.respond(sock, fault, provider, hit)
+            counted = (
+                count_answer(request.path, request.body) if provider in self._built_in else None
+            )
+            if counted is not None:
+                keep = self.respond_count(sock, fault, provider, hit, counted)
+            else:
+                keep = self.respond(sock, fault, provider, hit)
             if not keep:
                 return
 
     def respond(self, sock: socket.socket, fault: str, provider: str, hit: int) -> bool:
         """Write the response; False when the connection must end afterwards."""
         body, ctype = self._bodies[provider]
+        return self._reply(sock, fault, provider, hit, body, ctype, self._wrong.get(provider, body))
+
+    def respond_count(
+        self, sock: socket.socket, fault: str, provider: str, hit: int, counted: bytes
+    ) -> bool:
+        """Write a token count's answer (``counted``), with the fault asked for."""
+        return self._reply(sock, fault, provider, hit, counted, "application/json", counted)
+
+    def _reply(
+        self,
+        sock: socket.socket,
+        fault: str,
+        provider: str,
+        hit: int,
+        body: bytes,
+        ctype: str,
+        wrong: bytes,
+    ) -> bool:
         exchange = Exchange(
             sock=sock,
             provider=provider,
             body=body,
             ctype=ctype,
             hit=hit,
-            wrong=self._wrong.get(provider, body),
+            wrong=wrong,
             url=self.url,
             stall=self.stall,
             wait=self.wait,

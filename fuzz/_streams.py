@@ -65,9 +65,10 @@ class StreamShape:
       block ends may carry a signature; ``signer`` shapes it.
     - ``adjacent_same_kind``: two text (or two thinking) blocks may follow each
       other; formats without block boundaries merge them.
-    - ``stop_reasons``, ``error_kinds``: the terminal events drawn; with
-      ``tool_use_iff_calls`` a stream with tool calls stops with ``tool_use``
-      (or ``length``) and one without never does.
+    - ``stop_reasons``, ``error_kinds``: the terminal events drawn; a stream
+      with tool calls never stops with ``stop`` (a turn that ended with whole
+      calls is ``tool_use`` whatever the wire says), and with
+      ``tool_use_iff_calls`` one without calls never stops with ``tool_use``.
     - ``usage_fields``: the `Usage` fields that may be non-zero.
     - ``response_ids``: `Start` carries a response id (always, never, or either
       when None).
@@ -271,6 +272,8 @@ def _terminal(draw: st.DrawFn, shape: StreamShape, *, has_calls: bool) -> Event:
         kind = draw(st.sampled_from(shape.error_kinds))
         return Error(message=draw(st.sampled_from(_ERROR_WORDS[kind])), kind=kind)
     reasons = list(shape.stop_reasons)
+    if has_calls:  # a turn that ended with its calls is tool_use, on every wire
+        reasons = [StopReason.TOOL_USE if r is StopReason.STOP else r for r in reasons]
     if shape.tool_use_iff_calls:
         wanted = StopReason.TOOL_USE if has_calls else StopReason.STOP
         reasons = [r for r in reasons if r in (wanted, StopReason.LENGTH)]

@@ -26,6 +26,7 @@ import msgspec
 from hypothesis import strategies as st
 
 from streamfn.core._events import (
+    Cost,
     Done,
     Error,
     ErrorKind,
@@ -34,6 +35,7 @@ from streamfn.core._events import (
     TextEnd,
     ThinkingEnd,
     ToolCallEnd,
+    Usage,
 )
 from streamfn.core.dialects.agui import AGUIEncoder
 from streamfn.core.dialects.anthropic import AnthropicEncoder
@@ -73,6 +75,9 @@ class WireFormat:
     #: the format says where each block ends (True), or leaves blocks open until the
     #: stream ends (False: OpenAI chat chunks never close a tool call)
     block_ends: bool = True
+    #: stop reasons whose end carries no usage in this format (AG-UI ends a cut answer
+    #: with ``RUN_ERROR``, which has no usage field): such a stream's usage is zero
+    no_usage_on: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -220,6 +225,7 @@ WIRE_FORMATS: Final[dict[str, WireFormat]] = {
             parallel_tool_calls=False,
         ),
         lambda s: AGUIEncoder(thread_id="thread", run_id=s.response_id or "", message_id="msg"),
+        no_usage_on=frozenset({"length"}),
     ),
 }
 
@@ -243,6 +249,9 @@ def _transcript(
 ) -> Transcript:
     wire = WIRE_FORMATS[api]
     events = draw(event_streams(wire.shape, **knobs))
+    last = events[-1]
+    if isinstance(last, Done) and last.stop_reason in wire.no_usage_on:
+        events = [*events[:-1], msgspec.structs.replace(last, usage=Usage(), cost=Cost())]
     return Transcript(api, provider, events, encode_body(api, events), wire.content_type)
 
 

@@ -46,8 +46,13 @@ import zlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from hypothesis import given
-from hypothesis import strategies as st
+from streamfn._extras import missing_extra as _missing_extra
+
+try:  # the [fuzz] extra
+    from hypothesis import given
+    from hypothesis import strategies as st
+except ModuleNotFoundError as _missing:
+    raise _missing_extra("python -m streamfn.fuzz.fuzz_eventstream", _missing, "fuzz") from None
 
 from streamfn.fuzz import _harness as harness
 

@@ -25,8 +25,13 @@ import os
 import sys
 from collections.abc import Callable
 
-from hypothesis import given
-from hypothesis import strategies as st
+from streamfn._extras import missing_extra as _missing_extra
+
+try:  # the [fuzz] extra
+    from hypothesis import given
+    from hypothesis import strategies as st
+except ModuleNotFoundError as _missing:
+    raise _missing_extra("python -m streamfn.fuzz.fuzz_fold", _missing, "fuzz") from None
 
 from streamfn.core._accumulate import Accumulator, ProtocolViolation
 from streamfn.core._events import Event

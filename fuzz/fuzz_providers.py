@@ -38,8 +38,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from streamfn._extras import missing_extra as _missing_extra
+
+try:  # the [fuzz] extra
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+except ModuleNotFoundError as _missing:
+    raise _missing_extra("python -m streamfn.fuzz.fuzz_providers", _missing, "fuzz") from None
 
 from streamfn.core import check_protocol, replay
 from streamfn.core._call import API_MODULES

@@ -24,8 +24,13 @@ if "--atheris" in sys.argv:  # instrument only the decoder, before anything impo
     with atheris.instrument_imports():
         from streamfn.core.wire import _lines as lines  # noqa: F401
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from streamfn._extras import missing_extra as _missing_extra
+
+try:  # the [fuzz] extra
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+except ModuleNotFoundError as _missing:
+    raise _missing_extra("python -m streamfn.fuzz.fuzz_sse", _missing, "fuzz") from None
 
 from streamfn.core.wire._sse import ServerSentEvent, SSEComment, SSEDecoder, SSEError
 from streamfn.fuzz import _harness as harness

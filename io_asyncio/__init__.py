@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from streamfn._lazy_face import lazy_face as _lazy_face
 from streamfn.io_common._catalog_cache import install_loader as _install_catalog_loader
 
-from ._client import Client, complete, default_client, stream
+from ._client import Client, complete, count_tokens, default_client, stream
 from ._local import stream_local
 
 if TYPE_CHECKING:
@@ -22,6 +22,7 @@ _install_catalog_loader()
 __all__ = [
     "Client",
     "complete",
+    "count_tokens",
     "default_client",
     "serve",
     "stream",

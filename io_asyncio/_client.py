@@ -15,8 +15,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, TypeVar
 
 from streamfn.client import ClientBase
+from streamfn.core._count import TokenCount
 from streamfn.core._events import Error, Event
 from streamfn.core._messages import AssistantMessage, Context
 from streamfn.core._models import Model
@@ -30,7 +32,9 @@ from streamfn.io_common._sockets import literal_family
 
 from ._connections import READ_SIZE, Connection, SocketConnection, StreamConnection
 
-__all__ = ["Client", "complete", "default_client", "stream"]
+__all__ = ["Client", "complete", "count_tokens", "default_client", "stream"]
+
+T = TypeVar("T")
 
 
 class Client(ClientBase[Connection]):
@@ -59,6 +63,9 @@ class Client(ClientBase[Connection]):
     async def _readable(self, conn: Connection) -> bool:
         return await conn.readable()
 
+    async def _in_thread(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.to_thread(fn, *args)
+
     @asynccontextmanager
     async def _local_stream(
         self, model: Model, context: Context, options: Options
@@ -67,7 +74,7 @@ class Client(ClientBase[Connection]):
 
         from ._local import stream_local
 
-        local = await asyncio.to_thread(load_local, model, self.environ)
+        local = await self._in_thread(load_local, model, self.environ)
         async with stream_local(local, context, options) as events:
             yield events
 
@@ -175,3 +182,16 @@ async def complete(
     """The whole assistant turn as one message; an `Error` raises `CompletionError`
     (``raise_on_error=False`` returns the message with ``error_message`` set)."""
     return await default_client().complete(model, context, options, raise_on_error=raise_on_error)
+
+
+async def count_tokens(
+    model: Model,
+    context: Context,
+    options: Options | None = None,
+    *,
+    estimate: bool = False,
+) -> TokenCount:
+    """How many input tokens ``context`` is for ``model``, asked of the provider (the
+    local model: its tokenizer); ``estimate=True`` accepts a marked estimate where the
+    provider cannot count."""
+    return await default_client().count_tokens(model, context, options, estimate=estimate)

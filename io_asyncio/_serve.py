@@ -23,7 +23,7 @@ import socket
 from typing import Any
 
 from streamfn.asgi._app import App
-from streamfn.asgi._hosting import hypercorn_arguments
+from streamfn.asgi._hosting import hypercorn_arguments, hypercorn_worker
 from streamfn.io_common._connection_cap import REFUSAL, ConnectionCap
 
 from ._server import AsyncioRuntime
@@ -81,8 +81,7 @@ async def serve(
     allow_h2c: bool = False,
 ) -> None:
     """Serve ``app`` on the listening ``sock`` until ``stop`` is set, then shut down."""
-    from hypercorn.asyncio.run import worker_serve
-
+    worker_serve = hypercorn_worker("asyncio", "streamfn.io_asyncio.serve")
     capped = CappedSocket(sock, max_connections)
     app.bind(AsyncioRuntime())
     wrapped, config, options = hypercorn_arguments(

@@ -9,7 +9,10 @@ share and none of them owns: loop-agnostic code that touches the machine.
   both event-loop shells enforce;
 - `_catalog_cache`: a newer model catalogue than the built-in one, cached in
   the user's cache directory (`_user_cache`), which every shell installs as the
-  registry's loader when it is imported;
+  registry's loader when it is imported; `_catalog_fetch` fetches it for
+  ``streamfn models --refresh`` (bounded in size and time, redirects judged);
+- `_resolver`: the system resolver as the address checks want it (a name -> its
+  addresses), for the server's input URLs and the refresh's redirects;
 - `_local_events`: the local model's events as an async iterator, for the two
   event-loop shells' adapters.
 

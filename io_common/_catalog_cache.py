@@ -6,7 +6,9 @@ command line and for applications that want the same behaviour:
 - `refresh` fetches models.dev's current data (``https://models.dev/api.json``,
   or a mirror) and `save` writes it, converted and checked, to the user cache
   atomically. Nothing here touches the network unless `refresh` is called
-  (``streamfn models --refresh``).
+  (``streamfn models --refresh``); `_catalog_fetch` bounds that fetch (its size,
+  its total time, where a redirect may lead) and `streamfn.core._catalog_json`
+  the bytes it brings (what they inflate to, how deep they nest).
 - `read_catalog_file` reads a catalogue offline: a copy of models.dev's
   ``api.json`` or a file this module wrote.
 - `load_user_catalog` makes the registry use ``STREAMFN_MODELS_FILE`` when it is
@@ -18,16 +20,13 @@ command line and for applications that want the same behaviour:
 
 from __future__ import annotations
 
-import gzip
-import json
 import logging
 import os
 import tempfile
-import urllib.request
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from streamfn.core._catalog_build import (
     CATALOG_FORMAT,
@@ -37,6 +36,7 @@ from streamfn.core._catalog_build import (
     dump_catalog,
     with_lifecycle_tables,
 )
+from streamfn.core._catalog_json import MAX_CATALOG_BYTES, catalog_json
 from streamfn.core._models import (
     BUILTIN,
     CatalogInfo,
@@ -47,7 +47,11 @@ from streamfn.core._models import (
 
 from ._user_cache import user_cache_dir
 
+if TYPE_CHECKING:
+    from ._resolver import Resolver
+
 __all__ = [
+    "DEADLINE",
     "DEFAULT_URL",
     "ENV_FILE",
     "ENV_URL",
@@ -67,10 +71,10 @@ DEFAULT_URL: Final = "https://models.dev/api.json"
 ENV_FILE: Final = "STREAMFN_MODELS_FILE"
 #: where ``--refresh`` fetches from instead of models.dev (a mirror)
 ENV_URL: Final = "STREAMFN_MODELS_URL"
-#: the most a fetched catalogue may weigh (models.dev's is a few megabytes)
-MAX_BYTES: Final = 64 * 1024 * 1024
-_TIMEOUT: Final = 30.0
-_CHUNK: Final = 256 * 1024
+#: the most a fetched catalogue may weigh, or inflate to (models.dev's is a few megabytes)
+MAX_BYTES: Final = MAX_CATALOG_BYTES
+#: the longest a whole ``--refresh`` may take, seconds (each read also waits 30 s at most)
+DEADLINE: Final = 120.0
 
 log = logging.getLogger("streamfn")
 
@@ -82,12 +86,7 @@ def cache_path(environ: Mapping[str, str] | None = None) -> Path:
 
 def _document(raw: bytes, version: str) -> dict[str, Any]:
     """A checked catalogue from a file's bytes: ours as is, models.dev's converted."""
-    if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
-    try:
-        data = json.loads(raw)
-    except ValueError as exc:
-        raise CatalogError(f"not JSON: {exc}") from None
+    data = catalog_json(raw, max_bytes=MAX_BYTES)
     from streamfn.core._catalog import BUILTIN_DOCUMENT
 
     if isinstance(data, dict) and data.get("format") == CATALOG_FORMAT:
@@ -107,13 +106,17 @@ def _document(raw: bytes, version: str) -> dict[str, Any]:
 def read_catalog_file(path: Path) -> dict[str, Any]:
     """The catalogue in ``path`` (models.dev's ``api.json`` or ours, gzipped or not).
 
-    Raises `CatalogError` naming the file and what is wrong with it.
+    Raises `CatalogError` naming the file and what is wrong with it (a file of
+    more than `MAX_BYTES`, or one that inflates to more, is refused unread).
     """
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as file:
+            raw = file.read(MAX_BYTES + 1)
     except OSError as exc:
         raise CatalogError(f"cannot read {path}: {exc.strerror or exc}") from None
     try:
+        if len(raw) > MAX_BYTES:
+            raise CatalogError(f"more than {MAX_BYTES:,} bytes (the limit for a catalogue)")
         return _document(raw, f"models.dev data from {path.name}")
     except CatalogError as exc:
         raise CatalogError(f"{path}: {exc}") from None
@@ -123,37 +126,34 @@ def refresh(
     url: str,
     *,
     now: datetime,
+    deadline: float = DEADLINE,
     progress: Callable[[str, int, int], None] | None = None,
-    opener: Callable[..., Any] | None = None,
+    resolver: Resolver | None = None,
 ) -> dict[str, Any]:
     """Fetch models.dev's data from ``url`` and return it as a checked catalogue.
 
-    At most `MAX_BYTES` are read; ``progress(stage, done, total)`` hears each
-    chunk. ``now`` dates the fetch in the catalogue's version; ``opener`` is
-    `urllib.request.urlopen` unless a test says otherwise. Raises `CatalogError`
-    for a failed fetch or unusable data; nothing is written.
+    At most `MAX_BYTES` are read, or inflated from gzip; the whole fetch takes at
+    most ``deadline`` seconds, and a redirect is followed only within ``url``'s
+    origin or to a public address (``resolver``, the system's unless a test says
+    otherwise, resolves its host name; see `_catalog_fetch`, imported only here). ``progress(stage, done, total)`` hears each chunk. ``now``
+    dates the fetch in the catalogue's version. Raises `CatalogError` for a failed
+    fetch or unusable data; nothing is written.
     """
-    opener = opener or urllib.request.urlopen
-    request = urllib.request.Request(url, headers={"User-Agent": "streamfn", "Accept": "*/*"})
-    stage = f"fetching {url}"
+    from ._catalog_fetch import fetch, shown_url
+    from ._resolver import system_resolver
+
+    raw = fetch(
+        url,
+        max_bytes=MAX_BYTES,
+        deadline=deadline,
+        progress=progress,
+        resolver=resolver or system_resolver,
+    )
+    shown = shown_url(url)
     try:
-        with opener(request, timeout=_TIMEOUT) as response:
-            total = int(response.headers.get("Content-Length") or 0)
-            chunks: list[bytes] = []
-            done = 0
-            while chunk := response.read(_CHUNK):
-                done += len(chunk)
-                if done > MAX_BYTES:
-                    raise CatalogError(f"{url} sent more than {MAX_BYTES:,} bytes; not used")
-                chunks.append(chunk)
-                if progress is not None:
-                    progress(stage, done, total)
-    except OSError as exc:  # URLError, HTTPError, timeouts, refused connections
-        raise CatalogError(f"cannot fetch {url}: {getattr(exc, 'reason', None) or exc}") from None
-    try:
-        return _document(b"".join(chunks), f"{url} fetched {now:%Y-%m-%d %H:%M} UTC")
+        return _document(raw, f"{shown} fetched {now:%Y-%m-%d %H:%M} UTC")
     except CatalogError as exc:
-        raise CatalogError(f"{url} sent unusable data: {exc}") from None
+        raise CatalogError(f"{shown} sent unusable data: {exc}") from None
 
 
 def save(document: Mapping[str, Any], path: Path) -> Path:

@@ -23,10 +23,11 @@ from contextlib import (
     closing,
     contextmanager,
 )
-from typing import Self, TypeVar, Unpack
+from typing import Any, Self, TypeVar, Unpack
 
 from streamfn.client import ClientBase, ClientSettings
 from streamfn.client._pool import PooledConnection, PoolKey
+from streamfn.core._count import TokenCount
 from streamfn.core._events import Error, Event
 from streamfn.core._messages import AssistantMessage, Context
 from streamfn.core._models import Model
@@ -38,7 +39,7 @@ from streamfn.io_common._process import PROCESS
 
 from ._sockets import READ_SIZE, connect, readable, time_left
 
-__all__ = ["Client", "complete", "default_client", "stream"]
+__all__ = ["Client", "complete", "count_tokens", "default_client", "stream"]
 
 T = TypeVar("T")
 
@@ -95,6 +96,9 @@ class _BlockingLoop(ClientBase[_Connection]):
     async def _sleep(self, seconds: float) -> None:
         time.sleep(seconds)
 
+    async def _in_thread(self, fn: Callable[..., T], *args: Any) -> T:
+        return fn(*args)  # this shell blocks anyway
+
     async def _close(self, conn: _Connection) -> None:
         conn.sock.close()
 
@@ -144,7 +148,7 @@ class _BlockingLoop(ClientBase[_Connection]):
     ) -> AsyncIterator[AsyncIterator[Event]]:
         from streamfn.local._provider import load_local
 
-        local = load_local(model, self.environ)  # this shell blocks anyway
+        local = await self._in_thread(load_local, model, self.environ)
         with closing(local.stream_sync(context, options)) as events:
             yield _never_suspending(events)
 
@@ -200,10 +204,10 @@ class Client:
     ) -> Generator[Iterator[Event], None, None]:
         """``with client.stream(m, ctx) as events: for ev in events: ...``
 
-        Raises `MissingCredentials` on entry, before connecting, when no key
-        is configured. Leaving the block closes the connection at once unless
-        the response was read to its end. A failure is the last event, an
-        `Error`; ``raise_on_error=True`` raises `StreamError` instead.
+        Leaving the block closes the connection at once unless the response
+        was read to its end. A failure is the last event, an `Error` (a missing
+        key too: an ``auth`` error naming the variable to set, before any
+        connection); ``raise_on_error=True`` raises `StreamError` instead.
         """
         manager = self._loop.stream(model, context, options, raise_on_error=raise_on_error)
         events = _run(manager.__aenter__())
@@ -225,6 +229,17 @@ class Client:
     ) -> AssistantMessage:
         """The whole answer as one message (see `ClientBase.complete`)."""
         return _run(self._loop.complete(model, context, options, raise_on_error=raise_on_error))
+
+    def count_tokens(
+        self,
+        model: Model,
+        context: Context,
+        options: Options | None = None,
+        *,
+        estimate: bool = False,
+    ) -> TokenCount:
+        """How many input tokens ``context`` is for ``model`` (see `ClientBase.count_tokens`)."""
+        return _run(self._loop.count_tokens(model, context, options, estimate=estimate))
 
 
 _default: Client | None = None
@@ -266,3 +281,16 @@ def complete(
     """The whole assistant turn as one message; an `Error` raises `CompletionError`
     (``raise_on_error=False`` returns the message with ``error_message`` set)."""
     return default_client().complete(model, context, options, raise_on_error=raise_on_error)
+
+
+def count_tokens(
+    model: Model,
+    context: Context,
+    options: Options | None = None,
+    *,
+    estimate: bool = False,
+) -> TokenCount:
+    """How many input tokens ``context`` is for ``model``, asked of the provider (the
+    local model: its tokenizer); ``estimate=True`` accepts a marked estimate where the
+    provider cannot count."""
+    return default_client().count_tokens(model, context, options, estimate=estimate)

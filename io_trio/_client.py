@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Final
+from typing import Any, Final, TypeVar
 
 import trio
 
 from streamfn.client import ClientBase
 from streamfn.client._pool import PooledConnection, PoolKey
+from streamfn.core._count import TokenCount
 from streamfn.core._events import Error, Event
 from streamfn.core._messages import AssistantMessage, Context
 from streamfn.core._models import Model
@@ -29,7 +30,9 @@ from streamfn.core.http._tunnel import ConnectTunnel, TunnelError
 from streamfn.io_common._process import PROCESS
 from streamfn.io_common._sockets import literal_family, socket_readable
 
-__all__ = ["Client", "complete", "default_client", "stream"]
+__all__ = ["Client", "complete", "count_tokens", "default_client", "stream"]
+
+T = TypeVar("T")
 
 READ_SIZE: Final = 64 << 10
 
@@ -97,6 +100,9 @@ class Client(ClientBase[_Connection]):
     async def _readable(self, conn: _Connection) -> bool:
         return _stream_readable(conn.stream)
 
+    async def _in_thread(self, fn: Callable[..., T], *args: Any) -> T:
+        return await trio.to_thread.run_sync(fn, *args)
+
     @asynccontextmanager
     async def _local_stream(
         self, model: Model, context: Context, options: Options
@@ -105,7 +111,7 @@ class Client(ClientBase[_Connection]):
 
         from ._local import stream_local
 
-        local = await trio.to_thread.run_sync(load_local, model, self.environ)
+        local = await self._in_thread(load_local, model, self.environ)
         async with stream_local(local, context, options) as events:
             yield events
 
@@ -196,3 +202,16 @@ async def complete(
     """The whole assistant turn as one message; an `Error` raises `CompletionError`
     (``raise_on_error=False`` returns the message with ``error_message`` set)."""
     return await default_client().complete(model, context, options, raise_on_error=raise_on_error)
+
+
+async def count_tokens(
+    model: Model,
+    context: Context,
+    options: Options | None = None,
+    *,
+    estimate: bool = False,
+) -> TokenCount:
+    """How many input tokens ``context`` is for ``model``, asked of the provider (the
+    local model: its tokenizer); ``estimate=True`` accepts a marked estimate where the
+    provider cannot count."""
+    return await default_client().count_tokens(model, context, options, estimate=estimate)

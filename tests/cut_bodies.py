@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from streamfn.fuzz._fake_bodies import sse
 
-__all__ = ["CUT_PATH", "text_body", "tool_body"]
+__all__ = ["CUT_PATH", "output_first", "text_body", "tool_body"]
 
 #: the path a cut ``delete_files`` call has reached; repaired, it would be a valid input
 CUT_PATH = "/home/user"
@@ -39,3 +39,13 @@ def text_body() -> bytes:
         + _chunk({}, "stop")
         + (b"data: [DONE]\n\n")
     )
+
+
+def output_first(body: bytes) -> bytes:
+    """``body`` without its first event, the role-only chunk that says nothing: its first
+    event then carries output (a tool call's start, or the first words). The fake
+    provider's ``oversized`` fault sends the first event, then a line over the caps, so
+    with this body the cut comes after output began, the case a cut answer is about."""
+    first, rest = body.split(b"\n\n", 1)
+    assert b'"role"' in first, first
+    return rest

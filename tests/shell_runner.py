@@ -63,12 +63,15 @@ class _SyncAsAsync:
         return self.client.responses_upgraded
 
     @asynccontextmanager
-    async def stream(self, *args: Any) -> AsyncIterator[AsyncIterator[Event]]:
-        with self.client.stream(*args) as events:
+    async def stream(self, *args: Any, **kwargs: Any) -> AsyncIterator[AsyncIterator[Event]]:
+        with self.client.stream(*args, **kwargs) as events:
             yield _each(events)
 
     async def complete(self, *args: Any, **kwargs: Any) -> Any:
         return self.client.complete(*args, **kwargs)
+
+    async def count_tokens(self, *args: Any, **kwargs: Any) -> Any:
+        return self.client.count_tokens(*args, **kwargs)
 
     async def _sleep(self, seconds: float) -> None:
         time.sleep(seconds)

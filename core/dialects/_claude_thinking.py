@@ -80,11 +80,21 @@ def claude_thinking(
             )
         elif options.thinking is not None:
             effort = fit_effort(model, str(options.thinking))
-        return ClaudeThinking({"type": "adaptive"}, effort, max_tokens)
+        return ClaudeThinking(_displayed({"type": "adaptive"}, options), effort, max_tokens)
     if explicit is not None:
         budget = explicit
     else:
         assert options.thinking is not None  # thinking_asked
         budget = budgets[options.thinking]
     total, budget = fit_thinking_tokens(model, max_tokens, budget)
-    return ClaudeThinking({"type": "enabled", "budget_tokens": budget}, None, total)
+    config = _displayed({"type": "enabled", "budget_tokens": budget}, options)
+    return ClaudeThinking(config, None, total)
+
+
+def _displayed(config: dict[str, Any], options: Options) -> dict[str, Any]:
+    """``config`` with ``display`` where the caller chose one (``Options.thinking_display``;
+    anthropic SDK: ``display`` on both ``ThinkingConfigAdaptiveParam`` and
+    ``ThinkingConfigEnabledParam``, "summarized" or "omitted")."""
+    if options.thinking_display is not None:
+        config["display"] = options.thinking_display
+    return config

@@ -31,6 +31,7 @@ from .._classify import parse_retry_after
 from .._events import Error, ErrorKind, Event, Start
 from .._models import Model
 from .._options import Options
+from ..providers._base import ProviderCall
 from ._chunked import ChunkedBody, is_chunked, keeps_alive
 from ._content_coding import BodyDecoder, CodingError, decoder_for
 from ._read_timer import ReadTimer
@@ -215,6 +216,8 @@ class Exchange:
             out.append(
                 Start(api=self._model.api, provider=self._model.provider, model=self._model.id)
             )
+        if isinstance(self.call, ProviderCall):  # what the request was billed before it broke
+            error = self.call.reported(error)
         out.append(error)
         return out
 

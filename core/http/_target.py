@@ -8,6 +8,8 @@ what to check). ``ssl`` is imported for its exception classes only.
 
 from __future__ import annotations
 
+import os
+import socket
 import ssl
 from functools import lru_cache
 from typing import Final, NamedTuple
@@ -77,27 +79,53 @@ def parse_target(url: str) -> Target:
 
 
 def connect_error(target: Target, exc: BaseException) -> Error:
-    """A failed TCP connect or TLS handshake, named so the caller can act on it."""
-    tls = _tls_error(exc)
-    cause = tls or exc
-    detail = str(cause) or type(cause).__name__
-    what = "TLS handshake with" if tls is not None else "connect to"
-    return Error.network(f"{what} {target.host}:{target.port} failed: {detail}")
+    """A failed TCP connect or TLS handshake, named so the caller can act on it.
+
+    Said once, the same in every shell: the OS's reason for an errno, not each
+    event loop's own sentence around it (which repeated the address). A name
+    the resolver does not know says so, and what to check.
+    """
+    tls = _cause(exc, (ssl.SSLError, ssl.CertificateError))
+    if tls is not None:
+        detail = str(tls) or type(tls).__name__
+        return Error.network(f"TLS handshake with {target.host}:{target.port} failed: {detail}")
+    unresolved = _cause(exc, (socket.gaierror,))
+    if unresolved is not None:
+        return Error.network(
+            f"cannot resolve the host name {target.host!r} ({_os_reason(unresolved)}): check "
+            "the host in the base URL, and that this machine's DNS and network work "
+            "(behind a proxy? set HTTPS_PROXY)"
+        )
+    return Error.network(f"connect to {target.host}:{target.port} failed: {_os_reason(exc)}")
+
+
+def _os_reason(exc: BaseException) -> str:
+    """``[Errno 111] Connection refused``: the errno and the OS's words for it, without
+    the event loop's sentence around them; else the exception's own text."""
+    if isinstance(exc, socket.gaierror) and exc.strerror:
+        return exc.strerror
+    number = exc.errno if isinstance(exc, OSError) else None
+    if isinstance(number, int) and number > 0:
+        return f"[Errno {number}] {os.strerror(number)}"
+    return str(exc) or type(exc).__name__
 
 
 def connect_timeout_error(target: Target, seconds: float) -> Error:
+    """The `Error` (kind ``network``) for a connection to ``target`` not made within
+    ``seconds``; every shell reports a connect timeout with it."""
     return Error.network(
         f"connect timeout: no connection to {target.host}:{target.port} within {seconds_text(seconds)}"
     )
 
 
-def _tls_error(exc: BaseException) -> BaseException | None:
-    """The TLS error behind ``exc`` (trio wraps it in BrokenResourceError)."""
+def _cause(exc: BaseException, kinds: tuple[type[BaseException], ...]) -> BaseException | None:
+    """The exception of ``kinds`` behind ``exc`` (trio wraps a TLS error in
+    BrokenResourceError), or None."""
     seen: BaseException | None = exc
     for _ in range(8):
         if seen is None:
             return None
-        if isinstance(seen, ssl.SSLError | ssl.CertificateError):
+        if isinstance(seen, kinds):
             return seen
         seen = seen.__cause__ or seen.__context__
     return None

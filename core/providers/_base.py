@@ -35,6 +35,8 @@ from .._events import (
 from .._messages import Context
 from .._models import Model, compute_cost
 from .._options import Options
+from .._rate_limits import read_rate_limits, read_request_id
+from .._redact import request_secrets, scrub, shorten
 from ..wire._decoder import Decoder
 from ..wire._ndjson import NDJSONDecoder
 from ..wire._sse import ServerSentEvent, SSEComment, SSEDecoder
@@ -72,6 +74,8 @@ FrameT = TypeVar("FrameT")
 _AWAITING: Final = "awaiting_response"
 _STREAMING: Final = "streaming"
 _ERROR_BODY: Final = "error_body"
+#: how much of a 2xx body of the wrong content type its `Error` shows
+_SNIPPET_CHARS: Final = 200
 _DONE: Final = "done"
 
 
@@ -108,6 +112,8 @@ class ProviderCall(abc.ABC):
         self._status = 0
         self._headers: list[tuple[str, str]] = []
         self._error_body = bytearray()
+        #: the error body went past its cap (what was kept ends where the cap cut it)
+        self._error_body_cut = False
         self._wrong_type: str | None = None
         #: the body stopped inside an event (set by `FramedCall` at end of body)
         self.cut_inside_event = False
@@ -162,6 +168,7 @@ class ProviderCall(abc.ABC):
             room = self.options.max_error_body_bytes - len(self._error_body)
             if room > 0:
                 self._error_body += data[:room]
+            self._error_body_cut |= len(data) > room
         return []
 
     def receive_eof(self) -> list[Event]:
@@ -208,6 +215,7 @@ class ProviderCall(abc.ABC):
         self._status = 0
         self._headers = []
         self._error_body = bytearray()
+        self._error_body_cut = False
         self._wrong_type = None
         self.cut_inside_event = False
         self.emit.reopen()
@@ -240,21 +248,38 @@ class ProviderCall(abc.ABC):
 
     def finish(self, stop_reason: StopReason, *, paused: bool = False) -> None:
         """Emit `Done` with the usage gathered so far, priced with the model (``paused``:
-        the provider paused the turn, see `Done.paused`)."""
+        the provider paused the turn, see `Done.paused`).
+
+        A turn that ended normally with tool calls is `StopReason.TOOL_USE` whatever
+        word the wire used for its end: OpenAI-compatible servers (vLLM, llama.cpp,
+        several hosted ones) say ``stop``, Gemini has no word for it, and an agent loop
+        that branches on ``tool_use`` must not stop there. The calls are whole (`Done`
+        closes them); a ``length`` stop may have cut them and stays ``length``."""
+        if stop_reason is StopReason.STOP and not paused and self.emit.tool_calls:
+            stop_reason = StopReason.TOOL_USE
         self.emit.done(stop_reason, self.usage, compute_cost(self.model, self.usage), paused=paused)
 
     def fail(self, error: Error) -> None:
+        self.emit.error(self.reported(error))
+
+    def reported(self, error: Error) -> Error:
+        """``error`` carrying the usage this call reported before it, where it carries
+        none: a request cut after its first events was billed for them (the shell's
+        own errors, a dropped connection or a timer, end the stream this way too)."""
         if error.usage is None and self._usage_or_none() is not None:
-            error = msgspec.structs.replace(error, usage=self.usage)
-        self.emit.error(error)
+            return msgspec.structs.replace(error, usage=self.usage)
+        return error
 
     def _start_event(self) -> Start:
+        headers = self._headers  # the request id and rate limits come with the status
         return Start(
             api=self.api,
             provider=self.model.provider,
             model=self.model.id,
             response_id=self.response_id,
             response_model=self.response_model,
+            request_id=read_request_id(headers) if headers else None,
+            rate_limits=read_rate_limits(headers) if headers else None,
         )
 
     # -- internals ----------------------------------------------------------
@@ -290,14 +315,23 @@ class ProviderCall(abc.ABC):
 
     def _http_error(self) -> Error:
         body = bytes(self._error_body)
+        secrets = request_secrets(self.model, self.options)
         if self._wrong_type is not None:
-            snippet = body[:200].decode("utf-8", "replace")
+            text = scrub(body.decode("utf-8", "replace"), secrets)
+            snippet = shorten(text, _SNIPPET_CHARS, cut=self._error_body_cut)
             if 200 <= self._status < 300:
                 return Error.protocol(
                     f"{self.model.provider} answered {self._status} with content type "
                     f"{self._wrong_type!r}, expected {' or '.join(self.content_types)}: {snippet}"
                 )
-        return classify_http_error(self._status, self._headers, body, provider=self.model.provider)
+        return classify_http_error(
+            self._status,
+            self._headers,
+            body,
+            provider=self.model.provider,
+            secrets=secrets,
+            cut=self._error_body_cut,
+        )
 
 
 def _matches(ctype: str, accepted: tuple[str, ...]) -> bool:

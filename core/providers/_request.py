@@ -44,6 +44,8 @@ SECRET_HEADERS: Final = frozenset(
 
 
 def redact_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``headers`` with the value of each secret one (`SECRET_HEADERS`) as ``***``,
+    for logs and errors."""
     return [(k, "***" if k.lower() in SECRET_HEADERS else v) for k, v in headers]
 
 

@@ -9,12 +9,12 @@ raises `BadRequest` naming the field the client sent, so the server answers a
 
 from __future__ import annotations
 
-import re
 from typing import Any, Final, TypeVar
 
 import msgspec
 
 from .._errors import UsageError
+from .._json_shape import json_structure, nests_deeper, value_count
 from .._messages import Context, DocumentContent, ImageContent, ServerTool, Tool
 from .._options import Options
 from .._structured import output_schema
@@ -59,12 +59,6 @@ MAX_DEPTH: Final = 64
 #: once) a request body may hold: a long conversation holds tens of thousands, and
 #: every value costs decoding time and memory whatever field it sits in
 MAX_JSON_VALUES: Final = 1_000_000
-#: a JSON string once its escaped backslashes and quotes are gone (or an unterminated
-#: one, to the end): replaced before counting so its commas and brackets are not
-#: structure; possessive, so no quote is ever scanned twice
-_STRING: Final = re.compile(rb'"[^"]*+"?')
-_EMPTY_CONTAINER: Final = re.compile(rb"\[\]|\{\}")
-_NOT_BRACKETS: Final = bytes(b for b in range(256) if b not in b"[]{}")
 
 
 class BadRequest(UsageError):
@@ -92,8 +86,8 @@ def decode_body(body: bytes) -> dict[str, Any]:
     Python per value), so a body of millions of tiny values in an ignored field
     is refused before anything is built from it; the nesting is then measured on
     the same bytes."""
-    structure = _structure(body)
-    values = _value_count(structure)
+    structure = json_structure(body)
+    values = value_count(structure)
     if values > MAX_JSON_VALUES:
         raise TooLarge(
             f"request body holds {values} JSON values, more than this server parses "
@@ -109,43 +103,14 @@ def decode_body(body: bytes) -> dict[str, Any]:
         raise BadRequest(f"request body nests deeper than {MAX_DEPTH} levels") from None
     if not isinstance(obj, dict):
         raise BadRequest("request body must be a JSON object")
-    if _nests_deeper(structure, MAX_DEPTH):
+    if nests_deeper(structure, MAX_DEPTH):
         raise BadRequest(f"request body nests deeper than {MAX_DEPTH} levels")
     return obj
 
 
 def count_json_values(body: bytes) -> int:
     """How many JSON values ``body`` holds (exact for valid JSON), without decoding it."""
-    return _value_count(_structure(body))
-
-
-def _structure(body: bytes) -> bytes:
-    """``body`` with each string replaced by ``0`` and whitespace removed: what is left
-    is brackets, braces, commas, colons and scalars."""
-    # escaped backslashes first: a backslash-quote left after that is an escaped quote
-    unescaped = body.replace(b"\\\\", b"").replace(b'\\"', b"")
-    return _STRING.sub(b"0", unescaped).translate(None, b" \t\r\n")
-
-
-def _value_count(structure: bytes) -> int:
-    """The number of JSON values in a valid document's `_structure` (exact): the root,
-    plus one per comma, plus one first element per container that is not empty."""
-    count = structure.count
-    containers = count(b"[") + count(b"{")
-    return 1 + count(b",") + containers - count(b"[]") - count(b"{}")
-
-
-def _nests_deeper(structure: bytes, limit: int) -> bool:
-    """Whether containers nest more than ``limit`` deep in a valid document's
-    `_structure`: each pass removes the innermost pairs, so what survives ``limit``
-    passes is nested deeper (at most ``limit`` linear passes, never a Python loop
-    per value)."""
-    brackets = structure.translate(None, _NOT_BRACKETS)
-    for _ in range(limit):
-        if not brackets:
-            return False
-        brackets = _EMPTY_CONTAINER.sub(b"", brackets)
-    return bool(brackets)
+    return value_count(json_structure(body))
 
 
 def check_fields(

@@ -9,39 +9,27 @@ the shell sends in the client's own error shape.
 
 from __future__ import annotations
 
-import enum
 import hmac
-from collections.abc import Callable, Iterable
+import re
+from collections.abc import Iterable
 from typing import Any, Final
 
-from streamfn.core.dialects.agui import parse_agui_request
-from streamfn.core.dialects.ui_message_stream import parse_ui_chat_request
+import msgspec
 
 from ._client_inputs import check_client_inputs, check_resolved_hosts
 from ._guard import header, host_allowed, is_json
-from ._inbound import (
-    BadRequest,
-    ClientRequest,
-    parse_anthropic_request,
-    parse_native_request,
-    parse_openai_request,
-)
-from ._request_fields import TooLarge
+from ._request_fields import BadRequest, ClientRequest, TooLarge, decode_body
+from ._served import SERVED, Route, Served
 from ._status import HTTPError
 
 __all__ = [
-    "AGENT_PATH",
-    "AGUI_PATH",
-    "CHAT_PATH",
-    "FRONT_END_PATHS",
-    "MESSAGES_PATH",
-    "NATIVE_PATH",
     "PARSED_BASE_BYTES",
     "PARSED_BYTES_PER_CONTAINER",
+    "PARSED_BYTES_PER_VALUE",
     "PARSE_INLINE_BYTES",
-    "ROUTES",
-    "SOURCELESS",
-    "UI_CHAT_PATH",
+    "PARSING_BYTES_PER_BODY_BYTE",
+    "PARSING_BYTES_PER_CONTAINER",
+    "PARSING_BYTES_PER_VALUE",
     "UNAUTHORIZED",
     "BodyBudget",
     "Route",
@@ -54,45 +42,14 @@ __all__ = [
     "models_body",
     "parse_request",
     "parsed_cost",
+    "parsing_cost",
     "route",
+    "route_socket",
+    "socket_body",
 ]
 
 Headers = Iterable[tuple[bytes, bytes]]
 
-CHAT_PATH: Final = "/v1/chat/completions"
-MESSAGES_PATH: Final = "/v1/messages"
-NATIVE_PATH: Final = "/v1/stream"
-AGENT_PATH: Final = "/v1/agent/stream"
-#: the Vercel AI SDK UI message stream (``useChat``) and the AG-UI event protocol
-UI_CHAT_PATH: Final = "/v1/ui/chat"
-AGUI_PATH: Final = "/v1/agui"
-#: front-end protocols: always streamed, the model may come from the server's default
-FRONT_END_PATHS: Final = (UI_CHAT_PATH, AGUI_PATH)
-#: the routes and the methods each answers
-ROUTES: Final = {
-    CHAT_PATH: ("POST",),
-    MESSAGES_PATH: ("POST",),
-    NATIVE_PATH: ("POST",),
-    AGENT_PATH: ("POST",),
-    UI_CHAT_PATH: ("POST",),
-    AGUI_PATH: ("POST",),
-    "/v1/models": ("GET",),
-    "/health": ("GET",),
-    "/healthz": ("GET",),
-}
-_PARSERS: Final[dict[str, Callable[..., ClientRequest]]] = {
-    CHAT_PATH: parse_openai_request,
-    MESSAGES_PATH: parse_anthropic_request,
-    NATIVE_PATH: parse_native_request,
-    AGENT_PATH: parse_native_request,
-}
-#: the front-end parsers, which also take the server's default model
-_FRONT_END_PARSERS: Final[dict[str, Callable[..., ClientRequest]]] = {
-    UI_CHAT_PATH: parse_ui_chat_request,
-    AGUI_PATH: parse_agui_request,
-}
-#: client dialects with no field for web-search sources (see `streamfn.core.serve._grounding`)
-SOURCELESS: Final = (CHAT_PATH, AGENT_PATH, UI_CHAT_PATH, AGUI_PATH)
 #: bodies above this size are parsed on a worker thread, off the event loop
 PARSE_INLINE_BYTES: Final = 256 << 10
 #: the 401 of a server started with an API key; streamfn's own clients read their
@@ -103,15 +60,6 @@ UNAUTHORIZED: Final = (
 )
 
 
-class Route(enum.Enum):
-    """What the server does with a request that passed the checks."""
-
-    PREFLIGHT = "preflight"  # a CORS OPTIONS: `preflight_headers`, 204
-    HEALTH = "health"
-    MODELS = "models"
-    COMPLETION = "completion"  # read the body, parse it, stream or fold
-
-
 def route(
     method: str,
     path: str,
@@ -120,18 +68,19 @@ def route(
     allowed_hosts: tuple[str, ...] | None,
     cors: bool,
     api_key: str | None,
-) -> Route:
-    """The route for a request, or the `HTTPError` refusing it (checked in this order:
-    framing, Host, Origin, path, method, key, Content-Type). ``cors``: its Origin is
-    allowed."""
+) -> tuple[Route, Served]:
+    """What to do with a request and its route's record, or the `HTTPError` refusing it
+    (checked in this order: framing, Host, Origin, path, method, key, Content-Type).
+    ``cors``: its Origin is allowed."""
     headers = list(headers)
     _check_framing(headers)
     _check_origin(headers, allowed_hosts, cors)
-    methods = ROUTES.get(path)
-    if methods is None:
+    served = SERVED.get(path)
+    if served is None:
         raise HTTPError(404, "not_found", f"no route for {method} {path}")
+    methods = served.methods
     if method == "OPTIONS" and cors:
-        return Route.PREFLIGHT
+        return Route.PREFLIGHT, served
     if method not in methods:
         raise HTTPError(
             405,
@@ -139,16 +88,16 @@ def route(
             f"{path} answers {', '.join(methods)}, not {method}",
             headers=[(b"allow", ", ".join(methods).encode())],
         )
-    if path in ("/health", "/healthz"):
-        return Route.HEALTH
+    if served.kind is Route.HEALTH:
+        return Route.HEALTH, served
     authenticate(headers, api_key)
-    if path == "/v1/models":
-        return Route.MODELS
+    if served.kind is Route.MODELS:
+        return Route.MODELS, served
     if not is_json(headers):
         raise HTTPError(
             415, "invalid_request", "request body must be sent with Content-Type: application/json"
         )
-    return Route.COMPLETION
+    return served.kind, served
 
 
 def _check_framing(headers: Headers) -> None:
@@ -181,6 +130,38 @@ def _check_origin(headers: Headers, allowed_hosts: tuple[str, ...] | None, cors:
             "requests from web pages are refused (start the server with --cors-origin "
             "ORIGIN to allow one)",
         )
+
+
+def route_socket(
+    path: str, headers: Headers, *, allowed_hosts: tuple[str, ...] | None, api_key: str | None
+) -> Served:
+    """The route of a WebSocket handshake, or the `HTTPError` refusing it: the same
+    Host rule and key as HTTP, and no web page's Origin at all (a page could open a
+    socket with the user's network position; CORS does not cover WebSockets)."""
+    headers = list(headers)
+    _check_origin(headers, allowed_hosts, cors=False)
+    served = SERVED.get(path)
+    if served is None or not served.socket_event:
+        raise HTTPError(404, "not_found", f"no WebSocket route at {path}")
+    authenticate(headers, api_key)
+    return served
+
+
+def socket_body(served: Served, message: bytes) -> bytes:
+    """A WebSocket message asking for a turn (``{"type": <socket_event>, ...}``) as the
+    body its route parses, or a 400 naming what this server does not take."""
+    try:
+        obj = decode_body(message)
+    except BadRequest as exc:
+        raise HTTPError(400, "invalid_request", str(exc)) from None
+    kind = obj.pop("type", None)
+    if kind != served.socket_event:
+        raise HTTPError(
+            400,
+            "invalid_request",
+            f"event type {kind!r} is not taken by this server; send {served.socket_event!r}",
+        )
+    return msgspec.json.encode(obj)
 
 
 def authenticate(headers: Headers, expected: str | None) -> None:
@@ -217,25 +198,73 @@ def admit(*, closing: bool, admitted: int, capacity: int) -> None:
 #: as Python objects: a message, a content part or a tool costs 100 to 310 bytes beyond
 #: its JSON text (a long prompt costs its length and nothing more).
 PARSED_BYTES_PER_CONTAINER: Final = 320
+#: ... and per JSON value of any kind: a number or a short string is a Python object
+#: of 30 to 60 bytes where its JSON text may be one or two
+PARSED_BYTES_PER_VALUE: Final = 64
 #: What any parsed request holds beside that (its options, context and request objects).
 PARSED_BASE_BYTES: Final = 16 << 10
+#: What a parse holds for a moment beyond what its result keeps, per JSON object or
+#: array: the decoded JSON next to the request built from it and the typed check's
+#: copy of that (measured: under 1,000 bytes for a message or a content part)
+PARSING_BYTES_PER_CONTAINER: Final = 1280
+#: ... per JSON value of any kind (measured: under 50 bytes for a number or a short string)
+PARSING_BYTES_PER_VALUE: Final = 128
+#: ... and per byte of the body, besides the body's strings at their width: the
+#: copies of it the value count makes (measured: under 2)
+PARSING_BYTES_PER_BODY_BYTE: Final = 2
+#: a character that makes Python keep a string at 4 bytes a character (UTF-8 of a
+#: character beyond U+FFFF, or its escaped surrogate), or at 2 (beyond U+00FF)
+_FOUR_BYTE_TEXT: Final = re.compile(rb"[\xf0-\xf4]|\\u[dD][89abAB]")
+_TWO_BYTE_TEXT: Final = re.compile(rb"[\xc4-\xef]|\\u(?!00)")
+
+
+def _text_width(body: bytes) -> int:
+    """Bytes per character of the widest string ``body`` can decode to: one emoji keeps
+    its whole string at 4 bytes a character, so a JSON text can take 4 times its size."""
+    if _FOUR_BYTE_TEXT.search(body):
+        return 4
+    return 2 if _TWO_BYTE_TEXT.search(body) else 1
 
 
 def parsed_cost(body: bytes) -> int:
     """The memory a parsed ``body`` holds beyond the body's own bytes: an estimate from
-    above, read off the raw bytes before parsing (two C-speed counts; a brace inside a
-    string is counted too, which only overestimates)."""
+    above, read off the raw bytes before parsing (C-speed counts and searches; a brace
+    or a comma inside a string is counted too, which only overestimates)."""
     containers = body.count(b"{") + body.count(b"[")
-    return PARSED_BASE_BYTES + PARSED_BYTES_PER_CONTAINER * containers
+    values = 1 + containers + body.count(b",")  # at least the JSON values there are
+    wider = (_text_width(body) - 1) * len(body)  # its strings, beyond the body's bytes
+    return (
+        PARSED_BASE_BYTES
+        + PARSED_BYTES_PER_CONTAINER * containers
+        + PARSED_BYTES_PER_VALUE * values
+        + wider
+    )
+
+
+def parsing_cost(body: bytes) -> int:
+    """The most memory parsing ``body`` holds at once beyond the body's own bytes: what
+    the result keeps (`parsed_cost`) and what the parse holds only for a moment, an
+    estimate from above read off the raw bytes as `parsed_cost` is."""
+    containers = body.count(b"{") + body.count(b"[")
+    values = 1 + containers + body.count(b",")
+    per_byte = PARSING_BYTES_PER_BODY_BYTE + _text_width(body)
+    passing = (
+        PARSING_BYTES_PER_CONTAINER * containers
+        + PARSING_BYTES_PER_VALUE * values
+        + per_byte * len(body)
+    )
+    return parsed_cost(body) + passing
 
 
 class BodyBudget:
     """Request bytes held in memory, all requests together, and each body's cap.
 
-    A body is charged as it arrives, then (`hold_parsed`) with what its parsed form
-    will hold, and the charge stays until the request ends: requests waiting on a
-    slow model hold their parsed form all that time. A non-streaming answer's events
-    are charged as they arrive (`hold_answer`) and held likewise. Past ``max_buffered`` a
+    A body is charged as it arrives, then (`hold_parse`) with what parsing it holds at
+    its most (`parsing_cost`), given back (`release`) down to what its parsed form
+    keeps (`parsed_cost`) once it is parsed; that charge stays until the request
+    ends: requests waiting on a slow model hold their parsed form all that time. A
+    non-streaming answer's events are charged as they arrive (`hold_answer`) and held
+    likewise. Past ``max_buffered`` a
     request is a 503 with ``Retry-After`` (many slow or large bodies cannot
     exhaust memory); past ``max_body`` it is a 413, and so is a request whose
     parsed form alone would never fit.
@@ -256,16 +285,24 @@ class BodyBudget:
         self._take(chunk)
 
     def hold_parsed(self, held: int, extra: int) -> None:
-        """Count ``extra`` bytes (`parsed_cost`) for a request that holds ``held`` already."""
+        """Count ``extra`` bytes (`parsing_cost`) for a request that holds ``held`` already."""
         if held + extra > self.max_buffered:
             raise HTTPError(
                 413,
                 "too_large",
-                f"request too complex: parsed, it would hold about {(held + extra) >> 10} KiB, "
+                f"request too complex: parsing it would hold about {(held + extra) >> 10} KiB, "
                 f"more than the server's memory budget ({self.max_buffered >> 10} KiB); send "
                 "fewer or larger messages, parts or tools",
             )
         self._take(extra)
+
+    def hold_parse(self, held: int, body: bytes) -> tuple[int, int]:
+        """Charge parsing ``body`` at its most for a request that holds ``held`` already
+        (`hold_parsed`); the charge and what of it stays once the body is parsed (its
+        parsed form's, `parsed_cost`: `release` the rest then)."""
+        parsing = parsing_cost(body)
+        self.hold_parsed(held, parsing)
+        return parsing, parsed_cost(body)
 
     def hold_answer(self, size: int) -> None:
         """Count ``size`` more bytes of an answer folded whole (``"stream": false``): it is
@@ -282,8 +319,10 @@ class BodyBudget:
             )
         self.buffered += size
 
-    def release(self, held: int) -> None:
+    def release(self, held: int) -> int:
+        """Give back ``held`` bytes; returns them."""
         self.buffered -= held
+        return held
 
 
 def disconnected_early() -> HTTPError:
@@ -305,14 +344,11 @@ def parse_request(
     tool (run and billed on the server's key) passes only if its type is allowed, with
     the config keys `check_client_inputs` lists; image and document URLs only if allowed.
     ``default_model``: the model of a front-end request that names none."""
+    served = SERVED.get(path)
+    if served is None or served.parse is None:
+        raise HTTPError(404, "not_found", f"no route reads a request body at {path}")
     try:
-        front_end = _FRONT_END_PARSERS.get(path)
-        if front_end is not None:
-            request = front_end(
-                body, allow_server_tools=allow_server_tools, default_model=default_model
-            )
-        else:
-            request = _PARSERS[path](body, allow_server_tools=allow_server_tools)
+        request = served.parse(body, allow_server_tools, default_model)
         return check_client_inputs(request, allow_input_urls=allow_input_urls)
     except TooLarge as exc:
         raise HTTPError(413, "too_large", str(exc)) from None
@@ -336,20 +372,15 @@ def check_input_hosts(names: dict[str, int], resolved: dict[str, list[str]] | No
         raise HTTPError(400, "invalid_request", str(exc)) from None
 
 
-def check_model(path: str, request: ClientRequest, limit: int | None) -> None:
+def check_model(served: Served, request: ClientRequest, limit: int | None) -> None:
     """``limit``: the most tokens the model generates per request (None: no stated one)."""
     wanted = request.options.max_tokens
     if limit is not None and wanted is not None and wanted > limit:
-        where = "options" if path in (NATIVE_PATH, AGENT_PATH) else "request"
-        if path == UI_CHAT_PATH:
-            where, wanted_name = "request", "maxOutputTokens"
-        else:
-            wanted_name = "max_tokens"
         raise HTTPError(
             400,
             "invalid_request",
-            f"{where}.{wanted_name}: {wanted} is more than {request.model} generates "
-            f"per request ({limit})",
+            f"{served.options_at}.{served.max_tokens_name}: {wanted} is more than "
+            f"{request.model} generates per request ({limit})",
         )
 
 

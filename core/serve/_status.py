@@ -11,6 +11,7 @@ to the status an SDK knows.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any, ClassVar, Final
 
 import msgspec
@@ -25,7 +26,7 @@ from ._log_text import loggable
 __all__ = [
     "ANTHROPIC",
     "JSON_HEADERS",
-    "NO_UPSTREAM_KEY",
+    "MISCONFIGURED",
     "OPENAI",
     "OWN_STATUSES",
     "SSE_HEADERS",
@@ -33,13 +34,14 @@ __all__ = [
     "TIMEOUT_WORDS",
     "Dialect",
     "HTTPError",
-    "dialect_for",
     "early_error",
     "error_response",
     "for_the_client",
     "is_shutting_down",
     "is_timeout",
     "json_body",
+    "key_refused",
+    "no_upstream_key",
     "shutting_down",
     "shutting_down_refusal",
 ]
@@ -146,10 +148,6 @@ OPENAI: Final = Dialect()
 ANTHROPIC: Final = AnthropicDialect()
 
 
-def dialect_for(path: str) -> Dialect:
-    return ANTHROPIC if path == "/v1/messages" else OPENAI
-
-
 def error_response(dialect: Dialect, exc: HTTPError) -> tuple[int, Headers, bytes]:
     """Status, headers and body of ``exc`` in ``dialect``."""
     headers = list(JSON_HEADERS) + exc.headers
@@ -172,12 +170,14 @@ def is_timeout(error: Error) -> bool:
     )
 
 
-def early_error(path: str, error: Error) -> HTTPError:
+def early_error(dialect: Dialect, error: Error) -> HTTPError:
     """An error before anything was sent to the client, as the HTTP error its SDK knows.
 
     Before any output, or at any point of a non-streaming request (nothing is
     sent until the answer is whole: a cut answer is this error, never a body).
-    A deadline is 504, a failed or broken upstream 502."""
+    A deadline is 504, a failed or broken upstream 502. An upstream key the server lacks
+    or the upstream refused is 502 too (the server's fault, not the client's: a 401 or
+    403 would make a client fix its own key) with ``x-should-retry: false``."""
     if error.status in OWN_STATUSES:
         status = error.status
     elif is_timeout(error):
@@ -186,8 +186,11 @@ def early_error(path: str, error: Error) -> HTTPError:
         status = STATUS_FOR_KIND.get(error.kind, 502)
     else:
         status = 502
+    # the server's own key missing or refused: the same request fails until the operator
+    # acts, so the SDKs (which retry any 5xx) are told not to retry it
+    headers = [_NO_RETRY] if error.kind == ErrorKind.AUTH else None
     return HTTPError(
-        status, dialect_for(path).error_type(error.kind), error.message, error.retry_after
+        status, dialect.error_type(error.kind), error.message, error.retry_after, headers
     )
 
 
@@ -214,28 +217,60 @@ def shutting_down_refusal() -> HTTPError:
     return HTTPError(503, "unavailable", error.message, retry_after=error.retry_after)
 
 
-#: what a client hears when the server lacks the upstream key for the model it asked
-#: for: the operator's to fix (a client's own key never reaches the upstream)
-NO_UPSTREAM_KEY: Final = (
-    "this streamfn server has no upstream key for this model: its operator must set one "
-    "(no key sent by a client can fix this); GET /v1/models lists the models it can serve"
-)
+#: how a client's message about the server's own upstream key begins: the operator's
+#: to fix, not the client's (a client's own key never reaches the upstream)
+MISCONFIGURED: Final = "this streamfn server is misconfigured: "
+#: what the operator is told to set when the variable is not known here
+_SOME_VARIABLE: Final = "the variable holding this model's key"
 
 
-def for_the_client(event: Event, model: str) -> Event:
+def _variables(variables: Sequence[str], *, all_of: bool = False) -> str:
+    return (" and " if all_of else " or ").join(variables) or _SOME_VARIABLE
+
+
+def no_upstream_key(variables: Sequence[str] = (), *, all_of: bool = False) -> str:
+    """What a client hears when the server lacks the upstream key for the model it asked
+    for; ``variables``: where the operator must put it (``all_of``: each of them)."""
+    return (
+        f"{MISCONFIGURED}it has no upstream key for this model; its operator must set "
+        f"{_variables(variables, all_of=all_of)} (no key sent by a client can fix this); "
+        "GET /v1/models lists the models it can serve"
+    )
+
+
+def key_refused(variables: Sequence[str] = (), *, all_of: bool = False) -> str:
+    """What a client hears when the upstream refused the server's own key."""
+    return (
+        f"{MISCONFIGURED}the upstream refused its credentials for this model; its operator "
+        f"must put a valid key in {_variables(variables, all_of=all_of)} "
+        "(no key sent by a client can fix this)"
+    )
+
+
+def for_the_client(
+    event: Event, model: str, variables: Sequence[str] = (), *, all_of: bool = False
+) -> Event:
     """``event`` as an untrusted client may see it: an upstream's refusal of the server's
     own key can quote part of it ("Incorrect API key provided: sk-...abcd"), so its
-    words stay in the log."""
-    if isinstance(event, Error) and event.kind == ErrorKind.AUTH:
+    words stay in the log, and the client is told the server is misconfigured and which
+    variable (``variables``) its operator must fix."""
+    if (
+        isinstance(event, Error)
+        and event.kind == ErrorKind.AUTH
+        and not event.message.startswith(MISCONFIGURED)  # already worded for the client
+    ):
         log.error(
             "upstream refused the server's credentials for %s: %s",
             loggable(model),
             loggable(event.message, 2000),
         )
-        return msgspec.structs.replace(
-            event, message="the upstream refused the server's credentials for this model"
-        )
+        return msgspec.structs.replace(event, message=key_refused(variables, all_of=all_of))
     return event
+
+
+#: the header the openai and anthropic SDKs obey before their status rules (their
+#: ``_should_retry``: "false" and they make no second request, whatever the status)
+_NO_RETRY: Final = (b"x-should-retry", b"false")
 
 
 def json_body(obj: Any) -> bytes:

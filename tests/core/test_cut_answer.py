@@ -78,15 +78,15 @@ def test_complete_refuses_a_stream_without_a_terminal_event() -> None:
 def test_the_shells_timeouts_are_504s_and_other_failures_502s() -> None:
     from streamfn.core._events import Error
     from streamfn.core.http._target import connect_error, connect_timeout_error, parse_target
-    from streamfn.core.serve._status import early_error, is_timeout
+    from streamfn.core.serve._status import ANTHROPIC, OPENAI, early_error, is_timeout
 
     target = parse_target("http://10.0.0.5:8000/v1/chat/completions")
     assert is_timeout(connect_timeout_error(target, 2.0))
-    assert early_error("/v1/chat/completions", connect_timeout_error(target, 2.0)).status == 504
+    assert early_error(OPENAI, connect_timeout_error(target, 2.0)).status == 504
     refused = connect_error(target, ConnectionRefusedError(111, "Connection refused"))
     assert not is_timeout(refused)
-    assert early_error("/v1/messages", refused).status == 502
-    assert early_error("/v1/messages", Error.network("upstream 504", status=504)).status == 504
+    assert early_error(ANTHROPIC, refused).status == 502
+    assert early_error(ANTHROPIC, Error.network("upstream 504", status=504)).status == 504
 
 
 def test_the_fold_takes_a_paused_turn_for_an_incomplete_answer() -> None:

@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -406,3 +407,21 @@ def test_the_await_finder_finds_each_kind() -> None:
         "async with",
         "await",
     ]
+
+
+def test_a_server_route_is_one_record() -> None:
+    """The server names its paths in one place, the route table: no other module of
+    the server (the codec, the ASGI app, the shells' hosting) spells a route."""
+    table = "core/serve/_served.py"
+    path_literal = re.compile(r"""["'](/v1/[a-z/_-]+|/healthz?)["']""")
+    server = [rel for rel, _ in sources() if rel.startswith(("core/serve/", "asgi/", "io_"))]
+    spelled = [
+        f"{rel}: {found}"
+        for rel in server
+        if rel != table
+        for found in path_literal.findall((ROOT / rel).read_text())
+    ]
+    assert not spelled, spelled
+    from streamfn.core.serve._served import SERVED
+
+    assert all(path == served.path for path, served in SERVED.items())

@@ -15,7 +15,12 @@ Fenced ``python`` and ``sh`` blocks are extracted and run in subprocesses, from
 
 A block that streams from a provider runs a second time with both providers
 answering 401, and must then exit non-zero: an example that prints an empty
-answer and exits 0 when the call failed teaches users to lose errors.
+answer and exits 0 when the call failed teaches users to lose errors. It runs a
+third time with no key set at all, and must fail the documented way: exit
+non-zero, an ``auth`` failure naming the variable to set, never the traceback
+of another exception (the README's blocks and the programs in examples/ with no
+traceback at all; a snippet of the manual may end in the `StreamError` or
+`CompletionError` it documents).
 
 Checked structurally, not run (say so with ``<!-- readme-test: structural -->``
 on the line before the block; the README's first block is always structural):
@@ -216,6 +221,22 @@ def test_the_first_commands_are_the_two_jobs_and_name_what_exists() -> None:
     assert tests.endswith("&& .venv/bin/python -m pytest -q")
 
 
+def test_every_editable_install_shown_keeps_type_checking() -> None:
+    """Each ``pip install -e`` of the README and the manual, in a block or in prose, is
+    in strict editable mode: setuptools' default mode maps the package folders with an
+    import hook mypy cannot follow, so one such command in a venv (the tests' install
+    after the first one's) leaves a user's ``mypy --strict`` without ``streamfn.core``."""
+    shown = [
+        (path.name, command)
+        for path in markdown_files()
+        for command in re.findall(r"pip install [^`\n]*", path.read_text(encoding="utf-8"))
+        if " -e " in f" {command} "
+    ]
+    assert len(shown) >= 4, shown
+    loose = [(name, c) for name, c in shown if "--config-settings editable_mode=strict" not in c]
+    assert not loose, f"add --config-settings editable_mode=strict to: {loose}"
+
+
 def test_the_install_blocks_name_the_real_wheel_and_extras() -> None:
     installs = [b for b in STRUCTURAL if b is not README_CODE[0] and "pip install" in b.code]
     project = PYPROJECT["project"]
@@ -291,7 +312,9 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
                 "OPENAI_BASE_URL": fake.base_url("401", "openai-chat"),
                 "ANTHROPIC_BASE_URL": fake.base_url("401", "anthropic"),
             }
-            yield {"env": env, "failing_env": failing, "port": port}
+            # no key anywhere; an unkeyed request that got out would meet a 401
+            keyless = {k: v for k, v in failing.items() if not k.endswith("_API_KEY")}
+            yield {"env": env, "failing_env": failing, "keyless_env": keyless, "port": port}
         finally:
             server.terminate()
             _, err = server.communicate(timeout=30)
@@ -315,10 +338,16 @@ def _wait_healthy(port: int, server: subprocess.Popen[bytes]) -> None:
 #: keyed by a piece of its code: the first key found in a block applies (so the more
 #: specific keys come first); a block no key matches need only exit 0 cleanly
 EXPECTED = {
+    # docs/migrating.md's LiteLLM example (Anthropic) and troubleshooting's last event
+    'get_model("anthropic:claude-sonnet-4-6")  # ANTHROPIC': ["Bonjour le monde", "tokens out, $"],
+    "last = event": ["ended: stop, ", "tokens out"],
     'register_api("lines", sys.modules': ["TextDelta(index=0, delta=', world')", "Done("],
     'stream_sync(Context.of("What is the capital': ["Done("],  # every event printed
     "from streamfn.local import LocalModel": [],  # the tiny model's text is noise
     'Context.of("Why is the sky blue?")': ["Bonjour le monde", "Hello"],  # Anthropic, OpenAI
+    "estimate=True)": ["estimate: 4 characters a token"],
+    "counted by": ["input tokens, counted by Anthropic's count_tokens endpoint"],
+    "open_count(model": [],  # a number: the fake counts a quarter of the body's bytes
     "import http.client": ["Hello, world"],
     "from streamfn.io_sync import": ["Hello, world"],
     "from streamfn.io_asyncio import Client": ["Hello, world"],
@@ -375,3 +404,27 @@ def test_block_fails_loudly_when_the_provider_fails(block: Block, world: dict[st
     done = _run(block, world["failing_env"], world["port"])
     assert done.returncode != 0, f"exit 0 on a failed call; stdout: {done.stdout[-1000:]}"
     assert "401" in done.stderr + done.stdout or "auth" in done.stderr + done.stdout
+
+
+#: the variables the blocks' providers read their keys from
+KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+#: the exceptions a snippet of the manual may end in with no key: the documented ones
+DOCUMENTED_RAISES = ("streamfn.core._errors.StreamError:", "streamfn.core._errors.CompletionError:")
+
+
+@pytest.mark.parametrize("block", FAILING, ids=[b.id for b in FAILING])
+def test_block_without_a_key_fails_the_documented_way(block: Block, world: dict[str, Any]) -> None:
+    """With no key set, a block fails as a rejected key does: a non-zero exit and a
+    failure that names the variable to set, not another exception's traceback."""
+    done = _run(block, world["keyless_env"], world["port"])
+    said = done.stderr + done.stdout
+    assert done.returncode != 0, f"exit 0 without a key; stdout: {done.stdout[-1000:]}"
+    assert any(name in said for name in KEY_VARIABLES), said[-2000:]
+    if "Traceback" in done.stderr:
+        last = done.stderr.strip().splitlines()[-1]
+        program = block.source == "README.md" or block.source.startswith("examples/")
+        assert not program, f"a traceback where one line should say it: {done.stderr[-2000:]}"
+        documented = DOCUMENTED_RAISES
+        if "with_credentials(" in block.code:  # the sans-I/O path raises before a stream
+            documented += ("streamfn.core._errors.MissingCredentials:",)
+        assert last.startswith(documented), done.stderr[-2000:]

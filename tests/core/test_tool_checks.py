@@ -156,18 +156,32 @@ def test_unparsable_arguments_and_unknown_tools_are_errors() -> None:
     )
 
 
-def test_the_hook_sees_the_rest_and_its_replacement_is_checked() -> None:
+@pytest.mark.parametrize(
+    ("name", "arguments", "flagged"),
+    [
+        ("get_weather", {"city": "Oslo"}, []),  # a valid replacement passes clean
+        # an invalid replacement is checked like the call it replaces: flagged, not valid
+        ("get_weather", {"city": 5}, [("/city", "not of type string")]),
+        ("get_wether", {"city": "Oslo"}, [("", "no tool named 'get_wether'")]),
+    ],
+)
+def test_the_hook_sees_the_rest_and_its_replacement_is_checked(
+    name: str, arguments: dict[str, Any], flagged: list[tuple[str, str]]
+) -> None:
     seen: list[tuple[ToolCall, list[SchemaMismatch]]] = []
 
     def repair(call: ToolCall, errors: list[SchemaMismatch]) -> ToolCall | None:
         seen.append((call, errors))
-        return msgspec.structs.replace(call, name="get_weather", arguments={"city": "Oslo"})
+        return msgspec.structs.replace(call, name=name, arguments=arguments)
 
     out = checked(call_events("get_wether", '{"town": "Oslo"}'), repair=repair)
     assert len(seen) == 1 and seen[0][0].arguments == {"town": "Oslo"} and seen[0][1]
     call = accumulate(out).tool_calls[0]
-    assert call.name == "get_weather" and call.arguments == {"city": "Oslo"} and not call.errors
+    assert call.name == name and call.arguments == arguments
     assert call.repairs == ["replaced by Options.repair_tool_call"]
+    assert len(call.errors) == len(flagged), call.errors
+    for error, (path, words) in zip(call.errors, flagged, strict=True):
+        assert error.path == path and words in error.message
 
 
 def test_the_hook_is_not_called_for_a_valid_call_and_none_keeps_the_call() -> None:

@@ -6,12 +6,18 @@ maps the package folders with an import hook that mypy cannot follow, so a
 user's ``mypy`` reported "Cannot find implementation or library stub for
 module named streamfn.core") and a normal install of the built wheel.
 
+The editable install takes its pip flags from the README's second command (the
+tests' install, the last one a new user runs in the venv), so a README command
+that drops strict mode fails here, not in a user's ``mypy``.
+
 Each install goes into a bare virtual environment (`installed`: offline,
 borrowing this environment's dependencies).
 """
 
 from __future__ import annotations
 
+import re
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -19,6 +25,17 @@ import pytest
 from installed import bare_venv, copy_sources, install
 
 pytest.importorskip("mypy")
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def readme_editable_flags() -> list[str]:
+    """The pip flags of the README's second command (``pip install FLAGS '.[test]'``)."""
+    commands = re.findall(r"^python3 -m venv .*$", README.read_text(encoding="utf-8"), re.M)
+    words = shlex.split(commands[1].split("&&")[1])
+    flags = words[words.index("install") + 1 : -1]  # the last word is the target
+    assert "-e" in flags and words[-1] == ".[test]", words
+    return flags
 
 
 USER_PROGRAM = """\
@@ -80,7 +97,7 @@ def test_mypy_strict_on_a_user_program(
     source = copy_sources(work / "streamfn-src")
     python = bare_venv(work / "venv")
     if layout == "editable":
-        install(python, source, "--config-settings", "editable_mode=strict", "-e")
+        install(python, source, *readme_editable_flags())
     else:
         install(python, source)
         # the licence travels with the wheel (PEP 639 license-files)

@@ -11,7 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
+import subprocess
+import sys
+import textwrap
 import typing
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -164,6 +169,51 @@ def test_fake_provider_serves_a_transcript_with_a_drawn_fault(data: st.DataObjec
 
 def test_the_fixture_is_registered_by_the_plugin(fake_provider: FakeProvider) -> None:
     assert fake_provider.url.startswith("http://127.0.0.1:")
+
+
+@settings(max_examples=8, deadline=None)  # Hypothesis' health checks on, as a user's are
+@given(transcripts("openai-chat"), faults("ok", "drop"))
+def test_the_shared_fixture_serves_a_given_test(
+    shared_fake_provider: FakeProvider, t: Transcript, fault: str
+) -> None:
+    """``@given`` with the plugin's session fixture: no health check trips, and each
+    example's ``serve()`` URL answers with that example's body or fault."""
+    from streamfn.io_sync import stream as blocking_stream
+
+    url = shared_fake_provider.serve(t.body, t.content_type, fault=fault)
+    model = Model(id="m", provider="openai", api="openai-chat", base_url=url)
+    options = Options(api_key="k", max_attempts=1, first_byte_timeout=2, idle_timeout=2)
+    with blocking_stream(model, Context.of("hi"), options) as events:
+        got = list(events)
+    if fault in FAULT_GROUPS["ok"]:
+        assert same_stream("openai-chat", got, t.events)
+    else:
+        assert isinstance(got[-1], Error) or got == replay("openai-chat", t.body, headers=t.headers)
+
+
+def test_the_plugins_examples_run_under_pytest(tmp_path: Path) -> None:
+    """The plugin's docstring examples, as a user's test file: the names they import
+    exist, and the ``@given`` one passes Hypothesis' default health checks."""
+    from streamfn.fuzz import _pytest_plugin
+
+    doc = _pytest_plugin.__doc__ or ""
+    blocks = re.findall(r"\n\n((?:    .*\n|\n)+)", doc)
+    examples = [textwrap.dedent(b) for b in blocks if "def test_" in b]
+    assert len(examples) == 2, blocks
+    given_example = examples[1].replace("...", "assert url.startswith('http://127.0.0.1:')")
+    program = "\n".join([examples[0], "from hypothesis import settings", given_example])
+    program = program.replace("@given(", "@settings(max_examples=5, deadline=None)\n@given(")
+    (tmp_path / "test_user.py").write_text(program, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "2 passed" in done.stdout, done.stdout[-2000:]
 
 
 def test_fake_provider_rejects_an_unknown_fault() -> None:

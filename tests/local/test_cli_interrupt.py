@@ -1,4 +1,9 @@
-"""Ctrl-C in the interactive chat stops the answer, not the session (a real process on a pty)."""
+"""Ctrl-C in the interactive chat stops the answer, not the session (a real process on a pty).
+
+Linux only, as CI runs it: each Ctrl-C is sent once the process is blocked, which
+`wait_until_blocked` reads from Linux's ``/proc/PID/wchan``. Elsewhere these tests
+skip, saying so (under CI they would fail: see missing.py).
+"""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from typing import Any
 
 import pytest
 from fake_provider import FakeProvider
+from missing import missing
 
 #: how long to wait for what surely comes (a hang guard, not a timing claim)
 PATIENCE = 60
@@ -82,6 +88,11 @@ def wait_until_blocked(pid: int) -> None:
     is never. So each Ctrl-C here is sent once the process is blocked (Linux's
     ``/proc/PID/wchan``), an ordering rather than a delay.
     """
+    if not os.path.exists("/proc/self/wchan"):  # not Linux (or no /proc)
+        missing(
+            "Linux's /proc/PID/wchan (Ctrl-C is sent once the process is blocked)",
+            "run these tests on Linux, as CI does",
+        )
     deadline = time.monotonic() + PATIENCE
     while True:
         with open(f"/proc/{pid}/wchan") as wchan:

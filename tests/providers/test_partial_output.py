@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 import pydantic
 import pytest
-from corpus_support import CORPUS
+from corpus_support import CORPUS, corpus_dir
 from fake_provider import FakeProvider
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -332,8 +332,7 @@ class Weather(msgspec.Struct):
 def test_a_recorded_structured_answer_grows_and_validates() -> None:
     """OpenAI's own recording of a json_schema answer streamed as content deltas."""
     recorded = CORPUS / "openai-chat" / "structured-output-json-content.sse"
-    if not recorded.exists():
-        pytest.skip("the recorded corpus is absent")
+    corpus_dir()
     events = replay(
         "openai-chat",
         recorded.read_bytes(),

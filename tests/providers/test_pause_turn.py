@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from corpus_support import CORPUS
+from corpus_support import CORPUS, corpus_dir
 from fake_provider import FakeProvider
 from request_oracles import violations
 from shell_runner import FAST, SHELLS, run
@@ -129,9 +129,11 @@ class PausingUpstream(FakeProvider):
         super().__init__()
         self.pauses = pauses
 
-    def respond(self, sock: socket.socket, fault: str, provider: str, hit: int) -> bool:
+    def respond(
+        self, sock: socket.socket, fault: str, provider: str, hit: int, counted: bytes | None = None
+    ) -> bool:
         self.register_body("pausing", paused_body(hit, paused=hit <= self.pauses))
-        return super().respond(sock, fault, "pausing", hit)
+        return super().respond(sock, fault, "pausing", hit, counted)
 
 
 @pytest.fixture(scope="module")
@@ -220,10 +222,12 @@ RECORDED = CORPUS / "anthropic" / "pause-turn-web-search.sse"
 class RecordedPause(FakeProvider):
     """A real paused turn (a long web-search turn, recorded), then a short ending."""
 
-    def respond(self, sock: socket.socket, fault: str, provider: str, hit: int) -> bool:
+    def respond(
+        self, sock: socket.socket, fault: str, provider: str, hit: int, counted: bytes | None = None
+    ) -> bool:
         body = RECORDED.read_bytes() if hit == 1 else paused_body(hit, paused=False)
         self.register_body("recorded", body)
-        return super().respond(sock, fault, "recorded", hit)
+        return super().respond(sock, fault, "recorded", hit, counted)
 
 
 @pytest.mark.parametrize("shell", SHELLS)
@@ -231,8 +235,7 @@ def test_a_recorded_pause_continues_with_a_request_the_sdk_accepts(shell: str) -
     """The paused answer goes back whole (thinking and its signature, every server tool
     use and result) as the last assistant turn, in a request the Anthropic SDK's own
     types and the provider's published rules accept; the caller sees one stream."""
-    if not RECORDED.exists():
-        pytest.skip("the recorded corpus is absent")
+    corpus_dir()
     with RecordedPause() as fake:
         model = Model(
             id="claude-sonnet-4-6",

@@ -697,6 +697,8 @@ def transcripts(draw: st.DrawFn) -> tuple[bytes, list[dict[str, Any]], StopReaso
             ]
         )
     )
+    if stop == StopReason.STOP and any(b["type"] == "tool_use" for b in blocks):
+        stop = StopReason.TOOL_USE  # a turn that ended with tool calls, whatever the wire said
     inp, out, cached = (
         draw(st.integers(0, 10**6)),
         draw(st.integers(0, 10**5)),

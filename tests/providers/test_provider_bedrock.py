@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from chunking import bytewise, split_at
-from corpus_support import body, corpus_entries, expected, require_corpus
+from corpus_support import body, corpus_dir, corpus_entries, expected, require_corpus
 from hypothesis import given
 from hypothesis import strategies as st
 from request_oracles import violations
@@ -578,8 +578,8 @@ def test_corpus_redacted_thinking_keeps_the_payload_for_replay() -> None:
         for e in corpus_entries("bedrock-eventstream")
         if e.values[0] and "redacted" in e.values[0]["file"]
     ]
-    if not entries:
-        pytest.skip("../shared/corpus is absent")
+    corpus_dir()
+    assert entries, "the corpus holds no redacted-thinking Bedrock recording"
     events = run(body(entries[0].values[0]))
     thinking = [b for b in accumulate(events).content if isinstance(b, ThinkingContent)]
     assert len(thinking) == 2 and all(b.redacted and b.signature for b in thinking)

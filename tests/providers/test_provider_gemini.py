@@ -837,11 +837,12 @@ def test_json_array_request_has_no_alt_sse() -> None:
     assert req.url.endswith("/v1beta/models/gemini-2.5-flash:streamGenerateContent")
 
 
-@pytest.mark.parametrize("entry", corpus_entries("gemini"))
+@pytest.mark.parametrize(
+    "entry",  # a .chunks.txt file is a chunking record of an .sse recording, not a body
+    [p for p in corpus_entries("gemini") if not str(p.id).endswith(".chunks.txt")],
+)
 def test_corpus_as_json_array_gives_the_same_events(entry: dict[str, Any] | None) -> None:
     entry = require_corpus(entry)
-    if entry["file"].endswith(".chunks.txt"):
-        pytest.skip("the framed .sse copy is the recording")
     data = body(entry)
     want = run(data)[1:]  # Start names the replay model, which differs
     array = _as_array(data)

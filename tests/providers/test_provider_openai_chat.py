@@ -829,6 +829,64 @@ def test_done_without_finish_reason_ends_as_stop() -> None:
     assert isinstance(done, Done) and done.stop_reason == StopReason.STOP
 
 
+def _openai_chat_providers() -> list[str]:
+    """Every provider the library speaks Chat Completions to: the catalogue's sources,
+    the registry's models and the local servers without catalogue entries."""
+    from streamfn.core._catalog_build import SOURCES
+    from streamfn.core._models import _ENDPOINTS, list_models
+
+    names = {name for name, api in SOURCES.values() if api == "openai-chat"}
+    names |= {m.provider for m in list_models() if m.api == "openai-chat"}
+    names |= {name for name, (api, _) in _ENDPOINTS.items() if api == "openai-chat"}
+    return sorted(names)
+
+
+def test_every_openai_chat_provider_is_tested_for_the_tool_use_stop() -> None:
+    # the parametrization below must not shrink to nothing (or to OpenAI alone)
+    assert {"openai", "azure", "vllm", "llamacpp", "groq", "mistral"} <= set(
+        _openai_chat_providers()
+    )
+
+
+@pytest.mark.parametrize("provider", _openai_chat_providers())
+@pytest.mark.parametrize("finish", ["stop", None, "eos", "tool_calls"])
+def test_a_turn_that_ended_with_complete_tool_calls_is_tool_use(
+    provider: str, finish: str | None
+) -> None:
+    # vLLM, llama.cpp and several hosted servers end a tool-calling turn with "stop"
+    # (or no finish reason, or a word of their own): an agent loop branching on
+    # tool_use must see tool_use all the same
+    end = {"index": 0, "delta": {}, "finish_reason": finish}
+    data = (
+        b'data: {"id":"c1","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,'
+        b'"id":"call_1","function":{"name":"get_weather","arguments":"{\\"city\\":"}}]}}]}\n\n'
+        b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,'
+        b'"function":{"arguments":"\\"Paris\\"}"}}]}}]}\n\n'
+        b"data: " + json.dumps({"choices": [end]}).encode() + b"\n\ndata: [DONE]\n\n"
+    )
+    events = run(data, provider=provider)
+    check_protocol(events)
+    done = events[-1]
+    assert isinstance(done, Done) and done.stop_reason == StopReason.TOOL_USE
+    assert fold(events)["tools"] == [("call_1", "get_weather", '{"city":"Paris"}')]
+
+
+@pytest.mark.parametrize("finish", ["length", "content_filter"])
+def test_tool_calls_do_not_hide_a_length_stop_or_a_filter(finish: str) -> None:
+    # a length stop may have cut the arguments; a filtered answer is an error
+    data = (
+        b'data: {"id":"c1","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,'
+        b'"id":"call_1","function":{"name":"f","arguments":"{"}}]}}]}\n\n'
+        b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"' + finish.encode() + b'"}]}'
+        b"\n\ndata: [DONE]\n\n"
+    )
+    last = run(data)[-1]
+    if finish == "length":
+        assert isinstance(last, Done) and last.stop_reason == StopReason.LENGTH
+    else:
+        assert isinstance(last, Error) and last.kind == ErrorKind.CONTENT_FILTER
+
+
 def test_unknown_event_types_are_ignored_and_string_errors_classified() -> None:
     data = (
         b"event: ping\ndata: {}\n\n"

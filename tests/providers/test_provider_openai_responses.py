@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 import pytest
 from chunking import bytewise, split_at
-from corpus_support import CORPUS, body, corpus_entries, require_corpus
+from corpus_support import CORPUS, body, corpus_dir, corpus_entries, require_corpus
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -482,8 +482,7 @@ def test_corpus_conformance(entry: dict[str, Any] | None) -> None:
 
 def test_corpus_web_search_item_is_carried_whole() -> None:
     path = CORPUS / "openai-responses" / "web-search.sse"
-    if not path.exists():
-        pytest.skip("../shared/corpus is absent")
+    corpus_dir()
     events = run(path.read_bytes())
     [block] = [e for e in events if isinstance(e, OpaqueBlock)]
     item = json.loads(block.json)

@@ -160,6 +160,56 @@ def test_effort_and_a_schema_share_output_config() -> None:
     assert violations(target, body) == []
 
 
+#: the values the anthropic SDK allows for ``thinking.display``
+CLAUDE_DISPLAYS = typing.get_args(
+    typing.get_args(typing.get_type_hints(ThinkingConfigAdaptiveParam)["display"])[0]
+)
+
+
+@pytest.mark.parametrize("display", ["summarized", "omitted"])
+@pytest.mark.parametrize(
+    ("model_id", "options"),
+    [
+        ("claude-opus-4-6", {"thinking": "high"}),  # adaptive
+        ("claude-opus-4-6", {"thinking_budget": 5000}),  # a budget, where the model takes one
+        ("claude-sonnet-4-5", {"thinking": "medium"}),  # budget thinking
+    ],
+)
+def test_claude_thinking_display_is_sent_as_set(
+    model_id: str, options: dict[str, Any], display: str
+) -> None:
+    target = _claude(model_id, 64_000)
+    body = build_body(target, Context.of("x"), Options(thinking_display=display, **options))  # type: ignore[arg-type]
+    assert body["thinking"]["display"] == display
+    assert display in CLAUDE_DISPLAYS
+    assert violations(target, body) == []  # the SDK's request type takes it
+
+
+def test_claude_thinking_display_unset_or_without_thinking_sends_none() -> None:
+    target = _claude("claude-opus-4-6")
+    assert (
+        "display" not in build_body(target, Context.of("x"), Options(thinking="high"))["thinking"]
+    )
+    body = build_body(target, Context.of("x"), Options(thinking_display="omitted"))
+    assert "thinking" not in body  # no thinking asked: nothing to display
+
+
+def test_claude_on_bedrock_takes_the_display_too() -> None:
+    target = Model(
+        id="anthropic.claude-sonnet-4-5-20250929-v1:0",
+        provider="bedrock",
+        api="bedrock",
+        base_url="x",
+    )
+    body = build_body(target, Context.of("x"), Options(thinking="low", thinking_display="omitted"))
+    assert body["additionalModelRequestFields"]["thinking"]["display"] == "omitted"
+
+
+def test_an_unknown_thinking_display_is_refused_naming_the_values() -> None:
+    with pytest.raises(ValueError, match="summarized"):
+        Options(thinking_display="hidden")  # type: ignore[arg-type]
+
+
 # -- Gemini -----------------------------------------------------------------------------
 
 

@@ -14,9 +14,9 @@ from streamfn.core import Done, Error, ErrorKind, Start, TextDelta
 from streamfn.core._messages import Context
 from streamfn.core._options import Options
 from streamfn.core.serve._inbound import ClientRequest
-from streamfn.core.serve._responses import encoder_for, final_body
 from streamfn.core.serve._routes import BodyBudget, Route, authenticate, route
-from streamfn.core.serve._status import ANTHROPIC, HTTPError, early_error, error_response
+from streamfn.core.serve._served import SERVED, encoder_for, final_body
+from streamfn.core.serve._status import ANTHROPIC, OPENAI, HTTPError, early_error, error_response
 from streamfn.io_asyncio._server import AsyncioRuntime
 from streamfn.io_trio._server import TrioRuntime
 
@@ -27,7 +27,9 @@ JSON = [*LOCAL, (b"content-type", b"application/json")]
 def decide(method: str, path: str, headers: list[tuple[bytes, bytes]], **kw: object) -> Route:
     options: dict[str, object] = {"allowed_hosts": ("127.0.0.1",), "cors": False, "api_key": None}
     options.update(kw)
-    return route(method, path, headers, **options)  # type: ignore[arg-type]
+    chosen, served = route(method, path, headers, **options)  # type: ignore[arg-type]
+    assert served is SERVED[path]
+    return chosen
 
 
 def refusal(method: str, path: str, headers: list[tuple[bytes, bytes]], **kw: object) -> int:
@@ -59,9 +61,9 @@ def test_the_key_is_taken_from_any_of_the_three_headers() -> None:
 
 
 def test_early_errors_map_to_the_statuses_sdks_retry_on() -> None:
-    assert early_error("/v1/messages", Error(message="x", kind=ErrorKind.THROTTLED)).status == 429
-    assert early_error("/v1/messages", Error(message="x", kind=ErrorKind.AUTH)).status == 502
-    assert early_error("/v1/stream", Error.invalid_request("no", status=404)).status == 404
+    assert early_error(ANTHROPIC, Error(message="x", kind=ErrorKind.THROTTLED)).status == 429
+    assert early_error(ANTHROPIC, Error(message="x", kind=ErrorKind.AUTH)).status == 502
+    assert early_error(OPENAI, Error.invalid_request("no", status=404)).status == 404
 
 
 def test_the_body_budget_counts_all_requests_and_each_body() -> None:
@@ -93,10 +95,10 @@ class FixedStamps:
 
 def test_ids_and_times_come_from_the_shell() -> None:
     request = ClientRequest(model="m", context=Context.of("hi"), options=Options())
-    encode, _ = encoder_for("/v1/chat/completions", request, FixedStamps())
+    encode, _ = encoder_for(SERVED["/v1/chat/completions"], request, FixedStamps())
     assert b'"id":"chatcmpl-000000000000000000000000"' in encode([TextDelta(0, "x")])
     assert b'"created":1700000000' in encode([TextDelta(0, "x")])
-    body = final_body("/v1/messages", request, [Start(), Done()], FixedStamps())
+    body = final_body(SERVED["/v1/messages"], request, [Start(), Done()], FixedStamps())
     assert body["id"] == "msg_" + "0" * 24
 
 

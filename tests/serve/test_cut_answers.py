@@ -18,7 +18,7 @@ from collections.abc import Iterator
 import anthropic
 import openai
 import pytest
-from cut_bodies import CUT_PATH, text_body, tool_body
+from cut_bodies import CUT_PATH, output_first, text_body, tool_body
 from fake_provider import FakeProvider
 from loopback_server import KEY, Server, provider_backend, raw_post, read_all
 
@@ -55,7 +55,11 @@ def gateway(upstream: FakeProvider) -> Iterator[Server]:
     served = [
         ServedModel(
             name=f"{kind}-{fault}",
-            model=openai_compatible("m", upstream.serve(body, fault=fault)),
+            # `oversized` cuts after the first event: one that carries output
+            model=openai_compatible(
+                "m",
+                upstream.serve(output_first(body) if fault == "oversized" else body, fault=fault),
+            ),
             defaults=Options(idle_timeout=0.5, max_attempts=1),
         )
         for kind, body in (("tool", tool_body()), ("text", text_body()))

@@ -119,3 +119,36 @@ def test_errors_are_encoded_the_way_each_client_expects() -> None:
     assert an.startswith(b"event: error\ndata: ") and b"rate_limit_error" in an
     events = replay("anthropic", AnthropicEncoder(message_id="x", model="m").encode(Start()) + an)
     assert isinstance(events[-1], type(err)) and events[-1].kind == err.kind
+
+
+def test_an_opaque_responses_item_cannot_break_the_sse_frame() -> None:
+    # An upstream's item JSON may hold line breaks: JSON whitespace, or data split over
+    # several SSE ``data:`` lines (joined with a line break). Pasted verbatim, a blank line in
+    # it ended our frame early, and the client read half an event (a JSON error).
+    import msgspec
+
+    from streamfn.core import Model, OpaqueBlock
+    from streamfn.core._call import open_call
+    from streamfn.core._messages import Context, UserMessage
+    from streamfn.core._options import Options
+    from streamfn.core.dialects.openai_responses._encode import ResponsesEncoder
+
+    model = Model(
+        id="gpt-5", provider="openai", api="openai-responses", base_url="https://x.invalid/v1"
+    )
+    call = open_call(model, Context(messages=[UserMessage(content="hi")]), Options(api_key="k"))
+    events = call.receive_response(200, [("content-type", "text/event-stream")])
+    events += call.receive_data(
+        b'data: {"type":"response.created","sequence_number":0,"response":{"id":"r",'
+        b'"status":"in_progress","output":[]}}\n\n'
+        b'data: {"type":"response.output_item.done","sequence_number":1,"output_index":0,'
+        b'"item":{"type":"web_search_call",\ndata: \ndata: "id":"ws_1","status":"completed"}}\n\n'
+    )
+    [opaque] = [e for e in events if isinstance(e, OpaqueBlock)]
+    encoder = ResponsesEncoder(response_id="x", model="m")
+    frame = encoder.encode(opaque)
+    assert frame.endswith(b"\n\n")
+    head, data = frame[:-2].split(b"\ndata: ")
+    assert head == b"event: response.output_item.done" and b"\n" not in data and b"\r" not in data
+    item = msgspec.json.decode(data)["item"]
+    assert item == {"type": "web_search_call", "id": "ws_1", "status": "completed"}

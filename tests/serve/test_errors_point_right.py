@@ -5,6 +5,7 @@ what the server can serve."""
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -152,3 +153,46 @@ def test_serve_flag_values_are_usage_errors_naming_the_flag(
         cli.main(["serve", "--no-local", flag, value])
     assert caught.value.code == 2
     assert f"argument {flag}: " in capsys.readouterr().err
+
+
+def test_the_servers_missing_key_line_tells_a_cli_operator_what_to_set(
+    keyless: Server, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Run by ``streamfn serve``, the log names the variable and the config's
+    ``api_key_env``, not the Python API's ``Options(api_key=...)``."""
+    from streamfn.cli._log_words import command_line_words
+
+    caplog.set_level(logging.ERROR, logger="streamfn")
+    with command_line_words():  # what `streamfn serve` (its `main`) runs in
+        done = _chat_through(keyless, STREAMFN_PROXY_TOKEN=KEY)
+    assert done.returncode == 1
+    [line] = [r.getMessage() for r in caplog.records if "no upstream key" in r.getMessage()]
+    assert "set OPENAI_API_KEY in the environment streamfn serve runs in" in line
+    assert "api_key_env" in line and "Options(" not in line
+
+
+@pytest.mark.parametrize(
+    "same", ["http://box:1/v1", "http://box:1/v1/", "HTTP://BOX:1/v1", "http://box:1/v1//"]
+)
+def test_a_base_url_equal_to_the_config_entrys_own_is_accepted(tmp_path: Path, same: str) -> None:
+    path = tmp_path / "gateway.toml"
+    path.write_text(
+        "[[models]]\nname='own'\nupstream='openai:gpt-4o-mini'\nbase_url='http://box:1/v1'\n"
+    )
+    [served] = with_base_urls(load_gateway_config(path), {"openai": same}).models
+    assert served.model.base_url.lower().rstrip("/") == "http://box:1/v1"
+    for other in ("http://box:2/v1", "https://box:1/v1", "http://box:1/v2", "http://u@box:1/v1"):
+        with pytest.raises(ConfigError, match="drop one of the two"):
+            with_base_urls(load_gateway_config(path), {"openai": other})
+
+
+def test_the_default_port_written_or_not_is_the_same_base_url(tmp_path: Path) -> None:
+    path = tmp_path / "gateway.toml"
+    path.write_text(
+        "[[models]]\nname='own'\nupstream='openai:gpt-4o-mini'\n"
+        "base_url='https://api.example.com/v1'\n"
+    )
+    config = load_gateway_config(path)
+    assert with_base_urls(config, {"openai": "https://api.example.com:443/v1"}).models
+    with pytest.raises(ConfigError):
+        with_base_urls(config, {"openai": "http://api.example.com:443/v1"})

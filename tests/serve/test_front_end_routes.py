@@ -21,12 +21,13 @@ from typing import Any
 
 import pytest
 from loopback_server import KEY, Server, raw_post, read_all, serving
-
-from streamfn.core.serve._routes import AGUI_PATH, UI_CHAT_PATH
+from missing import missing
 
 # every test here runs on both shells (tests/serve/conftest.py)
 pytestmark = pytest.mark.usefixtures("shell")
 
+UI_CHAT_PATH = "/v1/ui/chat"
+AGUI_PATH = "/v1/agui"
 JS = Path(__file__).parent / "js"
 NODE_DIR = Path(
     os.environ.get("STREAMFN_NODE_DIR", Path.home() / ".cache" / "streamfn-node-clients")
@@ -265,9 +266,13 @@ def test_agui_bad_bodies_are_400s_naming_the_field(
 def _node(script: str, path: str, server: Server, request: dict[str, Any], package: str) -> Any:
     node = shutil.which("node")
     if node is None:
-        pytest.skip("node is not installed")
+        missing("node", "install node and npm (apt-get install nodejs npm)")
     if not (NODE_DIR / "node_modules" / package / "package.json").is_file():
-        pytest.skip(f"{package} is not installed in {NODE_DIR} (.ci/run installs it)")
+        missing(
+            f"the npm package {package} in {NODE_DIR}",
+            f"cd {NODE_DIR} && npm install 'ai@^6' '@ag-ui/client@^1' '@ag-ui/core@^1' "
+            "(.ci/run does this; STREAMFN_NODE_DIR chooses the folder)",
+        )
     done = subprocess.run(
         [node, str(JS / script), str(NODE_DIR), server.url + path, KEY, json.dumps(request)],
         capture_output=True,

@@ -218,28 +218,36 @@ def test_a_streamfn_client_of_the_gateway_keeps_the_signature_both_ways(
     assert part["thoughtSignature"] == SIGNATURE
 
 
-def test_an_anthropic_client_s_adaptive_thinking_and_effort_reach_claude(
-    gateway: Server, upstream: FakeProvider
-) -> None:
+def _ask_opus(gateway: Server, **knobs: Any) -> None:
+    """One Claude Opus 4.6 request through the gateway with these thinking knobs."""
     with anthropic.Anthropic(base_url=gateway.url, api_key=KEY, max_retries=0) as client:
         client.messages.create(
             model="anthropic:claude-opus-4-6",
             max_tokens=4000,
             messages=[{"role": "user", "content": "Why is the sky blue?"}],
-            thinking={"type": "adaptive"},
-            output_config={"effort": "max"},
+            **knobs,
         )
-        with pytest.raises(anthropic.BadRequestError, match="effort"):
-            client.messages.create(
-                model="anthropic:claude-opus-4-6",
-                max_tokens=4000,
-                messages=[{"role": "user", "content": "hi"}],
-                output_config={"effort": "warp"},  # type: ignore[typeddict-item]
-                thinking={"type": "adaptive"},
-            )
+
+
+def test_an_anthropic_client_s_adaptive_thinking_and_effort_reach_claude(
+    gateway: Server, upstream: FakeProvider
+) -> None:
+    _ask_opus(gateway, thinking={"type": "adaptive"}, output_config={"effort": "max"})
+    with pytest.raises(anthropic.BadRequestError, match="effort"):
+        _ask_opus(gateway, output_config={"effort": "warp"}, thinking={"type": "adaptive"})
     body = _sent(upstream, "effort-anthropic")[-1]
     assert body["thinking"] == {"type": "adaptive"}
     assert body["output_config"] == {"effort": "max"}  # max -> xhigh -> Opus 4.6's max
+
+
+def test_an_anthropic_client_s_thinking_display_reaches_claude(
+    gateway: Server, upstream: FakeProvider
+) -> None:
+    _ask_opus(gateway, thinking={"type": "adaptive", "display": "omitted"})
+    with pytest.raises(anthropic.BadRequestError, match=r"thinking\.display"):
+        _ask_opus(gateway, thinking={"type": "adaptive", "display": "hidden"})
+    sent = _sent(upstream, "effort-anthropic")[-1]["thinking"]
+    assert sent == {"type": "adaptive", "display": "omitted"}
 
 
 @pytest.mark.parametrize(("asked", "sent"), [("xhigh", "xhigh"), ("none", "none")])

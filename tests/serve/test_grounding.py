@@ -6,7 +6,7 @@ import json
 
 import openai
 import pytest
-from corpus_support import CORPUS
+from corpus_support import CORPUS, corpus_dir
 from loopback_server import KEY, Server
 
 from streamfn.asgi import App, ServerConfig
@@ -88,8 +88,7 @@ def test_a_search_adds_one_last_text_block_with_queries_and_distinct_sources() -
 
 def test_a_real_anthropic_web_search_lists_every_query_and_page() -> None:
     path = CORPUS / "anthropic" / "thinking-web-search.sse"
-    if not path.exists():
-        pytest.skip("../shared/corpus is absent")
+    corpus_dir()
     recorded = replay(
         "anthropic", path.read_bytes(), headers=[("content-type", "text/event-stream")]
     )

@@ -9,16 +9,21 @@ shape on every route.
 
 from __future__ import annotations
 
+import gc
 import json
-from collections.abc import Iterator
+import random
+import sys
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import msgspec
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 from loopback_server import KEY, STREAMS, Server
-from scaling import assert_linear
 
 from streamfn.asgi import App, ServerConfig
+from streamfn.core import _json_shape as json_shape
 from streamfn.core.serve import _request_fields as request_fields
 from streamfn.core.serve._request_fields import (
     MAX_DEPTH,
@@ -31,6 +36,7 @@ from streamfn.core.serve._request_fields import (
 from streamfn.core.serve._routes import parse_request
 from streamfn.core.serve._status import HTTPError
 from streamfn.fuzz._events_backend import EventsBackend
+from streamfn.fuzz._json_properties import json_values
 
 
 def _oracle_count(value: Any) -> int:
@@ -49,25 +55,65 @@ DOCUMENTS: list[Any] = [
     {"a": [1, 2, {"b": [], "c": {}, "d": 'x,y[{"'}], "e": [[]], "f": {"g": [1.5e3, None]}},
     [[[[]]], {"k": '\\"[,]\\'}, True, False, None, -0.0, "\u00e9\U0001f30d"],
     {"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}] * 3}]},
+    # long enough that the count goes a stretch of strings at a time: none is split
+    ["a,[{", 'q"\\', {"k,": [1, "]"]}] * 5000,
 ]
 
 
-@pytest.mark.parametrize("document", DOCUMENTS)
-@pytest.mark.parametrize("indent", [None, 2])
+#: text made of what the count must see through: quotes, escapes, brackets, separators
+TRICKY_TEXT = st.text(alphabet=st.sampled_from('[]{},:"\\ a\u00e9\U0001f30d\n\t/'), max_size=12)
+#: documents: the fuzz kit's JSON values, and beside them strings and keys made of the
+#: tricky characters, in lists and objects
+TRICKY = st.lists(TRICKY_TEXT, max_size=4) | st.dictionaries(TRICKY_TEXT, json_values, max_size=4)
+JSON_VALUES = st.tuples(json_values, TRICKY).map(list)
+
+
+#: what JSON allows between tokens
+WHITESPACE = ["", "", " ", "  ", "\t", "\n", "\r\n", "\n  \t"]
+
+
+def _dumps(value: Any, space: Callable[[], str], ascii: bool) -> str:
+    """``value`` as JSON with ``space()`` wherever JSON allows whitespace (inside empty
+    containers too): shapes ``json.dumps`` never writes, but a client may."""
+    if isinstance(value, dict):
+        inner = ",".join(
+            f"{space()}{json.dumps(k, ensure_ascii=ascii)}{space()}:{space()}"
+            f"{_dumps(v, space, ascii)}{space()}"
+            for k, v in value.items()
+        )
+        return "{" + (inner or space()) + "}"
+    if isinstance(value, list):
+        inner = ",".join(f"{space()}{_dumps(v, space, ascii)}{space()}" for v in value)
+        return "[" + (inner or space()) + "]"
+    return json.dumps(value, ensure_ascii=ascii)
+
+
+@example(document=DOCUMENTS[0], rnd=random.Random(0), ascii=False)
+@example(document=DOCUMENTS[3], rnd=random.Random(1), ascii=False)
+@example(document=DOCUMENTS[4], rnd=random.Random(2), ascii=True)
+@example(document=DOCUMENTS[5], rnd=random.Random(3), ascii=False)
+@given(document=JSON_VALUES, rnd=st.randoms(use_true_random=False), ascii=st.booleans())
 def test_the_count_on_raw_bytes_equals_a_walk_of_the_decoded_value(
-    document: Any, indent: int | None
+    document: Any, rnd: random.Random, ascii: bool
 ) -> None:
-    body = json.dumps({"x": document}, indent=indent, ensure_ascii=False).encode()
+    body = _dumps({"x": document}, lambda: rnd.choice(WHITESPACE), ascii).encode()
     assert count_json_values(body) == _oracle_count(json.loads(body))
 
 
-@pytest.mark.parametrize("unit", [b'\\"', b'"\\', b'"a",', b"[],", b'"\\\\",'])
-def test_counting_costs_one_pass_whatever_the_quotes_and_escapes(unit: bytes) -> None:
-    # an opening quote without its closing one must not rescan to the end. 16 KiB and
-    # 128 KiB bodies: a quadratic rescan shows at once (64x), and both stay in a CPU's
-    # caches; a pair that straddles a cache size (256 KiB against 2 MiB measured 13-16x
-    # here while 2 against 8 MiB measured 3.9x) times the memory hierarchy, not the count
-    assert_linear(lambda n: lambda: count_json_values(unit * (n // len(unit))), 1 << 14)
+@example(body=b'"' * 3)
+@example(body=b'\\"' * 8 + b'"a')
+@example(body=b'{"a": "b\\"c", "d": "')
+@given(body=st.binary(max_size=64) | TRICKY_TEXT.map(str.encode))
+def test_counting_costs_one_pass_whatever_the_quotes_and_escapes(body: bytes) -> None:
+    """The string pattern matches at every quote, up to a closing quote or to the end
+    without one, so a scan resumes where the last match ended and reads no byte twice:
+    an opening quote without its closing one cannot send it back to rescan (quadratic)
+    from each later quote. Checked on the bytes, match by match, not timed."""
+    for start in (i for i, byte in enumerate(body) if byte == ord('"')):
+        match = json_shape._STRING.match(body, start)
+        assert match is not None and match.end() > start, (body, start)
+        assert b'"' not in body[start + 1 : match.end() - 1]  # it stops at the first close
+    assert b'"' not in json_shape._STRING.sub(b"0", body)  # every quote consumed
 
 
 def _empty_lists(n: int) -> bytes:
@@ -76,14 +122,39 @@ def _empty_lists(n: int) -> bytes:
     return b'{"model":"m","messages":[{"role":"user","content":"hi"}],"metadata":[' + filler + b"]}"
 
 
-def test_parsing_time_grows_linearly_with_the_number_of_values() -> None:
-    size = MAX_JSON_VALUES // 16  # 8x that is still under the cap: fully parsed
-    assert_linear(
-        lambda n: (lambda body: lambda: parse_request("/v1/chat/completions", body))(
-            _empty_lists(n)
-        ),
-        size,
-    )
+def _python_calls(run: Callable[[], object]) -> int:
+    """How many Python functions ``run`` calls, and calls into C: a count, the same on
+    every machine and under any load, unlike a time. The garbage collector is off while
+    counting: a collection would run other tests' finalizers inside ``run``."""
+    calls = 0
+
+    def count(frame: object, event: str, arg: object) -> None:
+        nonlocal calls
+        if event in ("call", "c_call"):
+            calls += 1
+
+    gc.collect()
+    gc.disable()
+    sys.setprofile(count)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+        gc.enable()
+    return calls
+
+
+def test_parsing_takes_no_python_step_per_value() -> None:
+    """Every value is counted and decoded in C (a regular expression, msgspec), so the
+    Python calls of a parse do not grow with the values: 8x the values, the same calls
+    (a few more at most). A Python walk over the values (what once cost seconds of CPU
+    for millions of ``[]``) makes at least one call per value, here 437,500 more."""
+    path = "/v1/chat/completions"
+    small, large = _empty_lists(MAX_JSON_VALUES // 16), _empty_lists(MAX_JSON_VALUES // 2)
+    parse_request(path, small)  # first use: imports and caches, not the parse
+    few = _python_calls(lambda: parse_request(path, small))
+    many = _python_calls(lambda: parse_request(path, large))
+    assert many <= few + 16, (few, many)
 
 
 def test_a_body_over_the_cap_is_refused_before_it_is_decoded(

@@ -1,6 +1,7 @@
 """What the streaming encoders tell a client that the answer did not say: a turn the
-provider paused and nobody continued is incomplete on every dialect (never its
-``stop`` word), and a tool call the tool-call checks flagged is not one to run
+provider paused and nobody continued, or stopped at its token limit, is incomplete on
+every dialect (never its ``stop`` word; on AG-UI a ``RUN_ERROR``, never a
+``RUN_FINISHED``), and a tool call the tool-call checks flagged is not one to run
 (AG-UI sends the repaired arguments and keeps flagged calls out of
 ``pendingToolCallIds``)."""
 
@@ -88,6 +89,38 @@ def test_a_pause_that_was_not_continued_is_reported_incomplete(dialect: str) -> 
     make, incomplete, finished = DIALECTS[dialect]
     raw = _encode(make(), PAUSED)
     assert incomplete in raw and finished not in raw, raw
+
+
+#: an answer stopped at its token limit says the same incomplete word, but on AG-UI,
+#: whose clients read ``RUN_FINISHED`` as success, the code names the cause
+LENGTH_WORDS = {"agui": b'"code":"length"'}
+
+
+@pytest.mark.parametrize("dialect", list(DIALECTS))
+def test_an_answer_stopped_at_its_token_limit_is_reported_incomplete(dialect: str) -> None:
+    make, incomplete, finished = DIALECTS[dialect]
+    events = [*PAUSED[:-1], Done(stop_reason=StopReason.LENGTH)]
+    raw = _encode(make(), events)
+    assert LENGTH_WORDS.get(dialect, incomplete) in raw and finished not in raw, raw
+
+
+@pytest.mark.parametrize("paused", [False, True])
+def test_streamfn_reads_an_incomplete_agui_run_back_as_the_done_it_was(paused: bool) -> None:
+    """The ``RUN_ERROR`` of an incomplete answer is no failure to a streamfn client: it
+    reads back the `Done` the server was given, stopped at its limit or paused."""
+    from streamfn.core import replay
+
+    done = (
+        Done(stop_reason=StopReason.STOP, paused=True)
+        if paused
+        else Done(stop_reason=StopReason.LENGTH)
+    )
+    raw = _encode(AGUIEncoder(thread_id="t", run_id="r", message_id="m"), [*PAUSED[:-1], done])
+    events = replay("agui", raw)
+    last = events[-1]
+    assert isinstance(last, Done), last
+    assert (last.stop_reason, last.paused is True) == (done.stop_reason, paused)
+    assert [e for e in events if isinstance(e, TextDelta)] == [TextDelta(0, "searching")]
 
 
 def _agui(raw: bytes) -> list[dict[str, Any]]:

@@ -18,7 +18,7 @@ from typing import Any
 
 import anthropic
 import pytest
-from corpus_support import CORPUS
+from corpus_support import CORPUS, corpus_dir
 from fake_provider import FakeProvider
 from loopback_server import KEY, Server, provider_backend
 
@@ -64,8 +64,7 @@ def _search_blocks(message: anthropic.types.Message) -> list[dict[str, Any]]:
 
 
 def test_an_anthropic_client_replays_its_web_search_turn(upstream: FakeProvider) -> None:
-    if not RECORDING.exists():
-        pytest.skip("../shared/corpus is absent")
+    corpus_dir()
     claude_url = upstream.serve(RECORDING.read_bytes(), token="replay-claude")
     with (
         _gateway(upstream, claude_url, allow_server_tools=("web_search",)) as gateway,

@@ -23,6 +23,7 @@ from loopback_server import (
     serving,
     wait_until,
 )
+from missing import missing
 
 # every test here runs on both shells (tests/serve/conftest.py)
 pytestmark = pytest.mark.usefixtures("shell")
@@ -236,8 +237,9 @@ def test_native_proxy_stream_is_our_events_as_sse(server: Server) -> None:
     assert b'data: {"type":"done"' in data
 
 
-@pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
 def test_curl_smoke(server: Server) -> None:
+    if shutil.which("curl") is None:
+        missing("the program curl", "apt-get install curl")
     out = subprocess.run(
         [
             "curl",

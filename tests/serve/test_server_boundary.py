@@ -41,7 +41,7 @@ from streamfn.asgi._backends import RouterBackend
 from streamfn.core import Model
 from streamfn.core._events import Done, Error, Start, TextDelta, TextEnd, TextStart
 from streamfn.core._models import openai_compatible
-from streamfn.core.serve._routes import parsed_cost
+from streamfn.core.serve._routes import parsing_cost
 from streamfn.fuzz._events_backend import EventsBackend
 from streamfn.io_asyncio._serve import serve
 
@@ -629,7 +629,8 @@ def test_an_upstream_refusing_the_servers_key_never_quotes_it_to_the_client() ->
     with Server(App(EventsBackend({"m": events}), ServerConfig(api_key=KEY))) as server:
         body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
         _, _, raw = _request(server.port, "/v1/chat/completions", body.encode())
-    assert b"sk-planted" not in raw and b"refused the server's credentials" in raw
+    assert b"sk-planted" not in raw and b"the upstream refused its credentials" in raw
+    assert b"misconfigured" in raw
 
 
 def test_a_backend_failure_after_output_sends_no_second_start_and_no_internals() -> None:
@@ -684,8 +685,8 @@ def test_bodies_held_at_once_are_bounded_whatever_their_number() -> None:
     body = json.dumps(
         {"model": "m", "messages": [{"role": "user", "content": "x" * 2000}]}
     ).encode()
-    # room for this request alone (its body and its parsed form), not beside 20 KB more
-    budget = len(body) + parsed_cost(body) + 10000
+    # room for this request alone (its body and its parse), not beside 20 KB more
+    budget = len(body) + parsing_cost(body) + 10000
     config = ServerConfig(api_key=KEY, max_buffered_bytes=budget, body_timeout=5)
     with Server(App(EventsBackend({"m": events}), config)) as server:
         # a body sent halfway holds its first 20 KB...

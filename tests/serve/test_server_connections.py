@@ -79,10 +79,55 @@ def test_cleartext_http2_is_refused_in_http2_by_default() -> None:
     assert b"use HTTP/1.1" in (terminated[0].additional_data or b"")
 
 
-def test_preface_only_connections_cannot_lock_the_server_out() -> None:
-    with serving(head_timeout=SLOW, max_connections=3) as (server, _):
-        held = [_preface_only(server.port) for _ in range(3)]
+def _read_until_closed(sock: socket.socket, limit: float) -> bytes:
+    """What the server sent before it closed the connection (a reset counts: it closes
+    with the client's SETTINGS unread); raises when it is still open after ``limit``."""
+    sock.settimeout(limit)
+    data = b""
+    while True:
         try:
+            chunk = sock.recv(65536)
+        except ConnectionResetError:
+            return data
+        if not chunk:
+            return data
+        data += chunk
+
+
+def _refused_in_http2(data: bytes) -> bool:
+    """Whether ``data`` is the server's HTTP/2 refusal (not the cap's HTTP/1.1 503)."""
+    ended = [e for e in _h2_events(data) if isinstance(e, h2.events.ConnectionTerminated)]
+    return bool(ended) and ended[0].error_code == h2.errors.ErrorCodes.HTTP_1_1_REQUIRED
+
+
+def _admitted_preface_only(port: int, within: float) -> socket.socket:
+    """A preface-only connection the server admitted, refused and closed (its client end
+    still open). Past the cap a connection reads the cap's 503 instead and is tried again
+    (the server's start-up probe may hold a place for a moment); a server that never
+    closes it fails here, as does one with no place free within ``within``."""
+    deadline = time.monotonic() + within
+    while True:
+        sock = _preface_only(port)
+        data = _read_until_closed(sock, within)
+        if _refused_in_http2(data):
+            return sock
+        sock.close()
+        assert data.startswith(b"HTTP/1.1 503 "), data
+        assert time.monotonic() < deadline, "no place came free for a new connection"
+        time.sleep(0.05)
+
+
+def test_preface_only_connections_cannot_lock_the_server_out() -> None:
+    """As many preface-only connections as the server admits (`max_connections`), each
+    admitted (it reads the HTTP/2 refusal, which only an admitted connection gets) and
+    closed by the server while the client keeps its end open: their places are free
+    again, so a plain request is served. A server that kept them (h2c served, or a
+    refused connection never given back) would be locked out."""
+    with serving(head_timeout=SLOW, max_connections=3) as (server, _):
+        held: list[socket.socket] = []
+        try:
+            for _ in range(3):
+                held.append(_admitted_preface_only(server.port, SLOW / 3))
             assert _health_within(server.port, SLOW / 3) == 200
         finally:
             for sock in held:

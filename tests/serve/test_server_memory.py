@@ -1,9 +1,10 @@
 """Memory a request holds is bounded in bytes, end to end.
 
 - A request is charged to ``max_buffered_bytes`` as its body arrives, then with
-  what its parsed form holds (`parsed_cost`, checked here against Python's own
-  allocator count), and the charge stays until the request ends: requests
-  parked on a stalled model cannot add up past the budget.
+  what parsing it holds at its most (`parsing_cost`), then only with what its parsed
+  form keeps (`parsed_cost`; both checked here against Python's own allocator count,
+  the peak as well as what is left), and the charge stays until the request ends:
+  requests parked on a stalled model cannot add up past the budget.
 - The events waiting for a client that does not read are bounded in bytes
   (``max_unsent_bytes``), not only in number: the model's stream waits.
 """
@@ -36,17 +37,46 @@ from streamfn.core._events import (
     TextStart,
     ToolCallEnd,
 )
-from streamfn.core.serve._routes import BodyBudget, HTTPError, parse_request, parsed_cost
+from streamfn.core.serve._routes import (
+    BodyBudget,
+    HTTPError,
+    parse_request,
+    parsed_cost,
+    parsing_cost,
+)
 from streamfn.fuzz._events_backend import EventsBackend
 from streamfn.io_asyncio._server import AsyncioRuntime
 from streamfn.io_trio._server import TrioRuntime
 
 CHAT = "/v1/chat/completions"
+AGUI_PATH, UI_CHAT_PATH = "/v1/agui", "/v1/ui/chat"
+M = 256 << 10
 
 
 def _chat(**fields: Any) -> bytes:
     return json.dumps({"model": "m", **fields}).encode()
 
+
+def _agui(messages: list[Any], **fields: Any) -> bytes:
+    body = {"threadId": "t", "runId": "r", "messages": messages, **fields}
+    return json.dumps({**body, "forwardedProps": {"model": "m"}}, ensure_ascii=False).encode()
+
+
+def _ui(messages: list[Any]) -> bytes:
+    return json.dumps({"id": "c", "model": "m", "messages": messages}, ensure_ascii=False).encode()
+
+
+def _enum(values: list[Any]) -> bytes:
+    schema = {"type": "object", "properties": {"a": {"enum": values}}}
+    return _chat(
+        messages=[{"role": "user", "content": "hi"}],
+        tools=[{"type": "function", "function": {"name": "f", "parameters": schema}}],
+    )
+
+
+#: one emoji keeps its whole string at 4 bytes a character (2 for a character past
+#: U+00FF), whether it is sent as UTF-8 or escaped
+ASTRAL, BMP = "\N{GRINNING FACE}", "\N{LATIN SMALL LETTER A WITH MACRON}"
 
 #: request shapes that cost the most per byte once parsed, and the cheapest one
 SHAPES = {
@@ -84,21 +114,97 @@ SHAPES = {
             }
         ],
     ),
+    "many numbers": _enum(list(range(100_000))),
+    "many short strings": _enum([str(i) for i in range(100_000)]),
+    "a prompt with an emoji": _chat(messages=[{"role": "user", "content": ASTRAL + "x" * M}]),
+    "a prompt with an escaped emoji": json.dumps(
+        {"model": "m", "messages": [{"role": "user", "content": ASTRAL + "x" * M}]}
+    ).encode(),
+}
+#: the same on the front-end routes, whose parsers build more per message
+FRONT_END_SHAPES = {
+    "AG-UI messages": _agui([{"id": "1", "role": "user", "content": "hi"}] * 10000),
+    "AG-UI content parts": _agui(
+        [{"id": "1", "role": "user", "content": [{"type": "text", "text": ""}] * 20000}]
+    ),
+    "AG-UI tool calls": _agui(
+        [
+            {"id": "1", "role": "user", "content": "hi"},
+            {
+                "id": "2",
+                "role": "assistant",
+                "toolCalls": [
+                    {
+                        "id": f"c{i}",
+                        "type": "function",
+                        "function": {"name": "f", "arguments": "{}"},
+                    }
+                    for i in range(5000)
+                ],
+            },
+            *(
+                {"id": "t", "role": "tool", "toolCallId": f"c{i}", "content": ""}
+                for i in range(5000)
+            ),
+        ]
+    ),
+    "AG-UI schema properties": _agui(
+        [{"id": "1", "role": "user", "content": "hi"}],
+        tools=[
+            {
+                "name": "f",
+                "description": "",
+                "parameters": {
+                    "type": "object",
+                    "properties": {f"p{i}": {"type": "integer"} for i in range(5000)},
+                },
+            }
+        ],
+    ),
+    "AG-UI a prompt with an emoji": _agui(
+        [{"id": "1", "role": "user", "content": ASTRAL + "x" * M}]
+    ),
+    "UI messages": _ui(
+        [{"id": "1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}] * 20000
+    ),
+    "UI a prompt past U+00FF": _ui(
+        [{"id": "1", "role": "user", "parts": [{"type": "text", "text": BMP + "x" * M}]}]
+    ),
+}
+ALL_SHAPES = {
+    **{name: (CHAT, body) for name, body in SHAPES.items()},
+    **{
+        name: (AGUI_PATH if name.startswith("AG-UI") else UI_CHAT_PATH, body)
+        for name, body in FRONT_END_SHAPES.items()
+    },
 }
 
 
-@pytest.mark.parametrize("shape", SHAPES)
-def test_the_charge_for_a_parsed_request_bounds_what_it_holds(shape: str) -> None:
-    body = SHAPES[shape]
+def _parsed(path: str, body: bytes) -> tuple[int, int]:
+    """What parsing ``body`` held at its most, and what its result holds (Python's own
+    allocator count; the body itself was there before and is not counted)."""
     gc.collect()
     tracemalloc.start()
     try:
-        request = parse_request(CHAT, body)
+        request = parse_request(path, body)
         gc.collect()
-        held, _ = tracemalloc.get_traced_memory()
+        held, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
     assert request.model == "m"
+    return peak, held
+
+
+@pytest.mark.parametrize("shape", ALL_SHAPES)
+def test_the_charges_for_a_request_bound_its_parse_at_its_most_and_what_it_keeps(
+    shape: str,
+) -> None:
+    """The peak as well as what is left: the decoded JSON, the request built from it
+    and the checks' copies are all there at one moment (the body beside them is
+    charged as it arrived), and only the parsed form stays."""
+    path, body = ALL_SHAPES[shape]
+    peak, held = _parsed(path, body)
+    assert peak <= parsing_cost(body), (peak, len(body), parsing_cost(body))
     assert held <= len(body) + parsed_cost(body), (held, len(body), parsed_cost(body))
 
 
@@ -122,7 +228,9 @@ def test_requests_parked_on_a_stalled_model_stay_charged_until_they_end() -> Non
     body = _chat(messages=[{"role": "user", "content": "x" * 20000}])
     # the body, its parsed form, and the answer's first event (its Start), held whole
     charge = len(body) + parsed_cost(body) + EVENT_OVERHEAD
-    config = ServerConfig(api_key=KEY, max_body_bytes=1 << 20, max_buffered_bytes=3 * charge + 100)
+    parsing = parsing_cost(body) - parsed_cost(body)  # held only while it is parsed
+    budget = 3 * charge + parsing + 100
+    config = ServerConfig(api_key=KEY, max_body_bytes=1 << 20, max_buffered_bytes=budget)
     with Server(App(backend, config)) as server:
         parked = [raw_post(server.port, CHAT, body) for _ in range(3)]
         try:

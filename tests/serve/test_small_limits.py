@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -173,21 +174,27 @@ def test_the_server_answers_a_400_in_the_dialects_shape(
 # -- the local model takes every value the server lets through ----------------------
 
 
-def _local_model() -> Any:
-    pytest.importorskip("ctranslate2")
-    from streamfn.local._fetch import default_model_dir, is_prepared
+@pytest.fixture(scope="module")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny random model (tests/tiny_model.py): what the checks below need of a model
+    is CTranslate2's sampling, so no download and no prepared cache (CI has neither)."""
+    from tiny_model import build_tiny_model
 
-    if not is_prepared(default_model_dir()):
-        pytest.skip("the local model is not prepared (streamfn local prepare)")
+    return build_tiny_model(tmp_path_factory.mktemp("tiny-model"))
+
+
+def _local_model(model_dir: Path) -> Any:
     from streamfn.local._model import LocalModel
 
-    return LocalModel.default()
+    return LocalModel(model_dir)
 
 
-def test_the_local_model_samples_with_the_largest_top_k_and_any_64_bit_seed() -> None:
+def test_the_local_model_samples_with_the_largest_top_k_and_any_64_bit_seed(
+    tiny_model_dir: Path,
+) -> None:
     from streamfn.core import Context, Done, Options
 
-    with _local_model() as model:
+    with _local_model(tiny_model_dir) as model:
         for options in (
             Options(max_tokens=3, temperature=1.0, top_k=MAX_COUNT),
             Options(max_tokens=3, temperature=1.0, seed=SEED_RANGE[1]),
@@ -197,7 +204,7 @@ def test_the_local_model_samples_with_the_largest_top_k_and_any_64_bit_seed() ->
             assert isinstance(events[-1], Done), (options, events[-1])
 
 
-def test_a_seed_reproduces_its_text_after_folding_into_32_bits() -> None:
+def test_a_seed_reproduces_its_text_after_folding_into_32_bits(tiny_model_dir: Path) -> None:
     from streamfn.core import Context, Options, TextDelta
 
     def text(seed: int) -> str:
@@ -205,7 +212,7 @@ def test_a_seed_reproduces_its_text_after_folding_into_32_bits() -> None:
         events = model.stream_sync(Context.of("Tell me a word."), options)
         return "".join(e.delta for e in events if isinstance(e, TextDelta))
 
-    with _local_model() as model:
+    with _local_model(tiny_model_dir) as model:
         big = 2**40 + 7
         first = text(big)
         assert first  # an error yields no text: the seed must reach the generator

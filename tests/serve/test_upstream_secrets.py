@@ -23,7 +23,7 @@ from streamfn.asgi._backends import ServedModel
 from streamfn.core import Model, Options
 from streamfn.core._models import openai_compatible
 from streamfn.fuzz._fake_bodies import sse
-from streamfn.fuzz._raw_http import ThreadedServer, read_request
+from streamfn.fuzz._raw_http import Request, ThreadedServer, read_request
 
 # every test here runs on both shells (tests/serve/conftest.py)
 pytestmark = pytest.mark.usefixtures("shell")
@@ -31,6 +31,7 @@ pytestmark = pytest.mark.usefixtures("shell")
 TEAM_KEY = "sk-team-PLANTED-0123456789abcdef"
 ANTHROPIC_KEY = "sk-ant-PLANTED-fedcba9876543210"
 HEADER_SECRET = "tenant-PLANTED-header-value-42"
+OTHER_KEY = ANTHROPIC_KEY  # a key the server holds that a team request does not send
 SECRETS = (TEAM_KEY, ANTHROPIC_KEY, HEADER_SECRET)
 
 
@@ -44,7 +45,10 @@ class EchoUpstream(ThreadedServer):
             return
         quoted = "; ".join(f"{k}: {v}" for k, v in request.headers.items())
         behaviour = request.path.strip("/").split("/")[0]
-        if behaviour == "stream":
+        if behaviour.startswith("quote-"):
+            body = json.dumps({"error": {"message": _quoting(request, behaviour)}}).encode()
+            head = "HTTP/1.1 400 Echo\r\ncontent-type: application/json\r\nconnection: close\r\n"
+        elif behaviour == "stream":
             choice = {"index": 0, "delta": {"content": "partial "}, "finish_reason": None}
             body = sse({"id": "c", "choices": [choice]}) + sse(
                 {"error": {"message": f"upstream broke; request headers: {quoted}"}}
@@ -61,6 +65,15 @@ class EchoUpstream(ThreadedServer):
         sock.sendall(f"{head}content-length: {len(body)}\r\n\r\n".encode() + body)
 
 
+def _quoting(request: Request, behaviour: str) -> str:
+    """The refusal of an upstream that quotes the prompt, then a key: the request's own
+    (``quote-own``: its Authorization) or one the server holds for another upstream."""
+    content = json.loads(request.body)["messages"][-1]["content"]
+    prompt = content if isinstance(content, str) else content[-1]["text"]
+    key = request.headers["authorization"] if behaviour == "quote-own" else f"Bearer {OTHER_KEY}"
+    return f"{prompt} {key} and the rest of what the upstream said"
+
+
 @pytest.fixture(scope="module")
 def echo() -> Iterator[EchoUpstream]:
     with EchoUpstream() as upstream:
@@ -74,7 +87,7 @@ def _closed_port() -> int:
 
 
 CLOSED_PORT = _closed_port()
-BEHAVIOURS = ("400", "500", "401", "stream")
+BEHAVIOURS = ("400", "500", "401", "stream", "quote-own", "quote-other")
 
 
 @pytest.fixture(scope="module")
@@ -126,6 +139,12 @@ def _ask(server: Server, path: str, model: str, stream: bool) -> bytes:
         body: dict[str, object] = {"model": model, "messages": messages, "stream": stream}
     elif path == "/v1/messages":
         body = {"model": model, "messages": messages, "max_tokens": 10, "stream": stream}
+    elif path == "/v1/messages/count_tokens":
+        body = {"model": model, "messages": messages}
+    elif path == "/v1/responses":
+        body = {"model": model, "input": "hi", "stream": stream}
+    elif path == "/v1/responses/input_tokens":
+        body = {"model": model, "input": "hi"}
     else:
         body = {"model": model, "context": {"messages": [{"type": "user", "content": "hi"}]}}
     with raw_post(server.port, path, json.dumps(body).encode()) as sock:
@@ -139,6 +158,8 @@ ROUTES = [
     ("/v1/messages", True),
     ("/v1/stream", True),
     ("/v1/agent/stream", True),
+    ("/v1/responses", False),
+    ("/v1/responses", True),
 ]
 
 
@@ -154,6 +175,21 @@ def test_an_upstream_quoting_the_request_never_shows_a_client_a_configured_secre
     for secret in SECRETS:
         assert secret.encode() not in raw, (secret, raw[:600])
     if not model.endswith("401"):  # an auth refusal is replaced whole; others are scrubbed
+        assert b"***" in raw, raw[:600]
+
+
+@pytest.mark.parametrize("path", ["/v1/messages/count_tokens", "/v1/responses/input_tokens"])
+@pytest.mark.parametrize("model", ["claude-400", "claude-500", "claude-401"])
+def test_a_count_route_never_shows_a_client_a_configured_secret(
+    gateway: Server, path: str, model: str
+) -> None:
+    # a count asks the upstream's counting endpoint with the server's key, like a
+    # completion; its refusals are scrubbed the same way
+    raw = _ask(gateway, path, model, False)
+    assert raw.startswith(b"HTTP/1.1 4") or raw.startswith(b"HTTP/1.1 5"), raw[:300]
+    for secret in SECRETS:
+        assert secret.encode() not in raw, (secret, raw[:600])
+    if not model.endswith("401"):
         assert b"***" in raw, raw[:600]
 
 
@@ -185,3 +221,44 @@ def test_proxy_credentials_and_resolved_addresses_are_scrubbed_too() -> None:
     assert isinstance(said, Error)
     for leak in ("vllm.internal", "proxy.corp", "10.1.2.3", "8443", "3128", "Ym9i", "s3cret"):
         assert leak not in said.message, said.message
+
+
+#: how much of an upstream's error text a client is shown (`streamfn.core._classify`)
+SHOWN_CHARS = 2000
+
+
+def _runs(secret: str, length: int = 8) -> list[bytes]:
+    return [secret[i : i + length].encode() for i in range(len(secret) - length + 1)]
+
+
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/ui/chat"])
+@pytest.mark.parametrize(
+    ("behaviour", "secret"), [("quote-own", TEAM_KEY), ("quote-other", OTHER_KEY)]
+)
+def test_a_key_at_the_cut_of_a_long_error_text_shows_no_part_of_itself(
+    gateway: Server, path: str, behaviour: str, secret: str
+) -> None:
+    """The client pads its prompt so the quoted key falls across the point where a long
+    error text is shortened, at every offset: no 8 characters of it reach the client."""
+    before = len(" Bearer ")  # between the prompt and the key in the upstream's words
+    for start in range(SHOWN_CHARS - len(secret) - 1, SHOWN_CHARS + 2):
+        prompt = "p" * (start - before)
+        raw = _ask_with(gateway, path, f"team-{behaviour}", prompt)
+        assert raw.startswith(b"HTTP/1.1 "), raw[:300]
+        assert b"Bearer" in raw, raw[-400:]  # the upstream's words did arrive
+        leaked = [run for run in _runs(secret) if run in raw]
+        assert not leaked, (start, leaked, raw[-400:])
+
+
+def _ask_with(server: Server, path: str, model: str, prompt: str) -> bytes:
+    if path == "/v1/ui/chat":
+        parts = [{"type": "text", "text": prompt}]
+        body: dict[str, object] = {
+            "id": "c",
+            "model": model,
+            "messages": [{"role": "user", "parts": parts}],
+        }
+    else:
+        body = {"model": model, "messages": [{"role": "user", "content": prompt}]}
+    with raw_post(server.port, path, json.dumps(body).encode()) as sock:
+        return read_all(sock, 30)

@@ -3,13 +3,15 @@ cuts the connection mid-answer and counts the requests (the bill).
 
 - resume: ``POST /v1/responses`` (background, stored) is cut mid-text; one
   ``GET /v1/responses/{id}?stream=true&starting_after=N`` serves the rest; the
-  caller's events equal the uncut stream's, with ``Done.recovered == 1``.
+  caller's events equal the uncut stream's, with ``Done.recovered == 1``. A GET
+  that does not go on from there (from the start again, numbered anew, a gap, a
+  repeat, unnumbered) ends the stream in an `Error`, the text before the cut once.
 - continue: an Anthropic answer is cut mid-text; one more ``POST /v1/messages``
   carries the text so far as the last assistant message; the joined text is the
   prefix plus the continuation, usage is the sum of both requests.
 - bounds: a cut inside a tool call is not continued (one request, the `Error`);
   an upstream that always cuts gets ``1 + max_recoveries`` requests, then the
-  `Error`; without ``recover`` a cut is an `Error` after one request.
+  `Error` with the usage of them all; without ``recover`` a cut is an `Error` after one request.
 """
 
 from __future__ import annotations
@@ -203,6 +205,59 @@ def test_a_resumed_stream_cut_again_resumes_from_where_it_got(shell: str) -> Non
     assert sum(isinstance(e, Start) for e in events) == 1
 
 
+def _renumbered(events: list[bytes], numbers: list[int | None]) -> bytes:
+    """``events`` with their ``sequence_number``s replaced (None: left out)."""
+    out = []
+    for raw, number in zip(events, numbers, strict=True):
+        payload = json.loads(raw.split(b"data: ", 1)[1])
+        payload.pop("sequence_number")
+        if number is not None:
+            payload["sequence_number"] = number
+        out.append(sse(payload, payload["type"]))
+    return b"".join(out)
+
+
+REST = RESPONSES_EVENTS[CUT_AFTER:]
+#: how a resume GET can fail to go on from ``starting_after``: what it serves instead
+MISBEHAVIOURS = {
+    # the whole response again, from its first event
+    "ignores starting_after": b"".join(RESPONSES_EVENTS),
+    # the right events, numbered from 0 again
+    "numbers anew": _renumbered(REST, list(range(len(REST)))),
+    # one event left out
+    "skips one": b"".join(REST[1:]),
+    # the last event read, again
+    "repeats one": b"".join(RESPONSES_EVENTS[CUT_AFTER - 1 :]),
+    # the right events, numbered by nobody
+    "unnumbered": _renumbered(REST, [None] * len(REST)),
+}
+
+
+@pytest.mark.parametrize("misbehaviour", sorted(MISBEHAVIOURS))
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_resumed_stream_that_does_not_go_on_where_it_was_cut_is_an_error(
+    shell: str, misbehaviour: str
+) -> None:
+    """Text said twice, or a hole in it, is never passed off as a recovered answer: the
+    stream ends in an `Error` naming the cause, with only the text before the cut."""
+
+    def resuming_badly(request: Request, n: int) -> tuple[bytes, bool]:
+        if request.method == "POST":
+            return _resuming(request, n)
+        return MISBEHAVIOURS[misbehaviour], False
+
+    with Upstream(resuming_badly) as upstream:
+        model = _responses_model(f"http://127.0.0.1:{upstream.port}")
+        options = msgspec.structs.replace(OPTIONS, recover="resume")
+        events = _collect(shell, model, options)
+        assert [r.method for r in upstream.requests] == ["POST", "GET"]
+    error = events[-1]
+    assert isinstance(error, Error) and error.kind == ErrorKind.PROTOCOL, error
+    assert "starting_after" in error.message and "expected event 4" in error.message
+    assert not any(isinstance(e, Done) for e in events)
+    assert accumulate(events).text == "".join(WORDS[:2])  # what came before the cut, once
+
+
 @pytest.mark.parametrize("shell", SHELLS)
 def test_without_recover_a_cut_is_an_error_after_one_request(shell: str) -> None:
     with Upstream(_resuming) as upstream:
@@ -331,6 +386,24 @@ def test_recoveries_are_bounded(shell: str) -> None:
     assert last["content"][0]["text"] == "aa"  # the text of the two requests before
     assert accumulate(events).text == "aaa"
     assert isinstance(events[-1], Error) and events[-1].kind == ErrorKind.NETWORK
+
+
+@pytest.mark.parametrize("framing", ["close", "chunked"])
+@pytest.mark.parametrize("shell", SHELLS)
+def test_when_every_request_is_cut_the_error_bills_every_one(shell: str, framing: str) -> None:
+    """The last request's usage is in the final `Error` too, whether the provider's
+    decoder saw the cut (``close``) or the HTTP layer did (``chunked``)."""
+    body = _prefix_cut(["a", "b", "c"], 1)
+    with Upstream(lambda request, n: (body, True), framing) as upstream:
+        model = _claude(f"http://127.0.0.1:{upstream.port}")
+        options = msgspec.structs.replace(OPTIONS, recover="continue", max_recoveries=2)
+        events = _collect(shell, model, options)
+        requests = len(upstream.requests)
+    one = _read(model, body)[-1]  # what one cut request reports
+    assert isinstance(one, Error) and one.usage is not None and one.usage.input > 0
+    error = events[-1]
+    assert isinstance(error, Error) and requests == 3
+    assert error.usage == Usage(input=3 * one.usage.input, output=3 * one.usage.output)
 
 
 def _first_text_then_leave(shell: str, model: Model, options: Options) -> list[Event]:

@@ -26,14 +26,16 @@ from fake_provider import WIRE_FORMATS, WRONG_WORDS, ConnectProxy, FakeProvider
 from shell_runner import FAST, KEY, SHELLS, blocking, client_class, collect, run
 
 from streamfn.core import (
+    CompletionError,
     Context,
     Done,
     Error,
     ErrorKind,
     Event,
-    MissingCredentials,
     Model,
     Options,
+    Start,
+    StreamError,
     TextDelta,
     Tool,
     ToolCallStart,
@@ -142,12 +144,13 @@ def test_whole_body_gives_exactly_the_replayed_events(
     assert isinstance(events[-1], Done)
 
 
-@pytest.mark.parametrize("fault", RECOVERS)
+@pytest.mark.parametrize(
+    ("fault", "provider"),  # an in-stream overloaded_error is Anthropic's alone
+    [(f, p) for f in RECOVERS for p in PROVIDERS if f != "overloaded-then-ok" or p == "anthropic"],
+)
 def test_an_error_before_any_output_is_retried(
     shell: str, provider: str, fault: str, server: FakeProvider, request: pytest.FixtureRequest
 ) -> None:
-    if fault == "overloaded-then-ok" and provider != "anthropic":
-        pytest.skip("an in-stream overloaded_error is Anthropic's")
     token = _token(request)
     events = run(shell, collect, model_for(server, fault, provider, token))
     assert events == expected_events(server, provider)
@@ -257,15 +260,32 @@ def test_breaking_out_closes_the_connection_instead_of_pooling_it(
     assert again == expected_events(server, "openai-chat")
 
 
-def test_missing_key_raises_before_connecting(shell: str, server: FakeProvider) -> None:
+def test_a_missing_key_fails_like_a_rejected_one_before_connecting(
+    shell: str, server: FakeProvider
+) -> None:
+    """No key: the stream is ``Start`` then ``Error(kind="auth")`` naming the variable,
+    so ``raise_on_error=True`` raises `StreamError` and ``complete()`` `CompletionError`,
+    exactly as for a 401, and nothing is sent."""
     model = model_for(server, "ok", "openai-chat", "nokey")
     before = server.connections
 
-    async def attempt(client: Any) -> None:
-        await collect(client, model, Options())
+    async def attempt(client: Any) -> tuple[list[Event], StreamError, CompletionError]:
+        events = await collect(client, model, Options())
+        with pytest.raises(StreamError) as raised:
+            async with client.stream(model, Context.of("hi"), raise_on_error=True) as stream:
+                async for _ in stream:
+                    pass
+        with pytest.raises(CompletionError) as completed:
+            await client.complete(model, Context.of("hi"))
+        return events, raised.value, completed.value
 
-    with pytest.raises(MissingCredentials, match="OPENAI_API_KEY"):
-        run(shell, attempt)
+    events, raised, completed = run(shell, attempt)
+    assert [type(e) for e in events] == [Start, Error]
+    error = events[-1]
+    assert isinstance(error, Error) and error.kind is ErrorKind.AUTH
+    assert "OPENAI_API_KEY" in error.message
+    assert raised.kind is ErrorKind.AUTH and "OPENAI_API_KEY" in str(raised)
+    assert completed.kind is ErrorKind.AUTH and completed.message.text == ""
     assert server.connections == before
 
 

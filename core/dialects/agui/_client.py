@@ -21,7 +21,9 @@ the agent ran itself) is carried as an opaque block. ``RUN_FINISHED`` is
 a ``cancelled`` outcome is an aborted `Error` and an ``interrupt`` one an
 Error naming it (the agent waits for input this library cannot give).
 ``RUN_ERROR`` is an `Error` whose ``code``, when it names one of our kinds,
-is its kind, else classified from the message. A body that ends before
+is its kind, else classified from the message; codes ``length`` and ``paused``
+(what `streamfn serve` says for an incomplete answer) are a `Done`, with stop
+reason ``length`` or ``Done.paused`` set. A body that ends before
 either is ``Error(kind=network)``, as everywhere.
 """
 
@@ -53,6 +55,9 @@ __all__ = ["AGUICall", "agui_messages", "build_request", "open_call"]
 
 _KINDS: Final = {kind.value: kind for kind in ErrorKind}
 _STOPS: Final = {stop.value: stop for stop in StopReason}
+#: the ``RUN_ERROR`` codes `streamfn serve` gives an answer that is incomplete, not
+#: broken: one stopped at its token limit, a turn the provider paused
+_INCOMPLETE: Final = frozenset({"length", "paused"})
 
 
 class _Usage(msgspec.Struct, gc=False):
@@ -213,6 +218,12 @@ class AGUICall(SSECall):
             self.response_id = event.runId
         elif kind == "RUN_FINISHED":
             self._finished(event)
+        elif kind == "RUN_ERROR" and event.code in _INCOMPLETE:
+            # our server's word for an incomplete answer (AG-UI has no finish reason)
+            if event.code == "paused":  # as Anthropic's pause_turn reads
+                self.finish(StopReason.STOP, paused=True)
+            else:
+                self.finish(StopReason.LENGTH)
         elif kind == "RUN_ERROR":
             self.fail(self._error(event))
         # state, steps, activity, custom and raw events: the application's, not ours

@@ -20,9 +20,12 @@ capitals and camelCase fields. Our events map one to one:
   left out of ``pendingToolCallIds``: a client must not run it;
 - `Done` -> ``RUN_FINISHED`` with a success ``outcome`` naming the tool calls the
   client is to answer (``pendingToolCallIds``), token ``usage``, and the stop
-  reason in ``metadata.stopReason``; a turn the provider paused and that was not
-  continued (``Done.paused``) is no finished run: ``RUN_ERROR`` with code
-  ``paused`` (sending the conversation back continues it);
+  reason in ``metadata.stopReason``. An incomplete answer is no finished run:
+  AG-UI clients read ``RUN_FINISHED`` as success and know no finish reason (the
+  ``metadata`` is ours), so where the other dialects say their ``length`` word this
+  one says ``RUN_ERROR``: code ``length`` for an answer stopped at its token limit,
+  code ``paused`` for a turn the provider paused and that was not continued
+  (``Done.paused``; sending the conversation back continues it);
 - `Error`, and a `Done` whose stop reason says the answer did not finish
   (`streamfn.core.serve._cut`) -> ``RUN_ERROR`` (``message``, ``code``: the
   error kind): never a ``RUN_FINISHED``, so a cut answer is not shown as a
@@ -46,6 +49,7 @@ from streamfn.core._events import (
     Error,
     Event,
     Start,
+    StopReason,
     TextDelta,
     TextEnd,
     TextStart,
@@ -69,6 +73,11 @@ TOOL_CALL_ERROR: Final = "streamfn.tool_call_error"
 PAUSED: Final = (
     "the provider paused the turn before the answer was complete; send the conversation "
     "with this answer back to continue it"
+)
+#: the ``RUN_ERROR`` message of an answer stopped at its token limit
+LENGTH: Final = (
+    "the answer reached its token limit (max_tokens) before it was complete: what came "
+    "is only its start; ask for a shorter answer or raise the limit"
 )
 _json: Final = msgspec.json.Encoder()
 _KEEP_ALIVE: Final = encode_sse(comment="keep-alive")
@@ -196,6 +205,8 @@ class AGUIEncoder:
             event = cut_error(event)  # a cut answer is no successful run
         if isinstance(event, Done) and event.paused is True:
             return _event({"type": "RUN_ERROR", "message": PAUSED, "code": "paused"})
+        if isinstance(event, Done) and event.stop_reason is StopReason.LENGTH:
+            return _event({"type": "RUN_ERROR", "message": LENGTH, "code": "length"})
         if isinstance(event, Done):
             outcome: dict[str, Any] = {"type": "success"}
             if self._called:

@@ -194,6 +194,9 @@ def parse_agui_request(
     allow_server_tools: frozenset[str] = frozenset(),
     default_model: str | None = None,
 ) -> ClientRequest:
+    """An AG-UI ``RunAgentInput`` body as a typed request (``default_model`` where
+    the body names none); raises `streamfn.core.UsageError` naming the field that
+    is wrong."""
     obj = decode_body(body)
     check_fields(obj, _FIELDS, _IGNORED, "request")
     thread_id = require(obj, "threadId", str, "request")

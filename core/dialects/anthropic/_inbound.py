@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import base64
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, cast
 
 import msgspec
 
@@ -320,14 +320,28 @@ def _anthropic_thinking(
     return None, None
 
 
+def _thinking_display(obj: dict[str, Any]) -> Literal["summarized", "omitted"] | None:
+    """``thinking.display``, one of the two values the API takes (or None)."""
+    display = optional(obj["thinking"], "display", str, "request.thinking")
+    if display is None or display in ("summarized", "omitted"):
+        return cast('Literal["summarized", "omitted"] | None', display)
+    raise BadRequest(
+        f"request.thinking.display: unknown value {display!r}; use 'summarized' or 'omitted'"
+    )
+
+
 def parse_anthropic_request(
-    body: bytes, *, allow_server_tools: frozenset[str] = frozenset()
+    body: bytes, *, allow_server_tools: frozenset[str] = frozenset(), counting: bool = False
 ) -> ClientRequest:
+    """A Messages request (``counting``: a ``count_tokens`` request, which has no
+    ``max_tokens`` and does not stream) as the server's `ClientRequest`; server tools
+    outside ``allow_server_tools`` are refused. Raises `streamfn.core.UsageError`
+    naming the field that is wrong."""
     obj = decode_body(body)
     check_fields(obj, _ANTHROPIC_FIELDS, _ANTHROPIC_IGNORED, "request")
     model = require(obj, "model", str, "request")
     max_tokens = integer(obj, "max_tokens", "request")
-    if max_tokens is None:
+    if max_tokens is None and not counting:
         raise BadRequest("request: missing required field 'max_tokens'")
     messages = require(obj, "messages", list, "request")
     if not messages:
@@ -351,6 +365,7 @@ def parse_anthropic_request(
             raise BadRequest(f"request.tool_choice.type: unknown value {kind!r}")
     schema, effort = _anthropic_output_config(obj.get("output_config"))
     thinking, budget = _anthropic_thinking(obj, effort)
+    display = _thinking_display(obj) if thinking is not None else None
     options = Options(
         temperature=number(obj, "temperature", "request"),
         top_p=number(obj, "top_p", "request"),
@@ -360,6 +375,7 @@ def parse_anthropic_request(
         tool_choice=tool_choice,
         thinking=thinking,
         thinking_budget=budget,
+        thinking_display=display,
         response_schema=schema,
         cache=_anthropic_cache(obj),
     )

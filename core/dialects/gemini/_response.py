@@ -371,7 +371,7 @@ class GeminiStream(FramedCall[FrameT]):
         detail = f" ({self._finish_message})" if self._finish_message else ""
         provider = self.model.provider
         if reason == "STOP":
-            self.finish(StopReason.TOOL_USE if self._calls else StopReason.STOP)
+            self.finish(StopReason.STOP)  # calls make it tool_use (`finish`)
         elif reason == "MAX_TOKENS":
             self.finish(StopReason.LENGTH)
         elif reason in _FILTERED:
@@ -384,7 +384,7 @@ class GeminiStream(FramedCall[FrameT]):
             )
         else:
             log.warning("gemini: finishReason %r read as stop", reason)
-            self.finish(StopReason.TOOL_USE if self._calls else StopReason.STOP)
+            self.finish(StopReason.STOP)  # calls make it tool_use (`finish`)
 
     def _http_error(self) -> Error:
         # Gemini says how long to wait in the body (google.rpc.RetryInfo), not a header.

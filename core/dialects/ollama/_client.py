@@ -236,9 +236,7 @@ class OllamaCall(NDJSONCall):
         self.emit.end(key)
 
     def _stop_reason(self, reason: str | None) -> StopReason:
-        if self._calls and reason in (None, "stop"):
-            return StopReason.TOOL_USE
-        if reason is None:
+        if reason is None:  # calls make it tool_use (`finish`)
             return StopReason.STOP
         stop = DONE_REASONS_READ.get(reason)
         if stop is None:

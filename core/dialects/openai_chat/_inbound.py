@@ -265,6 +265,9 @@ _OPENAI_NEUTRAL: Final[dict[str, tuple[Any, ...]]] = {
 def parse_openai_request(
     body: bytes, *, allow_server_tools: frozenset[str] = frozenset()
 ) -> ClientRequest:
+    """An OpenAI chat completions request body as a typed request; server tools
+    outside ``allow_server_tools`` are refused. Raises `streamfn.core.UsageError`
+    naming the field that is wrong."""
     obj = decode_body(body)
     check_fields(obj, _OPENAI_FIELDS, _OPENAI_IGNORED, "request", _OPENAI_NEUTRAL)
     model = require(obj, "model", str, "request")

@@ -131,6 +131,12 @@ class _Event(msgspec.Struct, gc=False):
     sequence_number: int | None = None
 
 
+def _after(sequence: int | None) -> int:
+    """The number of the event after ``sequence`` (a resumed stream is only asked for
+    once one was read: `streamfn.core.resumable`)."""
+    return 0 if sequence is None else sequence + 1
+
+
 _decode_event: Final = msgspec.json.Decoder(_Event).decode
 _decode_item: Final = msgspec.json.Decoder(_Item).decode
 
@@ -181,12 +187,13 @@ class OpenAIResponsesCall(SSECall):
     ) -> None:
         super().__init__(model, context, options, request)
         self._tools: dict[int, _Tool] = {}
-        self._saw_tool = False
         self._streamed: dict[Hashable, bool] = {}  # text keys that got deltas
         self._parts_streamed: set[tuple[int, tuple[str, int]]] = set()
         self._last_part: dict[int, tuple[str, int]] = {}  # reasoning item -> last part seen
         #: the ``sequence_number`` of the last event handled: a resumed stream starts after it
         self.last_sequence: int | None = None
+        #: this call reads a resumed stream: each event must be numbered the one after
+        self._resumed = False
 
     # -- routing ----------------------------------------------------------------
     def on_event(self, event: ServerSentEvent) -> None:
@@ -196,6 +203,9 @@ class OpenAIResponsesCall(SSECall):
         ev = _decode_event(data)  # a body cut inside this event: see SSECall._eof
         kind = ev.type
         handler = _HANDLERS.get(kind)
+        if self._resumed and kind != "error" and ev.sequence_number != _after(self.last_sequence):
+            self._discontinuous(ev.sequence_number)
+            return
         if ev.sequence_number is not None:
             self.last_sequence = ev.sequence_number
         if handler is not None:
@@ -204,6 +214,33 @@ class OpenAIResponsesCall(SSECall):
             pass  # progress notices of server-side tools; their items arrive whole at done
         else:
             log.debug("openai-responses: ignoring event type %r", kind)
+
+    # -- resuming (``Options(recover="resume")``, see `streamfn.core.recovery`) ------------
+    def resume(self, request: HTTPRequest) -> OpenAIResponsesCall:
+        """This call once more, reading the rest of its response from ``request``: from
+        then on every event is checked to be the one after the last one read."""
+        super().resume(request)
+        self._resumed = True
+        return self
+
+    def _discontinuous(self, got: int | None) -> None:
+        """A resumed stream that does not go on from where the cut left it (the server
+        ignored ``starting_after``, numbered its events afresh, or skipped some): what
+        it says would repeat or leave out part of the answer, so the stream ends here in
+        an `Error` (never a `Done`: the answer is cut) and nothing of it is used."""
+        expected = _after(self.last_sequence)
+        if got is None:
+            said, why = "an event without a sequence_number", "its place is unknown"
+        else:
+            said, why = f"event {got}", "a repeat or a restart" if got < expected else "a gap"
+        self.fail(
+            Error.protocol(
+                f"{self.model.provider}: the resumed response {self.response_id} did not "
+                f"go on where it was cut: expected event {expected}, got {said} ({why}; "
+                "the server ignored starting_after or numbered its events anew); the "
+                "answer is cut there, nothing of the resumed stream is used"
+            )
+        )
 
     # -- lifecycle ----------------------------------------------------------------
     def _on_created(self, ev: _Event) -> None:
@@ -214,7 +251,7 @@ class OpenAIResponsesCall(SSECall):
     def _on_completed(self, ev: _Event) -> None:
         self._take_usage(ev)
         self._flush_tools()
-        self.finish(StopReason.TOOL_USE if self._saw_tool else StopReason.STOP)
+        self.finish(StopReason.STOP)  # tool calls make it tool_use (`finish`)
 
     def _on_incomplete(self, ev: _Event) -> None:
         self._take_usage(ev)
@@ -360,7 +397,6 @@ class OpenAIResponsesCall(SSECall):
         if not item.call_id or not item.name:
             raise ValueError("function_call item without call_id or name")
         tool.started = True
-        self._saw_tool = True
         key = ("tool", index)
         self.emit.tool_start(key, item.call_id, item.name)
         if item.arguments:

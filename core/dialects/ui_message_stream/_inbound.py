@@ -193,6 +193,8 @@ def parse_ui_chat_request(
     allow_server_tools: frozenset[str] = frozenset(),
     default_model: str | None = None,
 ) -> ClientRequest:
+    """A ``useChat`` request body as a typed request (``default_model`` where the body
+    names none); raises `streamfn.core.UsageError` naming the field that is wrong."""
     obj = decode_body(body)
     check_fields(obj, _FIELDS, _IGNORED, "request")
     model = chosen_model(obj.get("model"), default_model, "request.model")
