@@ -256,6 +256,10 @@ class ClientBase(Generic[ConnT], abc.ABC):
     @abc.abstractmethod
     async def _sleep(self, seconds: float) -> None: ...
 
+    async def _pause(self) -> None:
+        """Let the shell's other work run (between slices of long checks)."""
+        await self._sleep(0)
+
     @abc.abstractmethod
     async def _close(self, conn: ConnT) -> None:
         """Close at once, without waiting for the peer (cancellation, errors, abandon)."""
@@ -314,7 +318,7 @@ class ClientBase(Generic[ConnT], abc.ABC):
 
         Without a key the stream is the ``auth`` `Error` at once, before any connection.
         """
-        host = Host(self.environ, self.responses_upgraded, self._clock)
+        host = Host(self.environ, self.responses_upgraded, self._clock, self._pause)
         return pipeline(host, self._events)
 
     def _events(

@@ -38,7 +38,7 @@ Below the last stage is the client's own request (`ClientBase._events`): the ste
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import NamedTuple
 
 from ..core._call import Call
@@ -74,6 +74,8 @@ class Host(NamedTuple):
     responses_upgraded: set[UpgradeKey]
     #: the shell's clock, asked for per request (an event loop's is its running loop's)
     clock: Callable[[], Callable[[], float]]
+    #: lets the shell's other work run (a zero sleep) between slices of long checks
+    pause: Callable[[], Awaitable[None]]
 
 
 #: a stage: (the client, the opener of the streams inside it) -> its own opener
@@ -108,8 +110,11 @@ def credentials(host: Host, inner: OpenStream) -> OpenStream:
 
 
 def tool_checks(host: Host, inner: OpenStream) -> OpenStream:
+    """Tools declared or not (a call of an undeclared tool is flagged); the checks pause
+    for the shell's other work between slices (`Host.pause`)."""
+
     def open_stream(m: Model, c: Context, o: Options, call: CallOpener) -> Batches:
-        return with_checked_tool_calls(inner(m, c, o, call), c, o)
+        return with_checked_tool_calls(inner(m, c, o, call), c, o, host.pause)
 
     return open_stream
 

@@ -25,13 +25,18 @@ Cost: linear in the answer. The JSON is read once by the incremental
 object's earlier fields) and rebuilds only the objects on the path to the value
 being written, so each delta costs the widths of those objects, not the size
 of the answer. The typed value is therefore a live view like ``acc.message``:
-its lists and maps are updated in place later; copy it to keep a snapshot.
+its lists, maps and objects are updated in place later; copy it to keep a
+snapshot. A long string grows in place too: before each delta the typed value
+lets go of the string being written (`_Typer.release`), which the parser can then
+extend without copying, whatever the caller holds of the previous value. A frozen
+type cannot be updated: its object is built anew on each change and its string
+copied, so a frozen type with one long field costs the square of that field.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Final, NamedTuple
+from typing import Any, Final, Literal, NamedTuple, overload
 
 import msgspec
 
@@ -176,7 +181,7 @@ def _pick(union: _Union, value: Any) -> Any:
 class _State:
     """One container on the path being written: what of it is typed for good."""
 
-    __slots__ = ("done", "fields", "out", "provisional", "ref")
+    __slots__ = ("done", "fields", "instance", "out", "provisional", "ref")
 
     def __init__(self, ref: Any) -> None:
         self.ref = ref  # keeps the container alive, so its id stays its own
@@ -184,6 +189,32 @@ class _State:
         self.out: list[Any] = []
         self.fields: dict[str, Any] = {}
         self.provisional = False
+        #: the typed object given out for this container, updated in place after
+        self.instance: Any = None
+
+
+#: where the string being written sits in the typed value: (holder, key or attribute
+#: name, whether it is an attribute)
+_Leaf = tuple[Any, Any, bool]
+
+
+def _put(holder: Any, name: Any, value: Any, attribute: bool) -> bool:
+    """Set ``holder``'s member; False when it refuses (a frozen type)."""
+    try:
+        if attribute:
+            setattr(holder, name, value)
+        else:
+            holder[name] = value
+    except Exception:  # frozen Struct, dataclass or pydantic model: built anew instead
+        return False
+    return True
+
+
+def _leaf_string(value: Any) -> str | None:
+    """The string at the end of the path being written, if it ends in one."""
+    while isinstance(value, (list, dict)) and value:
+        value = value[-1] if isinstance(value, list) else next(reversed(value.values()))
+    return value if isinstance(value, str) else None
 
 
 class _Typer:
@@ -194,12 +225,32 @@ class _Typer:
         self.shape = shape
         self.states: dict[int, _State] = {}
         self.touched: dict[int, _State] = {}
+        #: where the typed value holds the string being written (see `release`)
+        self.leaf: _Leaf | None = None
+        self.released = False
 
     def typed(self, value: Any) -> Any:
         self.touched = {}
+        self.leaf, self.released = None, False
         out = self.convert(value, self.shape)
         self.states = self.touched  # containers off the path are finished: forget them
         return out
+
+    def release(self) -> None:
+        """Let go of the string being written before the parser extends it.
+
+        The parser grows that string in place only when nothing else holds it, and the
+        typed value given out (a Struct's field, a list's last item) does: each delta
+        would copy the whole string, quadratic in a long field. So its place is
+        emptied while the parser reads; `typed` (or `restore`) fills it again."""
+        if self.leaf is not None and not self.released:
+            self.released = _put(*self.leaf[:2], None, self.leaf[2])
+
+    def restore(self, value: Any) -> None:
+        """Put the string back when the delta changed nothing to type again."""
+        if self.leaf is not None and self.released:
+            _put(*self.leaf[:2], _leaf_string(value), self.leaf[2])
+            self.released = False
 
     def state(self, value: Any) -> _State:
         state = self.states.get(id(value))
@@ -228,7 +279,11 @@ class _Typer:
             state.done += 1
         state.provisional = count > 0
         if count:
-            out.append(self.convert(value[-1], shape.item))
+            self.leaf = None  # what an earlier, finished item set is not on the path
+            last = self.convert(value[-1], shape.item)
+            out.append(last)
+            if isinstance(last, str):
+                self.leaf = (out, count - 1, False)
         return out
 
     def object(self, value: dict[str, Any], shape: _Object) -> Any:
@@ -243,23 +298,64 @@ class _Typer:
             if len(tail) == fresh:
                 break
         tail.reverse()
+        placed: list[str] = []
         for key, item in tail[:-1]:  # every key but the last is complete
-            self.place(state, shape, key, item)
+            name = self.place(state, shape, key, item)
+            if name is not None:
+                placed.append(name)
             state.done += 1
         key, item = tail[-1]
+        self.leaf = None  # what an earlier, finished member set is not on the path
         if shape.build is None:
-            self.place(state, shape, key, item)  # the dict is the output, in place
+            name = self.place(state, shape, key, item)  # the dict is the output, in place
+            if name is not None and isinstance(state.fields[name], str):
+                self.leaf = (state.fields, name, False)
             return state.fields
         last = self.place(state, shape, key, item, keep=False)
-        kwargs = dict(state.fields)
+        return self.instance(state, shape.build, placed, last)
+
+    def instance(
+        self,
+        state: _State,
+        build: Callable[[dict[str, Any]], Any],
+        placed: Iterable[str],
+        last: tuple[str, Any] | None,
+    ) -> Any:
+        """The typed object, updated in place (the fields just finished and the one being
+        written) so each delta costs its changes; built anew the first time, or when
+        the type refuses to be updated (a frozen one)."""
+        instance = state.instance
+        attribute = not isinstance(instance, dict)  # a type refusing partial data: a dict
+        changed = [(name, state.fields[name]) for name in placed]
         if last is not None:
-            kwargs[last[0]] = last[1]
-        return shape.build(kwargs)
+            changed.append(last)
+        if instance is None or not all(
+            _put(instance, name, typed, attribute) for name, typed in changed
+        ):
+            kwargs = dict(state.fields)
+            if last is not None:
+                kwargs[last[0]] = last[1]
+            instance = state.instance = build(kwargs)
+            attribute = not isinstance(instance, dict)
+        if last is not None and isinstance(last[1], str):
+            self.leaf = (instance, last[0], attribute)
+        return instance
+
+    @overload
+    def place(
+        self, state: _State, shape: _Object, key: str, item: Any, *, keep: Literal[True] = ...
+    ) -> str | None: ...
+
+    @overload
+    def place(
+        self, state: _State, shape: _Object, key: str, item: Any, *, keep: Literal[False]
+    ) -> tuple[str, Any] | None: ...
 
     def place(
         self, state: _State, shape: _Object, key: str, item: Any, *, keep: bool = True
-    ) -> tuple[str, Any] | None:
-        """Type one member; into ``state.fields`` (``keep``) or returned."""
+    ) -> str | tuple[str, Any] | None:
+        """Type one member: into ``state.fields`` (``keep``; its name returned) or
+        returned with its name; None for a key the type has no field for."""
         if shape.build is None:
             name, sub = key, shape.fields[key][1] if key in shape.fields else shape.values
         elif key in shape.fields:
@@ -269,7 +365,7 @@ class _Typer:
         typed = self.convert(item, sub)
         if keep:
             state.fields[name] = typed
-            return None
+            return name
         return name, typed
 
 
@@ -310,12 +406,17 @@ class PartialOutputs:
             parser = self.parser
             if parser.error is not None or not event.delta:
                 return None
+            typer = self._typer
+            if typer is not None:
+                typer.release()  # so the string being written grows in place
             parser.feed(event.delta)
             value = parser.value()
             if value is None:
                 return None
             sizes = _path_sizes(value)
             if sizes == self._sizes:
+                if typer is not None:
+                    typer.restore(value)
                 return None
             self._sizes = sizes
             return PartialOutput(value if self._typer is None else self._typer.typed(value))

@@ -39,21 +39,26 @@ so it is never checked nor repaired) and says on that event:
 
 The fold (`Accumulator`) puts the result on the `ToolCall`: ``name`` and
 ``arguments`` as repaired (the streamed text kept in ``streamed_arguments``),
-``repairs``, ``errors``. The shells apply this to every stream whose context
-declares function tools (`streamfn.client._tool_checks.with_checked_tool_calls`); the cost is one pass over
-each call's arguments at its end.
+``repairs``, ``errors``. The shells apply this to every stream, whether its context
+declares function tools or not (`streamfn.client._tool_checks.with_checked_tool_calls`):
+a call of a tool never declared is flagged the same way with no tools declared as
+with others declared, so no client runs it unchecked. The cost is one pass over each
+call's arguments at its end, and all the schema checks of one answer share one step
+budget (`streamfn.core._check_budget.CheckBudget`), checked in slices the shells
+pause between.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from typing import Any, Final, TypeAlias
 
 import msgspec
 
 from ._accumulate import WholeToolCalls, parse_arguments
+from ._check_budget import CheckBudget, run_through
 from ._events import (
     Done,
     Error,
@@ -68,7 +73,7 @@ from ._events import (
     ToolCallStart,
 )
 from ._messages import Tool, ToolCall
-from ._schema_check import SchemaMismatch, check_json
+from ._schema_check import SchemaMismatch, checking
 
 __all__ = [
     "MAX_CONCATENATED",
@@ -192,15 +197,39 @@ class ToolCallChecks:
     unparsable arguments because they are incomplete, and repairing those (least of
     all by the caller's hook) would turn a cut call into a valid one. Such a call is
     marked cut, with no repair. A call with nothing to say passes at once.
+
+    One instance checks one answer, and every schema check of it draws on one
+    `CheckBudget`: an answer of many calls costs at most one budget, not one per
+    call (a call checked after the budget ran out does not pass). `feeding` and
+    `finishing` are `feed` and `finish` pausing between slices of that work, so an
+    event loop can serve others while a large answer is checked. With no tools
+    declared every call is flagged: it names no declared tool.
     """
 
-    def __init__(self, tools: Sequence[Tool], repair: ToolCallRepair | None = None) -> None:
+    def __init__(
+        self,
+        tools: Sequence[Tool],
+        repair: ToolCallRepair | None = None,
+        budget: CheckBudget | None = None,
+    ) -> None:
         self._schemas = {tool.name: tool.parameters for tool in tools}
         self._repair = repair
+        self._budget = CheckBudget() if budget is None else budget
         self._calls = WholeToolCalls()
         self._held: list[Event | _Held] = []
+        #: the errors of the held calls' texts, by (name, arguments text): a held call
+        #: is judged at its end and again when released, and charged once
+        self._judged: dict[tuple[str, str], list[SchemaMismatch]] = {}
 
     def feed(self, events: Iterable[Event]) -> list[Event]:
+        return run_through(self.feeding(events))
+
+    def finish(self) -> list[Event]:
+        """What is still held when the stream ended without a terminal event (cut)."""
+        return run_through(self.finishing())
+
+    def feeding(self, events: Iterable[Event]) -> Generator[None, None, list[Event]]:
+        """`feed`, pausing between slices of the schema checks."""
         out: list[Event] = []
         for event in events:
             item: Event | _Held = event
@@ -208,55 +237,76 @@ class ToolCallChecks:
                 self._calls.add(event)
             elif isinstance(event, ToolCallEnd):
                 call = self._calls.streamed(event)
-                if call is not None and self._needs_a_look(call[1], call[2]):
+                if call is not None and (yield from self._needs_a_look(call[1], call[2])):
                     item = _Held(event, *call)
             elif isinstance(event, Error):
                 self._calls.clear()  # calls it cut open are never checked nor repaired
             if self._held and isinstance(event, _MORE_OUTPUT):
-                out += self._flush("")  # the held calls were complete: the answer went on
+                out += yield from self._flush("")  # the held calls were complete
             if not self._held and item is event:
                 out.append(event)  # nothing held: the common case costs nothing more
                 continue
             self._held.append(item)
             if isinstance(event, (Done, Error)):
-                out += self._release(event)
+                out += yield from self._release(event)
         return out
 
-    def finish(self) -> list[Event]:
-        """What is still held when the stream ended without a terminal event (cut)."""
-        return self._release(None) if self._held else []
+    def finishing(self) -> Generator[None, None, list[Event]]:
+        """`finish`, pausing between slices of the schema checks."""
+        if not self._held:
+            return []
+        return (yield from self._release(None))
 
-    def _needs_a_look(self, name: str, streamed: str) -> bool:
-        arguments, parse_error = parse_arguments(streamed)
-        return name.strip() != name or bool(self.errors(name, arguments, parse_error))
+    def _needs_a_look(self, name: str, streamed: str) -> Generator[None, None, bool]:
+        if name.strip() != name:
+            return True
+        return bool((yield from self._judged_text(name, streamed)))
 
-    def _release(self, terminal: Done | Error | None) -> list[Event]:
+    def _release(self, terminal: Done | Error | None) -> Generator[None, None, list[Event]]:
         cut = _CUT_BY_ERROR
         if isinstance(terminal, Done):
             cut = _CUT_BY_LENGTH if terminal.stop_reason == StopReason.LENGTH else ""
         self._calls.clear()
-        return self._flush(cut)
+        return (yield from self._flush(cut))
 
-    def _flush(self, cut: str) -> list[Event]:
+    def _flush(self, cut: str) -> Generator[None, None, list[Event]]:
         """The held events, each held call's end said (``cut``: see `_end`)."""
         held, self._held = self._held, []
-        return [self._end(item, cut) if isinstance(item, _Held) else item for item in held]
+        out: list[Event] = []
+        for item in held:
+            out.append((yield from self._end(item, cut)) if isinstance(item, _Held) else item)
+        self._judged.clear()
+        return out
 
     def errors(
         self, name: str, arguments: dict[str, Any], parse_error: str | None
     ) -> list[SchemaMismatch]:
         """Why a call of ``name`` with these arguments should not run (empty: it may)."""
+        return run_through(self._errors(name, arguments, parse_error))
+
+    def _errors(
+        self, name: str, arguments: dict[str, Any], parse_error: str | None
+    ) -> Generator[None, None, list[SchemaMismatch]]:
         if parse_error is not None:
             return [SchemaMismatch("", parse_error)]
         schema = self._schemas.get(name)
         if schema is None:
-            declared = ", ".join(sorted(self._schemas))
+            declared = ", ".join(sorted(self._schemas)) or "none"
             return [
                 SchemaMismatch("", f"no tool named {name!r} was declared (declared: {declared})")
             ]
-        return check_json(arguments, schema)
+        return (yield from checking(arguments, schema, budget=self._budget))
 
-    def _end(self, held: _Held, cut: str) -> ToolCallEnd:
+    def _judged_text(self, name: str, text: str) -> Generator[None, None, list[SchemaMismatch]]:
+        """The errors of a call of ``name`` with the arguments ``text``, judged once."""
+        found = self._judged.get((name, text))
+        if found is None:
+            arguments, parse_error = parse_arguments(text)
+            found = yield from self._errors(name, arguments, parse_error)
+            self._judged[(name, text)] = found
+        return found
+
+    def _end(self, held: _Held, cut: str) -> Generator[None, None, ToolCallEnd]:
         """The held call's end with its repairs and errors; ``cut`` (when the answer
         was cut) marks arguments no known glitch explains (incomplete ones) as cut and
         repairs nothing of that call."""
@@ -264,9 +314,11 @@ class ToolCallChecks:
         if cut and parse_error is not None and repair_arguments(held.streamed) is None:
             errors = (SchemaMismatch("", parse_error), SchemaMismatch("", cut))
             return msgspec.structs.replace(held.end, errors=errors)
-        return self._repaired(held.end, held.ident, held.name, held.streamed)
+        return (yield from self._repaired(held.end, held.ident, held.name, held.streamed))
 
-    def _repaired(self, event: ToolCallEnd, ident: str, name: str, streamed: str) -> ToolCallEnd:
+    def _repaired(
+        self, event: ToolCallEnd, ident: str, name: str, streamed: str
+    ) -> Generator[None, None, ToolCallEnd]:
         repairs: list[str] = []
         new_name: str | None = None
         if name.strip() and name.strip() != name:
@@ -279,7 +331,7 @@ class ToolCallChecks:
             repairs += notes
         text = streamed if new_arguments is None else new_arguments
         arguments, parse_error = parse_arguments(text)
-        errors = self.errors(new_name or name, arguments, parse_error)
+        errors = yield from self._judged_text(new_name or name, text)
         if errors and self._repair is not None:
             call = ToolCall(
                 id=ident,
@@ -294,7 +346,7 @@ class ToolCallChecks:
                     new_name = replacement.name
                 new_arguments = msgspec.json.encode(replacement.arguments).decode()
                 repairs.append("replaced by Options.repair_tool_call")
-                errors = self.errors(replacement.name, replacement.arguments, None)
+                errors = yield from self._errors(replacement.name, replacement.arguments, None)
         if new_name is None and new_arguments is None and not errors:
             return event
         return msgspec.structs.replace(

@@ -9,7 +9,9 @@ decoders against our encoders (and the other way round).
 "The same stream" is `same_stream`: the events equal after the fields a
 format cannot choose are set aside (Start's api/provider/model, which the
 replaying call supplies; an error's message, which the decoder prefixes
-with the provider's name and may classify again); and, where a format says
+with the provider's name and may classify again; a tool call's ``errors``, the
+verdict the shells' tool-call checks add at its end, which no wire carries: the
+transcripts' tools are never declared, so a shell flags every call); and, where a format says
 when a block ends only implicitly (OpenAI chat chunks never close a tool
 call), the folded messages equal instead of the event order.
 """
@@ -274,6 +276,8 @@ def _comparable(event: Event) -> Event:
         return Error(message="", kind=event.kind, stop_reason=event.stop_reason)
     if isinstance(event, Done):
         return Done(stop_reason=event.stop_reason, usage=event.usage)
+    if isinstance(event, ToolCallEnd) and event.errors:
+        return msgspec.structs.replace(event, errors=())
     return event
 
 

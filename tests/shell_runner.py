@@ -129,6 +129,9 @@ def run(shell: str, fn: Callable[..., Awaitable[Any]], *args: Any, limit: float 
     return result
 
 
-async def collect(client: Any, model: Model, options: Options = FAST) -> list[Event]:
-    async with client.stream(model, Context.of("hi"), options) as events:
+async def collect(
+    client: Any, model: Model, options: Options = FAST, context: Context | None = None
+) -> list[Event]:
+    context = Context.of("hi") if context is None else context
+    async with client.stream(model, context, options) as events:
         return [event async for event in events]

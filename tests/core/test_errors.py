@@ -41,6 +41,10 @@ PACKAGES = [
 #: exceptions outside the tree, each with its reason (an entry that no longer applies fails)
 OUTSIDE: dict[str, str] = {
     "_Recursive": "private control flow of the schema inliner (a $ref cycle), never seen by a caller",
+    "BudgetSpent": "private control flow of the schema checks (their step budget ran out), "
+    "said as a mismatch, never seen by a caller",
+    "NotJSON": "private control flow of the enum index (a member or value that is not JSON "
+    "is compared one by one), never seen by a caller",
 }
 
 

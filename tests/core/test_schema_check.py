@@ -9,8 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from streamfn.core import _schema_check as schema_check
-from streamfn.core._schema_check import MAX_REF_CHAIN, SchemaMismatch, check_json
+from streamfn.core._check_budget import PAUSE_EVERY, CheckBudget
+from streamfn.core._json_keys import json_equal
+from streamfn.core._schema_check import MAX_REF_CHAIN, SchemaMismatch, check_json, checking
 
 KEYS = ["a", "b", "c/d", "e~"]
 TYPES = ["object", "array", "string", "integer", "number", "boolean", "null"]
@@ -173,26 +174,15 @@ def test_branches_over_a_recursive_ref_judge_each_value_once() -> None:
     server's client may write and a few hundred bytes of arguments."""
     both = {"properties": {"a": {"$ref": "#"}}}
     schema = {"type": "object", "anyOf": [both, {**both, "minProperties": 0}]}
-    steps = 0
-    real = schema_check._Checker.check
-
-    def counted(self: Any, *args: Any) -> None:
-        nonlocal steps
-        steps += 1
-        real(self, *args)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(schema_check._Checker, "check", counted)
-        found = check_json(_nested(16, 5), schema)
+    budget = CheckBudget()
+    found = check_json(_nested(16, 5), schema, budget=budget)
     assert found and "anyOf" in found[0].message
-    assert steps < 16 * 20  # linear in the depth, not 2**16
+    assert budget.spent < 16 * 20  # linear in the depth, not 2**16
 
 
 def test_what_still_multiplies_stops_at_the_step_budget_and_does_not_pass() -> None:
     twice = {"allOf": [{"properties": {"a": {"$ref": "#"}}}, {"properties": {"a": {"$ref": "#"}}}]}
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(schema_check, "MAX_STEPS", 10_000, raising=False)
-        found = check_json(_nested(16, {}), twice)
+    found = check_json(_nested(16, {}), twice, budget=CheckBudget(10_000))
     assert found and "more than 10000 steps" in found[0].message
 
 
@@ -200,3 +190,95 @@ def test_a_value_too_deep_for_its_branches_is_a_mismatch_not_a_recursion_error()
     schema = {"type": "object", "anyOf": [{"properties": {"a": {"$ref": "#"}}}, {"type": "object"}]}
     found = check_json(_nested(240, 5), schema)
     assert found and "too deeply" in found[0].message
+
+
+# -- the cost: every step charged, enums indexed, one budget for many checks ------------
+
+
+def test_an_enum_is_indexed_once_and_each_value_looked_up_at_its_own_cost() -> None:
+    """An ``enum`` of 300,000 numbers and an array repeating its last member: the list
+    was scanned once per item, outside the budget (seconds per answer, on the loop)."""
+    members = list(range(300_000))
+    schema = {"type": "array", "items": {"enum": members}}
+    budget = CheckBudget()
+    answer = [float(members[-1]) for _ in range(300)]  # 299999.0 equals 299999
+    assert check_json(answer, schema, budget=budget) == []
+    # the members once, then per item: its visit and its key
+    assert budget.spent == 1 + len(members) + 300 * 2
+    again = budget.spent
+    assert check_json(answer, schema, budget=budget) == []
+    assert budget.spent - again == 1 + 300 * 2  # indexed once per budget
+
+
+def test_a_large_value_costs_its_nodes_and_shows_a_short_message() -> None:
+    members = [[i, i] for i in range(1000)]
+    value = [[i, i + 1] for i in range(1000)]
+    budget = CheckBudget()
+    found = check_json(value, {"enum": members}, budget=budget)
+    assert budget.spent == 1 + 3 * len(members) + 1 + 3 * len(value)  # visit, members, value
+    assert len(found) == 1 and len(found[0].message) < 160  # cut, the enum not spelled out
+
+
+EQUAL_OR_NOT = [
+    1,
+    1.0,
+    True,
+    False,
+    0,
+    0.0,
+    None,
+    "1",
+    "",
+    [],
+    {},
+    [1],
+    [1.0],
+    [True],
+    {"a": 1},
+    {"a": 1.0},
+    {"a": True},
+    {"a": [1, {"b": None}]},
+    {"a": [1.0, {"b": None}]},
+    [[]],
+    [{}],
+    2.5,
+    float("nan"),
+]
+
+
+@pytest.mark.parametrize("member", EQUAL_OR_NOT, ids=repr)
+def test_enum_and_const_membership_is_json_equality(member: Any) -> None:
+    for value in EQUAL_OR_NOT:
+        expected = json_equal(value, member)
+        assert (not check_json(value, {"enum": ["other", member, 7]})) == expected, value
+        assert (not check_json(value, {"const": member})) == expected, value
+
+
+def test_values_and_members_that_are_not_json_are_compared_one_by_one() -> None:
+    assert check_json((1, 2), {"enum": [(1, 2), 3]}) == []
+    assert check_json((1, 2), {"enum": [[1, 2]]})  # a tuple is not a JSON array
+
+
+def test_one_budget_bounds_many_checks() -> None:
+    """A recursive ``$ref`` named twice by an ``allOf`` multiplies; a budget per check
+    let an answer of K calls take K budgets. Sharing one, the checks together stop at it
+    and every check after it does not pass."""
+    twice = {"allOf": [{"properties": {"a": {"$ref": "#"}}}, {"properties": {"a": {"$ref": "#"}}}]}
+    budget = CheckBudget(20_000)
+    verdicts = [check_json(_nested(16, {}), twice, budget=budget) for _ in range(12)]
+    assert budget.spent == 20_000 + 12  # each check stopped at its first step past it
+    assert "more than 20000 steps" in verdicts[0][0].message
+    assert all(v and "more than 20000 steps" in v[0].message for v in verdicts)
+
+
+def test_checking_pauses_every_slice() -> None:
+    steps = checking(list(range(5 * PAUSE_EVERY)), {"items": {"type": "integer"}})
+    budget_pauses = 0
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            assert done.value == []
+            break
+        budget_pauses += 1
+    assert budget_pauses == (1 + 5 * PAUSE_EVERY) // PAUSE_EVERY

@@ -32,8 +32,9 @@ from streamfn.core import (
     check_protocol,
 )
 from streamfn.core._accumulate import WholeToolCalls
+from streamfn.core._check_budget import CheckBudget
 from streamfn.core._events import Event, Start, decode_event_json, encode_event_json
-from streamfn.core._schema_check import SchemaMismatch
+from streamfn.core._schema_check import SchemaMismatch, check_json
 from streamfn.core._tool_checks import MAX_CONCATENATED, ToolCallChecks, repair_arguments
 from streamfn.fuzz._fake_bodies import sse
 
@@ -305,6 +306,62 @@ def test_every_shell_leaves_a_call_cut_by_max_tokens_unrepaired(
     call = accumulate(events).tool_calls[0]
     assert not hooked and not call.repairs and call.parse_error is not None
     assert call.errors[-1].message.startswith("cut at max_tokens")
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_every_shell_flags_a_call_of_a_tool_when_none_was_declared(
+    upstream: FakeProvider, shell: str
+) -> None:
+    """No tools declared used to skip the checks: an upstream's call of any tool was
+    offered to run; it is flagged as with other tools declared."""
+    model, _ = _weather_call(upstream, "glitch", f"none-{shell}")
+
+    async def go(client: Any) -> list[Event]:
+        async with client.stream(model, Context.of("weather?"), FAST) as events:
+            return [e async for e in events]
+
+    call = accumulate(run(shell, go)).tool_calls[0]
+    assert [e.message for e in call.errors][-1] == (
+        "no tool named 'get_weather' was declared (declared: none)"
+    )
+
+
+TWICE = Tool(
+    name="deep",
+    parameters={
+        "allOf": [{"properties": {"a": {"$ref": "#"}}}, {"properties": {"a": {"$ref": "#"}}}]
+    },
+)
+
+
+def _deep(depth: int) -> str:
+    return '{"a": ' * depth + "{}" + "}" * depth
+
+
+def test_the_calls_of_one_answer_share_one_budget() -> None:
+    """Each call's check had a budget of its own: an answer of K calls cost K budgets."""
+    events: list[Event] = [Start()]
+    for i in range(12):
+        events += [ToolCallStart(i, f"c{i}", "deep"), ToolCallDelta(i, _deep(20)), ToolCallEnd(i)]
+    events.append(Done(stop_reason=StopReason.TOOL_USE))
+    budget = CheckBudget(20_000)
+    checks = ToolCallChecks([TWICE], budget=budget)
+    out = checks.feed(events) + checks.finish()
+    assert budget.spent == 20_000 + 12  # each call stopped at its first step past it
+    ends = [e for e in out if isinstance(e, ToolCallEnd)]
+    assert len(ends) == 12 and all("more than 20000 steps" in str(e.errors) for e in ends)
+
+
+def test_a_held_call_is_checked_once() -> None:
+    """A call with errors is judged at its end and said when released: charged once."""
+    arguments = {"units": "k", "days": list(range(50))}
+    alone = CheckBudget()
+    check_json(arguments, WEATHER.parameters, budget=alone)
+    budget = CheckBudget()
+    checks = ToolCallChecks([WEATHER], budget=budget)
+    out = checks.feed(call_events("get_weather", json.dumps(arguments))) + checks.finish()
+    assert accumulate(out).tool_calls[0].errors
+    assert budget.spent == alone.spent
 
 
 def test_options_take_a_hook() -> None:

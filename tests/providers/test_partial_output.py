@@ -162,6 +162,86 @@ def test_typing_what_is_finished_once_equals_typing_it_all_again(sizes: list[int
             assert msgspec.to_builtins(partial.value) == msgspec.to_builtins(fresh)
 
 
+#: escapes that end no character (deltas that change nothing), a finished list of
+#: strings, then a key the type has no field for being written
+TRICKY = json.dumps(
+    {
+        "city": "Pa\u00e9ris \ud83c\udf0d",
+        "days": [{"date": "d", "high": 1.0, "notes": ["sun", "wi\nnd"]}],
+        "extra": "zzzz",
+        "unit": "f",
+    },
+    ensure_ascii=True,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 7), min_size=1, max_size=30))
+def test_the_live_value_is_whole_after_every_delta(sizes: list[int]) -> None:
+    """The typed value is updated in place; after every delta, one that gave nothing
+    new included, the last value given equals a fresh typing of the JSON so far."""
+    outputs = PartialOutputs(Forecast)
+    outputs.feed(Start())
+    outputs.feed(TextStart(0))
+    last: PartialOutput | None = None
+    at = 0
+    for size in sizes * (len(TRICKY) // sum(sizes) + 1):
+        if at >= len(TRICKY):
+            break
+        partial = outputs.feed(TextDelta(0, TRICKY[at : at + size]))
+        at += size
+        last = partial or last
+        if last is not None:
+            fresh = _Typer(_Shapes().of_type(Forecast)).typed(outputs.parser.value())
+            assert msgspec.to_builtins(last.value) == msgspec.to_builtins(fresh)
+
+
+class Note(msgspec.Struct):
+    title: str
+    body: str
+
+
+@dataclasses.dataclass
+class DNote:
+    title: str
+    body: str
+
+
+class PNote(pydantic.BaseModel):
+    title: str
+    body: str
+
+
+class Pages(msgspec.Struct):
+    pages: list[str]
+
+
+@pytest.mark.parametrize(
+    ("spec", "shape"),
+    [
+        (Note, lambda text: {"title": "t", "body": text}),
+        (DNote, lambda text: {"title": "t", "body": text}),
+        (PNote, lambda text: {"title": "t", "body": text}),
+        (Pages, lambda text: {"pages": ["a", text]}),
+    ],
+    ids=["struct", "dataclass", "pydantic", "list-item"],
+)
+def test_one_long_string_grows_in_linear_time(spec: Any, shape: Any) -> None:
+    """8x the string costs about 8x: the previous value the caller holds (the loop's
+    variable) kept the string, so each delta copied all of it (1 MB took seconds)."""
+
+    def prepare(n: int) -> Any:
+        events = stream_of(json.dumps(shape("x" * n)), 64)
+
+        def grow() -> None:
+            for _ in iter_partial_outputs(events, spec):
+                pass
+
+        return grow
+
+    assert_linear(prepare, 200_000)
+
+
 def test_a_failed_stream_raises_and_a_bad_answer_does_not_validate() -> None:
     cut = [*stream_of(TEXT)[:-2], Error.network("dropped")]
     with pytest.raises(CompletionError):

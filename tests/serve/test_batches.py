@@ -210,7 +210,7 @@ def test_tool_checks_and_tracing_see_the_same_events_whatever_the_batching(
 ) -> None:
     context = Context(messages=[UserMessage(content="hi")], tools=[TOOL])
     stages: list[Callable[[Batches], Batches]] = [
-        lambda b: with_checked_tool_calls(b, context, Options()),
+        lambda b: with_checked_tool_calls(b, context, Options(), lambda: asyncio.sleep(0)),
         lambda b: traced(b, CHAT, Options(), lambda: 0.0),
     ]
     for stage in stages:

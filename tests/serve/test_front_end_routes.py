@@ -423,16 +423,20 @@ def test_streamfn_reads_back_what_the_route_answers(server: Server, api: str, na
 
     from loopback_server import STREAMS
 
-    from streamfn.core import Context, Model, Options, accumulate
+    from streamfn.core import Context, Model, Options, Tool, accumulate
     from streamfn.core._events import Error
     from streamfn.core._messages import ThinkingContent
     from streamfn.io_asyncio import Client
+
+    # the tool the demo answer calls is declared (a call of an undeclared one is flagged)
+    weather = Tool(name="get_weather", description="weather", parameters={"type": "object"})
+    context = Context(messages=Context.of("hi").messages, tools=[weather])
 
     async def consume() -> list[Any]:
         model = Model(id=name, provider="front", api=api, base_url=server.url)
         async with (
             Client(environ={}) as client,
-            client.stream(model, Context.of("hi"), Options(api_key=KEY)) as events,
+            client.stream(model, context, Options(api_key=KEY)) as events,
         ):
             return [e async for e in events]
 

@@ -37,6 +37,8 @@ from streamfn.core import (
     Start,
     StreamError,
     TextDelta,
+    Tool,
+    ToolCallStart,
     replay,
 )
 from streamfn.io_asyncio import Client as AsyncioClient
@@ -514,8 +516,14 @@ def test_corpus_recordings_stream_like_replay(entry: Any, server: FakeProvider) 
     expected = replay(
         api, data, provider=entry["provider"], headers=[("content-type", "text/event-stream")]
     )
+    # the recording's tools declared, as the agent that made it did (a call of a tool
+    # never declared is flagged)
+    names = {e.name for e in expected if isinstance(e, ToolCallStart)}
+    tools = [Tool(name=name, parameters={}) for name in sorted(names)]
+    context = Context(messages=Context.of("hi").messages, tools=tools)
     for shell in SHELLS:
-        assert run(shell, collect, model, Options(api_key=KEY, idle_timeout=5)) == expected
+        options = Options(api_key=KEY, idle_timeout=5)
+        assert run(shell, collect, model, options, context) == expected
 
 
 def _fields(options: Options) -> dict[str, Any]:
