@@ -28,11 +28,29 @@ from loopback_server import wait_until
 from shell_runner import FAST, KEY, SHELLS, blocking, client_class, collect, run
 from websockets.sync.server import Server, ServerConnection, serve
 
-from streamfn.core import Done, Error, ErrorKind, Event, Model, UsageError, replay
+from streamfn.core import (
+    Context,
+    Done,
+    Error,
+    ErrorKind,
+    Event,
+    Model,
+    Tool,
+    UsageError,
+    UserMessage,
+    replay,
+)
 
 TRANSCRIPT = Path(__file__).parent.parent / "transcripts/openai-responses"
 #: the shells' fast test options, over a WebSocket
 WS = msgspec.structs.replace(FAST, transport="websocket")
+
+#: the canned answers call ``get_weather`` and ``get_time``: declared, as a client that
+#: runs them does (the shells check every call against the declared tools)
+CONTEXT = Context(
+    messages=[UserMessage(content="hi")],
+    tools=[Tool(name=name, parameters={"type": "object"}) for name in ("get_weather", "get_time")],
+)
 
 
 def _messages(name: str) -> list[str]:
@@ -150,7 +168,7 @@ def test_the_events_are_those_of_the_same_json_over_sse(
     shell: str, canned: Canned, mode: str
 ) -> None:
     before, closes = len(canned.creates), len(canned.closes)
-    events = run(shell, collect, canned.model(mode), WS)
+    events = run(shell, collect, canned.model(mode), WS, CONTEXT)
     assert events == _expected(EVENTS)
     assert isinstance(events[-1], Done)
     wait_until(lambda: len(canned.closes) > closes, 5)
@@ -168,7 +186,7 @@ def test_the_events_are_those_of_the_same_json_over_sse(
 
 def test_a_refused_key_is_an_auth_error_and_is_not_retried(shell: str, canned: Canned) -> None:
     before = len(canned.handshakes)
-    [*_, error] = run(shell, collect, canned.model("refuse-401"), WS)
+    [*_, error] = run(shell, collect, canned.model("refuse-401"), WS, CONTEXT)
     assert isinstance(error, Error) and error.kind is ErrorKind.AUTH and error.status == 401
     assert len(canned.handshakes) - before == 1
 
@@ -179,13 +197,13 @@ def test_a_refusal_before_output_is_retried_like_http(
 ) -> None:
     mode = f"flaky-2-{status}"
     canned.refused.pop(mode, None)
-    events = run(shell, collect, canned.model(mode), WS)
+    events = run(shell, collect, canned.model(mode), WS, CONTEXT)
     assert events == _expected(EVENTS)
     assert canned.refused[mode] == 3  # two refusals, then the stream
 
 
 def test_a_close_mid_stream_is_a_network_error_never_done(shell: str, canned: Canned) -> None:
-    events = run(shell, collect, canned.model("cut"), WS)
+    events = run(shell, collect, canned.model("cut"), WS, CONTEXT)
     assert not any(isinstance(e, Done) for e in events)
     error = events[-1]
     assert isinstance(error, Error) and error.kind is ErrorKind.NETWORK
@@ -194,7 +212,7 @@ def test_a_close_mid_stream_is_a_network_error_never_done(shell: str, canned: Ca
 
 def test_an_oversized_message_is_a_limit_error(shell: str, canned: Canned) -> None:
     options = msgspec.structs.replace(WS, max_event_bytes=4096)
-    error = run(shell, collect, canned.model("huge"), options)[-1]
+    error = run(shell, collect, canned.model("huge"), options, CONTEXT)[-1]
     assert isinstance(error, Error) and error.kind is ErrorKind.LIMIT
     assert "max_event_bytes=4096" in error.message
 
@@ -213,7 +231,7 @@ def test_a_server_that_never_answers_the_upgrade_hits_the_first_byte_timeout(
             base_url=f"http://127.0.0.1:{port}/v1",
         )
         options = msgspec.structs.replace(WS, max_attempts=1)
-        error = run(shell, collect, model, options)[-1]
+        error = run(shell, collect, model, options, CONTEXT)[-1]
     assert isinstance(error, Error) and error.kind is ErrorKind.NETWORK
     assert "first-byte timeout" in error.message
 
@@ -222,7 +240,7 @@ def test_a_server_that_never_answers_the_upgrade_hits_the_first_byte_timeout(
 def test_only_the_responses_wire_format_goes_over_a_websocket(shell: str, api: str) -> None:
     model = Model(id="gpt-5", provider="openai", api=api, base_url="http://127.0.0.1:9")
     with pytest.raises(UsageError, match='transport="websocket" is for api="openai-responses"'):
-        run(shell, collect, model, WS)
+        run(shell, collect, model, WS, CONTEXT)
 
 
 def test_resuming_over_http_is_refused_with_a_websocket() -> None:
@@ -241,7 +259,7 @@ def test_tls_through_an_https_proxy_tunnel(shell: str) -> None:
 
         async def main() -> list[Event]:
             async with client_class(shell)(ssl_context=client_ctx, environ=environ) as client:
-                result: list[Event] = await collect(client, tls.model("ok"), WS)
+                result: list[Event] = await collect(client, tls.model("ok"), WS, CONTEXT)
                 return result
 
         if shell == "sync":
