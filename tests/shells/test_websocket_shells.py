@@ -28,7 +28,18 @@ from loopback_server import wait_until
 from shell_runner import FAST, KEY, SHELLS, blocking, client_class, collect, run
 from websockets.sync.server import Server, ServerConnection, serve
 
-from streamfn.core import Done, Error, ErrorKind, Event, Model, UsageError, replay
+from streamfn.core import (
+    Context,
+    Done,
+    Error,
+    ErrorKind,
+    Event,
+    Model,
+    Tool,
+    UsageError,
+    UserMessage,
+    replay,
+)
 
 TRANSCRIPT = Path(__file__).parent.parent / "transcripts/openai-responses"
 #: the shells' fast test options, over a WebSocket
@@ -43,6 +54,14 @@ def _messages(name: str) -> list[str]:
 
 #: tool calls interleaved, then text-free completion with usage: every kind of event
 EVENTS = _messages("parallel-function-calls-interleaved.sse")
+
+
+#: the recording calls these two: declared, so the tool-call checks every stream goes
+#: through (tools declared or not) pass its calls as they are, like `replay`
+CONTEXT = Context(
+    messages=[UserMessage(content="hi")],
+    tools=[Tool(name="get_weather"), Tool(name="get_time")],
+)
 
 
 def _as_sse(messages: list[str]) -> bytes:
@@ -150,7 +169,7 @@ def test_the_events_are_those_of_the_same_json_over_sse(
     shell: str, canned: Canned, mode: str
 ) -> None:
     before, closes = len(canned.creates), len(canned.closes)
-    events = run(shell, collect, canned.model(mode), WS)
+    events = run(shell, collect, canned.model(mode), WS, CONTEXT)
     assert events == _expected(EVENTS)
     assert isinstance(events[-1], Done)
     wait_until(lambda: len(canned.closes) > closes, 5)
@@ -179,7 +198,7 @@ def test_a_refusal_before_output_is_retried_like_http(
 ) -> None:
     mode = f"flaky-2-{status}"
     canned.refused.pop(mode, None)
-    events = run(shell, collect, canned.model(mode), WS)
+    events = run(shell, collect, canned.model(mode), WS, CONTEXT)
     assert events == _expected(EVENTS)
     assert canned.refused[mode] == 3  # two refusals, then the stream
 
@@ -241,7 +260,7 @@ def test_tls_through_an_https_proxy_tunnel(shell: str) -> None:
 
         async def main() -> list[Event]:
             async with client_class(shell)(ssl_context=client_ctx, environ=environ) as client:
-                result: list[Event] = await collect(client, tls.model("ok"), WS)
+                result: list[Event] = await collect(client, tls.model("ok"), WS, CONTEXT)
                 return result
 
         if shell == "sync":
