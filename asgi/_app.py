@@ -171,8 +171,8 @@ class App:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
             return
-        if scope["type"] == "websocket":
-            await serve_socket(self, scope, receive, send)
+        if scope["type"] == "websocket":  # its handshake answer names a request id too
+            await serve_socket(self, scope, receive, answer_headers(send, [], self.stamps))
             return
         if scope["type"] != "http":
             return

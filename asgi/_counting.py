@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from streamfn.core._errors import StreamError
-from streamfn.core._events import Error
+from streamfn.core._events import Error, Start
 from streamfn.core.serve._request_fields import ClientRequest
 from streamfn.core.serve._served import COUNT_HEADER, Served
 from streamfn.core.serve._status import early_error, for_the_client, shutting_down_refusal
 
+from ._answer_ids import note_start
 from ._contract import Backend, count_tokens
 from ._failures import backend_failure
 from ._messages import Send, send_json
@@ -35,5 +36,7 @@ async def answer_count(
         raise early_error(served.dialect, backend_failure(exc, request.model)) from None
     finally:
         slots.release()
+    # the provider's request id and rate limits, for the answer's headers as a stream's
+    note_start(Start(request_id=counted.request_id, rate_limits=counted.rate_limits))
     headers = [(COUNT_HEADER, b"estimated" if counted.estimated else b"counted")]
     await send_json(send, 200, served.answer_count(counted), headers)

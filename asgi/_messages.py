@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from typing import Any, Final
 
 from streamfn.core.serve._status import JSON_HEADERS, SSE_HEADERS, json_body
 
@@ -53,15 +53,22 @@ async def watch_disconnect(receive: Receive, mailbox: Mailbox) -> None:
         log.debug("receive failed while watching for a disconnect", exc_info=True)
 
 
+#: the messages that start an answer, and so carry its headers
+_STARTS: Final = frozenset(
+    {"http.response.start", "websocket.accept", "websocket.http.response.start"}
+)
+
+
 def adding_headers(
     send: Send,
     extra: list[tuple[bytes, bytes]] | Callable[[], list[tuple[bytes, bytes]]],
 ) -> Send:
     """``send`` with ``extra`` headers added to the response start (CORS); a callable
-    ``extra`` is asked when the response starts (what it says may be known only then)."""
+    ``extra`` is asked when the response starts (what it says may be known only then).
+    A WebSocket's answer starts too: its accept (the 101) or its denial response."""
 
     async def wrapped(message: Message) -> None:
-        if message["type"] == "http.response.start":
+        if message["type"] in _STARTS:
             added = extra() if callable(extra) else extra
             message = {**message, "headers": [*message.get("headers", []), *added]}
         await send(message)

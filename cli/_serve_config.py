@@ -35,7 +35,7 @@ from typing import Any
 
 import msgspec
 
-from streamfn.core._call import api_names
+from streamfn.core._call import api_names, check_transport
 from streamfn.core._errors import UsageError
 from streamfn.core._models import Model, UnknownModel, get_model
 from streamfn.core._options import Options
@@ -147,12 +147,14 @@ def load_gateway_config(path: Path) -> GatewayConfig:
         if entry.name in seen:
             raise ConfigError(f"{where}: the name {entry.name!r} is used twice")
         seen.add(entry.name)
+        model, defaults = _upstream(entry, where), _defaults(entry, where)
+        try:  # else every request of the model would fail, each one the server's 502
+            check_transport(model, defaults)
+        except UsageError as exc:
+            raise ConfigError(f"{where}.defaults.transport: {exc}") from None
         served.append(
             ServedModel(
-                name=entry.name,
-                model=_upstream(entry, where),
-                api_key_env=entry.api_key_env,
-                defaults=_defaults(entry, where),
+                name=entry.name, model=model, api_key_env=entry.api_key_env, defaults=defaults
             )
         )
     own = frozenset(e.name for e in parsed.models if e.base_url is not None)

@@ -18,6 +18,8 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
 from typing import Any, ClassVar, Generic, NamedTuple, Self, TypedDict, TypeVar, Unpack
 
+import msgspec
+
 from ..core._call import Call, check_transport, open_call
 from ..core._count import (
     TokenCount,
@@ -227,6 +229,10 @@ class ClientBase(Generic[ConnT], abc.ABC):
             options = with_credentials(model, options, self.environ)
         except MissingCredentials as exc:  # the same failure as a refused key: kind auth
             raise StreamError(Error.auth(str(exc))) from None
+        # ``transport="websocket"`` carries a Responses *turn*; the counting endpoint
+        # (``/v1/responses/input_tokens``) is plain HTTP, so the options a caller streams
+        # with count over HTTP (else the count would go out as a ``response.create``)
+        options = msgspec.structs.replace(options, transport="http")
         events: list[Event] = []
         async for batch in self._events(model, context, options, open_count):
             events += batch

@@ -41,6 +41,7 @@ from ._messages import (
 from ._models import Model
 from ._options import Options
 from ._plugin_apis import REGISTERED
+from ._rate_limits import RateLimits
 from .providers._base import ProviderCall
 from .providers._request import HTTPRequest
 
@@ -90,6 +91,11 @@ class TokenCount(msgspec.Struct, frozen=True, kw_only=True):
     provider: str
     estimated: bool = False
     source: str = ""
+    #: the provider's id for the counting request and its rate-limit state after it
+    #: (`Start.request_id`, `Start.rate_limits`); None where no provider was asked or
+    #: it said nothing
+    request_id: str | None = None
+    rate_limits: RateLimits | None = None
 
 
 class Counting(NamedTuple):
@@ -174,7 +180,10 @@ class CountCall(ProviderCall):
         return self.request
 
     def _start_event(self) -> Start:
-        return Start(api=self.model.api, provider=self.model.provider, model=self.model.id)
+        """Every call's `Start` (the request id and rate limits its answer's headers
+        carry: a count is billed against the same limits), named for the model's wire
+        format rather than ``count``."""
+        return msgspec.structs.replace(super()._start_event(), api=self.model.api)
 
     def _feed(self, data: bytes) -> None:
         if len(self._body) + len(data) > MAX_COUNT_ANSWER:
@@ -201,10 +210,13 @@ def open_count(model: Model, context: Context, options: Options | None = None) -
 def token_count(events: Iterable[Event], model: Model) -> TokenCount:
     """The count a `open_count` call's events carry; a failed call raises `StreamError`."""
     done: Done | None = None
+    start: Start | None = None
     for event in events:
         raise_for_error(event)
         if type(event) is Done:
             done = event
+        elif type(event) is Start and start is None:
+            start = event
     if done is None:
         raise_for_error(Error.protocol("the token count call ended without an answer"))
         raise AssertionError("unreachable")  # pragma: no cover
@@ -214,6 +226,8 @@ def token_count(events: Iterable[Event], model: Model) -> TokenCount:
         model=model.id,
         provider=model.provider,
         source=counting.source if counting is not None else "",
+        request_id=start.request_id if start is not None else None,
+        rate_limits=start.rate_limits if start is not None else None,
     )
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 
+from ._call import check_transport
 from ._credentials import MissingCredentials, with_credentials
 from ._events import Error, ErrorKind
 from ._models import Model
@@ -77,7 +78,11 @@ def falls_back(chain: FallbackModel, error: Error) -> bool:
 
 def check_chain(chain: FallbackModel, options: Options, environ: Mapping[str, str]) -> None:
     """Refuse, before any connection, a chain that cannot work: a shared
-    ``Options.api_key``, or no model with credentials (`MissingCredentials`)."""
+    ``Options.api_key``, a model that cannot take ``Options.transport`` (`UsageError`:
+    found only when its turn came, after the models before it were billed), or no
+    model with credentials (`MissingCredentials`)."""
+    for model in chain.models:
+        check_transport(model, options)
     shared = [name for name in ("api_key", "base_url", "headers") if getattr(options, name)]
     if shared:
         raise ValueError(

@@ -194,9 +194,12 @@ class Options(msgspec.Struct, kw_only=True):
         if self.transport not in ("http", "websocket"):
             raise ValueError(f'transport={self.transport!r}: use "http" or "websocket"')
         if self.transport == "websocket" and self.recover == "resume":
+            # and "continue" (a prefill) is off for every Responses model, the only
+            # ones a WebSocket carries: no recovery is left to advise
             raise UsageError(
-                'recover="resume" reads the cut response again over HTTP; with '
-                'transport="websocket" use recover="continue" or None'
+                'recover="resume" reads the cut response again over HTTP, and Responses '
+                'models take no other recovery; with transport="websocket" leave recover '
+                "at None (a cut ends the stream in an Error)"
             )
 
     if TYPE_CHECKING:

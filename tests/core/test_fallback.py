@@ -19,6 +19,7 @@ from streamfn.core import (
     Model,
     Options,
     Start,
+    UsageError,
     fallback,
     open_call,
     replay,
@@ -207,3 +208,28 @@ def test_a_chain_refuses_a_shared_address_or_headers(server: FakeProvider, share
     with pytest.raises(ValueError, match=f"cannot share Options.{shared}"):
         asyncio.run(main())
     assert server.hits("fb-shared-a") + server.hits("fb-shared-b") == 0
+
+
+def test_a_chain_whose_model_cannot_take_the_transport_is_refused_before_connecting(
+    server: FakeProvider,
+) -> None:
+    """``transport="websocket"`` suits OpenAI Responses models only: a chain holding
+    another model is refused at once, not after its first model failed and was billed."""
+    token = "fb-transport"
+    responses = msgspec.structs.replace(
+        model(server, "429", token + "-a"),
+        api="openai-responses",
+        base_url=server.base_url("429", "openai-responses", token + "-a"),
+    )
+    chain = fallback([responses, model(server, "ok", token + "-b", "groq")])
+
+    async def over_a_socket() -> None:
+        async with AsyncioClient(environ=ENVIRON) as client:
+            options = msgspec.structs.replace(OPTIONS, transport="websocket")
+            async with client.stream(chain, Context.of("hi"), options) as events:
+                async for _ in events:
+                    pass
+
+    with pytest.raises(UsageError, match=r'transport="websocket" is for api="openai-responses"'):
+        asyncio.run(over_a_socket())
+    assert (server.hits(token + "-a"), server.hits(token + "-b")) == (0, 0)

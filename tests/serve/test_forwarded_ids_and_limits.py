@@ -76,7 +76,10 @@ class HeaderedUpstream(ThreadedServer):
         while (request := read_request(sock, buffer)) is not None:
             kind = request.path.strip("/").split("/")[0]
             extra = {"anthropic": ANTHROPIC_HEADERS, "bare": {}}.get(kind, OPENAI_HEADERS)
-            if kind == "throttled":
+            if request.path.endswith("/count_tokens"):  # a count is asked like a call
+                data = b'{"input_tokens": 7}'
+                answer = head(200, "application/json", extra, Content_Length=str(len(data)))
+            elif kind == "throttled":
                 data = b'{"error":{"message":"Rate limit reached","type":"requests"}}'
                 answer = head(429, "application/json", extra, Content_Length=str(len(data)))
             else:
@@ -146,6 +149,18 @@ def test_an_anthropic_client_sees_anthropic_s_limits_under_the_common_names(
     assert headers["x-ratelimit-remaining-input-tokens"] == "80000"
     reset = headers["x-ratelimit-reset-requests"]  # an absolute time, as seconds from now
     assert re.fullmatch(r"\d+(\.\d+)?s", reset) and float(reset[:-1]) > 365 * 86400
+
+
+def test_a_count_carries_the_upstream_s_id_and_limits(gateway: Server) -> None:
+    """A count is a request the provider answers and bills against the same limits: its
+    answer says what the provider said, as a completion's does."""
+    with anthropic.Anthropic(base_url=gateway.url, api_key=KEY, max_retries=0) as client:
+        raw = client.messages.with_raw_response.count_tokens(
+            model="anthropic:claude-sonnet-4-5", messages=HI
+        )
+    assert raw.parse().input_tokens == 7
+    assert raw.request_id == "req_011CSLsW7mFqvHHnzrKdKjAE"
+    assert raw.headers["x-ratelimit-remaining-requests"] == "999"
 
 
 def test_a_throttled_answer_carries_the_upstream_s_id_and_limits(gateway: Server) -> None:

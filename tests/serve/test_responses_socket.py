@@ -129,6 +129,26 @@ def test_web_pages_and_foreign_hosts_are_refused(gateway: tuple[Server, App]) ->
     )
 
 
+def test_the_handshake_answer_carries_a_request_id_like_every_answer(
+    gateway: tuple[Server, App],
+) -> None:
+    """Accepted (101) or refused (403), the answer names a request id under both names
+    the SDKs read, as every HTTP answer does (the operator's log and a user's report
+    meet on it)."""
+    server, _ = gateway
+    for answer in (
+        _handshake(server.port),
+        _handshake(server.port, "origin: http://e.example\r\n"),
+    ):
+        head = answer.split(b"\r\n\r\n")[0].lower()
+        [own] = [
+            line[len(b"x-request-id: ") :]
+            for line in head.split(b"\r\n")
+            if line.startswith(b"x-request-id: ")
+        ]
+        assert own.startswith(b"req_") and b"request-id: " + own in head, head
+
+
 def test_a_closed_socket_cancels_the_upstream_call(
     gateway: tuple[Server, App], upstream: FakeProvider
 ) -> None:

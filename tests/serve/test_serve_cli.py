@@ -86,6 +86,9 @@ def test_config_errors_name_the_entry_and_field(tmp_path: Path) -> None:
         "[[models]]\nname='a'\nupstream='openai:gpt-4o-mini'\n"
         "[[models]]\nname='a'\nupstream='openai:gpt-4o-mini'\n": "used twice",
         "models = 3": "Expected `array`",
+        # only OpenAI's Responses streams over a WebSocket: said at start, not per request
+        "[[models]]\nname='a'\nupstream='openai:gpt-4o-mini'\n[models.defaults]\n"
+        "transport='websocket'\n": "models[0] (a).defaults.transport",
     }
     for text, needle in cases.items():
         path = tmp_path / "gateway.toml"

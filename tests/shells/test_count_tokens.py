@@ -164,3 +164,21 @@ def test_every_endpoint_end_to_end(shell: str, wire: str, model: Model, fake: Fa
     [request] = fake.requests[before:]
     assert counted.input_tokens == len(request.body) // 4 > 0
     assert counted.source.endswith(("endpoint", "operation"))
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_count_goes_over_http_whatever_the_streams_transport(
+    shell: str, fake: FakeProvider
+) -> None:
+    """``transport="websocket"`` is how a Responses *turn* travels; the counting endpoint
+    (``/v1/responses/input_tokens``) has no socket, so the same options count over HTTP."""
+    import msgspec
+
+    model = msgspec.structs.replace(
+        ENDPOINTS[2][1], base_url=fake.base_url("ok", "openai-responses", f"{shell}-ws-count")
+    )
+    before = len(fake.requests)
+    counted = _count(shell, model, msgspec.structs.replace(FAST, transport="websocket"))
+    [request] = fake.requests[before:]
+    assert request.path.endswith("/responses/input_tokens")
+    assert counted.input_tokens == len(request.body) // 4 > 0

@@ -63,6 +63,14 @@ def _messages(name: str) -> list[str]:
 EVENTS = _messages("parallel-function-calls-interleaved.sse")
 
 
+#: the recording calls these two: declared, so the tool-call checks every stream goes
+#: through (tools declared or not) pass its calls as they are, like `replay`
+CONTEXT = Context(
+    messages=[UserMessage(content="hi")],
+    tools=[Tool(name="get_weather"), Tool(name="get_time")],
+)
+
+
 def _as_sse(messages: list[str]) -> bytes:
     return "".join(f"data: {m}\n\n" for m in messages).encode()
 
@@ -244,8 +252,22 @@ def test_only_the_responses_wire_format_goes_over_a_websocket(shell: str, api: s
 
 
 def test_resuming_over_http_is_refused_with_a_websocket() -> None:
-    with pytest.raises(UsageError, match='recover="continue"'):
+    with pytest.raises(UsageError, match="leave recover at None"):
         msgspec.structs.replace(WS, recover="resume")
+
+
+def test_continue_is_off_for_a_responses_model_over_a_websocket_too(
+    shell: str, canned: Canned, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The advice the refusal gives holds: "continue" is no recovery for a Responses model
+    (it takes no prefill), over a WebSocket as over HTTP; a cut is the `Error`, said once."""
+    options = msgspec.structs.replace(WS, recover="continue")
+    before = len(canned.creates)
+    with caplog.at_level("WARNING", logger="streamfn"):
+        events = run(shell, collect, canned.model("cut"), options)
+    assert isinstance(events[-1], Error) and events[-1].kind is ErrorKind.NETWORK
+    assert len(canned.creates) == before + 1  # one turn: nothing continued it
+    assert "recover='continue' is off" in caplog.text
 
 
 def test_tls_through_an_https_proxy_tunnel(shell: str) -> None:

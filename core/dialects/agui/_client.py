@@ -183,7 +183,6 @@ class AGUICall(SSECall):
         self, model: Model, context: Context, options: Options, request: HTTPRequest
     ) -> None:
         super().__init__(model, context, options, request)
-        self._tool_calls = 0
         self._text: str | None = None  # the text message a field-less chunk continues
         self._reasoning: str | None = None
         self._call: str | None = None
@@ -237,8 +236,7 @@ class AGUICall(SSECall):
                     f"{event.type} opens a tool call without toolCallId or toolCallName"
                 )
             self.emit.tool_start(key, call, event.toolCallName)
-            self._tool_calls += 1
-        self._call = call
+            self._call = call
         if event.delta:
             self.emit.tool_delta(key, event.delta)
 
@@ -276,7 +274,7 @@ class AGUICall(SSECall):
         if stop is None:
             stop = (
                 StopReason.TOOL_USE
-                if self._tool_calls or outcome.pendingToolCallIds
+                if self.emit.tool_calls or outcome.pendingToolCallIds
                 else StopReason.STOP
             )
         self.finish(stop)

@@ -168,7 +168,6 @@ class UIMessageStreamCall(SSECall):
         self, model: Model, context: Context, options: Options, request: HTTPRequest
     ) -> None:
         super().__init__(model, context, options, request)
-        self._tool_calls = 0
         self._argued: set[str] = set()  # calls whose input came as deltas
 
     def on_event(self, sse: ServerSentEvent) -> None:
@@ -205,7 +204,6 @@ class UIMessageStreamCall(SSECall):
         if not part.toolCallId or not part.toolName:
             raise ValueError(f"{part.type} without toolCallId or toolName")
         self.emit.tool_start(("tool", part.toolCallId), part.toolCallId, part.toolName)
-        self._tool_calls += 1
 
     def _whole_call(self, part: _Part) -> None:
         """A call's input is complete: the call ends (opened with its whole input first
@@ -234,7 +232,7 @@ class UIMessageStreamCall(SSECall):
             else:
                 stop = FINISH_REASONS_READ.get(reason or "")
                 if stop is None:
-                    stop = StopReason.TOOL_USE if self._tool_calls else StopReason.STOP
+                    stop = StopReason.TOOL_USE if self.emit.tool_calls else StopReason.STOP
                     log.warning(
                         "the UI message stream finished with finishReason %r, which does not "
                         "say how the answer ended; read as %r (it may have been cut)",
