@@ -45,14 +45,6 @@ TRANSCRIPT = Path(__file__).parent.parent / "transcripts/openai-responses"
 #: the shells' fast test options, over a WebSocket
 WS = msgspec.structs.replace(FAST, transport="websocket")
 
-#: the canned answers call ``get_weather`` and ``get_time``: declared, as a client that
-#: runs them does (the shells check every call against the declared tools)
-CONTEXT = Context(
-    messages=[UserMessage(content="hi")],
-    tools=[Tool(name=name, parameters={"type": "object"}) for name in ("get_weather", "get_time")],
-)
-
-
 def _messages(name: str) -> list[str]:
     """The JSON of each event of a recorded Responses stream."""
     text = (TRANSCRIPT / name).read_text(encoding="utf-8")
