@@ -8,18 +8,28 @@ import pytest
 
 pytest.importorskip("ctranslate2")
 
+from streamfn.core._accumulate import check_protocol
 from streamfn.core._events import Done, TextDelta
 from streamfn.core._messages import Context
+from streamfn.core._options import Options
 from streamfn.local._model import LocalModel
 
 
 @pytest.mark.slow
-def test_smollm2_knows_the_capital_of_france() -> None:
+def test_smollm2_answers_in_well_formed_events() -> None:
+    """The raw model, greedy and unguarded: a well-formed stream whose prompt is the
+    count its tokenizer gives. What greedy decoding says without the chat's guard
+    depends on the CPU's int8 kernels (on CTranslate2's generic ones it can loop), so
+    the answer's words are the chat test's below, which holds on every kernel."""
+    context = Context.of("What is the capital of France?")
     with LocalModel.default() as model:
-        events = list(model.stream_sync(Context.of("What is the capital of France?")))
-    text = "".join(e.delta for e in events if isinstance(e, TextDelta))
-    assert "Paris" in text
-    assert isinstance(events[-1], Done) and events[-1].stop_reason == "stop"
+        events = list(model.stream_sync(context, Options(max_tokens=64)))
+        counted = model.count_tokens(context)
+    check_protocol(events)
+    assert "".join(e.delta for e in events if isinstance(e, TextDelta)).strip()
+    done = events[-1]
+    assert isinstance(done, Done) and done.stop_reason in ("stop", "length")
+    assert done.usage.input == counted.input_tokens > 0
 
 
 @pytest.mark.slow
