@@ -30,7 +30,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any, ClassVar
 
 from streamfn.core._events import Done, Error, Event, Start
@@ -64,12 +64,13 @@ from streamfn.core.serve._status import (
     shutting_down_refusal,
 )
 
-from ._answer_ids import answer_headers, note_start
+from ._answer_ids import answer_headers, current_request_id, note_start
 from ._contract import Backend, ServerConfig, UnknownModelError, open_batches
 from ._counting import answer_count
 from ._failures import backend_failure
 from ._intake import receive_body
 from ._messages import Receive, Send, send_json, start_sse, watch_disconnect
+from ._observe import Flight, Flights, Observer, current_flight
 from ._resolve import Resolver, check_input_urls, system_resolver
 from ._runtime import (
     ABORTED,
@@ -102,7 +103,9 @@ class App:
     ``runtime`` is the event loop's (asyncio's or trio's `Runtime`); each shell's ``serve`` binds its own
     when none was given. A shell's subclass names its own as ``default_runtime``.
     ``resolver`` looks up the host names of client input URLs (the system's DNS
-    unless given; tests hand in a table).
+    unless given; tests hand in a table). ``observers`` are told of every request
+    as it opens and closes (usage records, metrics, the dashboard); the requests
+    running now are `flights`.
     """
 
     default_runtime: ClassVar[type[Runtime] | None] = None
@@ -115,8 +118,11 @@ class App:
         runtime: Runtime | None = None,
         stamps: Stamps | None = None,
         resolver: Resolver | None = None,
+        observers: Sequence[Observer] = (),
     ) -> None:
         self.backend = backend
+        #: the requests admitted and parsed until they end, and their observers
+        self.flights = Flights(observers)
         self.resolver: Resolver = resolver or system_resolver
         self.config = config or ServerConfig()
         self.stamps: Stamps = stamps or SystemStamps()
@@ -281,6 +287,7 @@ class App:
         self.admitted += 1
         started = time.perf_counter()
         request: ClientRequest | None = None
+        flight: Flight | None = None
         held = [0]  # this request's share of the budget, until it ends
         try:
             body = await read(held)
@@ -290,9 +297,25 @@ class App:
             del body
             held[0] -= self.budget.release(parsing - kept)  # the parse's copies are gone
             check_model(served, request, self._max_output(request.model))
+            flight = self.flights.open(
+                id=current_request_id() or f"req_{self.stamps.hex_id()}",
+                route=path,
+                model=request.model,
+                stream=request.stream,
+                arrived=self.stamps.unix_time(),
+                started=self.runtime.clock(),
+            )
             await check_input_urls(self.runtime, self.resolver, request)  # DNS: after the rest
             await handle(request, held)
+            if flight.outcome is None and served.kind is Route.COUNT:
+                flight.outcome = "ok"
+        except HTTPError as exc:
+            if flight is not None and flight.outcome is None:
+                flight.outcome = f"error:http_{exc.status}"
+            raise
         finally:
+            if flight is not None:
+                self.flights.close(flight, self.runtime.clock())
             self.budget.release(held[0])
             self.admitted -= 1
             if self.admitted == 0:
@@ -365,8 +388,14 @@ class App:
     async def _produce(self, request: ClientRequest, mailbox: Mailbox) -> None:
         started = False  # a Start went out: a failure after it must not send another
 
+        flight = current_flight()
+        clock = self.runtime.clock
+
         async def fail(error: Error) -> None:
-            await mailbox.put([error] if started else [Start(), error])
+            batch: list[Event] = [error] if started else [Start(), error]
+            if flight is not None:
+                flight.note(batch, clock())
+            await mailbox.put(batch)
 
         slots = self._slots
         assert slots is not None
@@ -388,6 +417,8 @@ class App:
                         last = batch[-1]
                         if isinstance(last, Error):
                             batch = [*batch[:-1], for_the_client(last, model)]
+                        if flight is not None:
+                            flight.note(batch, clock())
                         if first_output:
                             first = first_token_at(batch)
                             if first is not None:

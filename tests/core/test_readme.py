@@ -68,6 +68,7 @@ SHIPPED = [
     "io_common",
     "io_sync",
     "io_trio",
+    "ledger",
     "local",
 ]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
