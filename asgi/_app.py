@@ -37,7 +37,7 @@ from streamfn.core._events import Done, Error, Event, Start
 from streamfn.core.serve._guard import cors_headers, header, preflight_headers
 from streamfn.core.serve._inbound import ClientRequest
 from streamfn.core.serve._log_text import loggable
-from streamfn.core.serve._responses import MAX_BATCH, OPENED, Stamps
+from streamfn.core.serve._responses import OPENED, Stamps
 from streamfn.core.serve._routes import (
     PARSE_INLINE_BYTES,
     BodyBudget,
@@ -61,8 +61,8 @@ from streamfn.core.serve._status import (
     for_the_client,
     is_shutting_down,
     shutting_down,
-    shutting_down_refusal,
 )
+from streamfn.ledger import Store
 
 from ._answer_ids import answer_headers, current_request_id, note_start
 from ._contract import Backend, ServerConfig, UnknownModelError, open_batches
@@ -78,11 +78,10 @@ from ._runtime import (
     TIMEOUT,
     Flag,
     Mailbox,
-    Marker,
     Runtime,
     Slots,
-    ended_early,
     first_token_at,
+    next_batch,
 )
 from ._socket import serve_socket
 from ._stamps import SystemStamps
@@ -105,7 +104,7 @@ class App:
     ``resolver`` looks up the host names of client input URLs (the system's DNS
     unless given; tests hand in a table). ``observers`` are told of every request
     as it opens and closes (usage records, metrics, the dashboard); the requests
-    running now are `flights`.
+    running now are `flights`. ``store`` holds client keys and the usage record.
     """
 
     default_runtime: ClassVar[type[Runtime] | None] = None
@@ -119,8 +118,11 @@ class App:
         stamps: Stamps | None = None,
         resolver: Resolver | None = None,
         observers: Sequence[Observer] = (),
+        store: Store | None = None,
     ) -> None:
         self.backend = backend
+        #: client keys, budgets and the usage record (None: one shared key, no records)
+        self.store = store
         #: the requests admitted and parsed until they end, and their observers
         self.flights = Flights(observers)
         self.resolver: Resolver = resolver or system_resolver
@@ -463,7 +465,7 @@ class App:
                     started = True
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
                 continue
-            batch = _batch(got, mailbox, started)
+            batch = next_batch(got, mailbox, started)
             if not started:
                 output = next((e for e in batch if not isinstance(e, Start)), None)
                 if output is None:
@@ -482,19 +484,3 @@ class App:
             await send({"type": "http.response.body", "body": body, "more_body": not final})
             if final:
                 return
-
-
-def _batch(got: list[Event] | Marker | None, mailbox: Mailbox, started: bool) -> list[Event]:
-    """What goes out in one write: ``got`` and what the producer already has ready
-    (no added latency, far fewer sends when the model outpaces the socket)."""
-    if got is ABORTED:
-        if not started:
-            raise shutting_down_refusal()
-        return [shutting_down()]
-    if got is None:
-        return [ended_early()]
-    assert not isinstance(got, Marker)
-    if mailbox.items and not isinstance(got[-1], (Done, Error)):
-        got = [*got]  # the producer's list stays the producer's
-        mailbox.take_ready(got, MAX_BATCH)
-    return got
