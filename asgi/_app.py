@@ -62,13 +62,14 @@ from streamfn.core.serve._status import (
     is_shutting_down,
     shutting_down,
 )
-from streamfn.ledger import Store
+from streamfn.ledger import ClientKey, Store
 
 from ._answer_ids import answer_headers, current_request_id, note_start
 from ._contract import Backend, ServerConfig, UnknownModelError, open_batches
 from ._counting import answer_count
 from ._failures import backend_failure
 from ._intake import receive_body
+from ._keys import ClientKeys, allowed_models
 from ._messages import Receive, Send, send_json, start_sse, watch_disconnect
 from ._observe import Flight, Flights, Observer, current_flight
 from ._resolve import Resolver, check_input_urls, system_resolver
@@ -123,8 +124,9 @@ class App:
         self.backend = backend
         #: client keys, budgets and the usage record (None: one shared key, no records)
         self.store = store
+        self.keys = None if store is None else ClientKeys(self, store)  # and usage records
         #: the requests admitted and parsed until they end, and their observers
-        self.flights = Flights(observers)
+        self.flights = Flights([*observers, *(self.keys.observers if self.keys else ())])
         self.resolver: Resolver = resolver or system_resolver
         self.config = config or ServerConfig()
         self.stamps: Stamps = stamps or SystemStamps()
@@ -207,7 +209,9 @@ class App:
             allowed_hosts=config.allowed_hosts,
             cors=cors,
             api_key=config.api_key,
+            client_keys=self.keys is not None,
         )
+        key = None if self.keys is None else await self.keys.identify(headers, chosen)
         if chosen is Route.PREFLIGHT:
             preflight = preflight_headers(headers, config.cors_origins)
             await send({"type": "http.response.start", "status": 204, "headers": preflight})
@@ -216,12 +220,13 @@ class App:
             status = {"status": "ok", "active_streams": self.active, "admitted": self.admitted}
             await send_json(send, 200, status)
         elif chosen is Route.MODELS:
-            await send_json(send, 200, models_body(self.backend.list_models(), headers))
+            names = allowed_models(key, self.backend.list_models())
+            await send_json(send, 200, models_body(names, headers))
         elif chosen is Route.COUNT:
-            await self._admitted(served, self._body(receive), self._count_for(send, served))
+            await self._admitted(served, self._body(receive), self._count_for(send, served), key)
         else:
             run = functools.partial(self._run, receive, send, served)
-            await self._admitted(served, self._body(receive), run)
+            await self._admitted(served, self._body(receive), run, key)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -260,6 +265,8 @@ class App:
             for mailbox in list(self._mailboxes):
                 mailbox.signal(ABORTED)
             await self._until_idle(2.0)
+            if self.keys is not None:  # the usage records still queued, kept
+                await self.runtime.to_thread(self.keys.close)
             # Idle upstream connections belong to this event loop: close them with it.
             aclose = getattr(self.backend, "aclose", None)
             if aclose is not None:
@@ -278,11 +285,15 @@ class App:
 
     # -- completions and counts -------------------------------------------------------
     async def _admitted(
-        self, served: Served, read: _Read, handle: Callable[[ClientRequest, list[int]], Awaitable[None]]
+        self,
+        served: Served,
+        read: _Read,
+        handle: Callable[[ClientRequest, list[int]], Awaitable[None]],
+        key: ClientKey | None = None,
     ) -> None:
         """A request with a body (an HTTP body, a WebSocket message): admitted, ``read``
         and parsed within the budgets, its model and input URLs checked, then
-        ``handle``d (a completion or a count)."""
+        ``handle``d (a completion or a count); with client keys, admitted on ``key`` first."""
         path = served.path
         capacity = self.config.max_concurrency + self.config.max_queue
         admit(closing=self._closing, admitted=self.admitted, capacity=capacity)
@@ -308,6 +319,8 @@ class App:
                 started=self.runtime.clock(),
             )
             await check_input_urls(self.runtime, self.resolver, request)  # DNS: after the rest
+            if self.keys is not None:  # the key's limits and budget: before any upstream request
+                request = await self.keys.admit(flight, key, request, served.kind)
             await handle(request, held)
             if flight.outcome is None and served.kind is Route.COUNT:
                 flight.outcome = "ok"

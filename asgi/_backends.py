@@ -189,6 +189,10 @@ class ProviderBackend:
     def max_output(self, model: str) -> int | None:
         return self._resolve(model)[0].max_output
 
+    def billing_model(self, model: str) -> Model:
+        """The model whose prices bill a request for ``model`` (client keys' budgets)."""
+        return self._resolve(model)[0]
+
     def stream(
         self, model: str, context: Context, options: Options
     ) -> AbstractAsyncContextManager[AsyncIterator[Event]]:
@@ -283,6 +287,15 @@ class RouterBackend:
 
     def max_output(self, model: str) -> int | None:
         return self._route(model).max_output(model)
+
+    def billing_model(self, model: str) -> Model | None:
+        """What a request for ``model`` is billed by: the providers' model, or the local
+        model's record (it costs nothing); None for a backend that does not say."""
+        backend = self._route(model)
+        if backend is self.local:
+            return Model(id=model, provider="local", api="local", base_url="")
+        billing = getattr(backend, "billing_model", None)
+        return None if billing is None else billing(model)
 
     def stream(
         self, model: str, context: Context, options: Options

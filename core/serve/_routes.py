@@ -17,6 +17,7 @@ from typing import Any, Final
 import msgspec
 
 from ._client_inputs import check_client_inputs, check_resolved_hosts
+from ._client_keys import presented_key, unknown_client_key
 from ._guard import header, host_allowed, is_json
 from ._request_fields import BadRequest, ClientRequest, TooLarge, decode_body
 from ._served import SERVED, Route, Served
@@ -37,6 +38,7 @@ __all__ = [
     "authenticate",
     "body_too_slow",
     "check_input_hosts",
+    "check_key",
     "check_model",
     "disconnected_early",
     "models_body",
@@ -68,10 +70,12 @@ def route(
     allowed_hosts: tuple[str, ...] | None,
     cors: bool,
     api_key: str | None,
+    client_keys: bool = False,
 ) -> tuple[Route, Served]:
     """What to do with a request and its route's record, or the `HTTPError` refusing it
     (checked in this order: framing, Host, Origin, path, method, key, Content-Type).
-    ``cors``: its Origin is allowed."""
+    ``cors``: its Origin is allowed. ``client_keys``: each client presents its own key,
+    which the shell looks up (`check_key`); ``api_key`` is not taken then."""
     headers = list(headers)
     _check_framing(headers)
     _check_origin(headers, allowed_hosts, cors)
@@ -90,7 +94,7 @@ def route(
         )
     if served.kind is Route.HEALTH:
         return Route.HEALTH, served
-    authenticate(headers, api_key)
+    check_key(headers, api_key, client_keys)
     if served.kind is Route.MODELS:
         return Route.MODELS, served
     if not is_json(headers):
@@ -133,7 +137,12 @@ def _check_origin(headers: Headers, allowed_hosts: tuple[str, ...] | None, cors:
 
 
 def route_socket(
-    path: str, headers: Headers, *, allowed_hosts: tuple[str, ...] | None, api_key: str | None
+    path: str,
+    headers: Headers,
+    *,
+    allowed_hosts: tuple[str, ...] | None,
+    api_key: str | None,
+    client_keys: bool = False,
 ) -> Served:
     """The route of a WebSocket handshake, or the `HTTPError` refusing it: the same
     Host rule and key as HTTP, and no web page's Origin at all (a page could open a
@@ -143,7 +152,7 @@ def route_socket(
     served = SERVED.get(path)
     if served is None or not served.socket_event:
         raise HTTPError(404, "not_found", f"no WebSocket route at {path}")
-    authenticate(headers, api_key)
+    check_key(headers, api_key, client_keys)
     return served
 
 
@@ -164,19 +173,21 @@ def socket_body(served: Served, message: bytes) -> bytes:
     return msgspec.json.encode(obj)
 
 
+def check_key(headers: Headers, api_key: str | None, client_keys: bool) -> None:
+    """With client keys, a request must present one (the shell looks it up in its
+    store: a 401 for a secret no key has); else the server's one ``api_key``."""
+    if not client_keys:
+        authenticate(headers, api_key)
+    elif not presented_key(headers):
+        raise unknown_client_key()
+
+
 def authenticate(headers: Headers, expected: str | None) -> None:
     """The client's key (``Authorization: Bearer``, ``x-api-key`` or ``api-key``) must be
     ``expected``, compared in constant time; None expects none (loopback use)."""
     if not expected:
         return
-    given = b""
-    for name, value in headers:
-        lname = name.lower()
-        if lname == b"authorization" and value[:7].lower() == b"bearer ":
-            given = value[7:].strip()
-        elif lname in (b"x-api-key", b"api-key") and not given:
-            given = value.strip()
-    if not hmac.compare_digest(given, expected.encode()):
+    if not hmac.compare_digest(presented_key(headers), expected.encode()):
         raise HTTPError(401, "auth", UNAUTHORIZED)
 
 
