@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Final
 
@@ -98,7 +99,7 @@ class ClientKeys:
                 self._known.clear()
             self._known[digest] = (now, found)
             key = found
-        refused = _unusable(key, None, self.app.stamps.unix_time())
+        refused = _unusable(key, None, time.time())
         if refused is not None:
             raise client_refusal(refused.status, refused.reason, None)
         return key
@@ -115,7 +116,7 @@ class ClientKeys:
         model = None if billing is None else billing(request.model)
         flight.billed_by = model if is_priced(model) else None
         flight.prompt_estimate = prompt = prompt_tokens(model, request.context)
-        now = self.app.stamps.unix_time()
+        now = time.time()
         verdict: Admitted | Refused | None
         if kind is Route.COUNT:  # costs nothing: the key and the model only
             verdict = _unusable(key, request.model, now)

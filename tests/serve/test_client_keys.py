@@ -1,0 +1,206 @@
+"""Client keys in the gateway: every request on its own key, refused before any upstream
+request when the key may not go, and its use on record.
+
+A real server (both shells) in front of the loopback fake provider, whose request
+count proves that a refused request never left the gateway; the official openai
+and anthropic SDKs see each refusal as their own exception. The store is the
+ledger's in-memory reference (the SQLite and PostgreSQL stores are proved with
+the real command line in test_client_keys_cli.py).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import secrets
+import time
+from collections.abc import Iterator
+
+import anthropic
+import openai
+import pytest
+from fake_provider import FakeProvider
+from loopback_server import Server, provider_backend, wait_until
+
+from streamfn.asgi import App, ServedModel, ServerConfig
+from streamfn.asgi._keys import KEY_CACHE_SECONDS
+from streamfn.core import Model
+from streamfn.ledger import ClientKey, MemoryStore, UsageRecord
+
+pytestmark = pytest.mark.usefixtures("shell")
+
+USER = [{"role": "user", "content": "hi"}]
+#: US dollars per million tokens: the fake's answer (5 in, 8 out) costs $0.021
+PRICE_IN, PRICE_OUT = 1000.0, 2000.0
+ANSWER_COST = (5 * PRICE_IN + 8 * PRICE_OUT) / 1e6
+
+
+class Gateway:
+    """A gateway with client keys, its store, and the fake upstream it calls."""
+
+    def __init__(self, server: Server, store: MemoryStore, upstream: FakeProvider, token: str):
+        self.server, self.store, self.upstream, self.token = server, store, upstream, token
+
+    def key(self, **limits: object) -> tuple[ClientKey, str]:
+        return self.store.create_key(
+            f"k{secrets.token_hex(3)}", now=time.time(), **limits  # type: ignore[arg-type]
+        )
+
+    def openai(self, secret: str) -> openai.OpenAI:
+        url = self.server.url + "/v1"
+        return openai.OpenAI(base_url=url, api_key=secret, max_retries=0, timeout=10)
+
+    def hits(self) -> int:
+        return self.upstream.hits(self.token)
+
+    def records(self, key: ClientKey) -> list[UsageRecord]:
+        return self.store.records(since=0, until=time.time() + 60, key_id=key.id)
+
+
+@pytest.fixture(scope="module")
+def gateway(shell: str, fake_upstream: FakeProvider) -> Iterator[Gateway]:
+    token = f"keys-{shell}"
+    model = Model(
+        id="fake",
+        provider="openai",
+        api="openai-chat",
+        base_url=fake_upstream.base_url("ok", "openai-chat", token),
+        price_input=PRICE_IN,
+        price_output=PRICE_OUT,
+        max_output=64,
+    )
+    unpriced = Model(
+        id="fake", provider="openai", api="openai-chat", base_url=model.base_url, max_output=64
+    )
+    served = [
+        ServedModel(name="priced", model=model, api_key_env="GK_UPSTREAM"),
+        ServedModel(name="unpriced", model=unpriced, api_key_env="GK_UPSTREAM"),
+    ]
+    backend = provider_backend({"GK_UPSTREAM": "sk-upstream"}, served=served, registry=False)
+    store = MemoryStore()
+    app = App(backend, ServerConfig(), store=store)
+    with Server(app) as server:
+        yield Gateway(server, store, fake_upstream, token)
+
+
+def _ask(client: openai.OpenAI, model: str = "priced") -> str:
+    stream = client.chat.completions.create(
+        model=model, messages=USER, stream=True, max_tokens=16  # type: ignore[arg-type]
+    )
+    return "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+
+
+def test_a_key_in_order_is_served_and_its_use_recorded(gateway: Gateway) -> None:
+    key, secret = gateway.key(budget=1.0)
+    before = gateway.hits()
+    with gateway.openai(secret) as client:
+        assert _ask(client)
+    assert gateway.hits() == before + 1
+    wait_until(lambda: len(gateway.records(key)) == 1, 10)
+    [record] = gateway.records(key)
+    assert record.outcome == "ok" and record.route == "/v1/chat/completions"
+    assert record.model == "priced" and record.key_id == key.id
+    assert (record.input_tokens, record.output_tokens) == (5, 8)
+    assert record.cost == pytest.approx(ANSWER_COST)
+    assert record.first_token is not None and 0 <= record.first_token <= record.latency
+    assert gateway.store.spent(key.id, now=time.time()) == pytest.approx(ANSWER_COST)
+
+
+def test_refusals_are_the_clients_own_errors_and_never_reach_the_upstream(
+    gateway: Gateway,
+) -> None:
+    spent, spent_secret = gateway.key(budget=ANSWER_COST / 2)
+    limited, limited_secret = gateway.key(rpm=1)
+    narrow, narrow_secret = gateway.key(models=["unpriced"])
+    revoked, revoked_secret = gateway.key()
+    gateway.store.revoke_key(revoked.id, now=time.time())
+    with gateway.openai(spent_secret) as client:
+        assert _ask(client)  # within the budget when it was admitted
+    before = gateway.hits()
+    with gateway.openai("sfn-" + "x" * 43) as client, pytest.raises(openai.AuthenticationError):
+        _ask(client)
+    with gateway.openai(spent_secret) as client:
+        with pytest.raises(openai.PermissionDeniedError, match="budget for the month is spent"):
+            _ask(client)
+    with gateway.openai(limited_secret) as client:
+        assert _ask(client)
+        before = gateway.hits()
+        with pytest.raises(openai.RateLimitError, match="1 requests per minute") as limit:
+            _ask(client)
+    assert 1 <= int(limit.value.response.headers["retry-after"]) <= 60
+    with gateway.openai(narrow_secret) as client:
+        with pytest.raises(openai.PermissionDeniedError, match="may not use the model 'priced'"):
+            _ask(client)
+    with gateway.openai(revoked_secret) as client, pytest.raises(openai.AuthenticationError):
+        _ask(client)
+    url = gateway.server.url
+    with anthropic.Anthropic(base_url=url, api_key=spent_secret, max_retries=0) as client:
+        with pytest.raises(anthropic.PermissionDeniedError) as denied:
+            client.messages.create(model="priced", max_tokens=16, messages=USER)  # type: ignore[arg-type]
+    assert denied.value.body["error"]["type"] == "permission_error"  # type: ignore[index]
+    assert gateway.hits() == before  # not one of them went upstream
+    wait_until(lambda: len(gateway.records(spent)) == 3, 10)
+    outcomes = sorted(r.outcome for r in gateway.records(spent))
+    assert outcomes == ["ok", *["refused:this key's budget for the month is spent"] * 2]
+
+
+def test_a_budget_cannot_be_kept_on_a_model_without_prices(gateway: Gateway) -> None:
+    key, secret = gateway.key(budget=5.0)
+    before = gateway.hits()
+    with gateway.openai(secret) as client, pytest.raises(openai.PermissionDeniedError) as refused:
+        _ask(client, "unpriced")
+    assert "no known prices" in str(refused.value) and gateway.hits() == before
+    free, free_secret = gateway.key()  # no budget: served, its cost unknown (None)
+    with gateway.openai(free_secret) as client:
+        assert _ask(client, "unpriced")
+    wait_until(lambda: len(gateway.records(free)) == 1, 10)
+    assert gateway.records(free)[0].cost is None
+
+
+def _post(url: str, path: str, secret: str, body: dict[str, object]) -> tuple[int, bytes]:
+    host = url.removeprefix("http://")
+    conn = http.client.HTTPConnection(host, timeout=10)
+    headers = {"content-type": "application/json", "x-api-key": secret}
+    conn.request("POST", path, json.dumps(body).encode(), headers)
+    answer = conn.getresponse()
+    status, data = answer.status, answer.read()
+    conn.close()
+    return status, data
+
+
+def test_token_counts_need_a_usable_key_and_spend_nothing(gateway: Gateway) -> None:
+    key, secret = gateway.key(rpm=1, budget=1.0, models=["priced"])
+    body = {"model": "priced", "messages": USER}
+    for _ in range(3):  # counts are no requests against rpm, nor spend
+        status, _ = _post(gateway.server.url, "/v1/messages/count_tokens", secret, body)
+        assert status == 200
+    status, _ = _post(gateway.server.url, "/v1/messages/count_tokens", "sfn-nobody", body)
+    assert status == 401
+    other = {"model": "unpriced", "messages": USER}
+    status, _ = _post(gateway.server.url, "/v1/messages/count_tokens", secret, other)
+    assert status == 403
+    assert gateway.store.spent(key.id, now=time.time()) == 0.0
+    with gateway.openai(secret) as client:
+        assert _ask(client)  # the one request a minute is still there
+
+
+def test_the_model_list_shows_a_key_its_own_models(gateway: Gateway) -> None:
+    _, secret = gateway.key(models=["unpriced"])
+    with gateway.openai(secret) as client:
+        assert [m.id for m in client.models.list()] == ["unpriced"]
+    with gateway.openai("sfn-nobody") as client, pytest.raises(openai.AuthenticationError):
+        client.models.list()
+
+
+def test_a_revoked_key_is_refused_at_once_and_everywhere_within_a_second(
+    gateway: Gateway,
+) -> None:
+    key, secret = gateway.key()
+    with gateway.openai(secret) as client:
+        assert [m.id for m in client.models.list()]  # the key is remembered now
+        gateway.store.revoke_key(key.id, now=time.time())
+        with pytest.raises(openai.AuthenticationError, match="revoked"):
+            _ask(client)  # admission reads the key afresh
+        time.sleep(KEY_CACHE_SECONDS)
+        with pytest.raises(openai.AuthenticationError, match="revoked"):
+            client.models.list()
