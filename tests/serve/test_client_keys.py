@@ -10,8 +10,10 @@ the real command line in test_client_keys_cli.py).
 
 from __future__ import annotations
 
+import hashlib
 import http.client
 import json
+import logging
 import secrets
 import time
 from collections.abc import Iterator
@@ -204,3 +206,66 @@ def test_a_revoked_key_is_refused_at_once_and_everywhere_within_a_second(
         time.sleep(KEY_CACHE_SECONDS)
         with pytest.raises(openai.AuthenticationError, match="revoked"):
             client.models.list()
+
+
+def _turn(conn: object) -> list[object]:
+    events = []
+    for event in conn:  # type: ignore[attr-defined]
+        events.append(event)
+        if event.type in ("response.completed", "response.failed", "error"):
+            return events
+    raise AssertionError("the socket closed inside a turn")
+
+
+def test_a_sockets_turns_are_admitted_each_on_the_handshakes_key(gateway: Gateway) -> None:
+    key, secret = gateway.key(budget=ANSWER_COST)
+    before = gateway.hits()
+    with gateway.openai(secret) as client, client.responses.connect() as conn:
+        conn.response.create(model="priced", input="Hi", max_output_tokens=16)
+        assert _turn(conn)[-1].type == "response.completed"  # type: ignore[attr-defined]
+        wait_until(lambda: len(gateway.records(key)) == 1, 10)  # settled: its cost spent
+        conn.response.create(model="priced", input="Hi", max_output_tokens=16)
+        [error] = _turn(conn)
+        assert error.type == "error" and error.status == 403  # type: ignore[attr-defined]
+        assert "budget" in error.message  # type: ignore[attr-defined]
+    assert gateway.hits() == before + 1
+    with (
+        gateway.openai("sfn-nobody") as client,
+        pytest.raises(Exception, match="401"),
+        client.responses.connect() as conn,
+    ):
+        conn.response.create(model="priced", input="Hi")
+        _turn(conn)
+    assert gateway.hits() == before + 1
+
+
+def test_no_key_in_any_log_record_or_answer(
+    gateway: Gateway, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    key, secret = gateway.key(budget=1.0, rpm=2, models=["priced"])
+    revoked, revoked_secret = gateway.key()
+    gateway.store.revoke_key(revoked.id, now=time.time())
+    unknown = "sfn-" + secrets.token_urlsafe(32)
+    seen: list[bytes] = []
+    url = gateway.server.url
+    body = {"model": "priced", "messages": USER, "max_tokens": 16, "stream": True}
+    other = {**body, "model": "unpriced"}  # a model the key may not use
+    for each in (secret, secret, revoked_secret, unknown):  # ok, then rpm; 401 twice
+        for path in ("/v1/chat/completions", "/v1/messages", "/v1/messages/count_tokens"):
+            for asked in (body, other):
+                status, answer = _post(url, path, each, asked)
+                seen.append(b"%d %s" % (status, answer))
+    with gateway.openai(unknown) as client, pytest.raises(openai.AuthenticationError) as refused:
+        client.models.list()
+    seen.append(refused.value.response.content + str(refused.value.response.headers).encode())
+    wait_until(lambda: len(gateway.records(key)) >= 6, 10)
+    statuses = {int(line.split(b" ", 1)[0]) for line in seen[:-1]}
+    assert {200, 401, 403, 429} <= statuses  # each way in and out was taken
+    said = "\n".join(r.getMessage() for r in caplog.records).encode() + b"\n".join(seen)
+    records = repr(gateway.store.records(since=0, until=time.time() + 60)).encode()
+    for leaked in (secret, revoked_secret, unknown):
+        hashed = hashlib.sha256(leaked.encode()).hexdigest()
+        for text in (said, records):
+            assert leaked.encode() not in text and hashed.encode() not in text
+            assert leaked[4:20].encode() not in text  # nor a piece of it
