@@ -43,6 +43,7 @@ from streamfn.core.serve._routes import (
     BodyBudget,
     Route,
     admit,
+    authenticate_admin,
     check_model,
     disconnected_early,
     models_body,
@@ -70,6 +71,7 @@ from ._counting import answer_count
 from ._failures import backend_failure
 from ._intake import receive_body
 from ._messages import Receive, Send, send_json, start_sse, watch_disconnect
+from ._metrics import send_metrics
 from ._observe import Flight, Flights, Observer, current_flight
 from ._resolve import Resolver, check_input_urls, system_resolver
 from ._runtime import (
@@ -217,6 +219,9 @@ class App:
             await send_json(send, 200, status)
         elif chosen is Route.MODELS:
             await send_json(send, 200, models_body(self.backend.list_models(), headers))
+        elif chosen is Route.ADMIN:
+            authenticate_admin(headers, config.admin_key, open_server=not config.api_key)
+            await send_metrics(send, self.flights.observers)
         elif chosen is Route.COUNT:
             await self._admitted(served, self._body(receive), self._count_for(send, served))
         else:
