@@ -43,6 +43,7 @@ from streamfn.core.serve._routes import (
     BodyBudget,
     Route,
     admit,
+    authenticate_admin,
     check_model,
     disconnected_early,
     models_body,
@@ -71,6 +72,7 @@ from ._failures import backend_failure
 from ._intake import receive_body
 from ._keys import ClientKeys, allowed_models
 from ._messages import Receive, Send, send_json, start_sse, watch_disconnect
+from ._metrics import send_metrics
 from ._observe import Flight, Flights, Observer, current_flight
 from ._resolve import Resolver, check_input_urls, system_resolver
 from ._runtime import (
@@ -95,6 +97,7 @@ log = logging.getLogger("streamfn")
 Scope = MutableMapping[str, Any]
 #: how a request's body is read, charged to its share of the budget (``held``)
 _Read = Callable[[list[int]], Awaitable[bytes]]
+_Handle = Callable[[ClientRequest, list[int]], Awaitable[None]]  # a completion, a count
 
 
 class App:
@@ -222,6 +225,10 @@ class App:
         elif chosen is Route.MODELS:
             names = allowed_models(key, self.backend.list_models())
             await send_json(send, 200, models_body(names, headers))
+        elif chosen is Route.ADMIN:
+            open_server = not (config.api_key or self.keys)  # no auth at all: loopback use
+            authenticate_admin(headers, config.admin_key, open_server=open_server)
+            await send_metrics(send, self.flights.observers)
         elif chosen is Route.COUNT:
             await self._admitted(served, self._body(receive), self._count_for(send, served), key)
         else:
@@ -285,11 +292,7 @@ class App:
 
     # -- completions and counts -------------------------------------------------------
     async def _admitted(
-        self,
-        served: Served,
-        read: _Read,
-        handle: Callable[[ClientRequest, list[int]], Awaitable[None]],
-        key: ClientKey | None = None,
+        self, served: Served, read: _Read, handle: _Handle, key: ClientKey | None = None
     ) -> None:
         """A request with a body (an HTTP body, a WebSocket message): admitted, ``read``
         and parsed within the budgets, its model and input URLs checked, then
@@ -375,9 +378,7 @@ class App:
         except UnknownModelError as exc:
             raise HTTPError(404, "not_found", str(exc)) from None
 
-    def _count_for(
-        self, send: Send, served: Served
-    ) -> Callable[[ClientRequest, list[int]], Awaitable[None]]:
+    def _count_for(self, send: Send, served: Served) -> _Handle:
         assert self._slots is not None
         slots = self._slots
         return lambda request, held: answer_count(self.backend, slots, served, request, send)

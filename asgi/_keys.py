@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Final
 
 import msgspec
 
-from streamfn.core.serve._client_keys import client_refusal, presented_key, unknown_client_key
+from streamfn.core.serve._client_keys import client_refusal, unknown_client_key
 from streamfn.core.serve._request_fields import ClientRequest
 from streamfn.core.serve._reservation import is_priced, most_cost, prompt_tokens
+from streamfn.core.serve._routes import presented_key
 from streamfn.core.serve._served import Route
 from streamfn.core.serve._status import HTTPError
 from streamfn.ledger import Admitted, ClientKey, Refused, Store
@@ -46,8 +47,8 @@ log = logging.getLogger("streamfn")
 KEY_CACHE_SECONDS: Final = 1.0
 #: keys remembered at once (past it the memory starts again)
 _KEY_CACHE_SIZE: Final = 4096
-#: the routes that need no key
-_OPEN: Final = (Route.PREFLIGHT, Route.HEALTH)
+#: the routes that need no client key (the operator's take the admin key, never one)
+_OPEN: Final = (Route.PREFLIGHT, Route.HEALTH, Route.ADMIN)
 
 
 def _store_down(what: str, exc: Exception) -> HTTPError:

@@ -25,7 +25,7 @@ from ._flags import provider_base_urls, server_tools
 from ._model_dir import model_dir, require_prepared
 from ._progress import progress_printer
 from ._serve_flags import configure
-from ._serve_help import API_KEY_ENV, DESCRIPTION
+from ._serve_help import ADMIN_KEY_ENV, API_KEY_ENV, DESCRIPTION
 
 __all__ = ["API_KEY_ENV", "COMMAND"]
 
@@ -69,6 +69,12 @@ def _check(args: argparse.Namespace) -> dict[str, str]:
 
 def _api_key(args: argparse.Namespace) -> str | None:
     return args.api_key or os.environ.get(API_KEY_ENV) or None
+
+
+def _admin_key() -> str | None:
+    """The operator's key for ``/metrics`` and the dashboard: read from the environment
+    only, so it never shows in the process list."""
+    return os.environ.get(ADMIN_KEY_ENV) or None
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -133,6 +139,7 @@ def _backend(args: argparse.Namespace, base_urls: dict[str, str]) -> Any:
 
 def _app(args: argparse.Namespace, backend: Any) -> Any:
     from streamfn.asgi import App, ServerConfig
+    from streamfn.asgi._metrics import Metrics
     from streamfn.core.serve._guard import LOOPBACK_HOSTS, is_loopback
 
     if is_loopback(args.host):
@@ -143,6 +150,7 @@ def _app(args: argparse.Namespace, backend: Any) -> Any:
         backend,
         ServerConfig(
             api_key=_api_key(args),
+            admin_key=_admin_key(),
             max_body_bytes=args.max_body_bytes,
             max_buffered_bytes=args.max_buffered_bytes,
             max_unsent_bytes=args.max_unsent_bytes,
@@ -160,6 +168,7 @@ def _app(args: argparse.Namespace, backend: Any) -> Any:
             allow_input_urls=args.allow_input_urls,
             default_model=args.default_model,
         ),
+        observers=[Metrics()],
     )
 
 
@@ -238,7 +247,13 @@ def _worker(args: argparse.Namespace, sock: socket.socket, base_urls: dict[str, 
 def _supervise(args: argparse.Namespace, sock: socket.socket, base_urls: dict[str, str]) -> int:
     """Start ``--workers`` processes on one socket; forward SIGINT/SIGTERM; wait for all."""
     import multiprocessing
+    import tempfile
 
+    from streamfn.asgi._metrics import MULTIPROCESS_ENV
+
+    # every worker's metrics meet in one folder, so any worker answers a scrape whole
+    metrics_dir = tempfile.TemporaryDirectory(prefix="streamfn-metrics-")
+    os.environ[MULTIPROCESS_ENV] = metrics_dir.name
     context = multiprocessing.get_context("spawn")
     workers = [
         context.Process(target=_worker, args=(args, sock, base_urls), name=f"streamfn-serve-{i}")
@@ -257,6 +272,7 @@ def _supervise(args: argparse.Namespace, sock: socket.socket, base_urls: dict[st
     for worker in workers:
         worker.join()
     sock.close()
+    metrics_dir.cleanup()
     return max((w.exitcode or 0) for w in workers)
 
 

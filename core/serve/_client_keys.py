@@ -1,8 +1,8 @@
-"""Client keys at the gateway: which secret a request presents, and what a refusal says.
+"""Client keys at the gateway: what a request with a key nobody has, or a refused one, hears.
 
 A gateway run with a store of client keys lets each client in on its own key: the
-shell looks the presented secret up in the store (`streamfn.asgi`), and every
-decision about it is here, sans-I/O: where a client puts its key, the 401 of a
+shell looks the presented secret (`streamfn.core.serve._routes.presented_key`) up in
+the store (`streamfn.asgi`); the decisions about it are here, sans-I/O: the 401 of a
 key nobody has, and the error a refusal of the store's admission becomes (401,
 403 or 429 with ``Retry-After``, in the client's own error shape). No message
 here ever holds the secret, nor anything made from it.
@@ -10,14 +10,11 @@ here ever holds the secret, nor anything made from it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Final
 
 from ._status import HTTPError
 
-__all__ = ["UNKNOWN_CLIENT_KEY", "client_refusal", "presented_key", "unknown_client_key"]
-
-Headers = Iterable[tuple[bytes, bytes]]
+__all__ = ["UNKNOWN_CLIENT_KEY", "client_refusal", "unknown_client_key"]
 
 #: the 401 of a gateway with client keys, for a request with no key or one it has not
 UNKNOWN_CLIENT_KEY: Final = (
@@ -27,19 +24,6 @@ UNKNOWN_CLIENT_KEY: Final = (
 
 #: our generic error kind for each status a refusal of admission has
 _KINDS: Final = {401: "auth", 403: "forbidden", 429: "overloaded"}
-
-
-def presented_key(headers: Headers) -> bytes:
-    """The key a request presents (``Authorization: Bearer``, else ``x-api-key`` or
-    ``api-key``), stripped; empty when it presents none."""
-    given = b""
-    for name, value in headers:
-        lname = name.lower()
-        if lname == b"authorization" and value[:7].lower() == b"bearer ":
-            given = value[7:].strip()
-        elif lname in (b"x-api-key", b"api-key") and not given:
-            given = value.strip()
-    return given
 
 
 def unknown_client_key() -> HTTPError:
