@@ -21,6 +21,12 @@ environment variable holding its key, extra headers and defaults::
     id = "meta-llama/Llama-3.1-8B-Instruct"
     base_url = "http://vllm.internal:8000/v1"
     max_output = 8192
+    [models.prices]                       # US dollars per million tokens, for
+    input = 0.2                           # budgets and usage records (the catalogue
+    output = 0.6                          # prices known models already)
+
+    [keys]                                # client keys on: each client its own key
+    store = "sqlite:///var/lib/streamfn/gateway.db"   # default: the default store
 
 Keys themselves never go in the file, only the names of the variables that
 hold them. Everything here is the operator's; clients of the server choose
@@ -60,12 +66,27 @@ class _Entry(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     headers: dict[str, str] | None = None
     max_output: int | None = None
     context_window: int | None = None
+    prices: _Prices | None = None
     defaults: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class _Prices(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """A model's prices in US dollars per million tokens (as the catalogue gives them)."""
+
+    input: float
+    output: float
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+
+
+class _Keys(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    store: str | None = None
 
 
 class _File(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     registry: bool = False
     models: list[_Entry] = msgspec.field(default_factory=list)
+    keys: _Keys | None = None
 
 
 class GatewayConfig(msgspec.Struct, kw_only=True):
@@ -75,6 +96,8 @@ class GatewayConfig(msgspec.Struct, kw_only=True):
     models: list[Any]  # list[ServedModel]; typed loosely to keep this module import-light
     #: the served names whose entry sets its own ``base_url``
     own_base_url: frozenset[str] = frozenset()
+    #: client keys: the store's URL ("" the default store), None when the file has no [keys]
+    store: str | None = None
 
 
 #: defaults a file may not set: they have their own keys (and keys never go in files)
@@ -108,7 +131,23 @@ def _upstream(entry: _Entry, where: str) -> Model:
         changes["max_output"] = entry.max_output
     if entry.context_window is not None:
         changes["context_window"] = entry.context_window
+    if entry.prices is not None:
+        changes.update(_priced(entry.prices, where))
     return msgspec.structs.replace(model, **changes) if changes else model
+
+
+def _priced(prices: _Prices, where: str) -> dict[str, Any]:
+    """The ``[models.prices]`` table as `Model` fields (they replace the catalogue's)."""
+    fields = {
+        "price_input": prices.input,
+        "price_output": prices.output,
+        "price_cache_read": prices.cache_read,
+        "price_cache_write": prices.cache_write,
+    }
+    for name, value in fields.items():
+        if not 0 <= value < float("inf"):
+            raise ConfigError(f"{where}.prices: {name.removeprefix('price_')} must be 0 or more")
+    return {**fields, "price_tiers": ()}
 
 
 def _defaults(entry: _Entry, where: str) -> Options:
@@ -158,7 +197,8 @@ def load_gateway_config(path: Path) -> GatewayConfig:
             )
         )
     own = frozenset(e.name for e in parsed.models if e.base_url is not None)
-    return GatewayConfig(registry=parsed.registry, models=served, own_base_url=own)
+    store = None if parsed.keys is None else parsed.keys.store or ""
+    return GatewayConfig(registry=parsed.registry, models=served, own_base_url=own, store=store)
 
 
 def with_base_urls(config: GatewayConfig, base_urls: dict[str, str]) -> GatewayConfig:
