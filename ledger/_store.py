@@ -19,7 +19,11 @@ from typing import Literal, Protocol, TypeAlias
 
 from ._records import Admitted, ClientKey, Period, Refused, UsageRecord
 
-__all__ = ["Grouping", "Store"]
+__all__ = ["DEFAULT_LEASE_TTL", "Grouping", "Store"]
+
+#: seconds a reservation outlives its admission when nobody settles it (its worker
+#: died): long enough for a long reasoning stream, short enough to free the budget
+DEFAULT_LEASE_TTL = 900.0
 
 #: what `Store.report` groups by
 Grouping: TypeAlias = Literal["key", "model", "day", "deployment"]
@@ -94,5 +98,3 @@ class Store(Protocol):
     def close(self) -> None:
         """Release the connection(s); the store is not used afterwards."""
         ...
-
-
