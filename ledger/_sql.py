@@ -292,13 +292,15 @@ class SqlStore:
     # -- the engine
 
     def _conn(self) -> Connection:
+        if self._closed:
+            raise StoreError(f"the usage store {self._label} is closed")
         conn: Connection | None = getattr(self._local, "conn", None)
         if conn is None:
-            with self._lock:
-                if self._closed:
-                    raise StoreError(f"the usage store {self._label} is closed")
             conn = self._connect()
             with self._lock:
+                if self._closed:  # closed while this thread connected
+                    conn.close()
+                    raise StoreError(f"the usage store {self._label} is closed")
                 self._connections.append(conn)
             self._local.conn = conn
         return conn
