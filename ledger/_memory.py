@@ -143,9 +143,14 @@ class MemoryStore:
         return sorted(kept, key=lambda r: r.at, reverse=True)[:limit]
 
     def report(
-        self, by: Sequence[Grouping], *, since: float, until: float
+        self,
+        by: Sequence[Grouping],
+        *,
+        since: float,
+        until: float,
+        key_id: str | None = None,
     ) -> list[dict[str, object]]:
-        return totals(self.records(since=since, until=until, limit=2**62), by)
+        return totals(self.records(since=since, until=until, key_id=key_id, limit=2**62), by)
 
     def close(self) -> None:
         pass

@@ -28,8 +28,9 @@ def redact(url: str) -> str:
 
 
 def without_password(message: str, url: str) -> str:
-    """``message`` (a driver's error, say) with ``url``'s password removed wherever it is."""
-    message = redact(message)
+    """``message`` (a driver's error, say) on one line, with ``url``'s password removed
+    wherever it is."""
+    message = redact(" ".join(message.split()))
     try:
         password = urlsplit(url).password if "://" in url else None
     except ValueError:

@@ -246,26 +246,33 @@ class SqlStore:
     def records(
         self, *, since: float, until: float, key_id: str | None = None, limit: int = 1000
     ) -> list[UsageRecord]:
-        one_key = "" if key_id is None else " AND key_id = ?"
+        in_range, params = _in_range(since, until, key_id)
         rows = self._query(
             f"SELECT {', '.join(_USAGE_COLUMNS)} FROM ledger_usage"
-            f" WHERE at >= ? AND at < ?{one_key} ORDER BY at DESC, seq LIMIT ?",
-            (since, until, *(() if key_id is None else (key_id,)), limit),
+            f" WHERE {in_range} ORDER BY at DESC, seq LIMIT ?",
+            (*params, limit),
         )
         return [UsageRecord(**dict(zip(_USAGE_COLUMNS, row, strict=True))) for row in rows]
 
     def report(
-        self, by: Sequence[Grouping], *, since: float, until: float
+        self,
+        by: Sequence[Grouping],
+        *,
+        since: float,
+        until: float,
+        key_id: str | None = None,
     ) -> list[dict[str, object]]:
         groups = [self._dialect.day if field == "day" else _GROUPS[field] for field in by]
         sums = ", ".join(f"CAST(SUM({name}) AS BIGINT)" for name in _SUMMED)
+        in_range, params = _in_range(since, until, key_id)
         rows = self._query(
             f"SELECT {''.join(g + ', ' for g in groups)}COUNT(*), {sums},"
             " SUM(COALESCE(cost, 0.0)),"
-            " CAST(SUM(CASE WHEN outcome = 'ok' THEN 0 ELSE 1 END) AS BIGINT)"
-            " FROM ledger_usage WHERE at >= ? AND at < ?"
+            " CAST(SUM(CASE WHEN outcome = 'ok' THEN 0 ELSE 1 END) AS BIGINT),"
+            " CAST(SUM(CASE WHEN cost IS NULL THEN 1 ELSE 0 END) AS BIGINT)"
+            f" FROM ledger_usage WHERE {in_range}"
             + (f" GROUP BY {', '.join(groups)}" if groups else ""),
-            (since, until),
+            params,
         )
         n = len(by)
         found = [
@@ -273,8 +280,9 @@ class SqlStore:
                 **dict(zip(by, row[:n], strict=True)),
                 "requests": row[n],
                 **dict(zip(_SUMMED, row[n + 1 : n + 1 + len(_SUMMED)], strict=True)),
-                "cost": float(row[-2]),
-                "errors": row[-1],
+                "cost": float(row[-3]),
+                "errors": row[-2],
+                "unpriced": row[-1],
             }
             for row in rows
             if row[n]  # no group: an empty range still yields one all-NULL row
@@ -357,6 +365,14 @@ class SqlStore:
                 self._run(
                     conn, "INSERT INTO ledger_schema (version) VALUES (?)", (len(MIGRATIONS),)
                 )
+
+
+def _in_range(since: float, until: float, key_id: str | None) -> tuple[str, tuple[object, ...]]:
+    """The usage rows in ``[since, until)`` (of ``key_id`` only, if given): a condition
+    and its parameters."""
+    if key_id is None:
+        return "at >= ? AND at < ?", (since, until)
+    return "at >= ? AND at < ? AND key_id = ?", (since, until, key_id)
 
 
 def _key(row: Sequence[Any]) -> ClientKey:

@@ -90,9 +90,16 @@ class Store(Protocol):
         ...
 
     def report(
-        self, by: Sequence[Grouping], *, since: float, until: float
+        self,
+        by: Sequence[Grouping],
+        *,
+        since: float,
+        until: float,
+        key_id: str | None = None,
     ) -> list[dict[str, object]]:
-        """Totals grouped by ``by``: requests, each token kind, cost, errors."""
+        """Totals grouped by ``by`` (of ``key_id``'s requests only, if given): requests,
+        each token kind, cost, errors, and ``unpriced`` (requests of a model with no
+        known prices, whose cost is not counted)."""
         ...
 
     def close(self) -> None:

@@ -196,3 +196,5 @@ def test_report_equals_the_reference_totals(store: Store, by: tuple[str, ...]) -
     assert report == totals(rows[:4], by)  # type: ignore[arg-type]
     assert report and sum(row["requests"] for row in report) == 4  # type: ignore[misc]
     assert store.report(by, since=T0 + 50 * DAY, until=T0 + 60 * DAY) == []  # type: ignore[arg-type]
+    one = store.report(by, since=T0, until=T0 + 5 * DAY, key_id=key.id)  # type: ignore[arg-type]
+    assert one == totals(rows[:2], by)  # type: ignore[arg-type]
