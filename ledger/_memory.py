@@ -18,7 +18,7 @@ from ._periods import period_start
 from ._records import Admitted, ClientKey, Period, Refused, UsageRecord
 from ._report import totals
 from ._secrets import hash_secret, new_key_id, new_secret
-from ._store import Grouping
+from ._store import DEFAULT_LEASE_TTL, Grouping
 
 __all__ = ["MemoryStore"]
 
@@ -26,12 +26,14 @@ __all__ = ["MemoryStore"]
 class MemoryStore:
     """`Store` in memory, safe to call from several threads."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, lease_ttl: float = DEFAULT_LEASE_TTL) -> None:
+        self._lease_ttl = lease_ttl
         self._lock = threading.Lock()
         self._keys: dict[str, ClientKey] = {}
         self._hashes: dict[str, str] = {}  # key id -> hash of its secret
         self._admitted: dict[str, list[float]] = {}  # key id -> arrival times
-        self._leases: dict[str, tuple[str, float]] = {}  # lease -> (key id, reserved)
+        # lease -> (key id, reserved, when it expires unsettled)
+        self._leases: dict[str, tuple[str, float, float]] = {}
         self._records: list[UsageRecord] = []
         self._next_lease = 0
 
@@ -99,7 +101,11 @@ class MemoryStore:
                 for r in self._records
                 if r.key_id == key.id and r.at > since
             ]
-            reserved = sum(held for owner, held in self._leases.values() if owner == key.id)
+            reserved = sum(
+                held
+                for owner, held, until in self._leases.values()
+                if owner == key.id and until > now
+            )
             window = Window(
                 requests=arrivals,
                 tokens=tokens,
@@ -112,7 +118,7 @@ class MemoryStore:
             )
             if isinstance(verdict, Admitted):
                 self._admitted[key.id] = [*arrivals, now]
-                self._leases[verdict.lease] = (key.id, verdict.cap or 0.0)
+                self._leases[verdict.lease] = (key.id, verdict.cap or 0.0, now + self._lease_ttl)
             return verdict
 
     def settle(self, lease: str | None, record: UsageRecord) -> None:
@@ -137,9 +143,14 @@ class MemoryStore:
         return sorted(kept, key=lambda r: r.at, reverse=True)[:limit]
 
     def report(
-        self, by: Sequence[Grouping], *, since: float, until: float
+        self,
+        by: Sequence[Grouping],
+        *,
+        since: float,
+        until: float,
+        key_id: str | None = None,
     ) -> list[dict[str, object]]:
-        return totals(self.records(since=since, until=until, limit=2**62), by)
+        return totals(self.records(since=since, until=until, key_id=key_id, limit=2**62), by)
 
     def close(self) -> None:
         pass

@@ -1,0 +1,391 @@
+"""The store on a SQL engine: every query once, for SQLite and PostgreSQL alike.
+
+`SqlStore` holds one connection per thread (the gateway calls the store from a
+thread pool; neither driver shares a connection between threads safely), and
+runs each admission as one write transaction: it gathers the key's `Window`,
+asks `decide`, and writes the lease before committing. On SQLite the write
+transaction itself excludes every other writer; on PostgreSQL a lock on the key
+makes admissions of one key take turns while other keys go on. What the engines
+spell differently is in the `Dialect`; every value is a parameter.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from typing import Any, Protocol
+
+import msgspec
+
+from ._admission import WINDOW, Window, decide
+from ._dialect import Dialect
+from ._periods import period_start
+from ._records import Admitted, ClientKey, Period, Refused, UsageRecord
+from ._schema import MIGRATIONS, SCHEMA_TABLE, migration
+from ._secrets import hash_secret, new_key_id, new_secret
+from ._store import DEFAULT_LEASE_TTL, Grouping
+
+__all__ = ["Connection", "SqlStore", "StoreError"]
+
+_KEY_COLUMNS = "id, name, created_at, models, budget, period, rpm, tpm, expires_at, revoked_at"
+_USAGE_COLUMNS = (
+    "at",
+    "key_id",
+    "route",
+    "model",
+    "deployment",
+    "input_tokens",
+    "cached_tokens",
+    "cache_write_tokens",
+    "output_tokens",
+    "reasoning_tokens",
+    "cost",
+    "latency",
+    "first_token",
+    "outcome",
+)
+_SUMMED = (
+    "input_tokens",
+    "cached_tokens",
+    "cache_write_tokens",
+    "output_tokens",
+    "reasoning_tokens",
+)
+#: the grouping columns `report` may use: constants, never client text
+_GROUPS: dict[str, str] = {"key": "key_id", "model": "model", "deployment": "deployment"}
+
+
+class StoreError(Exception):
+    """The usage store cannot be opened or reached; the message names the cause and the
+    fix, and never a password."""
+
+
+class Cursor(Protocol):
+    def fetchone(self) -> Any: ...
+    def fetchall(self) -> list[Any]: ...
+
+
+class Connection(Protocol):
+    """What the store needs of a DB-API connection in autocommit mode."""
+
+    def execute(self, sql: Any, params: Sequence[object] = ..., /) -> Cursor: ...
+    def close(self) -> None: ...
+
+
+class SqlStore:
+    """`Store` on a SQL engine; `SQLiteStore` and `PostgresStore` give it a connection."""
+
+    def __init__(
+        self,
+        connect: Callable[[], Connection],
+        dialect: Dialect,
+        *,
+        label: str,
+        lease_ttl: float = DEFAULT_LEASE_TTL,
+    ) -> None:
+        self._connect = connect
+        self._dialect = dialect
+        self._label = label  # what repr and errors show: the location, password redacted
+        self._lease_ttl = lease_ttl
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._connections: list[Connection] = []
+        self._closed = False
+        self._migrate()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._label!r})"
+
+    # -- keys
+
+    def create_key(
+        self,
+        name: str,
+        *,
+        now: float,
+        models: Sequence[str] = (),
+        budget: float | None = None,
+        period: Period = "month",
+        rpm: int | None = None,
+        tpm: int | None = None,
+        expires_at: float | None = None,
+    ) -> tuple[ClientKey, str]:
+        key = ClientKey(
+            id=new_key_id(),
+            name=name,
+            created_at=now,
+            models=tuple(models),
+            budget=budget,
+            period=period,
+            rpm=rpm,
+            tpm=tpm,
+            expires_at=expires_at,
+        )
+        secret = new_secret()
+        with self._write() as conn:
+            self._run(
+                conn,
+                "INSERT INTO ledger_keys (id, name, secret_hash, created_at, models, budget,"
+                " period, rpm, tpm, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    key.id,
+                    name,
+                    hash_secret(secret),
+                    now,
+                    msgspec.json.encode(list(key.models)).decode(),
+                    budget,
+                    period,
+                    rpm,
+                    tpm,
+                    expires_at,
+                ),
+            )
+        return key, secret
+
+    def rotate_key(self, key_id: str, *, now: float) -> str:
+        secret = new_secret()
+        with self._write() as conn:
+            self._existing(conn, key_id)
+            self._run(
+                conn,
+                "UPDATE ledger_keys SET secret_hash = ? WHERE id = ?",
+                (hash_secret(secret), key_id),
+            )
+        return secret
+
+    def revoke_key(self, key_id: str, *, now: float) -> None:
+        with self._write() as conn:
+            self._existing(conn, key_id)
+            self._run(conn, "UPDATE ledger_keys SET revoked_at = ? WHERE id = ?", (now, key_id))
+
+    def list_keys(self) -> list[ClientKey]:
+        rows = self._query(f"SELECT {_KEY_COLUMNS} FROM ledger_keys ORDER BY created_at, seq")
+        return [_key(row) for row in rows]
+
+    def key_for_secret(self, secret: str) -> ClientKey | None:
+        # looked up by hash through the index: timing reveals at most how a hash of the
+        # caller's own guess compares, nothing about a stored secret
+        wanted = hash_secret(secret)
+        rows = self._query(
+            f"SELECT {_KEY_COLUMNS}, secret_hash FROM ledger_keys WHERE secret_hash = ?",
+            (wanted,),
+        )
+        for row in rows:
+            if hmac.compare_digest(row[-1], wanted):
+                return _key(row[:-1])
+        return None
+
+    # -- admission and usage
+
+    def admit(
+        self, key: ClientKey, model: str, *, now: float, estimate: float | None
+    ) -> Admitted | Refused:
+        lease = "l" + secrets.token_hex(8)
+        since = now - WINDOW
+        with self._write(lock=key.id) as conn:
+            rows = self._run(
+                conn, f"SELECT {_KEY_COLUMNS} FROM ledger_keys WHERE id = ?", (key.id,)
+            ).fetchall()
+            current = _key(rows[0]) if rows else key  # a revocation since the caller looked
+            self._run(
+                conn,
+                "DELETE FROM ledger_leases WHERE key_id = ? AND at <= ?"
+                " AND (settled = 1 OR expires_at <= ?)",
+                (key.id, since, now),
+            )
+            leases = self._run(
+                conn,
+                "SELECT at, reserved, settled, expires_at FROM ledger_leases WHERE key_id = ?",
+                (key.id,),
+            ).fetchall()
+            tokens = self._run(
+                conn,
+                "SELECT at, input_tokens + cached_tokens + output_tokens FROM ledger_usage"
+                " WHERE key_id = ? AND at > ?",
+                (key.id, since),
+            ).fetchall()
+            window = Window(
+                requests=[at for at, _, _, _ in leases if at > since],
+                tokens=[(at, n) for at, n in tokens],
+                spent=self._spent(conn, key.id, period_start(current.period, now)),
+                reserved=sum(
+                    held for _, held, settled, until in leases if not settled and until > now
+                ),
+            )
+            verdict = decide(current, model, window, now=now, estimate=estimate, lease=lease)
+            if isinstance(verdict, Admitted):
+                self._run(
+                    conn,
+                    "INSERT INTO ledger_leases (lease, key_id, at, reserved, expires_at,"
+                    " settled) VALUES (?, ?, ?, ?, ?, 0)",
+                    (lease, key.id, now, verdict.cap or 0.0, now + self._lease_ttl),
+                )
+        return verdict
+
+    def settle(self, lease: str | None, record: UsageRecord) -> None:
+        with self._write() as conn:
+            if lease is not None:
+                self._run(conn, "UPDATE ledger_leases SET settled = 1 WHERE lease = ?", (lease,))
+            self._run(
+                conn,
+                f"INSERT INTO ledger_usage ({', '.join(_USAGE_COLUMNS)})"
+                f" VALUES ({', '.join('?' for _ in _USAGE_COLUMNS)})",
+                tuple(getattr(record, name) for name in _USAGE_COLUMNS),
+            )
+
+    def spent(self, key_id: str, *, now: float) -> float:
+        conn = self._conn()
+        rows = self._run(conn, "SELECT period FROM ledger_keys WHERE id = ?", (key_id,)).fetchall()
+        if not rows:
+            raise LookupError(f"no client key has the id {key_id!r}")
+        return self._spent(conn, key_id, period_start(rows[0][0], now))
+
+    def records(
+        self, *, since: float, until: float, key_id: str | None = None, limit: int = 1000
+    ) -> list[UsageRecord]:
+        in_range, params = _in_range(since, until, key_id)
+        rows = self._query(
+            f"SELECT {', '.join(_USAGE_COLUMNS)} FROM ledger_usage"
+            f" WHERE {in_range} ORDER BY at DESC, seq LIMIT ?",
+            (*params, limit),
+        )
+        return [UsageRecord(**dict(zip(_USAGE_COLUMNS, row, strict=True))) for row in rows]
+
+    def report(
+        self,
+        by: Sequence[Grouping],
+        *,
+        since: float,
+        until: float,
+        key_id: str | None = None,
+    ) -> list[dict[str, object]]:
+        groups = [self._dialect.day if field == "day" else _GROUPS[field] for field in by]
+        sums = ", ".join(f"CAST(SUM({name}) AS BIGINT)" for name in _SUMMED)
+        in_range, params = _in_range(since, until, key_id)
+        rows = self._query(
+            f"SELECT {''.join(g + ', ' for g in groups)}COUNT(*), {sums},"
+            " SUM(COALESCE(cost, 0.0)),"
+            " CAST(SUM(CASE WHEN outcome = 'ok' THEN 0 ELSE 1 END) AS BIGINT),"
+            " CAST(SUM(CASE WHEN cost IS NULL THEN 1 ELSE 0 END) AS BIGINT)"
+            f" FROM ledger_usage WHERE {in_range}"
+            + (f" GROUP BY {', '.join(groups)}" if groups else ""),
+            params,
+        )
+        n = len(by)
+        found = [
+            {
+                **dict(zip(by, row[:n], strict=True)),
+                "requests": row[n],
+                **dict(zip(_SUMMED, row[n + 1 : n + 1 + len(_SUMMED)], strict=True)),
+                "cost": float(row[-3]),
+                "errors": row[-2],
+                "unpriced": row[-1],
+            }
+            for row in rows
+            if row[n]  # no group: an empty range still yields one all-NULL row
+        ]
+        return sorted(found, key=lambda row: tuple(str(row[field]) for field in by))
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            connections, self._connections = self._connections, []
+        for conn in connections:
+            with suppress(Exception):
+                conn.close()
+
+    # -- the engine
+
+    def _conn(self) -> Connection:
+        if self._closed:
+            raise StoreError(f"the usage store {self._label} is closed")
+        conn: Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._connect()
+            with self._lock:
+                if self._closed:  # closed while this thread connected
+                    conn.close()
+                    raise StoreError(f"the usage store {self._label} is closed")
+                self._connections.append(conn)
+            self._local.conn = conn
+        return conn
+
+    def _run(self, conn: Connection, sql: str, params: Sequence[object] = ()) -> Cursor:
+        return conn.execute(self._dialect.sql(sql), params)
+
+    def _query(self, sql: str, params: Sequence[object] = ()) -> list[Any]:
+        return self._run(self._conn(), sql, params).fetchall()
+
+    @contextmanager
+    def _write(self, lock: str | None = None) -> Iterator[Connection]:
+        """One write transaction (admissions of the key ``lock`` take turns in it)."""
+        conn = self._conn()
+        conn.execute(self._dialect.begin_write)
+        try:
+            if lock is not None and self._dialect.lock_key is not None:
+                self._run(conn, self._dialect.lock_key, (lock,))
+            yield conn
+        except BaseException:
+            with suppress(Exception):
+                conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def _existing(self, conn: Connection, key_id: str) -> None:
+        if not self._run(conn, "SELECT 1 FROM ledger_keys WHERE id = ?", (key_id,)).fetchall():
+            raise LookupError(f"no client key has the id {key_id!r}")
+
+    def _spent(self, conn: Connection, key_id: str, since: float) -> float:
+        row = self._run(
+            conn,
+            "SELECT SUM(COALESCE(cost, 0.0)) FROM ledger_usage WHERE key_id = ? AND at >= ?",
+            (key_id, since),
+        ).fetchone()
+        return float(row[0] or 0.0)
+
+    def _migrate(self) -> None:
+        with self._write(lock="ledger_schema") as conn:
+            conn.execute(SCHEMA_TABLE)
+            row = self._run(conn, "SELECT MAX(version) FROM ledger_schema").fetchone()
+            version = int(row[0] or 0)
+            if version > len(MIGRATIONS):
+                raise StoreError(
+                    f"the usage store {self._label} has schema version {version}, newer than "
+                    f"this streamfn knows ({len(MIGRATIONS)}): upgrade streamfn, or use "
+                    "another store"
+                )
+            for step in MIGRATIONS[version:]:
+                for statement in migration(step, self._dialect):
+                    conn.execute(statement)
+            if version < len(MIGRATIONS):
+                self._run(conn, "DELETE FROM ledger_schema")
+                self._run(
+                    conn, "INSERT INTO ledger_schema (version) VALUES (?)", (len(MIGRATIONS),)
+                )
+
+
+def _in_range(since: float, until: float, key_id: str | None) -> tuple[str, tuple[object, ...]]:
+    """The usage rows in ``[since, until)`` (of ``key_id`` only, if given): a condition
+    and its parameters."""
+    if key_id is None:
+        return "at >= ? AND at < ?", (since, until)
+    return "at >= ? AND at < ? AND key_id = ?", (since, until, key_id)
+
+
+def _key(row: Sequence[Any]) -> ClientKey:
+    key_id, name, created_at, models, budget, period, rpm, tpm, expires_at, revoked_at = row
+    return ClientKey(
+        id=key_id,
+        name=name,
+        created_at=created_at,
+        models=tuple(msgspec.json.decode(models)),
+        budget=budget,
+        period=period,
+        rpm=rpm,
+        tpm=tpm,
+        expires_at=expires_at,
+        revoked_at=revoked_at,
+    )

@@ -1,0 +1,115 @@
+"""Opening a store: the URL forms, the default location, errors that name the fix, no password shown."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from streamfn.ledger import (
+    Admitted,
+    PostgresStore,
+    SQLiteStore,
+    StoreError,
+    default_store_url,
+    open_store,
+)
+
+NOW = 1_800_000_000.0
+
+
+def test_default_location_is_the_variable_else_the_state_folder() -> None:
+    assert default_store_url({"STREAMFN_STORE": "postgresql://h/db"}) == "postgresql://h/db"
+    assert default_store_url({"XDG_STATE_HOME": "/srv/state"}) == (
+        "sqlite:///srv/state/streamfn/gateway.db"
+    )
+    home = os.path.expanduser("~")
+    assert default_store_url({}) == f"sqlite://{home}/.local/state/streamfn/gateway.db"
+
+
+def test_url_forms(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    by_url = open_store(f"sqlite://{tmp_path}/a/one.db")
+    by_path = open_store(str(tmp_path / "two.db"))
+    monkeypatch.setenv("STREAMFN_STORE", str(tmp_path / "three.db"))
+    by_default = open_store()
+    for store, name in [(by_url, "a/one.db"), (by_path, "two.db"), (by_default, "three.db")]:
+        assert isinstance(store, SQLiteStore) and store.path == tmp_path / name
+        store.close()
+    with pytest.raises(StoreError, match="three slashes"):
+        open_store("sqlite://relative.db")
+    with pytest.raises(StoreError, match=r"redis://u:\*\*\*@h.*postgresql://") as caught:
+        open_store("redis://u:hunter2@h/0")
+    assert "hunter2" not in str(caught.value)
+
+
+def test_the_file_is_its_owners_and_in_wal_mode_and_survives_a_restart(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "state" / "gateway.db")
+    key, secret = store.create_key("ci", now=NOW)
+    store.close()
+    assert stat.S_IMODE(os.stat(tmp_path / "state" / "gateway.db").st_mode) == 0o600
+    again = SQLiteStore(tmp_path / "state" / "gateway.db")
+    assert again.key_for_secret(secret) == key
+    again.close()
+    with sqlite3.connect(tmp_path / "state" / "gateway.db") as raw:
+        assert raw.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert raw.execute("SELECT version FROM ledger_schema").fetchall() == [(1,)]
+    raw.close()
+
+
+def test_a_store_from_a_newer_streamfn_is_refused(tmp_path: Path) -> None:
+    SQLiteStore(tmp_path / "g.db").close()
+    with sqlite3.connect(tmp_path / "g.db") as raw:
+        raw.execute("UPDATE ledger_schema SET version = 99")
+    raw.close()
+    with pytest.raises(StoreError, match=r"schema version 99.*upgrade streamfn"):
+        SQLiteStore(tmp_path / "g.db")
+
+
+def test_an_unusable_path_names_itself_and_the_fix(tmp_path: Path) -> None:
+    (tmp_path / "not-a-db").write_bytes(b"this is no database file, just text" * 100)
+    with pytest.raises(StoreError, match=r"not-a-db.*STREAMFN_STORE"):
+        SQLiteStore(tmp_path / "not-a-db")
+    (tmp_path / "file").write_text("")
+    with pytest.raises(StoreError, match=r"file/below.db.*--store"):
+        SQLiteStore(tmp_path / "file" / "below.db")
+
+
+def test_threads_get_their_own_connection_and_close_ends_them(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "g.db")
+    key, _ = store.create_key("ci", now=NOW, budget=8.0)
+    verdicts: list[object] = []
+
+    def admit() -> None:
+        verdicts.append(store.admit(key, "m", now=NOW, estimate=1.0))
+
+    threads = [threading.Thread(target=admit) for _ in range(10)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sum(isinstance(v, Admitted) for v in verdicts) == 8
+    store.close()
+    with pytest.raises(StoreError, match="closed"):
+        store.list_keys()
+
+
+def test_no_password_in_an_unreachable_postgres_error_or_repr(tmp_path: Path) -> None:
+    url = f"postgresql://ops:s3cr%40t-pw@/ledger?host={tmp_path}&port=1"
+    with pytest.raises(StoreError) as caught:
+        open_store(url)
+    message = str(caught.value)
+    assert "cannot reach the PostgreSQL store" in message and "check that the server" in message
+    assert "s3cr" not in message and "ops:***@" in message
+
+
+def test_postgres_repr_redacts(fresh_url: Callable[[str], str]) -> None:
+    url = fresh_url("postgresql")
+    with_password = url.replace("streamfn@", "streamfn:hunter2@")  # trust auth ignores it
+    store = PostgresStore(with_password)
+    assert "hunter2" not in repr(store) and "streamfn:***@" in repr(store)
+    store.close()
