@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 import pytest
 from fake_provider import FakeProvider
-from shell_runner import SHELLS, client_class, collect, run
+from shell_runner import SHELLS, collect, run
 
 from streamfn.core import (
     Done,
@@ -25,6 +25,7 @@ from streamfn.core import (
     Options,
     TextDelta,
     Usage,
+    UsageError,
     fallback,
 )
 from streamfn.fuzz._fake_bodies import anthropic_body, openai_body
@@ -119,11 +120,8 @@ def test_a_request_the_provider_refused_costs_nothing(shell: str, fake: FakeProv
     assert isinstance(events[-1], Done) and _requests(fake, url) == 2
 
 
-async def _chain(client_cls: Any, chain: Model, cap: float) -> list[Event]:
-    environ = {"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"}
-    options = Options(max_cost=cap, max_attempts=1)
-    async with client_cls(environ=environ) as client:
-        return await collect(client, chain, options)
+#: the chains' keys: a fallback chain takes each model's key from its own variable
+KEYS = {"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"}
 
 
 @pytest.mark.parametrize("shell", SHELLS)
@@ -136,7 +134,8 @@ def test_a_fallback_chain_shares_one_cap(
     first = fake.serve(anthropic_body(["abcd"]), fault="overloaded-then-ok")
     backup = fake.serve(openai_body(["abcd"] * 2))
     chain = fallback([_model(first, "anthropic"), _model(backup)])
-    events: list[Event] = _run_chain(shell, chain, cap)
+    options = Options(max_cost=cap, max_attempts=1)
+    events: list[Event] = run(shell, collect, chain, options, environ=KEYS)
     assert _requests(fake, first) == 1
     assert _requests(fake, backup) == requests - 1
     last = events[-1]
@@ -144,22 +143,6 @@ def test_a_fallback_chain_shares_one_cap(
         assert isinstance(last, Error) and last.kind is ErrorKind.BUDGET, last
     else:
         assert isinstance(last, Done)
-
-
-def _run_chain(shell: str, chain: Model, cap: float) -> list[Event]:
-    """`run`, with a client that has the chain's keys in its environment."""
-    import asyncio
-
-    import trio
-    from shell_runner import blocking
-
-    coro = _chain(client_class(shell), chain, cap)
-    if shell == "sync":
-        result: list[Event] = blocking(coro, 10.0)
-        return result
-    if shell == "trio":
-        return trio.run(lambda: coro)  # type: ignore[no-any-return]
-    return asyncio.run(coro)
 
 
 def test_a_chain_with_an_unpriced_model_is_refused_before_any_request(
@@ -170,6 +153,6 @@ def test_a_chain_with_an_unpriced_model_is_refused_before_any_request(
         _model(fake.serve(openai_body(["abcd"]))), price_input=0.0, price_output=0.0
     )
     chain = fallback([_model(first), free])
-    with pytest.raises(Exception, match="has no prices"):
-        _run_chain("sync", chain, 100.0)
+    with pytest.raises(UsageError, match="has no prices"):
+        run("sync", collect, chain, Options(max_cost=100.0), environ=KEYS)
     assert _requests(fake, first) == 0
