@@ -20,9 +20,11 @@ paused turns, recoveries), and a `Meter` follows each request:
 
 Every price comes from the `Model` (``price_input`` ... ``price_tiers``): a model
 without prices cannot be capped and is refused (`require_prices`) rather than run
-uncapped. The input is estimated from the request (`estimate_tokens`) because no
-provider reports it before the answer ends; a prompt that asks for caching is
-priced as cache writes where those cost more than input.
+uncapped. The input is estimated from the request (`estimate_tokens`): the events
+carry token counts only at the end (`Done.usage`, or an `Error`'s), and most
+providers report them only there. A prompt that asks for caching is priced as cache
+writes where those cost more than input. A resumed response (``recover="resume"``)
+is priced as a new request: its input counts again, an overcount on the safe side.
 
 The bound, in the meter's own figures: the caller sees every delta while the
 running cost is at most the cap, and exactly one more, the delta that crosses it.
