@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Final
 
 import msgspec
 
+from streamfn.core._spend import priced
 from streamfn.core.serve._client_keys import client_refusal, unknown_client_key
 from streamfn.core.serve._request_fields import ClientRequest
-from streamfn.core.serve._reservation import is_priced, most_cost, prompt_tokens
+from streamfn.core.serve._reservation import most_cost, prompt_tokens
 from streamfn.core.serve._routes import presented_key
 from streamfn.core.serve._served import Route
 from streamfn.core.serve._status import HTTPError
@@ -74,7 +75,9 @@ class ClientKeys:
     def observers(self) -> Iterable[Observer]:
         return (self.recorder,)
 
-    async def identify(self, headers: Iterable[tuple[bytes, bytes]], chosen: Route) -> ClientKey | None:
+    async def identify(
+        self, headers: Iterable[tuple[bytes, bytes]], chosen: Route
+    ) -> ClientKey | None:
         """The key a request presents (None on a route that needs none), or the 401 of a
         secret no usable key has."""
         if chosen in _OPEN:
@@ -115,7 +118,7 @@ class ClientKeys:
         flight.key_id, flight.key_name = key.id, key.name
         billing = getattr(self.app.backend, "billing_model", None)
         model = None if billing is None else billing(request.model)
-        flight.billed_by = model if is_priced(model) else None
+        flight.billed_by = model if model is not None and priced(model) else None
         flight.prompt_estimate = prompt = prompt_tokens(model, request.context)
         now = time.time()
         verdict: Admitted | Refused | None
@@ -143,7 +146,9 @@ class ClientKeys:
         flight.lease = verdict.lease
         if verdict.cap is None:
             return request
-        return request  # the cap: Options.max_cost, once the library has it
+        # the stream ends with a budget error, its upstream call closed, past the cap
+        options = msgspec.structs.replace(request.options, max_cost=verdict.cap)
+        return msgspec.structs.replace(request, options=options)
 
     def close(self) -> None:
         """Keep every usage record still queued (blocks: call it off the loop)."""

@@ -12,7 +12,7 @@ At shutdown the queue is flushed before the store is closed.
 What a request used comes from its answer: the usage the provider reported and its
 cost. An answer that never reported (the client went away, a cut without usage) is
 billed its estimate: the input estimated at admission and the output streamed so
-far at four characters a token (`output_tokens_of`), so leaving early never
+far at four characters a token (`text_tokens`), so leaving early never
 spends less than was generated.
 """
 
@@ -24,7 +24,7 @@ import threading
 import time
 from typing import Final
 
-from streamfn.core._count import CHARS_PER_TOKEN
+from streamfn.core._count import text_tokens
 from streamfn.core._events import Usage
 from streamfn.core._model_spec import compute_cost
 from streamfn.ledger import Store, UsageRecord
@@ -43,11 +43,6 @@ _RETRIES: Final = (0.1, 0.5, 2.0)
 _FLUSH_WAIT: Final = 60.0
 
 
-def output_tokens_of(chars: int) -> int:
-    """The estimate's output tokens for ``chars`` streamed characters (rounded up)."""
-    return -(-chars // CHARS_PER_TOKEN)
-
-
 def _used(flight: Flight) -> Usage | None:
     """What ``flight`` used: its reported usage, else its estimate when it went upstream
     and never said (the client went away, a cut without usage), else None (nothing)."""
@@ -56,7 +51,7 @@ def _used(flight: Flight) -> Usage | None:
     went_up = flight.lease is not None or flight.output_began
     if flight.outcome not in ("disconnected", "cut") or not went_up:
         return None
-    return Usage(input=flight.prompt_estimate, output=output_tokens_of(flight.output_chars))
+    return Usage(input=flight.prompt_estimate, output=text_tokens(flight.output_chars))
 
 
 def usage_record(flight: Flight) -> UsageRecord:

@@ -15,18 +15,12 @@ from .._count import estimate_tokens
 from .._events import Usage
 from .._messages import Context
 from .._model_spec import Model, compute_cost
+from .._spend import priced
 
-__all__ = ["is_priced", "most_cost", "prompt_tokens"]
+__all__ = ["most_cost", "prompt_tokens"]
 
 #: the model an estimate names when the request's has no record (the count is the same)
 _ANY = Model(id="", provider="", api="", base_url="")
-
-
-def is_priced(model: Model | None) -> bool:
-    """Whether ``model`` has prices (the local model costs nothing: it has)."""
-    return model is not None and (
-        model.api == "local" or bool(model.price_input or model.price_output or model.price_tiers)
-    )
 
 
 def prompt_tokens(model: Model | None, context: Context) -> int:
@@ -38,7 +32,7 @@ def most_cost(model: Model | None, prompt: int, max_tokens: int | None) -> float
     """The most a request of ``prompt`` input tokens (`prompt_tokens`) asking for up to
     ``max_tokens`` output tokens (None: the model's own most) can cost on ``model``, in
     US dollars; None when the model has no prices (nothing to reserve with)."""
-    if model is None or not is_priced(model):
+    if model is None or not priced(model):
         return None
     output = max_tokens if max_tokens is not None else model.max_output
     as_input = compute_cost(model, Usage(input=prompt, output=output)).total

@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterator
 
 import anthropic
+import msgspec
 import openai
 import pytest
 from fake_provider import FakeProvider
@@ -27,11 +28,15 @@ from loopback_server import Server, provider_backend, wait_until
 from streamfn.asgi import App, ServedModel, ServerConfig
 from streamfn.asgi._keys import KEY_CACHE_SECONDS
 from streamfn.core import Model
+from streamfn.fuzz._fake_bodies import openai_body
 from streamfn.ledger import ClientKey, MemoryStore, UsageRecord
 
 pytestmark = pytest.mark.usefixtures("shell")
 
 USER = [{"role": "user", "content": "hi"}]
+#: the deltas of the long answer (each "abcd": one token, estimated, $0.002)
+LONG = 2000
+DELTA_COST = 1 * 2000.0 / 1e6
 #: US dollars per million tokens: the fake's answer (5 in, 8 out) costs $0.021
 PRICE_IN, PRICE_OUT = 1000.0, 2000.0
 ANSWER_COST = (5 * PRICE_IN + 8 * PRICE_OUT) / 1e6
@@ -40,12 +45,18 @@ ANSWER_COST = (5 * PRICE_IN + 8 * PRICE_OUT) / 1e6
 class Gateway:
     """A gateway with client keys, its store, and the fake upstream it calls."""
 
-    def __init__(self, server: Server, store: MemoryStore, upstream: FakeProvider, token: str):
+    def __init__(
+        self, server: Server, store: MemoryStore, upstream: FakeProvider, token: str, long: str
+    ):
         self.server, self.store, self.upstream, self.token = server, store, upstream, token
+        #: the name of the long answer's body, which the fake sends paced and counts
+        self.long = long
 
     def key(self, **limits: object) -> tuple[ClientKey, str]:
         return self.store.create_key(
-            f"k{secrets.token_hex(3)}", now=time.time(), **limits  # type: ignore[arg-type]
+            f"k{secrets.token_hex(3)}",
+            now=time.time(),
+            **limits,  # type: ignore[arg-type]
         )
 
     def openai(self, secret: str) -> openai.OpenAI:
@@ -54,6 +65,13 @@ class Gateway:
 
     def hits(self) -> int:
         return self.upstream.hits(self.token)
+
+    def spend(self, key: ClientKey, cost: float) -> None:
+        """``cost`` on record for ``key``, as if earlier requests had spent it."""
+        record = UsageRecord(
+            at=time.time(), key_id=key.id, route="/v1/chat/completions", model="priced", cost=cost
+        )
+        self.store.settle(None, record)
 
     def records(self, key: ClientKey) -> list[UsageRecord]:
         return self.store.records(since=0, until=time.time() + 60, key_id=key.id)
@@ -74,20 +92,26 @@ def gateway(shell: str, fake_upstream: FakeProvider) -> Iterator[Gateway]:
     unpriced = Model(
         id="fake", provider="openai", api="openai-chat", base_url=model.base_url, max_output=64
     )
+    long_url = fake_upstream.serve(openai_body(["abcd"] * LONG), fault="paced")
+    long = msgspec.structs.replace(model, base_url=long_url)
     served = [
         ServedModel(name="priced", model=model, api_key_env="GK_UPSTREAM"),
         ServedModel(name="unpriced", model=unpriced, api_key_env="GK_UPSTREAM"),
+        ServedModel(name="long", model=long, api_key_env="GK_UPSTREAM"),
     ]
     backend = provider_backend({"GK_UPSTREAM": "sk-upstream"}, served=served, registry=False)
     store = MemoryStore()
     app = App(backend, ServerConfig(), store=store)
     with Server(app) as server:
-        yield Gateway(server, store, fake_upstream, token)
+        yield Gateway(server, store, fake_upstream, token, long_url.rsplit("/", 1)[1])
 
 
 def _ask(client: openai.OpenAI, model: str = "priced") -> str:
     stream = client.chat.completions.create(
-        model=model, messages=USER, stream=True, max_tokens=16  # type: ignore[arg-type]
+        model=model,
+        messages=USER,
+        stream=True,
+        max_tokens=16,  # type: ignore[arg-type]
     )
     return "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
 
@@ -111,43 +135,50 @@ def test_a_key_in_order_is_served_and_its_use_recorded(gateway: Gateway) -> None
 def test_refusals_are_the_clients_own_errors_and_never_reach_the_upstream(
     gateway: Gateway,
 ) -> None:
-    spent, spent_secret = gateway.key(budget=ANSWER_COST / 2)
-    limited, limited_secret = gateway.key(rpm=1)
-    narrow, narrow_secret = gateway.key(models=["unpriced"])
+    spent, spent_secret = gateway.key(budget=ANSWER_COST)
+    gateway.spend(spent, ANSWER_COST)
+    _, limited_secret = gateway.key(rpm=1)
+    _, narrow_secret = gateway.key(models=["unpriced"])
     revoked, revoked_secret = gateway.key()
     gateway.store.revoke_key(revoked.id, now=time.time())
-    with gateway.openai(spent_secret) as client:
-        assert _ask(client)  # within the budget when it was admitted
     before = gateway.hits()
     with gateway.openai("sfn-" + "x" * 43) as client, pytest.raises(openai.AuthenticationError):
         _ask(client)
-    with gateway.openai(spent_secret) as client:
-        with pytest.raises(openai.PermissionDeniedError, match="budget for the month is spent"):
-            _ask(client)
+    spent_budget = "budget for the month is spent"
+    with (
+        gateway.openai(spent_secret) as client,
+        pytest.raises(openai.PermissionDeniedError, match=spent_budget),
+    ):
+        _ask(client)
     with gateway.openai(limited_secret) as client:
         assert _ask(client)
         before = gateway.hits()
         with pytest.raises(openai.RateLimitError, match="1 requests per minute") as limit:
             _ask(client)
     assert 1 <= int(limit.value.response.headers["retry-after"]) <= 60
-    with gateway.openai(narrow_secret) as client:
-        with pytest.raises(openai.PermissionDeniedError, match="may not use the model 'priced'"):
-            _ask(client)
+    with (
+        gateway.openai(narrow_secret) as client,
+        pytest.raises(openai.PermissionDeniedError, match="may not use the model 'priced'"),
+    ):
+        _ask(client)
     with gateway.openai(revoked_secret) as client, pytest.raises(openai.AuthenticationError):
         _ask(client)
     url = gateway.server.url
-    with anthropic.Anthropic(base_url=url, api_key=spent_secret, max_retries=0) as client:
-        with pytest.raises(anthropic.PermissionDeniedError) as denied:
-            client.messages.create(model="priced", max_tokens=16, messages=USER)  # type: ignore[arg-type]
+    with (
+        anthropic.Anthropic(base_url=url, api_key=spent_secret, max_retries=0) as client,
+        pytest.raises(anthropic.PermissionDeniedError) as denied,
+    ):
+        client.messages.create(model="priced", max_tokens=16, messages=USER)  # type: ignore[arg-type]
     assert denied.value.body["error"]["type"] == "permission_error"  # type: ignore[index]
     assert gateway.hits() == before  # not one of them went upstream
     wait_until(lambda: len(gateway.records(spent)) == 3, 10)
     outcomes = sorted(r.outcome for r in gateway.records(spent))
     assert outcomes == ["ok", *["refused:this key's budget for the month is spent"] * 2]
+    assert sorted(r.cost or 0.0 for r in gateway.records(spent)) == [0.0, 0.0, ANSWER_COST]
 
 
 def test_a_budget_cannot_be_kept_on_a_model_without_prices(gateway: Gateway) -> None:
-    key, secret = gateway.key(budget=5.0)
+    _, secret = gateway.key(budget=5.0)
     before = gateway.hits()
     with gateway.openai(secret) as client, pytest.raises(openai.PermissionDeniedError) as refused:
         _ask(client, "unpriced")
@@ -218,12 +249,13 @@ def _turn(conn: object) -> list[object]:
 
 
 def test_a_sockets_turns_are_admitted_each_on_the_handshakes_key(gateway: Gateway) -> None:
-    key, secret = gateway.key(budget=ANSWER_COST)
+    key, secret = gateway.key(budget=1.0)
     before = gateway.hits()
     with gateway.openai(secret) as client, client.responses.connect() as conn:
         conn.response.create(model="priced", input="Hi", max_output_tokens=16)
         assert _turn(conn)[-1].type == "response.completed"  # type: ignore[attr-defined]
-        wait_until(lambda: len(gateway.records(key)) == 1, 10)  # settled: its cost spent
+        wait_until(lambda: len(gateway.records(key)) == 1, 10)
+        gateway.spend(key, 1.0)  # the rest of the budget, spent elsewhere
         conn.response.create(model="priced", input="Hi", max_output_tokens=16)
         [error] = _turn(conn)
         assert error.type == "error" and error.status == 403  # type: ignore[attr-defined]
@@ -269,3 +301,36 @@ def test_no_key_in_any_log_record_or_answer(
         for text in (said, records):
             assert leaked.encode() not in text and hashed.encode() not in text
             assert leaked[4:20].encode() not in text  # nor a piece of it
+
+
+def test_a_stream_that_crosses_its_budget_ends_with_an_error_and_its_upstream_cancelled(
+    gateway: Gateway,
+) -> None:
+    """$0.015 left: the input ($0.005) and five deltas ($0.002 each) fit, the sixth
+    crosses it and is the last one the client sees; the fake, sending one delta every
+    few milliseconds, finds the connection closed long before its 2000 are out."""
+    key, secret = gateway.key(budget=1.0)
+    gateway.spend(key, 1.0 - 0.015)
+    seen: list[str] = []
+    with gateway.openai(secret) as client, pytest.raises(openai.APIError) as cut:
+        for chunk in client.chat.completions.create(
+            model="long",
+            messages=USER,
+            stream=True,
+            max_tokens=32,  # type: ignore[arg-type]
+        ):
+            seen += [chunk.choices[0].delta.content or ""] if chunk.choices else []
+    assert "".join(seen) == "abcd" * 6
+    assert str(cut.value).startswith("cut: this answer reached what this server lets")
+    assert "max_cost" not in str(cut.value)  # the server's cap, not the client's option
+    deadline = time.monotonic() + 10  # a hang guard: the fake notices at its next send
+    while gateway.long not in gateway.upstream.paced and time.monotonic() < deadline:
+        time.sleep(0.005)
+    sent, left = gateway.upstream.paced[gateway.long]
+    assert left and sent < LONG
+    wait_until(lambda: len(gateway.records(key)) == 2, 10)
+    [record] = [r for r in gateway.records(key) if r.model == "long"]
+    assert record.outcome == "cut" and record.output_tokens == 6
+    assert 0.015 < record.cost <= 0.015 + DELTA_COST  # overspent by one delta at most
+    with gateway.openai(secret) as client, pytest.raises(openai.PermissionDeniedError):
+        _ask(client, "long")  # the budget is spent now: refused before any request
