@@ -14,16 +14,17 @@ from collections.abc import Sequence
 import msgspec
 
 from ._admission import WINDOW, Window, decide
+from ._key_making import KeyMaking
 from ._periods import period_start
-from ._records import Admitted, ClientKey, Period, Refused, UsageRecord
+from ._records import Admitted, ClientKey, Refused, UsageRecord
 from ._report import totals
-from ._secrets import hash_secret, new_key_id, new_secret
+from ._secrets import hash_secret, new_secret
 from ._store import DEFAULT_LEASE_TTL, Grouping
 
 __all__ = ["MemoryStore"]
 
 
-class MemoryStore:
+class MemoryStore(KeyMaking):
     """`Store` in memory, safe to call from several threads."""
 
     def __init__(self, *, lease_ttl: float = DEFAULT_LEASE_TTL) -> None:
@@ -37,34 +38,10 @@ class MemoryStore:
         self._records: list[UsageRecord] = []
         self._next_lease = 0
 
-    def create_key(
-        self,
-        name: str,
-        *,
-        now: float,
-        models: Sequence[str] = (),
-        budget: float | None = None,
-        period: Period = "month",
-        rpm: int | None = None,
-        tpm: int | None = None,
-        expires_at: float | None = None,
-    ) -> tuple[ClientKey, str]:
-        key = ClientKey(
-            id=new_key_id(),
-            name=name,
-            created_at=now,
-            models=tuple(models),
-            budget=budget,
-            period=period,
-            rpm=rpm,
-            tpm=tpm,
-            expires_at=expires_at,
-        )
-        secret = new_secret()
+    def _add_key(self, key: ClientKey, secret_hash: str) -> None:
         with self._lock:
             self._keys[key.id] = key
-            self._hashes[key.id] = hash_secret(secret)
-        return key, secret
+            self._hashes[key.id] = secret_hash
 
     def rotate_key(self, key_id: str, *, now: float) -> str:
         secret = new_secret()
@@ -101,11 +78,13 @@ class MemoryStore:
                 for r in self._records
                 if r.key_id == key.id and r.at > since
             ]
-            reserved = sum(
-                held
-                for owner, held, until in self._leases.values()
-                if owner == key.id and until > now
-            )
+            for lease in [
+                lease
+                for lease, (owner, _, until) in self._leases.items()
+                if owner == key.id and until <= now
+            ]:
+                del self._leases[lease]  # expired: its worker never settled it
+            reserved = sum(held for owner, held, _ in self._leases.values() if owner == key.id)
             window = Window(
                 requests=arrivals,
                 tokens=tokens,

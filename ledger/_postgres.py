@@ -10,6 +10,8 @@ transaction, so a host that dies holds nothing.
 
 from __future__ import annotations
 
+from typing import Any
+
 from streamfn._extras import extra_hint
 
 from ._dialect import POSTGRES
@@ -29,15 +31,21 @@ class PostgresStore(SqlStore):
 
     def __init__(self, url: str, *, lease_ttl: float = DEFAULT_LEASE_TTL) -> None:
         self._url = url
-        super().__init__(self._open, POSTGRES, label=redact(url), lease_ttl=lease_ttl)
+        psycopg = _driver()
+        super().__init__(
+            self._open,
+            POSTGRES,
+            label=redact(url),
+            # the server or the network failing; a broken connection is replaced
+            failures=(psycopg.OperationalError, psycopg.InterfaceError),
+            lease_ttl=lease_ttl,
+        )
+
+    def _explain(self, exc: BaseException) -> str:
+        return without_password(str(exc), self._url)
 
     def _open(self) -> Connection:
-        try:
-            import psycopg
-        except ImportError:
-            raise StoreError(
-                f"a PostgreSQL store needs psycopg, which is not installed; {extra_hint('team')}"
-            ) from None
+        psycopg = _driver()
         try:
             conn: Connection = psycopg.connect(
                 self._url, autocommit=True, connect_timeout=CONNECT_TIMEOUT
@@ -45,7 +53,18 @@ class PostgresStore(SqlStore):
         except psycopg.Error as exc:
             raise StoreError(
                 f"cannot reach the PostgreSQL store {redact(self._url)}: "
-                f"{without_password(str(exc), self._url)}; check that the server runs and the URL's "
+                f"{self._explain(exc)}; check that the server runs and the URL's "
                 "host, port, user and database (--store, or STREAMFN_STORE)"
             ) from None
         return conn
+
+
+def _driver() -> Any:
+    """psycopg, or a `StoreError` naming the extra that brings it."""
+    try:
+        import psycopg
+    except ImportError:
+        raise StoreError(
+            f"a PostgreSQL store needs psycopg, which is not installed; {extra_hint('team')}"
+        ) from None
+    return psycopg

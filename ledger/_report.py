@@ -12,9 +12,10 @@ from collections.abc import Iterable, Sequence
 from ._records import UsageRecord
 from ._store import Grouping
 
-__all__ = ["totals"]
+__all__ = ["SUMMED", "totals"]
 
-_SUMMED = (
+#: the token counts a report sums, in the order its rows list them
+SUMMED = (
     "input_tokens",
     "cached_tokens",
     "cache_write_tokens",
@@ -41,9 +42,9 @@ def totals(records: Iterable[UsageRecord], by: Sequence[Grouping]) -> list[dict[
     costs: dict[tuple[object, ...], float] = {}
     for record in records:
         group = tuple(_group(record, field) for field in by)
-        row = counts.setdefault(group, [0] * (len(_SUMMED) + 3))
+        row = counts.setdefault(group, [0] * (len(SUMMED) + 3))
         row[0] += 1
-        for i, field in enumerate(_SUMMED, 1):
+        for i, field in enumerate(SUMMED, 1):
             row[i] += getattr(record, field)
         row[-2] += record.outcome != "ok"
         row[-1] += record.cost is None
@@ -52,7 +53,7 @@ def totals(records: Iterable[UsageRecord], by: Sequence[Grouping]) -> list[dict[
         {
             **dict(zip(by, group, strict=True)),
             "requests": counts[group][0],
-            **dict(zip(_SUMMED, counts[group][1:-2], strict=True)),
+            **dict(zip(SUMMED, counts[group][1:-2], strict=True)),
             "cost": costs[group],
             "errors": counts[group][-2],
             "unpriced": counts[group][-1],

@@ -22,10 +22,12 @@ import msgspec
 
 from ._admission import WINDOW, Window, decide
 from ._dialect import Dialect
+from ._key_making import KeyMaking
 from ._periods import period_start
-from ._records import Admitted, ClientKey, Period, Refused, UsageRecord
+from ._records import Admitted, ClientKey, Refused, UsageRecord
+from ._report import SUMMED
 from ._schema import MIGRATIONS, SCHEMA_TABLE, migration
-from ._secrets import hash_secret, new_key_id, new_secret
+from ._secrets import hash_secret, new_secret
 from ._store import DEFAULT_LEASE_TTL, Grouping
 
 __all__ = ["Connection", "SqlStore", "StoreError"]
@@ -46,13 +48,6 @@ _USAGE_COLUMNS = (
     "latency",
     "first_token",
     "outcome",
-)
-_SUMMED = (
-    "input_tokens",
-    "cached_tokens",
-    "cache_write_tokens",
-    "output_tokens",
-    "reasoning_tokens",
 )
 #: the grouping columns `report` may use: constants, never client text
 _GROUPS: dict[str, str] = {"key": "key_id", "model": "model", "deployment": "deployment"}
@@ -75,7 +70,7 @@ class Connection(Protocol):
     def close(self) -> None: ...
 
 
-class SqlStore:
+class SqlStore(KeyMaking):
     """`Store` on a SQL engine; `SQLiteStore` and `PostgresStore` give it a connection."""
 
     def __init__(
@@ -84,9 +79,11 @@ class SqlStore:
         dialect: Dialect,
         *,
         label: str,
+        failures: tuple[type[Exception], ...],
         lease_ttl: float = DEFAULT_LEASE_TTL,
     ) -> None:
         self._connect = connect
+        self._failures = failures  # the driver's errors of the engine, not of the SQL
         self._dialect = dialect
         self._label = label  # what repr and errors show: the location, password redacted
         self._lease_ttl = lease_ttl
@@ -101,30 +98,7 @@ class SqlStore:
 
     # -- keys
 
-    def create_key(
-        self,
-        name: str,
-        *,
-        now: float,
-        models: Sequence[str] = (),
-        budget: float | None = None,
-        period: Period = "month",
-        rpm: int | None = None,
-        tpm: int | None = None,
-        expires_at: float | None = None,
-    ) -> tuple[ClientKey, str]:
-        key = ClientKey(
-            id=new_key_id(),
-            name=name,
-            created_at=now,
-            models=tuple(models),
-            budget=budget,
-            period=period,
-            rpm=rpm,
-            tpm=tpm,
-            expires_at=expires_at,
-        )
-        secret = new_secret()
+    def _add_key(self, key: ClientKey, secret_hash: str) -> None:
         with self._write() as conn:
             self._run(
                 conn,
@@ -132,18 +106,17 @@ class SqlStore:
                 " period, rpm, tpm, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     key.id,
-                    name,
-                    hash_secret(secret),
-                    now,
+                    key.name,
+                    secret_hash,
+                    key.created_at,
                     msgspec.json.encode(list(key.models)).decode(),
-                    budget,
-                    period,
-                    rpm,
-                    tpm,
-                    expires_at,
+                    key.budget,
+                    key.period,
+                    key.rpm,
+                    key.tpm,
+                    key.expires_at,
                 ),
             )
-        return key, secret
 
     def rotate_key(self, key_id: str, *, now: float) -> str:
         secret = new_secret()
@@ -263,7 +236,7 @@ class SqlStore:
         key_id: str | None = None,
     ) -> list[dict[str, object]]:
         groups = [self._dialect.day if field == "day" else _GROUPS[field] for field in by]
-        sums = ", ".join(f"CAST(SUM({name}) AS BIGINT)" for name in _SUMMED)
+        sums = ", ".join(f"CAST(SUM({name}) AS BIGINT)" for name in SUMMED)
         in_range, params = _in_range(since, until, key_id)
         rows = self._query(
             f"SELECT {''.join(g + ', ' for g in groups)}COUNT(*), {sums},"
@@ -279,7 +252,7 @@ class SqlStore:
             {
                 **dict(zip(by, row[:n], strict=True)),
                 "requests": row[n],
-                **dict(zip(_SUMMED, row[n + 1 : n + 1 + len(_SUMMED)], strict=True)),
+                **dict(zip(SUMMED, row[n + 1 : n + 1 + len(SUMMED)], strict=True)),
                 "cost": float(row[-3]),
                 "errors": row[-2],
                 "unpriced": row[-1],
@@ -314,7 +287,25 @@ class SqlStore:
         return conn
 
     def _run(self, conn: Connection, sql: str, params: Sequence[object] = ()) -> Cursor:
-        return conn.execute(self._dialect.sql(sql), params)
+        """Execute ``sql``; the engine failing (unreachable, busy past the timeout) is a
+        `StoreError`, and this thread connects afresh on its next call."""
+        try:
+            return conn.execute(self._dialect.sql(sql), params)
+        except self._failures as exc:
+            if getattr(self._local, "conn", None) is conn:
+                self._local.conn = None
+                with self._lock:
+                    if conn in self._connections:
+                        self._connections.remove(conn)
+                with suppress(Exception):
+                    conn.close()
+            raise StoreError(
+                f"the usage store {self._label} failed: {self._explain(exc)}"
+            ) from None
+
+    def _explain(self, exc: BaseException) -> str:
+        """What the driver said, fit to show (a subclass removes what must not be)."""
+        return " ".join(str(exc).split())
 
     def _query(self, sql: str, params: Sequence[object] = ()) -> list[Any]:
         return self._run(self._conn(), sql, params).fetchall()
@@ -323,7 +314,7 @@ class SqlStore:
     def _write(self, lock: str | None = None) -> Iterator[Connection]:
         """One write transaction (admissions of the key ``lock`` take turns in it)."""
         conn = self._conn()
-        conn.execute(self._dialect.begin_write)
+        self._run(conn, self._dialect.begin_write)
         try:
             if lock is not None and self._dialect.lock_key is not None:
                 self._run(conn, self._dialect.lock_key, (lock,))
@@ -332,7 +323,7 @@ class SqlStore:
             with suppress(Exception):
                 conn.execute("ROLLBACK")
             raise
-        conn.execute("COMMIT")
+        self._run(conn, "COMMIT")
 
     def _existing(self, conn: Connection, key_id: str) -> None:
         if not self._run(conn, "SELECT 1 FROM ledger_keys WHERE id = ?", (key_id,)).fetchall():
@@ -348,7 +339,7 @@ class SqlStore:
 
     def _migrate(self) -> None:
         with self._write(lock="ledger_schema") as conn:
-            conn.execute(SCHEMA_TABLE)
+            self._run(conn, SCHEMA_TABLE)
             row = self._run(conn, "SELECT MAX(version) FROM ledger_schema").fetchone()
             version = int(row[0] or 0)
             if version > len(MIGRATIONS):
@@ -359,7 +350,7 @@ class SqlStore:
                 )
             for step in MIGRATIONS[version:]:
                 for statement in migration(step, self._dialect):
-                    conn.execute(statement)
+                    self._run(conn, statement)
             if version < len(MIGRATIONS):
                 self._run(conn, "DELETE FROM ledger_schema")
                 self._run(

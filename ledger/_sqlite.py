@@ -43,7 +43,13 @@ class SQLiteStore(SqlStore):
                 f"cannot open the usage store {self.path}: {exc.strerror or exc}; give a "
                 "path this user may write (--store, or STREAMFN_STORE)"
             ) from None
-        super().__init__(self._open, SQLITE, label=str(self.path), lease_ttl=lease_ttl)
+        super().__init__(
+            self._open,
+            SQLITE,
+            label=str(self.path),
+            failures=(sqlite3.OperationalError,),  # locked past the timeout, disk full ...
+            lease_ttl=lease_ttl,
+        )
 
     def _open(self) -> Connection:
         try:

@@ -113,3 +113,36 @@ def test_postgres_repr_redacts(fresh_url: Callable[[str], str]) -> None:
     store = PostgresStore(with_password)
     assert "hunter2" not in repr(store) and "streamfn:***@" in repr(store)
     store.close()
+
+
+def test_a_store_busy_past_its_timeout_is_a_store_error_and_recovers(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "g.db", busy_timeout=0.05)
+    key, _ = store.create_key("ci", now=NOW)
+    holder = sqlite3.connect(tmp_path / "g.db", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another worker holds the write lock
+    with pytest.raises(StoreError, match=r"g\.db failed: database is locked"):
+        store.admit(key, "m", now=NOW, estimate=None)
+    holder.execute("ROLLBACK")
+    holder.close()
+    assert isinstance(store.admit(key, "m", now=NOW, estimate=None), Admitted)
+    store.close()
+
+
+def test_a_lost_postgres_connection_is_a_store_error_then_replaced(
+    fresh_url: Callable[[str], str],
+) -> None:
+    import psycopg
+
+    url = fresh_url("postgresql")
+    store = PostgresStore(url.replace("streamfn@", "streamfn:hunter2@"))
+    key, _ = store.create_key("ci", now=NOW)
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+    with pytest.raises(StoreError, match="failed: ") as caught:
+        store.admit(key, "m", now=NOW, estimate=None)
+    assert "hunter2" not in str(caught.value) and "\n" not in str(caught.value)
+    assert isinstance(store.admit(key, "m", now=NOW, estimate=None), Admitted)
+    store.close()
