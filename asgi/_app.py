@@ -321,9 +321,9 @@ class App:
                 arrived=self.stamps.unix_time(),
                 started=self.runtime.clock(),
             )
-            await check_input_urls(self.runtime, self.resolver, request)  # DNS: after the rest
             if self.keys is not None:  # the key's limits and budget: before any upstream request
                 request = await self.keys.admit(flight, key, request, served.kind)
+            await check_input_urls(self.runtime, self.resolver, request)  # DNS: after the rest
             await handle(request, held)
             if flight.outcome is None and served.kind is Route.COUNT:
                 flight.outcome = "ok"

@@ -96,6 +96,8 @@ class UsageRecorder:
         self._worker = threading.Thread(target=self._drain, name="streamfn-usage", daemon=True)
         self._worker.start()
         self._closed = False
+        #: a second `close` (the app's shutdown, then its owner's) waits for the first
+        self._closing = threading.Lock()
 
     @property
     def behind(self) -> bool:
@@ -120,14 +122,19 @@ class UsageRecorder:
     def close(self) -> None:
         """Settle every record queued (for at most a minute), then stop the worker.
         Blocks: the app calls it off the loop."""
-        if self._closed:
-            return
-        self._closed = True
-        self._queue.put(None)
-        self._worker.join(_FLUSH_WAIT)
-        left = self._queue.qsize()
-        if self._worker.is_alive() and left:
-            log.error("shutdown: %d usage records were not kept (the store is not answering)", left)
+        with self._closing:
+            if self._closed:
+                return
+            self._closed = True
+            deadline = time.monotonic() + _FLUSH_WAIT
+            try:  # behind the records queued: the worker keeps them, then stops
+                self._queue.put(None, timeout=_FLUSH_WAIT)
+            except queue.Full:
+                pass
+            self._worker.join(max(0.0, deadline - time.monotonic()))
+            left = self._queue.qsize()
+            if self._worker.is_alive() and left:
+                log.error("shutdown: %d usage records not kept (the store is not answering)", left)
 
     def _drain(self) -> None:
         while True:
