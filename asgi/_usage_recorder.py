@@ -18,6 +18,7 @@ spends less than was generated.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
@@ -127,10 +128,8 @@ class UsageRecorder:
                 return
             self._closed = True
             deadline = time.monotonic() + _FLUSH_WAIT
-            try:  # behind the records queued: the worker keeps them, then stops
+            with contextlib.suppress(queue.Full):  # behind the records queued: kept, then stop
                 self._queue.put(None, timeout=_FLUSH_WAIT)
-            except queue.Full:
-                pass
             self._worker.join(max(0.0, deadline - time.monotonic()))
             left = self._queue.qsize()
             if self._worker.is_alive() and left:
