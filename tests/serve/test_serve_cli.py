@@ -83,8 +83,13 @@ def test_config_errors_name_the_entry_and_field(tmp_path: Path) -> None:
         "[[models]]\nname='a'\nupstream='openai:gpt-4o-mini'\n[models.defaults]\napi_key='k'\n": (
             "api_key_env"
         ),
-        "[[models]]\nname='a'\nupstream='openai:gpt-4o-mini'\n"
-        "[[models]]\nname='a'\nupstream='openai:gpt-4o-mini'\n": "used twice",
+        # one name twice is two deployments of it, which health records must tell apart
+        "[[models]]\nname='a'\nupstream='openai:gpt-4o-mini'\ndeployment='x'\n"
+        "[[models]]\nname='a'\nupstream='openai:gpt-4o-mini'\ndeployment='x'\n": (
+            "'x' names another one too"
+        ),
+        "[[models]]\nname='a'\nupstream='openai:gpt-4o-mini'\nweight=0\n": "models[0] (a).weight",
+        "cooldown = -1\n[[models]]\nname='a'\nupstream='openai:gpt-4o-mini'\n": "cooldown",
         "models = 3": "Expected `array`",
         # only OpenAI's Responses streams over a WebSocket: said at start, not per request
         "[[models]]\nname='a'\nupstream='openai:gpt-4o-mini'\n[models.defaults]\n"
