@@ -179,7 +179,8 @@ class ProviderBackend:
 
     def deployments(self) -> list[DeploymentHealth]:
         """Each deployment of each served name: in flight, resting, counts, last failure.
-        No key nor key variable; base URLs without userinfo or query."""
+        No key nor key variable; base URLs without userinfo or query. Call it on the
+        serving loop (its clock times the rests)."""
         now = self.clock()
         return [health for pool in self.pools.values() for health in pool.health(now)]
 
