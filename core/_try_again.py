@@ -3,44 +3,46 @@
 Four layers may try again; each one decides alone only *whether* (from its own
 options), never *when* or *on what*: that is said here, once.
 
-Outermost first, as a request meets them:
+Outermost first: each layer runs the ones after it once per try.
 
 1. **deployments** (the gateway, ``streamfn serve --config`` with several
    entries under one name): a deployment that fails before any output gives
-   the request to the next healthy deployment, each tried at most once.
-   Costs one more upstream request per deployment tried, no tokens (a
-   refusal or a connect failure bills none), and keys of other accounts.
+   the request to the next healthy deployment, each tried at most once, and
+   rests (`streamfn.core.serve._deployments`). Costs one more upstream request
+   per deployment tried, no tokens (a refusal or a connect failure bills none).
 2. **fallback** (``fallback([a, b])``, the library): a model that fails
    before any output gives the turn to the next model of the chain. Costs one
    more request per model tried, no tokens for the ones that failed.
-3. **retry** (``Options.max_attempts``; the gateway pins it to
-   ``--upstream-attempts``, 1 by default): the same request to the same model
-   again, after the backoff or the upstream's Retry-After. Costs up to
-   ``max_attempts`` requests per model (per deployment), no tokens for those
-   refused.
-4. **recovery** (``Options.recover``), the only layer *after* output began:
-   a connection cut mid-answer is resumed (``"resume"``: one request per cut,
-   no tokens) or continued (``"continue"``: one request per cut, the whole
-   input billed again plus the answer so far). At most
-   ``Options.max_recoveries`` cuts per stream.
+3. **recovery** (``Options.recover``), the only layer that acts *after* output
+   began: a connection cut mid-answer is resumed (``"resume"``: one request per
+   cut, no tokens) or continued (``"continue"``: one request per cut, the whole
+   input billed again plus the answer so far). At most ``Options.max_recoveries``
+   cuts per stream.
+4. **retry** (``Options.max_attempts``; the gateway pins it to
+   ``--upstream-attempts``, 1 by default), innermost, around each request on the
+   wire (the first one and each recovery's): the same request again, after the
+   backoff or the upstream's Retry-After. Costs up to ``max_attempts`` requests
+   per request, no tokens for those refused.
 
-Layers 1 to 3 multiply, since each runs the ones below it once per try: one
-client call costs at most ``deployments x models x attempts`` upstream
-requests before its first output (`requests_before_output`). Recovery adds to
-that, never multiplies it. A paused turn continued (Anthropic's
+Before output, deployments, fallback and retry multiply: one call costs at
+most ``deployments x models x attempts`` upstream requests before its first
+output; recovery adds up to ``recoveries x attempts`` after it, never
+multiplies the rest (`most_requests`). A paused turn continued (Anthropic's
 ``pause_turn``) is no failure, so no layer of this story, but its requests are
-billed the same way as a ``"continue"``.
+billed like a ``"continue"``.
 
-The rule shared by layers 1 to 3: **before output** means before anything but
-`Start` reached the caller (the shells hold `Start` back until the next event,
-so it is exact), and only a failure another try may fix moves on
-(`tries_again`: throttled, or a network failure: connect, timeout, 5xx,
-overloaded). Once output began no layer but recovery acts: a cut answer stays
-a cut answer, never the start of another one, so nothing is said twice.
+The rule shared by the layers before output: **before output** means before
+anything but `Start` reached the caller (the shells hold `Start` back until
+the next event, so it is exact), and only a failure another try may fix moves
+on (`tries_again`: throttled, or a network failure: connect, timeout, 5xx,
+overloaded; a fallback chain may add kinds). Once output began no layer but
+recovery acts: a cut answer stays a cut answer, never the start of another
+one, so nothing is said twice.
 
-`LAYERS` is this order as data; `streamfn.client._pipeline.STAGES` (fallback
-outside recovery, the retry in the driver below both) and the gateway's
-deployments (outside the client's stream) are built in it, checked by a test.
+`LAYERS` is this order as data. The client's stages
+(`streamfn.client._pipeline.STAGES`: fallback outside recovery, the retry in the
+driver below every stage) and the gateway (its deployments outside the client's
+stream) are built in it, which a test checks.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ from typing import Final, NamedTuple
 
 from ._events import Error, ErrorKind
 
-__all__ = ["LAYERS", "TRY_AGAIN_KINDS", "Layer", "requests_before_output", "tries_again"]
+__all__ = ["LAYERS", "TRY_AGAIN_KINDS", "Layer", "most_requests", "tries_again"]
 
 
 class Layer(NamedTuple):
@@ -68,8 +70,8 @@ class Layer(NamedTuple):
 LAYERS: Final = (
     Layer("deployments", True, "the next healthy deployment", "one request, no tokens"),
     Layer("fallback", True, "the next model of the chain", "one request, no tokens"),
-    Layer("retry", True, "the same request again", "one request, no tokens"),
     Layer("recovery", False, "the rest of a cut answer", "one request; continue: the input again"),
+    Layer("retry", True, "the same request again", "one request, no tokens"),
 )
 
 #: the failures before output that another try may fix, for every layer that acts then
@@ -82,7 +84,11 @@ def tries_again(error: Error, kinds: frozenset[ErrorKind] = TRY_AGAIN_KINDS) -> 
     return error.kind is not None and error.kind in kinds
 
 
-def requests_before_output(*, deployments: int = 1, models: int = 1, attempts: int = 1) -> int:
-    """The most upstream requests one call makes before its first output: the layers
-    that act then multiply (each runs the ones inside it once per try)."""
-    return max(1, deployments) * max(1, models) * max(1, attempts)
+def most_requests(
+    *, deployments: int = 1, models: int = 1, attempts: int = 1, recoveries: int = 0
+) -> int:
+    """The most upstream requests one call makes: before output the layers multiply
+    (each runs the ones inside it once per try); each recovered cut adds its own
+    request, retried up to ``attempts`` times."""
+    attempts = max(1, attempts)
+    return max(1, deployments) * max(1, models) * attempts + max(0, recoveries) * attempts

@@ -20,6 +20,7 @@ from streamfn.asgi import App, ServerConfig
 from streamfn.asgi._backends import ProviderBackend, ServedModel
 from streamfn.core import Context, Options, UserMessage
 from streamfn.core._models import openai_compatible
+from streamfn.core._try_again import most_requests
 from streamfn.core.serve._deployments import Cooldown
 
 # every test here runs on both shells (tests/serve/conftest.py)
@@ -47,7 +48,7 @@ _made = [0]
 
 
 def _pool(
-    upstream: FakeProvider, *faults: str, weights: tuple[float, ...] = ()
+    upstream: FakeProvider, *faults: str, weights: tuple[float, ...] = (), attempts: int = 1
 ) -> tuple[ProviderBackend, FakeClock, list[str]]:
     """A backend serving "pool" by one deployment per fault, and each one's hit token."""
     _made[0] += 1
@@ -62,7 +63,9 @@ def _pool(
         for i, (fault, token) in enumerate(zip(faults, tokens, strict=True))
     ]
     clock = FakeClock()
-    backend = provider_backend(served=served, registry=False, cooldown=COOLDOWN, clock=clock)
+    backend = provider_backend(
+        served=served, registry=False, cooldown=COOLDOWN, clock=clock, upstream_attempts=attempts
+    )
     return backend, clock, tokens
 
 
@@ -120,6 +123,15 @@ def test_no_other_deployment_is_asked_once_output_began(upstream: FakeProvider) 
         # and the deployment that cut it rests: the next request goes elsewhere
         assert _ask(server)[0] == 200
     assert _hits(upstream, tokens) == [1, 1]
+
+
+def test_server_attempts_multiply_by_the_deployments_tried(upstream: FakeProvider) -> None:
+    """The documented worst case before output: deployments x attempts."""
+    backend, _, tokens = _pool(upstream, "429", "429", attempts=2)  # Retry-After: 0
+    with Server(App(backend, ServerConfig(api_key=KEY))) as server:
+        assert _ask(server)[0] == 429
+    assert _hits(upstream, tokens) == [2, 2]
+    assert sum(_hits(upstream, tokens)) == most_requests(deployments=2, attempts=2)
 
 
 def test_a_resting_deployment_gets_no_request_until_its_cooldown_ends(
