@@ -69,6 +69,10 @@ def _pool(
     return backend, clock, tokens
 
 
+def _serving(backend: ProviderBackend) -> Server:
+    return Server(App(backend, ServerConfig(api_key=KEY)))
+
+
 def _hits(upstream: FakeProvider, tokens: list[str]) -> list[int]:
     return [upstream.hits(token) for token in tokens]
 
@@ -106,7 +110,7 @@ def test_a_failure_before_output_costs_one_request_on_the_next_deployment(
     upstream: FakeProvider,
 ) -> None:
     backend, _, tokens = _pool(upstream, "500", "ok")
-    with Server(App(backend, ServerConfig(api_key=KEY))) as server:
+    with _serving(backend) as server:
         status, _, body = _ask(server)
     assert status == 200 and "Hello" in json.loads(body)["choices"][0]["message"]["content"]
     assert _hits(upstream, tokens) == [1, 1]
@@ -114,7 +118,7 @@ def test_a_failure_before_output_costs_one_request_on_the_next_deployment(
 
 def test_no_other_deployment_is_asked_once_output_began(upstream: FakeProvider) -> None:
     backend, _, tokens = _pool(upstream, "reset", "ok")
-    with Server(App(backend, ServerConfig(api_key=KEY))) as server:
+    with _serving(backend) as server:
         status, _, body = _ask(server, stream=True)
         # the cut answer stays cut, in the client's shape: its text, then an error event
         assert status == 200 and b"Hello" in body and b'"code":"network"' in body
@@ -128,7 +132,7 @@ def test_no_other_deployment_is_asked_once_output_began(upstream: FakeProvider) 
 def test_server_attempts_multiply_by_the_deployments_tried(upstream: FakeProvider) -> None:
     """The documented worst case before output: deployments x attempts."""
     backend, _, tokens = _pool(upstream, "429", "429", attempts=2)  # Retry-After: 0
-    with Server(App(backend, ServerConfig(api_key=KEY))) as server:
+    with _serving(backend) as server:
         assert _ask(server)[0] == 429
     assert _hits(upstream, tokens) == [2, 2]
     assert sum(_hits(upstream, tokens)) == most_requests(deployments=2, attempts=2)
@@ -138,7 +142,7 @@ def test_a_resting_deployment_gets_no_request_until_its_cooldown_ends(
     upstream: FakeProvider,
 ) -> None:
     backend, clock, tokens = _pool(upstream, "500-then-ok", "ok")
-    with Server(App(backend, ServerConfig(api_key=KEY))) as server:
+    with _serving(backend) as server:
         assert _ask(server)[0] == 200
         assert _hits(upstream, tokens) == [1, 1]  # the first failed, the second answered
         for _ in range(3):  # first choice by load, yet resting: not asked
@@ -154,7 +158,7 @@ def test_all_deployments_resting_answer_429_with_the_soonest_end_and_ask_nobody(
     upstream: FakeProvider,
 ) -> None:
     backend, clock, tokens = _pool(upstream, "500", "500")
-    with Server(App(backend, ServerConfig(api_key=KEY))) as server:
+    with _serving(backend) as server:
         status, _, _ = _ask(server)
         assert status == 502 and _hits(upstream, tokens) == [1, 1]  # the last one's error
         clock.now += 2.0
@@ -169,7 +173,7 @@ def test_all_deployments_resting_answer_429_with_the_soonest_end_and_ask_nobody(
 def test_the_upstreams_retry_after_is_the_rest(upstream: FakeProvider) -> None:
     # Retry-After one second past the response's Date; then the deployment answers
     backend, clock, tokens = _pool(upstream, "429-date-then-ok", "ok")
-    with Server(App(backend, ServerConfig(api_key=KEY))) as server:
+    with _serving(backend) as server:
         assert _ask(server)[0] == 200
         rest = {d["deployment"]: d["cooling_for"] for d in _deployments(server)}
         assert rest == {"pool": 1.0, "pool#2": 0.0}
@@ -197,7 +201,7 @@ def test_concurrent_requests_go_to_the_least_busy(
                 await batches.__anext__()  # its upstream answered: in flight until closed
             in_flight.extend(d.in_flight for d in backend.deployments())
 
-    with Server(App(backend, ServerConfig(api_key=KEY))) as server:
+    with _serving(backend) as server:
         server.call(four_open_at_once)
         assert in_flight == spread and _hits(upstream, tokens) == spread
         assert [d["in_flight"] for d in _deployments(server)] == [0, 0]
@@ -226,7 +230,7 @@ def test_health_shows_each_deployment_and_no_address_nor_key(upstream: FakeProvi
     async def addresses() -> None:  # on the serving loop, whose clock times the rests
         urls.extend(d.base_url for d in backend.deployments())
 
-    with Server(App(backend, ServerConfig(api_key=KEY))) as server:
+    with _serving(backend) as server:
         assert _ask(server)[0] == 200
         health = _health(server)
         server.call(addresses)
