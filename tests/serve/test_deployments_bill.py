@@ -18,7 +18,7 @@ from loopback_server import KEY, Server, provider_backend
 
 from streamfn.asgi import App, ServerConfig
 from streamfn.asgi._backends import ProviderBackend, ServedModel
-from streamfn.core import Context, Options, UserMessage
+from streamfn.core import Context, Model, Options, UserMessage
 from streamfn.core._models import openai_compatible
 from streamfn.core._try_again import most_requests
 from streamfn.core.serve._deployments import Cooldown
@@ -67,6 +67,10 @@ def _pool(
         served=served, registry=False, cooldown=COOLDOWN, clock=clock, upstream_attempts=attempts
     )
     return backend, clock, tokens
+
+
+def _model() -> Model:
+    return Model(id="m", provider="my-vllm", api="openai-chat", base_url="http://127.0.0.1:9")
 
 
 def _serving(backend: ProviderBackend) -> Server:
@@ -246,3 +250,15 @@ def test_health_shows_each_deployment_and_no_address_nor_key(upstream: FakeProvi
     assert west["requests"] == 1 and west["failures"] == 0 and west["weight"] == 2.0
     # the backend's own records, for metrics and the admin page, have the address
     assert urls[0].endswith("/500/openai-chat/health-a")
+
+
+def test_the_app_times_rests_on_its_event_loops_clock() -> None:
+    from streamfn.io_asyncio._server import AsyncioRuntime
+
+    class Stopped(AsyncioRuntime):
+        def clock(self) -> float:
+            return 42.0
+
+    backend = provider_backend(served=[ServedModel(name="pool", model=_model())], registry=False)
+    App(backend, ServerConfig(), runtime=Stopped())
+    assert backend.clock() == 42.0
