@@ -6,7 +6,9 @@ before any output with a failure another try may fix hands the request to the
 next one; once output began the stream is that deployment's to the end, a cut
 answer included (the one rule of `streamfn.core._try_again`). When every
 deployment rests, the answer is a 429 with the Retry-After of the soonest
-return, and no upstream request is made.
+return, and no upstream request is made. The request's `Flight` names the
+deployment tried last (the one that answered, or the last that failed), for
+metrics and the usage record.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from streamfn.client._batches import first_answer, first_output
 from streamfn.core._credentials import MissingCredentials
 from streamfn.core._events import Error, Event, Start
 from streamfn.core.serve._deployments import Pool
+
+from ._observe import current_flight
 
 __all__ = ["all_resting", "failover"]
 
@@ -51,6 +55,7 @@ async def failover(
         return
     failure: list[Event] = []
     missing: MissingCredentials | None = None
+    flight = current_flight()
     for index in order:
         if not pool.healthy(index, clock()):  # rested meanwhile, by another request
             continue
@@ -61,6 +66,8 @@ async def failover(
             missing = missing or exc
             continue
         pool.began(index)
+        if flight is not None:
+            flight.deployment = deployment.label
         try:
             async with opened as batches:
                 head = await first_answer(batches)

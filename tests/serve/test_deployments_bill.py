@@ -18,6 +18,7 @@ from loopback_server import KEY, Server, provider_backend
 
 from streamfn.asgi import App, ServerConfig
 from streamfn.asgi._backends import ProviderBackend, ServedModel
+from streamfn.asgi._observe import Flight
 from streamfn.core import Context, Model, Options, UserMessage
 from streamfn.core._models import openai_compatible
 from streamfn.core._try_again import most_requests
@@ -118,6 +119,25 @@ def test_a_failure_before_output_costs_one_request_on_the_next_deployment(
         status, _, body = _ask(server)
     assert status == 200 and "Hello" in json.loads(body)["choices"][0]["message"]["content"]
     assert _hits(upstream, tokens) == [1, 1]
+
+
+def test_each_request_is_recorded_with_the_deployment_that_answered(
+    upstream: FakeProvider,
+) -> None:
+    seen: list[str | None] = []
+
+    class Deployments:
+        def opened(self, flight: Flight) -> None:
+            pass
+
+        def closed(self, flight: Flight) -> None:
+            seen.append(flight.deployment)
+
+    backend, _, _ = _pool(upstream, "500", "ok")
+    with Server(App(backend, ServerConfig(api_key=KEY), observers=[Deployments()])) as server:
+        assert _ask(server)[0] == 200  # the first failed, the second answered
+        assert _ask(server, stream=True)[0] == 200  # the first rests
+    assert seen == ["pool#2", "pool#2"]
 
 
 def test_no_other_deployment_is_asked_once_output_began(upstream: FakeProvider) -> None:
