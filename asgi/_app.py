@@ -69,6 +69,7 @@ from ._answer_ids import answer_headers, current_request_id, note_start
 from ._contract import Backend, ServerConfig, UnknownModelError, open_batches
 from ._counting import answer_count
 from ._failures import backend_failure
+from ._health import health_body
 from ._intake import receive_body
 from ._messages import Receive, Send, send_json, start_sse, watch_disconnect
 from ._metrics import send_metrics
@@ -161,6 +162,9 @@ class App:
             return
         self._runtime = runtime
         self._slots = Slots(runtime, self.config.max_concurrency)
+        bind_clock = getattr(self.backend, "bind_clock", None)
+        if bind_clock is not None:  # deployment cooldowns, timed on this loop's clock
+            bind_clock(runtime.clock)
 
     @property
     def runtime(self) -> Runtime:
@@ -215,8 +219,7 @@ class App:
             await send({"type": "http.response.start", "status": 204, "headers": preflight})
             await send({"type": "http.response.body", "body": b""})
         elif chosen is Route.HEALTH:
-            status = {"status": "ok", "active_streams": self.active, "admitted": self.admitted}
-            await send_json(send, 200, status)
+            await send_json(send, 200, health_body(self.backend, self.active, self.admitted))
         elif chosen is Route.MODELS:
             await send_json(send, 200, models_body(self.backend.list_models(), headers))
         elif chosen is Route.ADMIN:

@@ -108,10 +108,10 @@ def _backend(args: argparse.Namespace, base_urls: dict[str, str]) -> Any:
     providers = None
     if not args.no_providers:
         served: list[Any] = []
-        registry = True
+        registry, cooldown = True, None
         if args.config is not None:
             gateway = _gateway(args.config, base_urls)
-            served, registry = gateway.models, gateway.registry
+            served, registry, cooldown = gateway.models, gateway.registry, gateway.cooldown
         environ = environment(None)
         client = upstream_client(args.shell, environ, args.max_concurrency)
         providers = ProviderBackend(
@@ -123,6 +123,7 @@ def _backend(args: argparse.Namespace, base_urls: dict[str, str]) -> Any:
             list_all=args.list_all_models,
             upstream_attempts=args.upstream_attempts,
             pause_continuations=args.pause_continuations,
+            cooldown=cooldown,
         )
     local = None
     if not args.no_local:
