@@ -46,6 +46,7 @@ from streamfn.core.serve._routes import (
     authenticate_admin,
     check_model,
     disconnected_early,
+    is_admin,
     models_body,
     parse_request,
     route,
@@ -219,7 +220,9 @@ class App:
             await send({"type": "http.response.start", "status": 204, "headers": preflight})
             await send({"type": "http.response.body", "body": b""})
         elif chosen is Route.HEALTH:
-            await send_json(send, 200, health_body(self.backend, self.active, self.admitted))
+            operator = is_admin(headers, config.admin_key, open_server=not config.api_key)
+            body = health_body(self.backend, self.active, self.admitted, detailed=operator)
+            await send_json(send, 200, body)
         elif chosen is Route.MODELS:
             await send_json(send, 200, models_body(self.backend.list_models(), headers))
         elif chosen is Route.ADMIN:

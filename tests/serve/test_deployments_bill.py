@@ -74,8 +74,11 @@ def _model() -> Model:
     return Model(id="m", provider="my-vllm", api="openai-chat", base_url="http://127.0.0.1:9")
 
 
+ADMIN = "operator-key-for-tests"
+
+
 def _serving(backend: ProviderBackend) -> Server:
-    return Server(App(backend, ServerConfig(api_key=KEY)))
+    return Server(App(backend, ServerConfig(api_key=KEY, admin_key=ADMIN)))
 
 
 def _hits(upstream: FakeProvider, tokens: list[str]) -> list[int]:
@@ -95,10 +98,10 @@ def _ask(server: Server, *, stream: bool = False) -> tuple[int, str, bytes]:
         conn.close()
 
 
-def _health(server: Server) -> dict[str, object]:
+def _health(server: Server, key: str | None = ADMIN) -> dict[str, object]:
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
     try:
-        conn.request("GET", "/health")
+        conn.request("GET", "/health", headers={"authorization": f"Bearer {key}"} if key else {})
         reply: dict[str, object] = json.loads(conn.getresponse().read())
         return reply
     finally:
@@ -257,7 +260,15 @@ def test_health_shows_each_deployment_and_no_address_nor_key(upstream: FakeProvi
     with _serving(backend) as server:
         assert _ask(server)[0] == 200
         health = _health(server)
+        anyone, client = _health(server, None), _health(server, KEY)
         server.call(addresses)
+    # a load balancer's probe (or a client) learns the load and how many rest, no names
+    assert anyone == client == {
+        "status": "ok",
+        "active_streams": 0,
+        "admitted": 0,
+        "deployments_resting": 1,
+    }
     text = json.dumps(health)
     for secret in ("sk-secret", "POOL_KEY", str(upstream.port)):
         assert secret not in text, text
