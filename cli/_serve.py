@@ -169,7 +169,7 @@ def _app(args: argparse.Namespace, backend: Any) -> Any:
             allow_input_urls=args.allow_input_urls,
             default_model=args.default_model,
         ),
-        observers=[Metrics()],
+        observers=[Metrics(getattr(backend, "deployments", None))],
     )
 
 
