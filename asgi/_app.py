@@ -45,7 +45,7 @@ from streamfn.core.serve._routes import (
     admit,
     authenticate_admin,
     check_model,
-    disconnected_early,
+    is_admin,
     models_body,
     parse_request,
     route,
@@ -69,7 +69,8 @@ from ._answer_ids import answer_headers, current_request_id, note_start
 from ._contract import Backend, ServerConfig, UnknownModelError, open_batches
 from ._counting import answer_count
 from ._failures import backend_failure
-from ._intake import receive_body
+from ._health import health_body
+from ._intake import body_chunks, receive_body
 from ._keys import ClientKeys, allowed_models
 from ._messages import Receive, Send, send_json, start_sse, watch_disconnect
 from ._metrics import send_metrics
@@ -164,6 +165,9 @@ class App:
             return
         self._runtime = runtime
         self._slots = Slots(runtime, self.config.max_concurrency)
+        bind_clock = getattr(self.backend, "bind_clock", None)
+        if bind_clock is not None:  # deployment cooldowns, timed on this loop's clock
+            bind_clock(runtime.clock)
 
     @property
     def runtime(self) -> Runtime:
@@ -205,6 +209,7 @@ class App:
     ) -> None:
         headers = scope.get("headers", [])
         config = self.config
+        open_server = not (config.api_key or self.keys)  # no auth at all: loopback use
         chosen, served = route(
             scope.get("method", "GET"),
             path,
@@ -220,13 +225,12 @@ class App:
             await send({"type": "http.response.start", "status": 204, "headers": preflight})
             await send({"type": "http.response.body", "body": b""})
         elif chosen is Route.HEALTH:
-            status = {"status": "ok", "active_streams": self.active, "admitted": self.admitted}
-            await send_json(send, 200, status)
+            operator = is_admin(headers, config.admin_key, open_server=open_server)
+            body = health_body(self.backend, self.active, self.admitted, detailed=operator)
+            await send_json(send, 200, body)
         elif chosen is Route.MODELS:
-            names = allowed_models(key, self.backend.list_models())
-            await send_json(send, 200, models_body(names, headers))
+            await send_json(send, 200, models_body(allowed_models(key, self.backend), headers))
         elif chosen is Route.ADMIN:
-            open_server = not (config.api_key or self.keys)  # no auth at all: loopback use
             authenticate_admin(headers, config.admin_key, open_server=open_server)
             await send_metrics(send, self.flights.observers)
         elif chosen is Route.COUNT:
@@ -347,22 +351,8 @@ class App:
     def _body(self, receive: Receive) -> _Read:
         """How an HTTP request's body is read: within the body timeout, until shutdown."""
         timeout = self.config.body_timeout
-        return lambda held: receive_body(
-            self.runtime, self._uploads, timeout, receive, held, self._receive
-        )
-
-    async def _receive(self, receive: Receive, held: list[int]) -> bytes:
-        chunks: list[bytes] = []
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                raise disconnected_early()
-            chunk = message.get("body", b"")
-            self.budget.hold(held[0], len(chunk))
-            held[0] += len(chunk)
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(chunks)
+        read = functools.partial(body_chunks, self.budget)
+        return lambda held: receive_body(self.runtime, self._uploads, timeout, receive, held, read)
 
     async def _parse(self, path: str, body: bytes) -> ClientRequest:
         allowed = frozenset(self.config.allow_server_tools)

@@ -34,6 +34,7 @@ from streamfn.core.serve._status import HTTPError
 from streamfn.ledger import Admitted, ClientKey, Refused, Store
 from streamfn.ledger._admission import Window, decide
 
+from ._contract import Backend
 from ._observe import Flight, Observer
 from ._usage_recorder import UsageRecorder
 
@@ -155,8 +156,9 @@ class ClientKeys:
         self.recorder.close()
 
 
-def allowed_models(key: ClientKey | None, names: list[str]) -> list[str]:
-    """The served ``names`` ``key`` may use (all of them without client keys)."""
+def allowed_models(key: ClientKey | None, backend: Backend) -> list[str]:
+    """The served models ``key`` may use (all of them without client keys)."""
+    names = backend.list_models()
     if key is None or not key.models:
         return names
     return [name for name in names if name in key.models]

@@ -15,7 +15,7 @@ numbers to files there, and whichever worker answers a scrape sums them all
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Final
 
 from streamfn.core.serve._status import HTTPError
@@ -25,6 +25,8 @@ from ._observe import Flight, Observer
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
+
+    from streamfn.core.serve._deployments import DeploymentHealth
 
 __all__ = ["CONTENT_TYPE", "MULTIPROCESS_ENV", "Metrics", "send_metrics"]
 
@@ -43,7 +45,7 @@ _COST_DOC: Final = "Cost of the answers served, in US dollars, from the catalogu
 class Metrics:
     """The gateway's Prometheus metrics; an `Observer` of every request."""
 
-    def __init__(self) -> None:
+    def __init__(self, deployments: Callable[[], Iterable[DeploymentHealth]] | None = None) -> None:
         try:
             import prometheus_client as prom
         except ImportError as exc:  # an extra: say which
@@ -87,6 +89,22 @@ class Metrics:
             registry=into,
             multiprocess_mode="livesum",  # used only in multiprocess mode
         )
+        #: the backend's deployments, read as requests end and at each scrape
+        self._deployments = deployments
+        self.resting = prom.Gauge(
+            "streamfn_deployment_resting_seconds",
+            "Seconds of rest left for a deployment after a failure (0: healthy)",
+            ("deployment", "name"),
+            registry=into,
+            multiprocess_mode="max",
+        )
+        self.deployment_in_flight = prom.Gauge(
+            "streamfn_deployment_in_flight",
+            "Requests a deployment is answering now",
+            ("deployment", "name"),
+            registry=into,
+            multiprocess_mode="livesum",
+        )
         if multiprocess:
             from prometheus_client import multiprocess as across
 
@@ -114,6 +132,15 @@ class Metrics:
                     self.tokens.labels(*labels, kind).inc(count)
         if flight.cost is not None and flight.cost.total > 0:
             self.cost.labels(*labels).inc(flight.cost.total)
+        self.read_deployments()
+
+    def read_deployments(self) -> None:
+        """Bring the deployments' gauges up to date (on the serving loop)."""
+        if self._deployments is None:
+            return
+        for health in self._deployments():
+            self.resting.labels(health.deployment, health.name).set(health.cooling_for)
+            self.deployment_in_flight.labels(health.deployment, health.name).set(health.in_flight)
 
     def render(self) -> bytes:
         """The exposition a scrape gets."""
@@ -125,6 +152,7 @@ async def send_metrics(send: Send, observers: Sequence[Observer]) -> None:
     metrics = next((o for o in observers if isinstance(o, Metrics)), None)
     if metrics is None:
         raise HTTPError(404, "not_found", "this server keeps no metrics")
+    metrics.read_deployments()
     body = metrics.render()
     headers = [(b"content-type", CONTENT_TYPE.encode()), (b"cache-control", b"no-store")]
     await send({"type": "http.response.start", "status": 200, "headers": headers})

@@ -136,10 +136,10 @@ def _backend(args: argparse.Namespace, base_urls: dict[str, str]) -> Any:
     providers = None
     if not args.no_providers:
         served: list[Any] = []
-        registry = True
+        registry, cooldown = True, None
         if args.config is not None:
             gateway = _gateway(args.config, base_urls)
-            served, registry = gateway.models, gateway.registry
+            served, registry, cooldown = gateway.models, gateway.registry, gateway.cooldown
         environ = environment(None)
         client = upstream_client(args.shell, environ, args.max_concurrency)
         providers = ProviderBackend(
@@ -151,6 +151,7 @@ def _backend(args: argparse.Namespace, base_urls: dict[str, str]) -> Any:
             list_all=args.list_all_models,
             upstream_attempts=args.upstream_attempts,
             pause_continuations=args.pause_continuations,
+            cooldown=cooldown,
         )
     local = None
     if not args.no_local:
@@ -196,7 +197,7 @@ def _app(args: argparse.Namespace, backend: Any, store: Any = None) -> Any:
             allow_input_urls=args.allow_input_urls,
             default_model=args.default_model,
         ),
-        observers=[Metrics()],
+        observers=[Metrics(getattr(backend, "deployments", None))],
         store=store,
     )
 

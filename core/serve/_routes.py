@@ -42,6 +42,7 @@ __all__ = [
     "check_key",
     "check_model",
     "disconnected_early",
+    "is_admin",
     "models_body",
     "parse_request",
     "parsed_cost",
@@ -202,6 +203,15 @@ def authenticate(headers: Headers, expected: str | None) -> None:
     none (loopback use)."""
     if expected and not hmac.compare_digest(presented_key(headers), expected.encode()):
         raise HTTPError(401, "auth", UNAUTHORIZED)
+
+
+def is_admin(headers: Headers, admin_key: str | None, *, open_server: bool) -> bool:
+    """Whether a request may see what the operator sees (`authenticate_admin` passes)."""
+    try:
+        authenticate_admin(headers, admin_key, open_server=open_server)
+    except HTTPError:
+        return False
+    return True
 
 
 def authenticate_admin(headers: Headers, admin_key: str | None, *, open_server: bool) -> None:

@@ -166,3 +166,36 @@ def test_workers_add_up_in_every_scrape(tmp_path: Path) -> None:
             proc.wait(30)
             if proc.stderr is not None:
                 proc.stderr.close()
+
+
+def test_each_deployment_shows_its_rest_and_load() -> None:
+    from prometheus_client.parser import text_string_to_metric_families as parse
+
+    from streamfn.core.serve._deployments import DeploymentHealth
+
+    def health(name: str, resting: float, in_flight: int) -> DeploymentHealth:
+        return DeploymentHealth(
+            deployment=name,
+            name="fast",
+            model="openai:gpt-4o-mini",
+            base_url="https://api.example",
+            weight=1.0,
+            in_flight=in_flight,
+            requests=9,
+            failures=1,
+            cooling_for=resting,
+            last_error=None,
+        )
+
+    pools = [health("east", 4.5, 0), health("west", 0.0, 2)]
+    metrics = Metrics(lambda: pools)
+    metrics.read_deployments()
+    samples = {
+        (s.name, s.labels["deployment"]): s.value
+        for family in parse(metrics.render().decode())
+        for s in family.samples
+        if "deployment" in s.labels
+    }
+    assert samples[("streamfn_deployment_resting_seconds", "east")] == 4.5
+    assert samples[("streamfn_deployment_resting_seconds", "west")] == 0
+    assert samples[("streamfn_deployment_in_flight", "west")] == 2
