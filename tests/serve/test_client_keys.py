@@ -98,6 +98,13 @@ def gateway(shell: str, fake_upstream: FakeProvider) -> Iterator[Gateway]:
         ServedModel(name="priced", model=model, api_key_env="GK_UPSTREAM"),
         ServedModel(name="unpriced", model=unpriced, api_key_env="GK_UPSTREAM"),
         ServedModel(name="long", model=long, api_key_env="GK_UPSTREAM"),
+        ServedModel(name="pool", model=model, api_key_env="GK_UPSTREAM", deployment="cheap"),
+        ServedModel(
+            name="pool",
+            model=msgspec.structs.replace(model, price_input=3 * PRICE_IN),
+            api_key_env="GK_UPSTREAM",
+            deployment="dear",
+        ),
     ]
     backend = provider_backend({"GK_UPSTREAM": "sk-upstream"}, served=served, registry=False)
     store = MemoryStore()
@@ -334,3 +341,18 @@ def test_a_stream_that_crosses_its_budget_ends_with_an_error_and_its_upstream_ca
     assert 0.015 < record.cost <= 0.015 + DELTA_COST  # overspent by one delta at most
     with gateway.openai(secret) as client, pytest.raises(openai.PermissionDeniedError):
         _ask(client, "long")  # the budget is spent now: refused before any request
+
+
+def test_a_name_with_deployments_is_budgeted_at_its_dearest_and_recorded_per_deployment(
+    gateway: Gateway,
+) -> None:
+    backend = gateway.server.app.backend
+    assert backend.billing_model("pool").price_input == 3 * PRICE_IN  # type: ignore[attr-defined]
+    key, secret = gateway.key(budget=1.0)
+    with gateway.openai(secret) as client:
+        assert _ask(client, "pool")
+    wait_until(lambda: len(gateway.records(key)) == 1, 10)
+    [record] = gateway.records(key)
+    assert record.deployment in ("cheap", "dear") and record.outcome == "ok"
+    prices = {"cheap": PRICE_IN, "dear": 3 * PRICE_IN}  # what the one that answered bills
+    assert record.cost == pytest.approx((5 * prices[record.deployment] + 8 * PRICE_OUT) / 1e6)
