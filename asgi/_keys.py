@@ -33,6 +33,7 @@ from streamfn.core.serve._served import Route
 from streamfn.core.serve._status import HTTPError
 from streamfn.ledger import Admitted, ClientKey, Refused, Store
 from streamfn.ledger._admission import Window, decide
+from streamfn.ledger._secrets import hash_secret
 
 from ._contract import Backend
 from ._observe import Flight, Observer
@@ -53,9 +54,13 @@ _KEY_CACHE_SIZE: Final = 4096
 _OPEN: Final = (Route.PREFLIGHT, Route.HEALTH, Route.ADMIN)
 
 
-def _store_down(what: str, exc: Exception) -> HTTPError:
-    """A store that failed to answer: logged without the request's key, a 503 to retry."""
-    log.error("client key store failed to %s (%s: %s)", what, type(exc).__name__, exc)
+def _store_down(what: str, exc: Exception, secret: str = "") -> HTTPError:
+    """A store that failed to answer: logged without the request's key (nor its hash,
+    should the store's words quote either), a 503 to retry."""
+    said = str(exc)
+    for hidden in (secret, hash_secret(secret)) if secret else ():
+        said = said.replace(hidden, "***")
+    log.error("client key store failed to %s (%s: %s)", what, type(exc).__name__, said)
     return HTTPError(
         503, "unavailable", "the gateway's key store is not answering; retry shortly", 1
     )
@@ -93,10 +98,11 @@ class ClientKeys:
         if known is not None and now - known[0] < KEY_CACHE_SECONDS:
             key = known[1]
         else:
+            given = secret.decode("latin-1")
             try:
-                found = await runtime.to_thread(self.store.key_for_secret, secret.decode("latin-1"))
+                found = await runtime.to_thread(self.store.key_for_secret, given)
             except Exception as exc:
-                raise _store_down("look a key up", exc) from None
+                raise _store_down("look a key up", exc, given) from None
             if found is None:
                 self._known.pop(digest, None)
                 raise unknown_client_key()

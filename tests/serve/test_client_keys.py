@@ -17,6 +17,7 @@ import logging
 import secrets
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import anthropic
 import msgspec
@@ -356,3 +357,25 @@ def test_a_name_with_deployments_is_budgeted_at_its_dearest_and_recorded_per_dep
     assert record.deployment in ("cheap", "dear") and record.outcome == "ok"
     prices = {"cheap": PRICE_IN, "dear": 3 * PRICE_IN}  # what the one that answered bills
     assert record.cost == pytest.approx((5 * prices[record.deployment] + 8 * PRICE_OUT) / 1e6)
+
+
+class DownStore(MemoryStore):
+    """Keys are found, but admission fails, as a database that went away does."""
+
+    def admit(self, key: ClientKey, model: str, *, now: float, estimate: float | None) -> Any:
+        raise OSError("database is gone")
+
+
+def test_a_store_that_cannot_admit_is_a_503_and_nothing_goes_upstream(
+    gateway: Gateway,
+) -> None:
+    store = DownStore()
+    _, secret = store.create_key("k", now=time.time())
+    app = App(gateway.server.app.backend, ServerConfig(), store=store)
+    before = gateway.hits()
+    with Server(app) as server:
+        client = openai.OpenAI(base_url=server.url + "/v1", api_key=secret, max_retries=0)
+        with client, pytest.raises(openai.InternalServerError) as down:
+            _ask(client)
+    assert down.value.status_code == 503 and "retry-after" in down.value.response.headers
+    assert gateway.hits() == before

@@ -112,3 +112,18 @@ def test_a_failing_store_is_logged_and_retried_never_raised(
     assert recorder.lost == 1
     [said] = [r.getMessage() for r in caplog.records if r.name == "streamfn"]
     assert "key_a" in said and "RuntimeError: database is locked" in said
+
+
+def test_a_store_that_quotes_the_key_in_its_error_has_it_hidden_in_the_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from streamfn.asgi._keys import _store_down
+    from streamfn.ledger._secrets import hash_secret
+
+    secret = "sfn-" + "s" * 43
+    refusal = _store_down(
+        "look a key up", RuntimeError(f"bad {secret} {hash_secret(secret)}"), secret
+    )
+    assert refusal.status == 503 and secret not in refusal.message
+    [said] = [r.getMessage() for r in caplog.records]
+    assert secret not in said and hash_secret(secret) not in said and "bad *** ***" in said
