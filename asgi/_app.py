@@ -64,6 +64,7 @@ from streamfn.core.serve._status import (
 )
 from streamfn.ledger import Store
 
+from ._admin import Admin, is_admin_path
 from ._answer_ids import answer_headers, current_request_id, note_start
 from ._contract import Backend, ServerConfig, UnknownModelError, open_batches
 from ._counting import answer_count
@@ -143,6 +144,8 @@ class App:
         self._shutdown_done: Flag | None = None
         self._runtime: Runtime | None = None
         self._slots: Slots | None = None
+        #: the dashboard and its JSON routes, served only with an admin key
+        self.admin = Admin(self) if self.config.admin_key else None
         if runtime is None and self.default_runtime is not None:
             runtime = self.default_runtime()
         if runtime is not None:
@@ -185,6 +188,9 @@ class App:
         if scope["type"] != "http":
             return
         path = scope.get("path", "")
+        if self.admin is not None and is_admin_path(path):  # the operator's: no CORS
+            await self.admin.serve(scope, receive, answer_headers(send, [], self.stamps))
+            return
         headers = scope.get("headers", [])
         cors = cors_headers(header(headers, b"origin"), self.config.cors_origins)
         send = answer_headers(send, cors, self.stamps)  # CORS, request id, rate limits
@@ -220,8 +226,12 @@ class App:
         elif chosen is Route.COUNT:
             await self._admitted(served, self._body(receive), self._count_for(send, served))
         else:
-            run = functools.partial(self._run, receive, send, served)
-            await self._admitted(served, self._body(receive), run)
+            await self.complete(served, receive, send)
+
+    async def complete(self, served: Served, receive: Receive, send: Send) -> None:
+        """Read, check, run and answer one completion request of ``served``'s route."""
+        run = functools.partial(self._run, receive, send, served)
+        await self._admitted(served, self._body(receive), run)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
