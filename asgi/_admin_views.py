@@ -137,9 +137,10 @@ def usage_view(store: Store | None, *, now: float, since: float, bucket: Bucket)
             "message": "this server keeps no usage record (it runs without a usage store)",
         }
     size = _SECONDS[bucket]
-    start = math.floor(since / size) * size
+    finite = math.isfinite(since) and since < now
+    start = math.floor(since / size) * size if finite else now
     count = max(1, math.ceil((now - start) / size))
-    if not math.isfinite(since) or since >= now or count > MAX_BUCKETS:
+    if not finite or count > MAX_BUCKETS:
         raise HTTPError(
             400,
             "invalid_request",

@@ -25,7 +25,7 @@ from ._flags import provider_base_urls, server_tools
 from ._model_dir import model_dir, require_prepared
 from ._progress import progress_printer
 from ._serve_flags import configure
-from ._serve_help import API_KEY_ENV, DESCRIPTION
+from ._serve_help import ADMIN_KEY_ENV, API_KEY_ENV, DESCRIPTION
 
 __all__ = ["API_KEY_ENV", "COMMAND"]
 
@@ -55,6 +55,12 @@ def _check(args: argparse.Namespace) -> dict[str, str]:
             "--cors-origin '*' with an API key lets any web page a user of the key visits "
             "call this server with it; list the origins that may (--cors-origin "
             "https://app.example)",
+            EXIT_USAGE,
+        )
+    if os.environ.get(ADMIN_KEY_ENV) and os.environ.get(ADMIN_KEY_ENV) == _api_key(args):
+        raise CommandError(
+            f"${ADMIN_KEY_ENV} is the clients' token too: every client could open the "
+            "dashboard. Give the admin key a value of its own",
             EXIT_USAGE,
         )
     if args.config is not None and args.no_providers:
@@ -143,6 +149,7 @@ def _app(args: argparse.Namespace, backend: Any) -> Any:
         backend,
         ServerConfig(
             api_key=_api_key(args),
+            admin_key=os.environ.get(ADMIN_KEY_ENV) or None,
             max_body_bytes=args.max_body_bytes,
             max_buffered_bytes=args.max_buffered_bytes,
             max_unsent_bytes=args.max_unsent_bytes,
@@ -276,7 +283,8 @@ def _run(args: argparse.Namespace) -> int:
     print(
         f"streamfn serve: http://{shown}:{port} (local model: {'no' if args.no_local else 'yes'}, "
         f"providers: {'no' if args.no_providers else 'yes'}, "
-        f"auth: {'on' if _api_key(args) else 'off'}, workers: {args.workers}, "
+        f"auth: {'on' if _api_key(args) else 'off'}, "
+        f"dashboard: {'/admin' if os.environ.get(ADMIN_KEY_ENV) else 'off'}, workers: {args.workers}, "
         f"shell: {args.shell})",
         file=sys.stderr,
         flush=True,
