@@ -15,7 +15,7 @@ strict Content-Security-Policy with no inline script, may not be framed, and is
 never cached. What it shows that came from a client or an upstream (model names,
 key names, error messages) it inserts as text, never as HTML.
 
-The playground streams a prompt through the App's own ``/v1/stream`` pipeline (the
+The playground streams a prompt through the App's own pipeline of our events (the
 same backend, limits and observers as any client), recorded as the admin's use.
 """
 
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qs
 
 from streamfn.core.serve._guard import header, host_allowed, is_json
-from streamfn.core.serve._served import served_at
+from streamfn.core.serve._served import NATIVE
 from streamfn.core.serve._status import OPENAI, HTTPError, error_response, json_body
 
 from ._admin_views import RecentErrors, deployments_view, flights_view, usage_view
@@ -122,10 +122,8 @@ class Admin:
             return
         if not is_json(headers):
             raise HTTPError(415, "invalid_request", "send the prompt as application/json")
-        stream = served_at("/v1/stream")
-        assert stream is not None
         with calling_as(key_id=ADMIN_KEY_ID, key_name=ADMIN_KEY_ID, route=PLAYGROUND):
-            await self.app.complete(stream, receive, send)
+            await self.app.complete(NATIVE, receive, send)
 
     def _check_origin(self, headers: list[tuple[bytes, bytes]]) -> None:
         """The Host rule of every route, and no other site's page: these routes send
