@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import math
+import re
 from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, Final, Literal
@@ -42,6 +43,8 @@ _SECONDS: Final[dict[str, int]] = {"hour": 3600, "day": 86400}
 MAX_BUCKETS: Final = 24 * 32
 #: the most records read for an hourly chart; past it the answer says it is partial
 MAX_RECORDS: Final = 100_000
+#: a field of a deployment's report never shown, whatever the backend put in it
+_SECRET_FIELD: Final = re.compile(r"(^|_)(key|secret|token|password|authorization)$", re.I)
 #: how much of a client-facing error message the errors panel keeps
 MESSAGE_CHARS: Final = 300
 
@@ -117,8 +120,13 @@ def deployments_view(backend: object) -> dict[str, Any]:
     if report is None:
         return {"available": False, "deployments": []}
     try:
-        rows = report() if callable(report) else report
-        return {"available": True, "deployments": msgspec.to_builtins(list(rows))}
+        rows = msgspec.to_builtins(list(report() if callable(report) else report))
+        shown = [
+            {k: v for k, v in row.items() if not _SECRET_FIELD.search(str(k))}
+            for row in rows
+            if isinstance(row, dict)
+        ]
+        return {"available": True, "deployments": shown}
     except Exception:
         log.exception("the backend's deployment report failed")
         return {"available": True, "deployments": [], "error": "the deployment report failed"}

@@ -188,7 +188,15 @@ def test_recent_errors_keep_the_message_cut_and_as_sent() -> None:
 def test_deployments_come_from_the_backend_when_it_has_pools() -> None:
     class Pooled(EventsBackend):
         def deployments(self) -> list[dict[str, object]]:
-            return [{"name": "east", "healthy": False, "cooldown_until": 12.5}]
+            return [
+                {
+                    "name": "east",
+                    "healthy": False,
+                    "cooldown_until": 12.5,
+                    "api_key_env": "EAST_KEY",
+                    "api_key": "sk-planted",  # a backend's slip: never shown
+                }
+            ]
 
     with dashboard() as (server, _):
         assert _get(server, "/admin/api/deployments").json() == {
@@ -200,7 +208,14 @@ def test_deployments_come_from_the_backend_when_it_has_pools() -> None:
         report = _get(server, "/admin/api/deployments").json()
         assert report == {
             "available": True,
-            "deployments": [{"name": "east", "healthy": False, "cooldown_until": 12.5}],
+            "deployments": [
+                {
+                    "name": "east",
+                    "healthy": False,
+                    "cooldown_until": 12.5,
+                    "api_key_env": "EAST_KEY",
+                }
+            ],
         }
 
 
