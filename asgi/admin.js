@@ -241,6 +241,7 @@ async function runPlayground(submit) {
     status.textContent = "failed: " + error.message;
   } finally {
     $("send").disabled = false;
+    refreshErrors().catch(() => {}); // an answer that failed shows at once
   }
 }
 

@@ -9,9 +9,10 @@ import contextlib
 import threading
 from collections.abc import AsyncGenerator, Iterator
 
+import httpx
 import sniffio
 import trio
-from loopback_server import KEY, STREAMS, Server
+from loopback_server import HANG_GUARD, KEY, STREAMS, USER, Server
 
 from streamfn.asgi import App, ServerConfig
 from streamfn.core import (
@@ -107,3 +108,23 @@ def dashboard(
     config = ServerConfig(api_key=KEY, admin_key=ADMIN)
     with Server(App(backend, config, store=store), shell=shell) as server:
         yield server, backend
+
+
+def gated_stream(server: Server) -> threading.Event:
+    """A client streaming ``demo-gated`` in a thread; the event is set once its answer
+    ended (after the test opened the backend's gate)."""
+    ended = threading.Event()
+
+    def run() -> None:
+        with httpx.stream(
+            "POST",
+            server.url + "/v1/chat/completions",
+            headers={"authorization": f"Bearer {KEY}"},
+            json={"model": GATED, "messages": USER, "stream": True},
+            timeout=HANG_GUARD,
+        ) as answer:
+            answer.read()
+        ended.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    return ended

@@ -5,13 +5,12 @@ and the playground, which runs through the App's own pipeline as the admin's use
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 
 import httpx
 import pytest
-from admin_support import ADMIN, GATED, HOUR, XSS_MODEL, dashboard, seeded_store
+from admin_support import ADMIN, GATED, HOUR, XSS_MODEL, dashboard, gated_stream, seeded_store
 from loopback_server import HANG_GUARD, KEY, STREAMS, USER, Server, serving, wait_until
 
 from streamfn.asgi import App, ServerConfig
@@ -138,20 +137,7 @@ def test_without_a_store_the_usage_route_says_so() -> None:
 
 def test_a_live_stream_is_in_flight_until_it_ends() -> None:
     with dashboard() as (server, backend):
-        done = threading.Event()
-
-        def run() -> None:
-            with httpx.stream(
-                "POST",
-                server.url + "/v1/chat/completions",
-                headers={"authorization": f"Bearer {KEY}"},
-                json={"model": GATED, "messages": USER, "stream": True},
-                timeout=HANG_GUARD,
-            ) as answer:
-                answer.read()
-            done.set()
-
-        threading.Thread(target=run, daemon=True).start()
+        done = gated_stream(server)
         wait_until(
             lambda: any(f["deltas"] >= 3 for f in _get(server, "/admin/api/flights").json()),
             HANG_GUARD,

@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import threading
 import time
 from collections.abc import Iterator
 
-import httpx
 import pytest
-from admin_support import ADMIN, GATED, HOUR, XSS, XSS_MODEL, dashboard, seeded_store
-from loopback_server import HANG_GUARD, KEY, USER, Server
+from admin_support import ADMIN, GATED, HOUR, XSS, XSS_MODEL, dashboard, gated_stream, seeded_store
+from loopback_server import HANG_GUARD, KEY, Server
 
 from streamfn.ledger import MemoryStore
 
@@ -38,6 +36,7 @@ WAIT_MS = HANG_GUARD * 1000
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="pip install -e '.[test]'")
 expect = sync_api.expect
+expect.set_options(timeout=WAIT_MS)  # the hang guard, not a timing claim
 
 
 @pytest.fixture(scope="module")
@@ -152,20 +151,7 @@ def test_a_live_stream_appears_in_flight_and_leaves(page: sync_api.Page) -> None
     with dashboard() as (server, backend):
         _login(page, server)
         expect(page.locator("#flights-empty")).to_be_visible()
-        ended = threading.Event()
-
-        def run() -> None:
-            with httpx.stream(
-                "POST",
-                server.url + "/v1/chat/completions",
-                headers={"authorization": f"Bearer {KEY}"},
-                json={"model": GATED, "messages": USER, "stream": True},
-                timeout=HANG_GUARD,
-            ) as answer:
-                answer.read()
-            ended.set()
-
-        threading.Thread(target=run, daemon=True).start()
+        ended = gated_stream(server)
         row = page.locator("#flights tbody tr")
         expect(row).to_have_count(1)
         expect(row.locator("td").nth(2)).to_have_text(GATED)
