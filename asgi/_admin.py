@@ -3,10 +3,10 @@
 Served by the App before any dialect route, and only when the server has an admin
 key (`ServerConfig.admin_key`): without one ``/admin`` is a 404 like any unknown path.
 
-The trust boundary: the admin key opens these routes and nothing else does. A
-client key or the server's client token is a 403, no key or a wrong one a 401; the
-key is compared in constant time and is sent as ``Authorization: Bearer`` on each
-request (the page keeps it in the tab's sessionStorage), never as a cookie, so a
+The trust boundary: the admin key opens these routes and nothing else does: no key
+is a 401, any other key (a client key, the server's client token) a 403, compared in
+constant time as for ``/metrics``. The page sends it as ``Authorization: Bearer`` on
+each request (keeping it in the tab's sessionStorage), never as a cookie, so a
 hostile page cannot make a browser send it (no CSRF). No CORS header is ever sent
 here and a request from another origin is refused; the Host rule of the dialect
 routes holds (DNS rebinding). The page itself (one HTML, one JS, one CSS file, all
@@ -21,7 +21,6 @@ same backend, limits and observers as any client), recorded as the admin's use.
 
 from __future__ import annotations
 
-import hmac
 import math
 from collections.abc import Awaitable, Callable
 from importlib import resources
@@ -29,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qs
 
 from streamfn.core.serve._guard import header, host_allowed, is_json
+from streamfn.core.serve._routes import authenticate_admin
 from streamfn.core.serve._served import NATIVE
 from streamfn.core.serve._status import OPENAI, HTTPError, error_response, json_body
 
@@ -63,10 +63,6 @@ _ASSETS: Final = {
     "/admin/admin.js": ("admin.js", b"text/javascript; charset=utf-8"),
     "/admin/admin.css": ("admin.css", b"text/css; charset=utf-8"),
 }
-_NO_KEY: Final = (
-    "the admin routes need the admin key: send Authorization: Bearer <the key the server "
-    "was started with in STREAMFN_ADMIN_KEY>"
-)
 
 
 def is_admin_path(path: str) -> bool:
@@ -115,7 +111,7 @@ class Admin:
             _allow(method, "POST")
         else:
             raise HTTPError(404, "not_found", f"no admin route at {path}")
-        await self._authorize(headers)
+        authenticate_admin(headers, self.app.config.admin_key, open_server=False)
         if view is not None:
             body = json_body(await view(scope))
             await _answer(send, 200, body, b"application/json")
@@ -133,29 +129,6 @@ class Admin:
         origin, host = header(headers, b"origin"), header(headers, b"host")
         if origin is not None and origin.partition(b"://")[2] != host:
             raise HTTPError(403, "forbidden", "the admin routes answer only their own page")
-
-    async def _authorize(self, headers: list[tuple[bytes, bytes]]) -> None:
-        admin = self.app.config.admin_key
-        assert admin is not None
-        given = _bearer(headers)
-        if not given:
-            raise HTTPError(401, "auth", _NO_KEY)
-        if hmac.compare_digest(given, admin.encode()):
-            return
-        if await self._is_client_key(given):
-            raise HTTPError(
-                403, "forbidden", "a client key does not open the admin routes: send the admin key"
-            )
-        raise HTTPError(401, "auth", "that is not this server's admin key")
-
-    async def _is_client_key(self, given: bytes) -> bool:
-        token, store = self.app.config.api_key, self.app.store
-        if token and hmac.compare_digest(given, token.encode()):
-            return True
-        if store is None:
-            return False
-        secret = given.decode("latin-1")
-        return await self.app.runtime.to_thread(store.key_for_secret, secret) is not None
 
     def _file(self, name: str) -> bytes:
         if name not in self._files:
@@ -199,11 +172,6 @@ def _allow(method: str, allowed: str) -> None:
             f"this admin route answers {allowed}, not {method}",
             headers=[(b"allow", allowed.encode())],
         )
-
-
-def _bearer(headers: list[tuple[bytes, bytes]]) -> bytes:
-    value = header(headers, b"authorization") or b""
-    return value[7:].strip() if value[:7].lower() == b"bearer " else b""
 
 
 async def _answer(send: Send, status: int, body: bytes, content_type: bytes) -> None:

@@ -43,6 +43,7 @@ from streamfn.core.serve._routes import (
     BodyBudget,
     Route,
     admit,
+    authenticate_admin,
     check_model,
     disconnected_early,
     models_body,
@@ -71,6 +72,7 @@ from ._counting import answer_count
 from ._failures import backend_failure
 from ._intake import receive_body
 from ._messages import Receive, Send, send_json, start_sse, watch_disconnect
+from ._metrics import send_metrics
 from ._observe import Flight, Flights, Observer, current_flight
 from ._resolve import Resolver, check_input_urls, system_resolver
 from ._runtime import (
@@ -144,8 +146,7 @@ class App:
         self._shutdown_done: Flag | None = None
         self._runtime: Runtime | None = None
         self._slots: Slots | None = None
-        #: the dashboard and its JSON routes, served only with an admin key
-        self.admin = Admin(self) if self.config.admin_key else None
+        self.admin = Admin(self) if self.config.admin_key else None  # the dashboard, /admin
         if runtime is None and self.default_runtime is not None:
             runtime = self.default_runtime()
         if runtime is not None:
@@ -189,8 +190,7 @@ class App:
             return
         path = scope.get("path", "")
         if self.admin is not None and is_admin_path(path):  # the operator's: no CORS
-            await self.admin.serve(scope, receive, answer_headers(send, [], self.stamps))
-            return
+            return await self.admin.serve(scope, receive, answer_headers(send, [], self.stamps))
         headers = scope.get("headers", [])
         cors = cors_headers(header(headers, b"origin"), self.config.cors_origins)
         send = answer_headers(send, cors, self.stamps)  # CORS, request id, rate limits
@@ -223,6 +223,9 @@ class App:
             await send_json(send, 200, status)
         elif chosen is Route.MODELS:
             await send_json(send, 200, models_body(self.backend.list_models(), headers))
+        elif chosen is Route.ADMIN:
+            authenticate_admin(headers, config.admin_key, open_server=not config.api_key)
+            await send_metrics(send, self.flights.observers)
         elif chosen is Route.COUNT:
             await self._admitted(served, self._body(receive), self._count_for(send, served))
         else:

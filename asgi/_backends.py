@@ -230,7 +230,13 @@ class ProviderBackend:
         }
         options = msgspec.structs.replace(options, **bounds)
         if served is not None:
-            options = msgspec.structs.replace(served.defaults, **bounds, **client_fields(options))
+            # a spending cap the server set on this request (a client cannot: it is no
+            # client field) stays, or the served model's own, whichever is lower
+            caps = [c for c in (options.max_cost, served.defaults.max_cost) if c is not None]
+            cap = min(caps) if caps else None
+            options = msgspec.structs.replace(
+                served.defaults, **bounds, max_cost=cap, **client_fields(options)
+            )
             if served.api_key_env:
                 key = self.environ.get(served.api_key_env)
                 if not key:

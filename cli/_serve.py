@@ -57,7 +57,7 @@ def _check(args: argparse.Namespace) -> dict[str, str]:
             "https://app.example)",
             EXIT_USAGE,
         )
-    if os.environ.get(ADMIN_KEY_ENV) and os.environ.get(ADMIN_KEY_ENV) == _api_key(args):
+    if _admin_key() and _admin_key() == _api_key(args):
         raise CommandError(
             f"${ADMIN_KEY_ENV} is the clients' token too: every client could open the "
             "dashboard. Give the admin key a value of its own",
@@ -75,6 +75,12 @@ def _check(args: argparse.Namespace) -> dict[str, str]:
 
 def _api_key(args: argparse.Namespace) -> str | None:
     return args.api_key or os.environ.get(API_KEY_ENV) or None
+
+
+def _admin_key() -> str | None:
+    """The operator's key for ``/metrics`` and the dashboard: read from the environment
+    only, so it never shows in the process list."""
+    return os.environ.get(ADMIN_KEY_ENV) or None
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -139,6 +145,7 @@ def _backend(args: argparse.Namespace, base_urls: dict[str, str]) -> Any:
 
 def _app(args: argparse.Namespace, backend: Any) -> Any:
     from streamfn.asgi import App, ServerConfig
+    from streamfn.asgi._metrics import Metrics
     from streamfn.core.serve._guard import LOOPBACK_HOSTS, is_loopback
 
     if is_loopback(args.host):
@@ -149,7 +156,7 @@ def _app(args: argparse.Namespace, backend: Any) -> Any:
         backend,
         ServerConfig(
             api_key=_api_key(args),
-            admin_key=os.environ.get(ADMIN_KEY_ENV) or None,
+            admin_key=_admin_key(),
             max_body_bytes=args.max_body_bytes,
             max_buffered_bytes=args.max_buffered_bytes,
             max_unsent_bytes=args.max_unsent_bytes,
@@ -167,6 +174,7 @@ def _app(args: argparse.Namespace, backend: Any) -> Any:
             allow_input_urls=args.allow_input_urls,
             default_model=args.default_model,
         ),
+        observers=[Metrics()],
     )
 
 
@@ -245,7 +253,13 @@ def _worker(args: argparse.Namespace, sock: socket.socket, base_urls: dict[str, 
 def _supervise(args: argparse.Namespace, sock: socket.socket, base_urls: dict[str, str]) -> int:
     """Start ``--workers`` processes on one socket; forward SIGINT/SIGTERM; wait for all."""
     import multiprocessing
+    import tempfile
 
+    from streamfn.asgi._metrics import MULTIPROCESS_ENV
+
+    # every worker's metrics meet in one folder, so any worker answers a scrape whole
+    metrics_dir = tempfile.TemporaryDirectory(prefix="streamfn-metrics-")
+    os.environ[MULTIPROCESS_ENV] = metrics_dir.name
     context = multiprocessing.get_context("spawn")
     workers = [
         context.Process(target=_worker, args=(args, sock, base_urls), name=f"streamfn-serve-{i}")
@@ -264,6 +278,7 @@ def _supervise(args: argparse.Namespace, sock: socket.socket, base_urls: dict[st
     for worker in workers:
         worker.join()
     sock.close()
+    metrics_dir.cleanup()
     return max((w.exitcode or 0) for w in workers)
 
 
@@ -284,7 +299,7 @@ def _run(args: argparse.Namespace) -> int:
         f"streamfn serve: http://{shown}:{port} (local model: {'no' if args.no_local else 'yes'}, "
         f"providers: {'no' if args.no_providers else 'yes'}, "
         f"auth: {'on' if _api_key(args) else 'off'}, "
-        f"dashboard: {'/admin' if os.environ.get(ADMIN_KEY_ENV) else 'off'}, workers: {args.workers}, "
+        f"dashboard: {'/admin' if _admin_key() else 'off'}, workers: {args.workers}, "
         f"shell: {args.shell})",
         file=sys.stderr,
         flush=True,

@@ -15,8 +15,7 @@ LIST_ALL_MODELS_HELP: Final = (
 
 #: the token clients must send, when --api-key is not given
 API_KEY_ENV: Final = "STREAMFN_SERVER_API_KEY"
-#: the operator's key for the dashboard (/admin); an environment variable only, never a
-#: flag, so it shows in no process listing
+#: the operator's key for /metrics and the dashboard (environment only)
 ADMIN_KEY_ENV: Final = "STREAMFN_ADMIN_KEY"
 
 DESCRIPTION: Final = """\
@@ -46,8 +45,10 @@ then, from any OpenAI client:
 environment:
   {API_KEY_ENV:<28}the token clients must send (like --api-key); streamfn
                               clients send theirs from STREAMFN_PROXY_TOKEN
-  {ADMIN_KEY_ENV:<28}the operator's key: serves the dashboard at /admin (no
-                              dashboard without it); a client key never opens it
+  {ADMIN_KEY_ENV:<28}the operator's key for GET /metrics (Prometheus) and the
+                              dashboard at /admin; a client key never opens them.
+                              Without it there is no dashboard, and /metrics is
+                              served only when clients need no key
   OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY ...
                               the upstream keys, read once at start; a model whose key
                               is missing is not listed, and asking for it is an error

@@ -29,6 +29,7 @@ from ._credentials import MissingCredentials, with_credentials
 from ._events import Error, ErrorKind
 from ._models import Model
 from ._options import Options
+from ._spend import require_prices
 
 __all__ = ["FallbackModel", "check_chain", "fallback", "falls_back"]
 
@@ -78,11 +79,14 @@ def falls_back(chain: FallbackModel, error: Error) -> bool:
 
 def check_chain(chain: FallbackModel, options: Options, environ: Mapping[str, str]) -> None:
     """Refuse, before any connection, a chain that cannot work: a shared
-    ``Options.api_key``, a model that cannot take ``Options.transport`` (`UsageError`:
-    found only when its turn came, after the models before it were billed), or no
-    model with credentials (`MissingCredentials`)."""
+    ``Options.api_key``, a model that cannot take ``Options.transport`` or, under
+    ``Options.max_cost``, has no prices (`UsageError`: found only when its turn came,
+    after the models before it were billed), or no model with credentials
+    (`MissingCredentials`)."""
     for model in chain.models:
         check_transport(model, options)
+        if options.max_cost is not None:
+            require_prices(model)
     shared = [name for name in ("api_key", "base_url", "headers") if getattr(options, name)]
     if shared:
         raise ValueError(

@@ -78,6 +78,7 @@ class Route(enum.Enum):
     MODELS = "models"
     COMPLETION = "completion"  # read the body, parse it, stream or fold
     COUNT = "count"  # read the body, parse it, count its input tokens
+    ADMIN = "admin"  # the operator's (metrics, dashboard): the admin key, never a client's
 
 
 def _native_keep_alive() -> bytes:
@@ -286,6 +287,7 @@ SERVED: Final[dict[str, Served]] = {
         Served("/v1/models", methods=("GET",), kind=Route.MODELS),
         Served("/health", methods=("GET",), kind=Route.HEALTH),
         Served("/healthz", methods=("GET",), kind=Route.HEALTH),
+        Served("/metrics", methods=("GET",), kind=Route.ADMIN),
     )
 }
 

@@ -343,6 +343,8 @@ EXPECTED = {
     # docs/migrating.md's LiteLLM example (Anthropic) and troubleshooting's last event
     'get_model("anthropic:claude-sonnet-4-6")  # ANTHROPIC': ["Bonjour le monde", "tokens out, $"],
     "last = event": ["ended: stop, ", "tokens out"],
+    # options.md's spending cap: a prompt priced over it is never sent
+    'api_key="sk-unused", max_cost=': ["not sent: the input of this request"],
     'register_api("lines", sys.modules': ["TextDelta(index=0, delta=', world')", "Done("],
     'stream_sync(Context.of("What is the capital': ["Done("],  # every event printed
     "from streamfn.local import LocalModel": [],  # the tiny model's text is noise

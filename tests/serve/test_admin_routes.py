@@ -49,8 +49,7 @@ def test_only_the_admin_key_opens_the_routes(served: tuple[Server, MemoryStore],
     _, client_secret = store.create_key("carol", now=time.time())
     assert _get(server, path).status_code == 200
     assert _get(server, path, key=None).status_code == 401
-    assert _get(server, path, key="not-a-key").status_code == 401
-    for refused in (KEY, client_secret):
+    for refused in (KEY, client_secret, "not-a-key"):
         answer = _get(server, path, key=refused)
         assert answer.status_code == 403, answer.text
         assert refused not in answer.text and ADMIN not in answer.text
