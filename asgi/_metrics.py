@@ -18,8 +18,10 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Final
 
+from streamfn.core.serve._routes import Headers, authenticate_admin
 from streamfn.core.serve._status import HTTPError
 
+from ._contract import ServerConfig
 from ._messages import Send
 from ._observe import Flight, Observer
 
@@ -147,8 +149,12 @@ class Metrics:
         return bytes(self._prom.generate_latest(self.registry))
 
 
-async def send_metrics(send: Send, observers: Sequence[Observer]) -> None:
-    """Answer a scrape with the `Metrics` among ``observers`` (a 404 when there is none)."""
+async def send_metrics(
+    send: Send, headers: Headers, config: ServerConfig, observers: Sequence[Observer]
+) -> None:
+    """Answer a scrape, from the operator only, with the `Metrics` among ``observers``
+    (a 404 when there is none)."""
+    authenticate_admin(headers, config.admin_key, open_server=not config.api_key)
     metrics = next((o for o in observers if isinstance(o, Metrics)), None)
     if metrics is None:
         raise HTTPError(404, "not_found", "this server keeps no metrics")
