@@ -43,9 +43,7 @@ from streamfn.core.serve._routes import (
     BodyBudget,
     Route,
     admit,
-    authenticate_admin,
     check_model,
-    is_admin,
     models_body,
     parse_request,
     route,
@@ -65,11 +63,12 @@ from streamfn.core.serve._status import (
 )
 from streamfn.ledger import ClientKey, Store
 
+from ._admin import Admin, is_admin_path
 from ._answer_ids import answer_headers, current_request_id, note_start
 from ._contract import Backend, ServerConfig, UnknownModelError, open_batches
 from ._counting import answer_count
 from ._failures import backend_failure
-from ._health import health_body
+from ._health import send_health
 from ._intake import body_chunks, receive_body
 from ._keys import ClientKeys, allowed_models
 from ._messages import Receive, Send, send_json, start_sse, watch_disconnect
@@ -149,6 +148,7 @@ class App:
         self._shutdown_done: Flag | None = None
         self._runtime: Runtime | None = None
         self._slots: Slots | None = None
+        self.admin = Admin(self) if self.config.admin_key else None  # the dashboard, /admin
         if runtime is None and self.default_runtime is not None:
             runtime = self.default_runtime()
         if runtime is not None:
@@ -179,6 +179,11 @@ class App:
         return self._runtime
 
     @property
+    def open_server(self) -> bool:
+        """Whether clients need no key at all (loopback use): the operator's routes too."""
+        return not (self.config.api_key or self.keys)
+
+    @property
     def buffered(self) -> int:
         """Bytes of requests held right now (bodies, and their parsed forms until they end)."""
         return self.budget.buffered
@@ -194,6 +199,8 @@ class App:
         if scope["type"] != "http":
             return
         path = scope.get("path", "")
+        if self.admin is not None and is_admin_path(path):  # the operator's: no CORS
+            return await self.admin.serve(scope, receive, answer_headers(send, [], self.stamps))
         headers = scope.get("headers", [])
         cors = cors_headers(header(headers, b"origin"), self.config.cors_origins)
         send = answer_headers(send, cors, self.stamps)  # CORS, request id, rate limits
@@ -209,7 +216,6 @@ class App:
     ) -> None:
         headers = scope.get("headers", [])
         config = self.config
-        open_server = not (config.api_key or self.keys)  # no auth at all: loopback use
         chosen, served = route(
             scope.get("method", "GET"),
             path,
@@ -225,19 +231,23 @@ class App:
             await send({"type": "http.response.start", "status": 204, "headers": preflight})
             await send({"type": "http.response.body", "body": b""})
         elif chosen is Route.HEALTH:
-            operator = is_admin(headers, config.admin_key, open_server=open_server)
-            body = health_body(self.backend, self.active, self.admitted, detailed=operator)
-            await send_json(send, 200, body)
+            await send_health(self, headers, send)
         elif chosen is Route.MODELS:
             await send_json(send, 200, models_body(allowed_models(key, self.backend), headers))
         elif chosen is Route.ADMIN:
-            authenticate_admin(headers, config.admin_key, open_server=open_server)
-            await send_metrics(send, self.flights.observers)
+            await send_metrics(send, headers, config, self.flights.observers, self.open_server)
         elif chosen is Route.COUNT:
             await self._admitted(served, self._body(receive), self._count_for(send, served), key)
         else:
-            run = functools.partial(self._run, receive, send, served)
-            await self._admitted(served, self._body(receive), run, key)
+            await self.complete(served, receive, send, key)
+
+    async def complete(
+        self, served: Served, receive: Receive, send: Send, key: ClientKey | None = None
+    ) -> None:
+        """Read, check, run and answer one completion request of ``served``'s route, on
+        ``key`` with client keys (None: the operator's own, from an admin route)."""
+        run = functools.partial(self._run, receive, send, served)
+        await self._admitted(served, self._body(receive), run, key)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:

@@ -11,13 +11,19 @@ cleaned of credentials).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ._contract import Backend
+from streamfn.core.serve._routes import Headers, is_admin
 
-__all__ = ["health_body"]
+from ._contract import Backend
+from ._messages import Send, send_json
+
+if TYPE_CHECKING:
+    from ._app import App
+
+__all__ = ["health_body", "send_health"]
 
 #: what /health leaves out of a deployment's record
 _NOT_PUBLIC = ("base_url",)
@@ -44,3 +50,9 @@ def health_body(
             records.append(record)
         body["deployments"] = records
     return body
+
+
+async def send_health(app: App, headers: Headers, send: Send) -> None:
+    """Answer ``GET /health``: in detail when the operator asks."""
+    operator = is_admin(headers, app.config.admin_key, open_server=app.open_server)
+    await send_json(send, 200, health_body(app.backend, app.active, app.admitted, detailed=operator))

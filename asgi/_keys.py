@@ -119,9 +119,11 @@ class ClientKeys:
         self, flight: Flight, key: ClientKey | None, request: ClientRequest, kind: Route
     ) -> ClientRequest:
         """``request`` admitted on ``key`` (its stream capped at its reservation), or the
-        refusal as the client's error, recorded on ``flight``. Before any upstream request."""
-        if key is None:  # a route that needs no key reads no body: never here
-            raise unknown_client_key()
+        refusal as the client's error, recorded on ``flight``. Before any upstream request.
+        ``key`` None: the operator's own request (the dashboard's playground, behind the
+        admin key): not limited, recorded without a key."""
+        if key is None:
+            return request
         flight.key_id, flight.key_name = key.id, key.name
         billing = getattr(self.app.backend, "billing_model", None)
         model = None if billing is None else billing(request.model)

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Literal
 
+from streamfn.core.serve._routes import Headers, authenticate_admin
 from streamfn.core.serve._status import HTTPError
 
+from ._contract import ServerConfig
 from ._messages import Send
 from ._observe import Flight, Observer
 
@@ -39,6 +41,14 @@ _DURATION_BUCKETS: Final = (0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 30
 _TOKEN_KINDS: Final = ("input", "output", "cache_read", "cache_write", "reasoning")
 _FIRST_DOC: Final = "Seconds from a request's arrival to its first output"
 _DURATION_DOC: Final = "Seconds from a request's arrival to its end"
+_DEPLOYMENT_GAUGES: Final[tuple[tuple[str, str, Literal["max", "livesum"]], ...]] = (
+    (
+        "streamfn_deployment_resting_seconds",
+        "Seconds of rest left for a deployment after a failure (0: healthy)",
+        "max",
+    ),
+    ("streamfn_deployment_in_flight", "Requests a deployment is answering now", "livesum"),
+)
 _COST_DOC: Final = "Cost of the answers served, in US dollars, from the catalogue's prices"
 
 
@@ -91,19 +101,9 @@ class Metrics:
         )
         #: the backend's deployments, read as requests end and at each scrape
         self._deployments = deployments
-        self.resting = prom.Gauge(
-            "streamfn_deployment_resting_seconds",
-            "Seconds of rest left for a deployment after a failure (0: healthy)",
-            ("deployment", "name"),
-            registry=into,
-            multiprocess_mode="max",
-        )
-        self.deployment_in_flight = prom.Gauge(
-            "streamfn_deployment_in_flight",
-            "Requests a deployment is answering now",
-            ("deployment", "name"),
-            registry=into,
-            multiprocess_mode="livesum",
+        self.resting, self.deployment_in_flight = (
+            prom.Gauge(name, doc, ("deployment", "name"), registry=into, multiprocess_mode=mode)
+            for name, doc, mode in _DEPLOYMENT_GAUGES
         )
         if multiprocess:
             from prometheus_client import multiprocess as across
@@ -147,8 +147,16 @@ class Metrics:
         return bytes(self._prom.generate_latest(self.registry))
 
 
-async def send_metrics(send: Send, observers: Sequence[Observer]) -> None:
-    """Answer a scrape with the `Metrics` among ``observers`` (a 404 when there is none)."""
+async def send_metrics(
+    send: Send,
+    headers: Headers,
+    config: ServerConfig,
+    observers: Sequence[Observer],
+    open_server: bool,
+) -> None:
+    """Answer a scrape, from the operator only, with the `Metrics` among ``observers``
+    (a 404 when there is none); ``open_server``: clients need no key (`App.open_server`)."""
+    authenticate_admin(headers, config.admin_key, open_server=open_server)
     metrics = next((o for o in observers if isinstance(o, Metrics)), None)
     if metrics is None:
         raise HTTPError(404, "not_found", "this server keeps no metrics")

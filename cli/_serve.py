@@ -66,6 +66,12 @@ def _check(args: argparse.Namespace) -> dict[str, str]:
             "https://app.example)",
             EXIT_USAGE,
         )
+    if _admin_key() and _admin_key() == _api_key(args):
+        raise CommandError(
+            f"${ADMIN_KEY_ENV} is the clients' token too: every client could open the "
+            "dashboard. Give the admin key a value of its own",
+            EXIT_USAGE,
+        )
     if args.config is not None and args.no_providers:
         raise CommandError("--config names upstream models; drop --no-providers", EXIT_USAGE)
     if not args.no_local:
@@ -337,7 +343,8 @@ def _run(args: argparse.Namespace) -> int:
     print(
         f"streamfn serve: http://{shown}:{port} (local model: {'no' if args.no_local else 'yes'}, "
         f"providers: {'no' if args.no_providers else 'yes'}, "
-        f"auth: {_auth(args, base_urls)}, workers: {args.workers}, "
+        f"auth: {_auth(args, base_urls)}, "
+        f"dashboard: {'/admin' if _admin_key() else 'off'}, workers: {args.workers}, "
         f"shell: {args.shell})",
         file=sys.stderr,
         flush=True,

@@ -48,8 +48,10 @@ then, from any OpenAI client:
 environment:
   {API_KEY_ENV:<28}the token clients must send (like --api-key); streamfn
                               clients send theirs from STREAMFN_PROXY_TOKEN
-  {ADMIN_KEY_ENV:<28}the operator's key for GET /metrics (Prometheus); without
-                              it /metrics is served only when clients need no key
+  {ADMIN_KEY_ENV:<28}the operator's key for GET /metrics (Prometheus) and the
+                              dashboard at /admin; a client key never opens them.
+                              Without it there is no dashboard, and /metrics is
+                              served only when clients need no key
   OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY ...
                               the upstream keys, read once at start; a model whose key
                               is missing is not listed, and asking for it is an error

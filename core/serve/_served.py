@@ -43,6 +43,7 @@ from ._status import ANTHROPIC, OPENAI, Dialect
 
 __all__ = [
     "COUNT_HEADER",
+    "NATIVE",
     "SERVED",
     "Parser",
     "Route",
@@ -289,6 +290,9 @@ SERVED: Final[dict[str, Served]] = {
         Served("/metrics", methods=("GET",), kind=Route.ADMIN),
     )
 }
+
+#: the route of our own events as SSE (the dashboard's playground streams through it)
+NATIVE: Final = SERVED["/v1/stream"]
 
 
 def served_at(path: str) -> Served | None:

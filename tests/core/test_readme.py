@@ -306,6 +306,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             "OPENAI_BASE_URL": fake.base_url("ok", "openai-chat"),
             "ANTHROPIC_BASE_URL": fake.base_url("ok", "anthropic"),
             "NO_COLOR": "1",
+            "STREAMFN_ADMIN_KEY": "readme-admin-key",  # docs/dashboard.md's routes
         }
         server = subprocess.Popen(
             [str(Path(bin_dir) / "streamfn"), "serve", "--port", str(port), "--no-providers"],

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import anthropic
+import httpx
 import msgspec
 import openai
 import pytest
@@ -379,3 +380,32 @@ def test_a_store_that_cannot_admit_is_a_503_and_nothing_goes_upstream(
             _ask(client)
     assert down.value.status_code == 503 and "retry-after" in down.value.response.headers
     assert gateway.hits() == before
+
+
+def test_the_operators_routes_stay_the_operators_with_client_keys(gateway: Gateway) -> None:
+    """With client keys, no client needs the shared key, yet the server is not an open
+    one: /metrics is off without an admin key (a client key never opens it), and the
+    dashboard's playground, behind the admin key, runs unlimited as the admin's use."""
+    _, secret = gateway.key()
+    for headers in ({"authorization": f"Bearer {secret}"}, {}):
+        assert httpx.get(gateway.server.url + "/metrics", headers=headers).status_code == 404
+    store = MemoryStore()
+    app = App(gateway.server.app.backend, ServerConfig(admin_key="adm-key"), store=store)
+    body = {"model": "priced", "context": {"messages": [{"type": "user", "content": "hi"}]}}
+    with Server(app) as server:
+        answer = httpx.post(
+            server.url + "/admin/api/playground",
+            headers={"authorization": "Bearer adm-key"},
+            json=body,
+            timeout=30,
+        )
+        assert answer.status_code == 200 and "event: done" in answer.text
+        assert (
+            httpx.get(
+                server.url + "/metrics", headers={"authorization": f"Bearer {secret}"}
+            ).status_code
+            == 403
+        )
+        wait_until(lambda: len(store.records(since=0, until=time.time() + 60)) == 1, 10)
+    [record] = store.records(since=0, until=time.time() + 60)
+    assert (record.key_id, record.outcome) == ("admin", "ok")
