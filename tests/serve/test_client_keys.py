@@ -409,3 +409,15 @@ def test_the_operators_routes_stay_the_operators_with_client_keys(gateway: Gatew
         wait_until(lambda: len(store.records(since=0, until=time.time() + 60)) == 1, 10)
     [record] = store.records(since=0, until=time.time() + 60)
     assert (record.key_id, record.outcome) == ("admin", "ok")
+
+
+def test_a_rotated_keys_old_secret_is_refused_within_a_second(gateway: Gateway) -> None:
+    key, old = gateway.key()
+    with gateway.openai(old) as client:
+        assert _ask(client)
+    new = gateway.store.rotate_key(key.id, now=time.time())
+    time.sleep(KEY_CACHE_SECONDS)
+    with gateway.openai(old) as client, pytest.raises(openai.AuthenticationError):
+        _ask(client)
+    with gateway.openai(new) as client:
+        assert _ask(client)
