@@ -30,7 +30,7 @@ from ._schema import MIGRATIONS, SCHEMA_TABLE, migration
 from ._secrets import hash_secret, new_secret
 from ._store import DEFAULT_LEASE_TTL, Grouping
 
-__all__ = ["Connection", "SqlStore", "StoreError"]
+__all__ = ["TEXT_LIMIT", "Connection", "SqlStore", "StoreError", "stored_text"]
 
 _KEY_COLUMNS = "id, name, created_at, models, budget, period, rpm, tpm, expires_at, revoked_at"
 _USAGE_COLUMNS = (
@@ -49,6 +49,8 @@ _USAGE_COLUMNS = (
     "first_token",
     "outcome",
 )
+#: the most characters of client text (a model name, a route) a usage record keeps
+TEXT_LIMIT = 512
 #: the grouping columns `report` may use: constants, never client text
 _GROUPS: dict[str, str] = {"key": "key_id", "model": "model", "deployment": "deployment"}
 
@@ -106,7 +108,7 @@ class SqlStore(KeyMaking):
                 " period, rpm, tpm, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     key.id,
-                    key.name,
+                    stored_text(key.name),
                     secret_hash,
                     key.created_at,
                     msgspec.json.encode(list(key.models)).decode(),
@@ -206,7 +208,10 @@ class SqlStore(KeyMaking):
                 conn,
                 f"INSERT INTO ledger_usage ({', '.join(_USAGE_COLUMNS)})"
                 f" VALUES ({', '.join('?' for _ in _USAGE_COLUMNS)})",
-                tuple(getattr(record, name) for name in _USAGE_COLUMNS),
+                tuple(
+                    stored_text(value) if isinstance(value, str) else value
+                    for value in (getattr(record, name) for name in _USAGE_COLUMNS)
+                ),
             )
 
     def spent(self, key_id: str, *, now: float) -> float:
@@ -356,6 +361,14 @@ class SqlStore(KeyMaking):
                 self._run(
                     conn, "INSERT INTO ledger_schema (version) VALUES (?)", (len(MIGRATIONS),)
                 )
+
+
+def stored_text(text: str) -> str:
+    """``text`` as a column can hold it, whoever wrote it (a client names the model):
+    no NUL (PostgreSQL refuses it), no lone surrogate (no encoding has it), and at
+    most `TEXT_LIMIT` characters, a cut one ending in ``…``."""
+    text = text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
+    return text if len(text) <= TEXT_LIMIT else text[: TEXT_LIMIT - 1] + "…"
 
 
 def _in_range(since: float, until: float, key_id: str | None) -> tuple[str, tuple[object, ...]]:

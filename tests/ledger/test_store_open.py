@@ -16,6 +16,7 @@ from streamfn.ledger import (
     PostgresStore,
     SQLiteStore,
     StoreError,
+    UsageRecord,
     default_store_url,
     open_store,
 )
@@ -145,4 +146,20 @@ def test_a_lost_postgres_connection_is_a_store_error_then_replaced(
         store.admit(key, "m", now=NOW, estimate=None)
     assert "hunter2" not in str(caught.value) and "\n" not in str(caught.value)
     assert isinstance(store.admit(key, "m", now=NOW, estimate=None), Admitted)
+    store.close()
+
+
+def test_hostile_client_text_is_stored_safely(url: str) -> None:
+    """A client's model name with a NUL, a lone surrogate (valid in JSON) or a megabyte
+    of text is recorded, never an error that loses the record."""
+    store = open_store(url)
+    key, _ = store.create_key("a\x00b", now=NOW)
+    for model in ["x\x00y", "z\ud800", "m" * 1_000_000, "'; DROP TABLE ledger_usage; --"]:
+        store.settle(None, UsageRecord(at=NOW, key_id=key.id, route="/v1/\x00", model=model))
+    kept = store.records(since=NOW, until=NOW + 1)
+    assert sorted(r.model for r in kept) == sorted(
+        ["x\ufffdy", "z?", "m" * 511 + "…", "'; DROP TABLE ledger_usage; --"]
+    )
+    assert {r.route for r in kept} == {"/v1/\ufffd"}
+    assert store.list_keys()[0].name == "a\ufffdb"
     store.close()

@@ -10,10 +10,7 @@ process is refused at once by another that read it before.
 from __future__ import annotations
 
 import multiprocessing
-from collections.abc import Callable
 from multiprocessing.synchronize import Barrier, Event
-
-import pytest
 
 from streamfn.ledger import Admitted, ClientKey, Refused, open_store
 
@@ -55,11 +52,6 @@ def _race(url: str, key: ClientKey, estimate: float | None) -> list[list[float]]
         worker.join(timeout=60)
         assert worker.exitcode == 0
     return results
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def url(request: pytest.FixtureRequest, fresh_url: Callable[[str], str]) -> str:
-    return fresh_url(request.param)
 
 
 def test_a_budget_holds_across_processes(url: str) -> None:
