@@ -60,6 +60,14 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             outcome TEXT NOT NULL
         )""",
         "CREATE INDEX ledger_usage_key_at ON ledger_usage (key_id, at)",
+        # what each key spent in each period of its budget (the period's first second),
+        # kept as requests settle: admission reads one row
+        """CREATE TABLE ledger_spend (
+            key_id TEXT NOT NULL,
+            since {float} NOT NULL,
+            spent {float} NOT NULL,
+            PRIMARY KEY (key_id, since)
+        )""",
         "CREATE INDEX ledger_usage_at ON ledger_usage (at)",
     ),
 )

@@ -204,6 +204,8 @@ class SqlStore(KeyMaking):
         with self._write() as conn:
             if lease is not None:
                 self._run(conn, "UPDATE ledger_leases SET settled = 1 WHERE lease = ?", (lease,))
+            if record.key_id is not None and record.cost:
+                self._add_spend(conn, record.key_id, record.at, record.cost)
             self._run(
                 conn,
                 f"INSERT INTO ledger_usage ({', '.join(_USAGE_COLUMNS)})"
@@ -335,12 +337,26 @@ class SqlStore(KeyMaking):
             raise LookupError(f"no client key has the id {key_id!r}")
 
     def _spent(self, conn: Connection, key_id: str, since: float) -> float:
+        """The key's spend in the period that began at ``since``: one row, not a sum over
+        the period's records, so admission costs the same on the last day of a month."""
         row = self._run(
             conn,
-            "SELECT SUM(COALESCE(cost, 0.0)) FROM ledger_usage WHERE key_id = ? AND at >= ?",
+            "SELECT spent FROM ledger_spend WHERE key_id = ? AND since = ?",
             (key_id, since),
         ).fetchone()
-        return float(row[0] or 0.0)
+        return float(row[0]) if row else 0.0
+
+    def _add_spend(self, conn: Connection, key_id: str, at: float, cost: float) -> None:
+        """Count ``cost`` in the period of the key's budget that holds ``at``."""
+        rows = self._run(conn, "SELECT period FROM ledger_keys WHERE id = ?", (key_id,)).fetchall()
+        if not rows:  # a record of a key this store does not hold: nothing to budget
+            return
+        self._run(
+            conn,
+            "INSERT INTO ledger_spend (key_id, since, spent) VALUES (?, ?, ?)"
+            " ON CONFLICT (key_id, since) DO UPDATE SET spent = ledger_spend.spent + ?",
+            (key_id, period_start(rows[0][0], at), cost, cost),
+        )
 
     def _migrate(self) -> None:
         with self._write(lock="ledger_schema") as conn:
