@@ -7,9 +7,9 @@ disagrees with the reference on any decision or record fails here.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 
 import pytest
-from conftest import MakeStore
 
 from streamfn.ledger import Admitted, Refused, Store, UsageRecord
 from streamfn.ledger._report import totals
@@ -139,7 +139,9 @@ def test_spend_counts_the_current_period_only(
     assert store.spent(key.id, now=T0 + 60) == sum(counted)
 
 
-def test_a_lease_nobody_settles_expires(make_store: MakeStore) -> None:
+def test_a_lease_nobody_settles_expires(
+    make_store: Callable[..., tuple[Store, str | None]],
+) -> None:
     store, _ = make_store(lease_ttl=30.0)
     key, _ = store.create_key("ci", now=T0, budget=1.0)
     admitted(store.admit(key, "m", now=T0, estimate=1.0))  # its worker dies: never settled
