@@ -163,3 +163,23 @@ def test_hostile_client_text_is_stored_safely(url: str) -> None:
     assert {r.route for r in kept} == {"/v1/\ufffd"}
     assert store.list_keys()[0].name == "a\ufffdb"
     store.close()
+
+
+@pytest.mark.parametrize(
+    ("url", "shown", "password"),
+    [
+        ("postgresql://ops:pw-1@db:5432/ledger", "postgresql://ops:***@db:5432/ledger", "pw-1"),
+        ("postgresql://ops:p%40w@db/ledger", "postgresql://ops:***@db/ledger", "p@w"),
+        ("postgresql://db/ledger?password=pw-1&sslmode=require", "postgresql://db/ledger?password=***&sslmode=require", "pw-1"),
+        ("host=db password='pw-1 x' dbname=ledger", "host=db password=*** dbname=ledger", "pw-1 x"),
+        ("postgresql://ops:pw-1@[db/ledger", "postgresql://***", "pw-1"),
+        ("postgresql://ops@db/ledger", "postgresql://ops@db/ledger", None),
+    ],
+)  # fmt: skip
+def test_redacted_forms(url: str, shown: str, password: str | None) -> None:
+    from streamfn.ledger._redact import redact, without_password
+
+    assert redact(url) == shown
+    said = without_password(f"failed for {url}\n  the server said: {password}", url)
+    assert "\n" not in said
+    assert password is None or password not in said
