@@ -12,6 +12,7 @@ spell differently is in the `Dialect`; every value is a parameter.
 from __future__ import annotations
 
 import hmac
+import os
 import secrets
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -89,6 +90,7 @@ class SqlStore(KeyMaking):
         self._dialect = dialect
         self._label = label  # what repr and errors show: the location, password redacted
         self._lease_ttl = lease_ttl
+        self._pid = os.getpid()
         self._local = threading.local()
         self._lock = threading.Lock()
         self._connections: list[Connection] = []
@@ -282,6 +284,8 @@ class SqlStore(KeyMaking):
     def _conn(self) -> Connection:
         if self._closed:
             raise StoreError(f"the usage store {self._label} is closed")
+        if self._pid != os.getpid():  # forked (a worker): the parent's connections stay its own
+            self._pid, self._local, self._connections = os.getpid(), threading.local(), []
         conn: Connection | None = getattr(self._local, "conn", None)
         if conn is None:
             conn = self._connect()

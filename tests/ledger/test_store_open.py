@@ -183,3 +183,23 @@ def test_redacted_forms(url: str, shown: str, password: str | None) -> None:
     said = without_password(f"failed for {url}\n  the server said: {password}", url)
     assert "\n" not in said
     assert password is None or password not in said
+
+
+def test_a_forked_child_connects_afresh(tmp_path: Path) -> None:
+    """A store opened before a fork (a server forking its workers) must not share the
+    parent's connection with the child: SQLite forbids it, PostgreSQL would mix replies."""
+    store = SQLiteStore(tmp_path / "g.db")
+    key, _ = store.create_key("ci", now=NOW)
+    parent = store._conn()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report whether it got a connection of its own, then leave
+        ok = store._conn() is not parent and store.list_keys() == [key]
+        os.write(write, b"1" if ok else b"0")
+        os._exit(0)
+    os.close(write)
+    assert os.read(read, 1) == b"1"
+    os.close(read)
+    os.waitpid(pid, 0)
+    assert store._conn() is parent and store.list_keys() == [key]
+    store.close()
