@@ -180,8 +180,8 @@ class SqlStore(KeyMaking):
             ).fetchall()
             tokens = self._run(
                 conn,
-                "SELECT at, input_tokens + cached_tokens + output_tokens FROM ledger_usage"
-                " WHERE key_id = ? AND at > ?",
+                "SELECT ended, input_tokens + cached_tokens + output_tokens FROM ledger_usage"
+                " WHERE key_id = ? AND ended > ?",
                 (key.id, since),
             ).fetchall()
             window = Window(
@@ -210,11 +210,14 @@ class SqlStore(KeyMaking):
                 self._add_spend(conn, record.key_id, record.at, record.cost)
             self._run(
                 conn,
-                f"INSERT INTO ledger_usage ({', '.join(_USAGE_COLUMNS)})"
-                f" VALUES ({', '.join('?' for _ in _USAGE_COLUMNS)})",
-                tuple(
-                    stored_text(value) if isinstance(value, str) else value
-                    for value in (getattr(record, name) for name in _USAGE_COLUMNS)
+                f"INSERT INTO ledger_usage ({', '.join(_USAGE_COLUMNS)}, ended)"
+                f" VALUES ({', '.join('?' for _ in _USAGE_COLUMNS)}, ?)",
+                (
+                    *(
+                        stored_text(value) if isinstance(value, str) else value
+                        for value in (getattr(record, name) for name in _USAGE_COLUMNS)
+                    ),
+                    record.at + record.latency,
                 ),
             )
 

@@ -106,6 +106,16 @@ def test_tokens_per_minute_counts_settled_requests(store: Store) -> None:
     admitted(store.admit(key, "m", now=T0 + 61, estimate=None))
 
 
+def test_a_long_stream_counts_against_tokens_per_minute_when_it_ends(store: Store) -> None:
+    key, _ = store.create_key("ci", now=T0, tpm=1000)
+    lease = admitted(store.admit(key, "m", now=T0, estimate=None)).lease
+    # arrived at T0, streamed for five minutes
+    store.settle(lease, record(key.id, T0, output_tokens=1000, latency=300.0))
+    verdict = refused(store.admit(key, "m", now=T0 + 310, estimate=None), 429)
+    assert verdict.retry_after == 50.0  # it ended at T0 + 300
+    admitted(store.admit(key, "m", now=T0 + 361, estimate=None))
+
+
 def test_budget_caps_reserves_and_refuses(store: Store) -> None:
     key, _ = store.create_key("ci", now=T0, budget=1.0, period="total")
     unbudgeted, _ = store.create_key("free", now=T0)
