@@ -64,12 +64,15 @@ from streamfn.core.serve._status import (
 )
 from streamfn.ledger import Store
 
+from ._admin import Admin, is_admin_path
 from ._answer_ids import answer_headers, current_request_id, note_start
 from ._contract import Backend, ServerConfig, UnknownModelError, open_batches
 from ._counting import answer_count
 from ._failures import backend_failure
+from ._health import send_health
 from ._intake import receive_body
 from ._messages import Receive, Send, send_json, start_sse, watch_disconnect
+from ._metrics import send_metrics
 from ._observe import Flight, Flights, Observer, current_flight
 from ._resolve import Resolver, check_input_urls, system_resolver
 from ._runtime import (
@@ -143,6 +146,7 @@ class App:
         self._shutdown_done: Flag | None = None
         self._runtime: Runtime | None = None
         self._slots: Slots | None = None
+        self.admin = Admin(self) if self.config.admin_key else None  # the dashboard, /admin
         if runtime is None and self.default_runtime is not None:
             runtime = self.default_runtime()
         if runtime is not None:
@@ -159,6 +163,9 @@ class App:
             return
         self._runtime = runtime
         self._slots = Slots(runtime, self.config.max_concurrency)
+        bind_clock = getattr(self.backend, "bind_clock", None)
+        if bind_clock is not None:  # deployment cooldowns, timed on this loop's clock
+            bind_clock(runtime.clock)
 
     @property
     def runtime(self) -> Runtime:
@@ -185,6 +192,8 @@ class App:
         if scope["type"] != "http":
             return
         path = scope.get("path", "")
+        if self.admin is not None and is_admin_path(path):  # the operator's: no CORS
+            return await self.admin.serve(scope, receive, answer_headers(send, [], self.stamps))
         headers = scope.get("headers", [])
         cors = cors_headers(header(headers, b"origin"), self.config.cors_origins)
         send = answer_headers(send, cors, self.stamps)  # CORS, request id, rate limits
@@ -213,15 +222,20 @@ class App:
             await send({"type": "http.response.start", "status": 204, "headers": preflight})
             await send({"type": "http.response.body", "body": b""})
         elif chosen is Route.HEALTH:
-            status = {"status": "ok", "active_streams": self.active, "admitted": self.admitted}
-            await send_json(send, 200, status)
+            await send_health(self, headers, send)
         elif chosen is Route.MODELS:
             await send_json(send, 200, models_body(self.backend.list_models(), headers))
+        elif chosen is Route.ADMIN:
+            await send_metrics(send, headers, config, self.flights.observers)
         elif chosen is Route.COUNT:
             await self._admitted(served, self._body(receive), self._count_for(send, served))
         else:
-            run = functools.partial(self._run, receive, send, served)
-            await self._admitted(served, self._body(receive), run)
+            await self.complete(served, receive, send)
+
+    async def complete(self, served: Served, receive: Receive, send: Send) -> None:
+        """Read, check, run and answer one completion request of ``served``'s route."""
+        run = functools.partial(self._run, receive, send, served)
+        await self._admitted(served, self._body(receive), run)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:

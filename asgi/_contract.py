@@ -154,6 +154,8 @@ class ServerConfig(msgspec.Struct, kw_only=True):
     def __post_init__(self) -> None:
         if not self.send_timeout > 0:
             raise ValueError(f"send_timeout must be more than 0 seconds, got {self.send_timeout}")
+        if self.admin_key is not None and self.admin_key == self.api_key:
+            raise ValueError("admin_key must differ from api_key: every client could open /admin")
 
     def __repr__(self) -> str:
         key = "***" if self.api_key else None

@@ -12,14 +12,15 @@ reaches the client.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 from streamfn.core._events import Cost, Done, Error, Event, Start, Usage
 
-__all__ = ["Flight", "Flights", "Observer", "current_flight"]
+__all__ = ["Flight", "Flights", "Observer", "calling_as", "current_flight"]
 
 log = logging.getLogger("streamfn")
 
@@ -111,6 +112,21 @@ def current_flight() -> Flight | None:
     return _FLIGHT.get()
 
 
+#: fields the flights opened in this context take whatever the App said (who asks)
+_CALLER: Final[ContextVar[dict[str, Any] | None]] = ContextVar("streamfn_caller", default=None)
+
+
+@contextmanager
+def calling_as(**fields: Any) -> Iterator[None]:
+    """Flights opened inside take ``fields`` (the dashboard's playground: the admin's
+    own use, recorded under its name like any client's)."""
+    token = _CALLER.set(fields)
+    try:
+        yield
+    finally:
+        _CALLER.reset(token)
+
+
 class Flights:
     """The requests running now (``running``, by request id) and who is told of them."""
 
@@ -120,7 +136,7 @@ class Flights:
 
     def open(self, **fields: Any) -> Flight:
         """A new `Flight` of ``fields``, running from now on."""
-        flight = Flight(**fields)
+        flight = Flight(**{**fields, **(_CALLER.get() or {})})
         self.running[flight.id] = flight
         _FLIGHT.set(flight)
         _tell(self.observers, "opened", flight)

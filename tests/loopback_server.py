@@ -219,7 +219,8 @@ def serving(**config: Any) -> Iterator[tuple[Server, EventsBackend]]:
     }
     observers = config.pop("observers", ())
     backend = EventsBackend(STREAMS, **backend_options)
-    app = App(backend, ServerConfig(api_key=KEY, **config), observers=observers)
+    config.setdefault("api_key", KEY)
+    app = App(backend, ServerConfig(**config), observers=observers)
     with Server(app, **serve_options) as server:
         yield server, backend
 
