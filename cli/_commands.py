@@ -8,10 +8,12 @@ tells every command there is; nothing registers itself on import.
 from __future__ import annotations
 
 from . import _chat as chat
+from . import _keys as keys
 from . import _local as local
 from . import _models as models
 from . import _replay as replay
 from . import _serve as serve
+from . import _usage as usage
 from ._command import Command
 
 __all__ = ["ADDED", "BUILTIN", "commands", "register_command"]
@@ -22,6 +24,8 @@ BUILTIN: tuple[Command, ...] = (
     local.COMMAND,
     replay.COMMAND,
     serve.COMMAND,
+    keys.COMMAND,
+    usage.COMMAND,
 )
 
 #: commands added by `register_command`, by name (a built-in's name replaces it)

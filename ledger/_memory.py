@@ -14,55 +14,34 @@ from collections.abc import Sequence
 import msgspec
 
 from ._admission import WINDOW, Window, decide
+from ._key_making import KeyMaking
 from ._periods import period_start
-from ._records import Admitted, ClientKey, Period, Refused, UsageRecord
+from ._records import Admitted, ClientKey, Refused, UsageRecord
 from ._report import totals
-from ._secrets import hash_secret, new_key_id, new_secret
-from ._store import Grouping
+from ._secrets import hash_secret, new_secret
+from ._store import DEFAULT_LEASE_TTL, Grouping
 
 __all__ = ["MemoryStore"]
 
 
-class MemoryStore:
+class MemoryStore(KeyMaking):
     """`Store` in memory, safe to call from several threads."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, lease_ttl: float = DEFAULT_LEASE_TTL) -> None:
+        self._lease_ttl = lease_ttl
         self._lock = threading.Lock()
         self._keys: dict[str, ClientKey] = {}
         self._hashes: dict[str, str] = {}  # key id -> hash of its secret
         self._admitted: dict[str, list[float]] = {}  # key id -> arrival times
-        self._leases: dict[str, tuple[str, float]] = {}  # lease -> (key id, reserved)
+        # lease -> (key id, reserved, when it expires unsettled)
+        self._leases: dict[str, tuple[str, float, float]] = {}
         self._records: list[UsageRecord] = []
         self._next_lease = 0
 
-    def create_key(
-        self,
-        name: str,
-        *,
-        now: float,
-        models: Sequence[str] = (),
-        budget: float | None = None,
-        period: Period = "month",
-        rpm: int | None = None,
-        tpm: int | None = None,
-        expires_at: float | None = None,
-    ) -> tuple[ClientKey, str]:
-        key = ClientKey(
-            id=new_key_id(),
-            name=name,
-            created_at=now,
-            models=tuple(models),
-            budget=budget,
-            period=period,
-            rpm=rpm,
-            tpm=tpm,
-            expires_at=expires_at,
-        )
-        secret = new_secret()
+    def _add_key(self, key: ClientKey, secret_hash: str) -> None:
         with self._lock:
             self._keys[key.id] = key
-            self._hashes[key.id] = hash_secret(secret)
-        return key, secret
+            self._hashes[key.id] = secret_hash
 
     def rotate_key(self, key_id: str, *, now: float) -> str:
         secret = new_secret()
@@ -94,12 +73,18 @@ class MemoryStore:
             current = self._keys.get(key.id, key)  # a revocation since the caller looked
             since = now - WINDOW
             arrivals = [at for at in self._admitted.get(key.id, []) if at > since]
-            tokens = [
-                (r.at, r.input_tokens + r.cached_tokens + r.output_tokens)
+            tokens = [  # counted from when each request ended: a long stream counts too
+                (r.at + r.latency, r.input_tokens + r.cached_tokens + r.output_tokens)
                 for r in self._records
-                if r.key_id == key.id and r.at > since
+                if r.key_id == key.id and r.at + r.latency > since
             ]
-            reserved = sum(held for owner, held in self._leases.values() if owner == key.id)
+            for lease in [
+                lease
+                for lease, (owner, _, until) in self._leases.items()
+                if owner == key.id and until <= now
+            ]:
+                del self._leases[lease]  # expired: its worker never settled it
+            reserved = sum(held for owner, held, _ in self._leases.values() if owner == key.id)
             window = Window(
                 requests=arrivals,
                 tokens=tokens,
@@ -112,7 +97,7 @@ class MemoryStore:
             )
             if isinstance(verdict, Admitted):
                 self._admitted[key.id] = [*arrivals, now]
-                self._leases[verdict.lease] = (key.id, verdict.cap or 0.0)
+                self._leases[verdict.lease] = (key.id, verdict.cap or 0.0, now + self._lease_ttl)
             return verdict
 
     def settle(self, lease: str | None, record: UsageRecord) -> None:
@@ -137,9 +122,14 @@ class MemoryStore:
         return sorted(kept, key=lambda r: r.at, reverse=True)[:limit]
 
     def report(
-        self, by: Sequence[Grouping], *, since: float, until: float
+        self,
+        by: Sequence[Grouping],
+        *,
+        since: float,
+        until: float,
+        key_id: str | None = None,
     ) -> list[dict[str, object]]:
-        return totals(self.records(since=since, until=until, limit=2**62), by)
+        return totals(self.records(since=since, until=until, key_id=key_id, limit=2**62), by)
 
     def close(self) -> None:
         pass

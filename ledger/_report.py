@@ -12,9 +12,10 @@ from collections.abc import Iterable, Sequence
 from ._records import UsageRecord
 from ._store import Grouping
 
-__all__ = ["totals"]
+__all__ = ["SUMMED", "totals"]
 
-_SUMMED = (
+#: the token counts a report sums, in the order its rows list them
+SUMMED = (
     "input_tokens",
     "cached_tokens",
     "cache_write_tokens",
@@ -35,24 +36,27 @@ def _group(record: UsageRecord, by: Grouping) -> object:
 
 def totals(records: Iterable[UsageRecord], by: Sequence[Grouping]) -> list[dict[str, object]]:
     """One row per group: the grouping values, ``requests``, each token kind, ``cost``
-    (priced requests only) and ``errors`` (outcomes other than ``ok``), sorted by group."""
+    (priced requests only), ``errors`` (outcomes other than ``ok``) and ``unpriced``
+    (requests whose cost is unknown, so ``cost`` is a lower bound), sorted by group."""
     counts: dict[tuple[object, ...], list[int]] = {}
     costs: dict[tuple[object, ...], float] = {}
     for record in records:
         group = tuple(_group(record, field) for field in by)
-        row = counts.setdefault(group, [0] * (len(_SUMMED) + 2))
+        row = counts.setdefault(group, [0] * (len(SUMMED) + 3))
         row[0] += 1
-        for i, field in enumerate(_SUMMED, 1):
+        for i, field in enumerate(SUMMED, 1):
             row[i] += getattr(record, field)
-        row[-1] += record.outcome != "ok"
+        row[-2] += record.outcome != "ok"
+        row[-1] += record.cost is None
         costs[group] = costs.get(group, 0.0) + (record.cost or 0.0)
     return [
         {
             **dict(zip(by, group, strict=True)),
             "requests": counts[group][0],
-            **dict(zip(_SUMMED, counts[group][1:-1], strict=True)),
+            **dict(zip(SUMMED, counts[group][1:-2], strict=True)),
             "cost": costs[group],
-            "errors": counts[group][-1],
+            "errors": counts[group][-2],
+            "unpriced": counts[group][-1],
         }
         for group in sorted(counts, key=lambda g: tuple(str(v) for v in g))
     ]

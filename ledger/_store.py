@@ -19,7 +19,11 @@ from typing import Literal, Protocol, TypeAlias
 
 from ._records import Admitted, ClientKey, Period, Refused, UsageRecord
 
-__all__ = ["Grouping", "Store"]
+__all__ = ["DEFAULT_LEASE_TTL", "Grouping", "Store"]
+
+#: seconds a reservation outlives its admission when nobody settles it (its worker
+#: died): long enough for a long reasoning stream, short enough to free the budget
+DEFAULT_LEASE_TTL = 900.0
 
 #: what `Store.report` groups by
 Grouping: TypeAlias = Literal["key", "model", "day", "deployment"]
@@ -86,13 +90,18 @@ class Store(Protocol):
         ...
 
     def report(
-        self, by: Sequence[Grouping], *, since: float, until: float
+        self,
+        by: Sequence[Grouping],
+        *,
+        since: float,
+        until: float,
+        key_id: str | None = None,
     ) -> list[dict[str, object]]:
-        """Totals grouped by ``by``: requests, each token kind, cost, errors."""
+        """Totals grouped by ``by`` (of ``key_id``'s requests only, if given): requests,
+        each token kind, cost, errors, and ``unpriced`` (requests of a model with no
+        known prices, whose cost is not counted)."""
         ...
 
     def close(self) -> None:
         """Release the connection(s); the store is not used afterwards."""
         ...
-
-

@@ -27,7 +27,7 @@ from streamfn._extras import EXTRA_OF, extra_hint
 ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 #: the extras that bring packages to users (the rest are the project's own tools)
-USER_EXTRAS = ("trio", "local", "serve", "fuzz", "atheris", "otel")
+USER_EXTRAS = ("trio", "local", "serve", "fuzz", "atheris", "otel", "team")
 TARGETS = sorted(p.stem for p in (ROOT / "fuzz").glob("fuzz_*.py"))
 
 _READ_EVERY_FACE = """

@@ -291,9 +291,15 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     port = _free_port()
     bin_dir = str(Path(sys.executable).parent)
     with FakeProvider() as fake:
-        env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.endswith(("_API_KEY", "_BASE_URL")) and k != "STREAMFN_STORE"
+        }
         env |= {
             "XDG_CACHE_HOME": str(cache),
+            # the usage store `streamfn keys` / `streamfn usage` blocks write
+            "XDG_STATE_HOME": str(tmp_path_factory.mktemp("xdg-state")),
             "PATH": bin_dir + os.pathsep + env.get("PATH", ""),
             "OPENAI_API_KEY": "sk-readme",
             "ANTHROPIC_API_KEY": "sk-ant-readme",

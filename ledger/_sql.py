@@ -1,0 +1,418 @@
+"""The store on a SQL engine: every query once, for SQLite and PostgreSQL alike.
+
+`SqlStore` holds one connection per thread (the gateway calls the store from a
+thread pool; neither driver shares a connection between threads safely), and
+runs each admission as one write transaction: it gathers the key's `Window`,
+asks `decide`, and writes the lease before committing. On SQLite the write
+transaction itself excludes every other writer; on PostgreSQL a lock on the key
+makes admissions of one key take turns while other keys go on. What the engines
+spell differently is in the `Dialect`; every value is a parameter.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import secrets
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from typing import Any, Protocol
+
+import msgspec
+
+from ._admission import WINDOW, Window, decide
+from ._dialect import Dialect
+from ._key_making import KeyMaking
+from ._periods import period_start
+from ._records import Admitted, ClientKey, Refused, UsageRecord
+from ._report import SUMMED
+from ._schema import MIGRATIONS, SCHEMA_TABLE, migration
+from ._secrets import hash_secret, new_secret
+from ._store import DEFAULT_LEASE_TTL, Grouping
+
+__all__ = ["TEXT_LIMIT", "Connection", "SqlStore", "StoreError", "stored_text"]
+
+_KEY_COLUMNS = "id, name, created_at, models, budget, period, rpm, tpm, expires_at, revoked_at"
+_USAGE_COLUMNS = (
+    "at",
+    "key_id",
+    "route",
+    "model",
+    "deployment",
+    "input_tokens",
+    "cached_tokens",
+    "cache_write_tokens",
+    "output_tokens",
+    "reasoning_tokens",
+    "cost",
+    "latency",
+    "first_token",
+    "outcome",
+)
+#: the most characters of client text (a model name, a route) a usage record keeps
+TEXT_LIMIT = 512
+#: the grouping columns `report` may use: constants, never client text
+_GROUPS: dict[str, str] = {"key": "key_id", "model": "model", "deployment": "deployment"}
+
+
+class StoreError(Exception):
+    """The usage store cannot be opened or reached; the message names the cause and the
+    fix, and never a password."""
+
+
+class Cursor(Protocol):
+    def fetchone(self) -> Any: ...
+    def fetchall(self) -> list[Any]: ...
+
+
+class Connection(Protocol):
+    """What the store needs of a DB-API connection in autocommit mode."""
+
+    def execute(self, sql: Any, params: Sequence[object] = ..., /) -> Cursor: ...
+    def close(self) -> None: ...
+
+
+class SqlStore(KeyMaking):
+    """`Store` on a SQL engine; `SQLiteStore` and `PostgresStore` give it a connection."""
+
+    def __init__(
+        self,
+        connect: Callable[[], Connection],
+        dialect: Dialect,
+        *,
+        label: str,
+        failures: tuple[type[Exception], ...],
+        lease_ttl: float = DEFAULT_LEASE_TTL,
+    ) -> None:
+        self._connect = connect
+        self._failures = failures  # the driver's errors of the engine, not of the SQL
+        self._dialect = dialect
+        self._label = label  # what repr and errors show: the location, password redacted
+        self._lease_ttl = lease_ttl
+        self._pid = os.getpid()
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._connections: list[Connection] = []
+        self._closed = False
+        self._migrate()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._label!r})"
+
+    # -- keys
+
+    def _add_key(self, key: ClientKey, secret_hash: str) -> None:
+        with self._write() as conn:
+            self._run(
+                conn,
+                "INSERT INTO ledger_keys (id, name, secret_hash, created_at, models, budget,"
+                " period, rpm, tpm, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    key.id,
+                    stored_text(key.name),
+                    secret_hash,
+                    key.created_at,
+                    msgspec.json.encode(list(key.models)).decode(),
+                    key.budget,
+                    key.period,
+                    key.rpm,
+                    key.tpm,
+                    key.expires_at,
+                ),
+            )
+
+    def rotate_key(self, key_id: str, *, now: float) -> str:
+        secret = new_secret()
+        with self._write() as conn:
+            self._existing(conn, key_id)
+            self._run(
+                conn,
+                "UPDATE ledger_keys SET secret_hash = ? WHERE id = ?",
+                (hash_secret(secret), key_id),
+            )
+        return secret
+
+    def revoke_key(self, key_id: str, *, now: float) -> None:
+        with self._write() as conn:
+            self._existing(conn, key_id)
+            self._run(conn, "UPDATE ledger_keys SET revoked_at = ? WHERE id = ?", (now, key_id))
+
+    def list_keys(self) -> list[ClientKey]:
+        rows = self._query(f"SELECT {_KEY_COLUMNS} FROM ledger_keys ORDER BY created_at, seq")
+        return [_key(row) for row in rows]
+
+    def key_for_secret(self, secret: str) -> ClientKey | None:
+        # looked up by hash through the index: timing reveals at most how a hash of the
+        # caller's own guess compares, nothing about a stored secret
+        wanted = hash_secret(secret)
+        rows = self._query(
+            f"SELECT {_KEY_COLUMNS}, secret_hash FROM ledger_keys WHERE secret_hash = ?",
+            (wanted,),
+        )
+        for row in rows:
+            if hmac.compare_digest(row[-1], wanted):
+                return _key(row[:-1])
+        return None
+
+    # -- admission and usage
+
+    def admit(
+        self, key: ClientKey, model: str, *, now: float, estimate: float | None
+    ) -> Admitted | Refused:
+        lease = "l" + secrets.token_hex(8)
+        since = now - WINDOW
+        with self._write(lock=key.id) as conn:
+            rows = self._run(
+                conn, f"SELECT {_KEY_COLUMNS} FROM ledger_keys WHERE id = ?", (key.id,)
+            ).fetchall()
+            current = _key(rows[0]) if rows else key  # a revocation since the caller looked
+            self._run(
+                conn,
+                "DELETE FROM ledger_leases WHERE key_id = ? AND at <= ?"
+                " AND (settled = 1 OR expires_at <= ?)",
+                (key.id, since, now),
+            )
+            leases = self._run(
+                conn,
+                "SELECT at, reserved, settled, expires_at FROM ledger_leases WHERE key_id = ?",
+                (key.id,),
+            ).fetchall()
+            tokens = self._run(
+                conn,
+                "SELECT ended, input_tokens + cached_tokens + output_tokens FROM ledger_usage"
+                " WHERE key_id = ? AND ended > ?",
+                (key.id, since),
+            ).fetchall()
+            window = Window(
+                requests=[at for at, _, _, _ in leases if at > since],
+                tokens=[(at, n) for at, n in tokens],
+                spent=self._spent(conn, key.id, period_start(current.period, now)),
+                reserved=sum(
+                    held for _, held, settled, until in leases if not settled and until > now
+                ),
+            )
+            verdict = decide(current, model, window, now=now, estimate=estimate, lease=lease)
+            if isinstance(verdict, Admitted):
+                self._run(
+                    conn,
+                    "INSERT INTO ledger_leases (lease, key_id, at, reserved, expires_at,"
+                    " settled) VALUES (?, ?, ?, ?, ?, 0)",
+                    (lease, key.id, now, verdict.cap or 0.0, now + self._lease_ttl),
+                )
+        return verdict
+
+    def settle(self, lease: str | None, record: UsageRecord) -> None:
+        with self._write() as conn:
+            if lease is not None:
+                self._run(conn, "UPDATE ledger_leases SET settled = 1 WHERE lease = ?", (lease,))
+            if record.key_id is not None and record.cost:
+                self._add_spend(conn, record.key_id, record.at, record.cost)
+            self._run(
+                conn,
+                f"INSERT INTO ledger_usage ({', '.join(_USAGE_COLUMNS)}, ended)"
+                f" VALUES ({', '.join('?' for _ in _USAGE_COLUMNS)}, ?)",
+                (
+                    *(
+                        stored_text(value) if isinstance(value, str) else value
+                        for value in (getattr(record, name) for name in _USAGE_COLUMNS)
+                    ),
+                    record.at + record.latency,
+                ),
+            )
+
+    def spent(self, key_id: str, *, now: float) -> float:
+        conn = self._conn()
+        rows = self._run(conn, "SELECT period FROM ledger_keys WHERE id = ?", (key_id,)).fetchall()
+        if not rows:
+            raise LookupError(f"no client key has the id {key_id!r}")
+        return self._spent(conn, key_id, period_start(rows[0][0], now))
+
+    def records(
+        self, *, since: float, until: float, key_id: str | None = None, limit: int = 1000
+    ) -> list[UsageRecord]:
+        in_range, params = _in_range(since, until, key_id)
+        rows = self._query(
+            f"SELECT {', '.join(_USAGE_COLUMNS)} FROM ledger_usage"
+            f" WHERE {in_range} ORDER BY at DESC, seq LIMIT ?",
+            (*params, limit),
+        )
+        return [UsageRecord(**dict(zip(_USAGE_COLUMNS, row, strict=True))) for row in rows]
+
+    def report(
+        self,
+        by: Sequence[Grouping],
+        *,
+        since: float,
+        until: float,
+        key_id: str | None = None,
+    ) -> list[dict[str, object]]:
+        groups = [self._dialect.day if field == "day" else _GROUPS[field] for field in by]
+        sums = ", ".join(f"CAST(SUM({name}) AS BIGINT)" for name in SUMMED)
+        in_range, params = _in_range(since, until, key_id)
+        rows = self._query(
+            f"SELECT {''.join(g + ', ' for g in groups)}COUNT(*), {sums},"
+            " SUM(COALESCE(cost, 0.0)),"
+            " CAST(SUM(CASE WHEN outcome = 'ok' THEN 0 ELSE 1 END) AS BIGINT),"
+            " CAST(SUM(CASE WHEN cost IS NULL THEN 1 ELSE 0 END) AS BIGINT)"
+            f" FROM ledger_usage WHERE {in_range}"
+            + (f" GROUP BY {', '.join(groups)}" if groups else ""),
+            params,
+        )
+        n = len(by)
+        found = [
+            {
+                **dict(zip(by, row[:n], strict=True)),
+                "requests": row[n],
+                **dict(zip(SUMMED, row[n + 1 : n + 1 + len(SUMMED)], strict=True)),
+                "cost": float(row[-3]),
+                "errors": row[-2],
+                "unpriced": row[-1],
+            }
+            for row in rows
+            if row[n]  # no group: an empty range still yields one all-NULL row
+        ]
+        return sorted(found, key=lambda row: tuple(str(row[field]) for field in by))
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            connections, self._connections = self._connections, []
+        for conn in connections:
+            with suppress(Exception):
+                conn.close()
+
+    # -- the engine
+
+    def _conn(self) -> Connection:
+        if self._closed:
+            raise StoreError(f"the usage store {self._label} is closed")
+        if self._pid != os.getpid():  # forked (a worker): the parent's connections stay its own
+            self._pid, self._local, self._connections = os.getpid(), threading.local(), []
+        conn: Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._connect()
+            with self._lock:
+                if self._closed:  # closed while this thread connected
+                    conn.close()
+                    raise StoreError(f"the usage store {self._label} is closed")
+                self._connections.append(conn)
+            self._local.conn = conn
+        return conn
+
+    def _run(self, conn: Connection, sql: str, params: Sequence[object] = ()) -> Cursor:
+        """Execute ``sql``; the engine failing (unreachable, busy past the timeout) is a
+        `StoreError`, and this thread connects afresh on its next call."""
+        try:
+            return conn.execute(self._dialect.sql(sql), params)
+        except self._failures as exc:
+            if getattr(self._local, "conn", None) is conn:
+                self._local.conn = None
+                with self._lock:
+                    if conn in self._connections:
+                        self._connections.remove(conn)
+                with suppress(Exception):
+                    conn.close()
+            raise StoreError(
+                f"the usage store {self._label} failed: {self._explain(exc)}"
+            ) from None
+
+    def _explain(self, exc: BaseException) -> str:
+        """What the driver said, fit to show (a subclass removes what must not be)."""
+        return " ".join(str(exc).split())
+
+    def _query(self, sql: str, params: Sequence[object] = ()) -> list[Any]:
+        return self._run(self._conn(), sql, params).fetchall()
+
+    @contextmanager
+    def _write(self, lock: str | None = None) -> Iterator[Connection]:
+        """One write transaction (admissions of the key ``lock`` take turns in it)."""
+        conn = self._conn()
+        self._run(conn, self._dialect.begin_write)
+        try:
+            if lock is not None and self._dialect.lock_key is not None:
+                self._run(conn, self._dialect.lock_key, (lock,))
+            yield conn
+        except BaseException:
+            with suppress(Exception):
+                conn.execute("ROLLBACK")
+            raise
+        self._run(conn, "COMMIT")
+
+    def _existing(self, conn: Connection, key_id: str) -> None:
+        if not self._run(conn, "SELECT 1 FROM ledger_keys WHERE id = ?", (key_id,)).fetchall():
+            raise LookupError(f"no client key has the id {key_id!r}")
+
+    def _spent(self, conn: Connection, key_id: str, since: float) -> float:
+        """The key's spend in the period that began at ``since``: one row, not a sum over
+        the period's records, so admission costs the same on the last day of a month."""
+        row = self._run(
+            conn,
+            "SELECT spent FROM ledger_spend WHERE key_id = ? AND since = ?",
+            (key_id, since),
+        ).fetchone()
+        return float(row[0]) if row else 0.0
+
+    def _add_spend(self, conn: Connection, key_id: str, at: float, cost: float) -> None:
+        """Count ``cost`` in the period of the key's budget that holds ``at``."""
+        rows = self._run(conn, "SELECT period FROM ledger_keys WHERE id = ?", (key_id,)).fetchall()
+        if not rows:  # a record of a key this store does not hold: nothing to budget
+            return
+        self._run(
+            conn,
+            "INSERT INTO ledger_spend (key_id, since, spent) VALUES (?, ?, ?)"
+            " ON CONFLICT (key_id, since) DO UPDATE SET spent = ledger_spend.spent + ?",
+            (key_id, period_start(rows[0][0], at), cost, cost),
+        )
+
+    def _migrate(self) -> None:
+        with self._write(lock="ledger_schema") as conn:
+            self._run(conn, SCHEMA_TABLE)
+            row = self._run(conn, "SELECT MAX(version) FROM ledger_schema").fetchone()
+            version = int(row[0] or 0)
+            if version > len(MIGRATIONS):
+                raise StoreError(
+                    f"the usage store {self._label} has schema version {version}, newer than "
+                    f"this streamfn knows ({len(MIGRATIONS)}): upgrade streamfn, or use "
+                    "another store"
+                )
+            for step in MIGRATIONS[version:]:
+                for statement in migration(step, self._dialect):
+                    self._run(conn, statement)
+            if version < len(MIGRATIONS):
+                self._run(conn, "DELETE FROM ledger_schema")
+                self._run(
+                    conn, "INSERT INTO ledger_schema (version) VALUES (?)", (len(MIGRATIONS),)
+                )
+
+
+def stored_text(text: str) -> str:
+    """``text`` as a column can hold it, whoever wrote it (a client names the model):
+    no NUL (PostgreSQL refuses it), no lone surrogate (no encoding has it), and at
+    most `TEXT_LIMIT` characters, a cut one ending in ``…``."""
+    text = text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
+    return text if len(text) <= TEXT_LIMIT else text[: TEXT_LIMIT - 1] + "…"
+
+
+def _in_range(since: float, until: float, key_id: str | None) -> tuple[str, tuple[object, ...]]:
+    """The usage rows in ``[since, until)`` (of ``key_id`` only, if given): a condition
+    and its parameters."""
+    if key_id is None:
+        return "at >= ? AND at < ?", (since, until)
+    return "at >= ? AND at < ? AND key_id = ?", (since, until, key_id)
+
+
+def _key(row: Sequence[Any]) -> ClientKey:
+    key_id, name, created_at, models, budget, period, rpm, tpm, expires_at, revoked_at = row
+    return ClientKey(
+        id=key_id,
+        name=name,
+        created_at=created_at,
+        models=tuple(msgspec.json.decode(models)),
+        budget=budget,
+        period=period,
+        rpm=rpm,
+        tpm=tpm,
+        expires_at=expires_at,
+        revoked_at=revoked_at,
+    )

@@ -1,0 +1,148 @@
+"""``streamfn keys`` and ``streamfn usage`` against a real store: secrets shown once, never
+listed, errors in one line naming the fix, usage totals equal to the store's report."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from streamfn import cli
+from streamfn.cli._command import EXIT_OK, EXIT_RUNTIME, EXIT_USAGE
+from streamfn.ledger import Refused, SQLiteStore, UsageRecord
+
+Capture = pytest.CaptureFixture[str]
+
+
+@pytest.fixture
+def store_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("COLUMNS", "200")
+    return tmp_path / "gateway.db"
+
+
+def run(capsys: Capture, *argv: str) -> tuple[int, str, str]:
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_create_shows_the_secret_once_and_list_never(store_path: Path, capsys: Capture) -> None:
+    code, out, _ = run(
+        capsys, "keys", "create", "ci", "--models", "a, b", "--budget", "10", "--period", "week",
+        "--rpm", "20", "--tpm", "5000", "--expires", "30d", "--store", str(store_path),
+    )  # fmt: skip
+    assert code == EXIT_OK
+    secret = next(w for w in out.split() if w.startswith("sfn-"))
+    assert "will not be shown again" in out
+    code, out, _ = run(capsys, "keys", "create", "intern", "--json", "--store", str(store_path))
+    made = json.loads(out)
+    assert made["secret"].startswith("sfn-") and "not be shown again" in made["note"]
+    store = SQLiteStore(store_path)
+    key = store.key_for_secret(secret)
+    assert key is not None and key.models == ("a", "b") and key.budget == 10.0
+    assert (key.period, key.rpm, key.tpm) == ("week", 20, 5000)
+    assert key.expires_at is not None
+    assert abs(key.expires_at - (time.time() + 30 * 86400)) < 3600
+    hashes = [row[0] for row in store._query("SELECT secret_hash FROM ledger_keys")]
+    store.close()
+    for argv in (("keys", "list"), ("keys", "list", "--json")):
+        code, out, _ = run(capsys, *argv, "--store", str(store_path))
+        assert code == EXIT_OK and key.id in out and made["id"] in out
+        assert "sfn-" not in out and not any(h in out for h in hashes)
+    code, out, _ = run(capsys, "keys", "list", "--store", str(store_path))
+    assert "$10.00/week" in out and "20 rpm, 5000 tpm" in out
+    listed = json.loads(run(capsys, "keys", "list", "--json", "--store", str(store_path))[1])
+    assert [k["name"] for k in listed] == ["ci", "intern"] and listed[0]["spent"] == 0.0
+
+
+def test_rotate_and_revoke(store_path: Path, capsys: Capture) -> None:
+    out = run(capsys, "keys", "create", "ci", "--json", "--store", str(store_path))[1]
+    made = json.loads(out)
+    code, out, _ = run(capsys, "keys", "rotate", made["id"], "--json", "--store", str(store_path))
+    new = json.loads(out)["secret"]
+    assert code == EXIT_OK and new != made["secret"]
+    store = SQLiteStore(store_path)
+    assert store.key_for_secret(made["secret"]) is None
+    key = store.key_for_secret(new)
+    assert key is not None
+    code, out, _ = run(capsys, "keys", "revoke", made["id"], "--store", str(store_path))
+    assert code == EXIT_OK and "revoked" in out
+    verdict = store.admit(key, "m", now=time.time(), estimate=None)
+    assert isinstance(verdict, Refused) and verdict.status == 401
+    store.close()
+    out = run(capsys, "keys", "list", "--store", str(store_path))[1]
+    assert dt.datetime.now(dt.UTC).strftime("%Y-%m-%d") in out.splitlines()[1]
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "words"),
+    [
+        (("keys", "revoke", "key_nope"), EXIT_USAGE, "no client key has the id 'key_nope'"),
+        (("keys", "rotate", "key_nope"), EXIT_USAGE, "`streamfn keys list` shows"),
+        (("usage", "--key", "key_nope"), EXIT_USAGE, "no client key has the id 'key_nope'"),
+        (("keys", "create", "x", "--expires", "2020-01-01"), EXIT_USAGE, "not in the future"),
+        (("keys", "create", "x", "--expires", "soon"), EXIT_USAGE, "such as 30d"),
+        (("usage", "--since", "1d", "--until", "2d"), EXIT_USAGE, "--until is not after"),
+    ],
+)
+def test_errors_are_one_line_naming_the_fix(
+    store_path: Path, capsys: Capture, argv: tuple[str, ...], code: int, words: str
+) -> None:
+    got, out, err = run(capsys, *argv, "--store", str(store_path))
+    assert (got, out) == (code, "")
+    assert err.count("\n") == 1 and words in err
+
+
+def test_an_unreachable_or_unusable_store_says_so_without_its_password(
+    tmp_path: Path, capsys: Capture
+) -> None:
+    url = f"postgresql://ops:hunter2@/ledger?host={tmp_path}&port=1"
+    code, _, err = run(capsys, "keys", "list", "--store", url)
+    assert code == EXIT_RUNTIME and err.count("\n") == 1
+    assert "cannot reach the PostgreSQL store" in err and "hunter2" not in err
+    (tmp_path / "file").write_text("")
+    code, _, err = run(capsys, "usage", "--store", str(tmp_path / "file" / "x.db"))
+    assert code == EXIT_RUNTIME and "cannot open the usage store" in err
+
+
+def test_usage_equals_the_store_report_with_a_total(store_path: Path, capsys: Capture) -> None:
+    store = SQLiteStore(store_path)
+    key, _ = store.create_key("ci", now=time.time())
+    day = dt.datetime(2026, 5, 1, tzinfo=dt.UTC).timestamp()
+    for at, model, cost in [(day, "a", 0.5), (day + 86400, "b", None), (day + 90000, "a", 2.25)]:
+        store.settle(
+            None,
+            UsageRecord(
+                at=at, key_id=key.id, route="/v1/messages", model=model, input_tokens=1000,
+                output_tokens=10, cost=cost,
+            ),
+        )  # fmt: skip
+    store.settle(None, UsageRecord(at=day, key_id=None, route="/v1/messages", model="a"))
+    window = ("--since", "2026-05-01", "--until", "2026-05-10", "--store", str(store_path))
+    code, out, _ = run(capsys, "usage", "--by", "model,day", "--json", *window)
+    report = json.loads(out)
+    expected = store.report(["model", "day"], since=day, until=day + 9 * 86400)
+    assert code == EXIT_OK and report["rows"] == expected
+    assert report["total"]["requests"] == 4 and report["total"]["cost"] == 2.75
+    mine = json.loads(run(capsys, "usage", "--key", key.id, "--json", *window)[1])
+    assert mine["total"]["requests"] == 3 and mine["total"]["unpriced"] == 1
+    code, out, _ = run(capsys, "usage", "--by", "key", *window)
+    lines = out.splitlines()
+    assert lines[0].split()[:3] == ["key", "requests", "input"]
+    assert f"{key.id} (ci)" in out and "(no key)" in out
+    assert lines[-2].startswith("total") and "3,000" in lines[-2] and "$2.75" in lines[-2]
+    assert "no known prices" in lines[-1]
+    store.close()
+
+
+@pytest.mark.parametrize("argv", [("keys", "--help"), ("keys", "create", "--help"), ("usage", "--help")])  # fmt: skip
+def test_help_teaches_with_examples(argv: tuple[str, ...], capsys: Capture) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(list(argv))
+    out = capsys.readouterr().out
+    assert "--store" in out or "create" in out
+    if argv[-2] != "create":
+        assert "examples:" in out and "streamfn " + argv[0] in out
