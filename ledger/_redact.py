@@ -28,13 +28,21 @@ def redact(url: str) -> str:
 
 
 def without_password(message: str, url: str) -> str:
-    """``message`` (a driver's error, say) on one line, with ``url``'s password removed
-    wherever it is."""
+    """``message`` (a driver's error, say) on one line, with every password ``url``
+    holds removed wherever it appears."""
     message = redact(" ".join(message.split()))
-    try:
-        password = urlsplit(url).password if "://" in url else None
-    except ValueError:
-        password = None
-    for form in {password, unquote(password)} if password else ():
-        message = message.replace(form, "***")
+    for password in sorted(_passwords(url), key=len, reverse=True):
+        message = message.replace(password, "***")
     return message
+
+
+def _passwords(url: str) -> set[str]:
+    """The passwords in ``url`` (its user part, ``password=`` parameters), as written
+    and decoded."""
+    found = {m[2].strip("'") for m in _PASSWORD_PARAM.finditer(url)}
+    if "://" in url:
+        try:
+            found.add(urlsplit(url).password or "")
+        except ValueError:  # malformed: take what sits between the user and the host
+            found.add(url.partition("://")[2].rpartition("@")[0].partition(":")[2])
+    return {form for p in found if p for form in (p, unquote(p))}

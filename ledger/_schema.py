@@ -57,9 +57,20 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             cost {float},
             latency {float} NOT NULL,
             first_token {float},
-            outcome TEXT NOT NULL
+            outcome TEXT NOT NULL,
+            ended {float} NOT NULL
         )""",
         "CREATE INDEX ledger_usage_key_at ON ledger_usage (key_id, at)",
+        # a request's tokens count against tokens per minute from when it ended
+        "CREATE INDEX ledger_usage_key_ended ON ledger_usage (key_id, ended)",
+        # what each key spent in each period of its budget (the period's first second),
+        # kept as requests settle: admission reads one row
+        """CREATE TABLE ledger_spend (
+            key_id TEXT NOT NULL,
+            since {float} NOT NULL,
+            spent {float} NOT NULL,
+            PRIMARY KEY (key_id, since)
+        )""",
         "CREATE INDEX ledger_usage_at ON ledger_usage (at)",
     ),
 )

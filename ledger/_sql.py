@@ -12,6 +12,7 @@ spell differently is in the `Dialect`; every value is a parameter.
 from __future__ import annotations
 
 import hmac
+import os
 import secrets
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -30,7 +31,7 @@ from ._schema import MIGRATIONS, SCHEMA_TABLE, migration
 from ._secrets import hash_secret, new_secret
 from ._store import DEFAULT_LEASE_TTL, Grouping
 
-__all__ = ["Connection", "SqlStore", "StoreError"]
+__all__ = ["TEXT_LIMIT", "Connection", "SqlStore", "StoreError", "stored_text"]
 
 _KEY_COLUMNS = "id, name, created_at, models, budget, period, rpm, tpm, expires_at, revoked_at"
 _USAGE_COLUMNS = (
@@ -49,6 +50,8 @@ _USAGE_COLUMNS = (
     "first_token",
     "outcome",
 )
+#: the most characters of client text (a model name, a route) a usage record keeps
+TEXT_LIMIT = 512
 #: the grouping columns `report` may use: constants, never client text
 _GROUPS: dict[str, str] = {"key": "key_id", "model": "model", "deployment": "deployment"}
 
@@ -87,6 +90,7 @@ class SqlStore(KeyMaking):
         self._dialect = dialect
         self._label = label  # what repr and errors show: the location, password redacted
         self._lease_ttl = lease_ttl
+        self._pid = os.getpid()
         self._local = threading.local()
         self._lock = threading.Lock()
         self._connections: list[Connection] = []
@@ -106,7 +110,7 @@ class SqlStore(KeyMaking):
                 " period, rpm, tpm, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     key.id,
-                    key.name,
+                    stored_text(key.name),
                     secret_hash,
                     key.created_at,
                     msgspec.json.encode(list(key.models)).decode(),
@@ -176,8 +180,8 @@ class SqlStore(KeyMaking):
             ).fetchall()
             tokens = self._run(
                 conn,
-                "SELECT at, input_tokens + cached_tokens + output_tokens FROM ledger_usage"
-                " WHERE key_id = ? AND at > ?",
+                "SELECT ended, input_tokens + cached_tokens + output_tokens FROM ledger_usage"
+                " WHERE key_id = ? AND ended > ?",
                 (key.id, since),
             ).fetchall()
             window = Window(
@@ -202,11 +206,19 @@ class SqlStore(KeyMaking):
         with self._write() as conn:
             if lease is not None:
                 self._run(conn, "UPDATE ledger_leases SET settled = 1 WHERE lease = ?", (lease,))
+            if record.key_id is not None and record.cost:
+                self._add_spend(conn, record.key_id, record.at, record.cost)
             self._run(
                 conn,
-                f"INSERT INTO ledger_usage ({', '.join(_USAGE_COLUMNS)})"
-                f" VALUES ({', '.join('?' for _ in _USAGE_COLUMNS)})",
-                tuple(getattr(record, name) for name in _USAGE_COLUMNS),
+                f"INSERT INTO ledger_usage ({', '.join(_USAGE_COLUMNS)}, ended)"
+                f" VALUES ({', '.join('?' for _ in _USAGE_COLUMNS)}, ?)",
+                (
+                    *(
+                        stored_text(value) if isinstance(value, str) else value
+                        for value in (getattr(record, name) for name in _USAGE_COLUMNS)
+                    ),
+                    record.at + record.latency,
+                ),
             )
 
     def spent(self, key_id: str, *, now: float) -> float:
@@ -275,6 +287,8 @@ class SqlStore(KeyMaking):
     def _conn(self) -> Connection:
         if self._closed:
             raise StoreError(f"the usage store {self._label} is closed")
+        if self._pid != os.getpid():  # forked (a worker): the parent's connections stay its own
+            self._pid, self._local, self._connections = os.getpid(), threading.local(), []
         conn: Connection | None = getattr(self._local, "conn", None)
         if conn is None:
             conn = self._connect()
@@ -330,12 +344,26 @@ class SqlStore(KeyMaking):
             raise LookupError(f"no client key has the id {key_id!r}")
 
     def _spent(self, conn: Connection, key_id: str, since: float) -> float:
+        """The key's spend in the period that began at ``since``: one row, not a sum over
+        the period's records, so admission costs the same on the last day of a month."""
         row = self._run(
             conn,
-            "SELECT SUM(COALESCE(cost, 0.0)) FROM ledger_usage WHERE key_id = ? AND at >= ?",
+            "SELECT spent FROM ledger_spend WHERE key_id = ? AND since = ?",
             (key_id, since),
         ).fetchone()
-        return float(row[0] or 0.0)
+        return float(row[0]) if row else 0.0
+
+    def _add_spend(self, conn: Connection, key_id: str, at: float, cost: float) -> None:
+        """Count ``cost`` in the period of the key's budget that holds ``at``."""
+        rows = self._run(conn, "SELECT period FROM ledger_keys WHERE id = ?", (key_id,)).fetchall()
+        if not rows:  # a record of a key this store does not hold: nothing to budget
+            return
+        self._run(
+            conn,
+            "INSERT INTO ledger_spend (key_id, since, spent) VALUES (?, ?, ?)"
+            " ON CONFLICT (key_id, since) DO UPDATE SET spent = ledger_spend.spent + ?",
+            (key_id, period_start(rows[0][0], at), cost, cost),
+        )
 
     def _migrate(self) -> None:
         with self._write(lock="ledger_schema") as conn:
@@ -356,6 +384,14 @@ class SqlStore(KeyMaking):
                 self._run(
                     conn, "INSERT INTO ledger_schema (version) VALUES (?)", (len(MIGRATIONS),)
                 )
+
+
+def stored_text(text: str) -> str:
+    """``text`` as a column can hold it, whoever wrote it (a client names the model):
+    no NUL (PostgreSQL refuses it), no lone surrogate (no encoding has it), and at
+    most `TEXT_LIMIT` characters, a cut one ending in ``…``."""
+    text = text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
+    return text if len(text) <= TEXT_LIMIT else text[: TEXT_LIMIT - 1] + "…"
 
 
 def _in_range(since: float, until: float, key_id: str | None) -> tuple[str, tuple[object, ...]]:

@@ -67,6 +67,10 @@ def _as_owner(command: list[str], owner: str | None) -> list[str]:
 @contextmanager
 def postgres_server() -> Iterator[Postgres]:
     """A PostgreSQL server running for the ``with`` block, stopped and removed after it."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        missing("psycopg (the PostgreSQL store's driver)", "pip install -e '.[test]'")
     bin_dir = binaries()
     if bin_dir is None:
         missing(
@@ -107,11 +111,9 @@ def postgres_server() -> Iterator[Postgres]:
         )  # fmt: skip
     except subprocess.CalledProcessError as exc:
         log = root / "log"
-        shutil.rmtree(root, ignore_errors=True) if not log.exists() else None
-        raise RuntimeError(
-            f"PostgreSQL did not start ({exc.cmd[0]}): {exc.stderr}\n"
-            f"{log.read_text() if log.exists() else ''}"
-        ) from None
+        said = log.read_text(errors="replace") if log.exists() else ""
+        shutil.rmtree(root, ignore_errors=True)
+        raise RuntimeError(f"PostgreSQL did not start ({exc.cmd}): {exc.stderr}\n{said}") from None
     try:
         yield Postgres(root, count())
     finally:

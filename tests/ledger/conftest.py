@@ -40,6 +40,12 @@ def fresh_url(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[str],
     return make
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def url(request: pytest.FixtureRequest, fresh_url: Callable[[str], str]) -> str:
+    """The URL of a new empty SQL store, each kind in turn."""
+    return fresh_url(request.param)
+
+
 @pytest.fixture(params=KINDS)
 def make_store(
     request: pytest.FixtureRequest, fresh_url: Callable[[str], str]

@@ -7,9 +7,9 @@ disagrees with the reference on any decision or record fails here.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 
 import pytest
-from conftest import MakeStore
 
 from streamfn.ledger import Admitted, Refused, Store, UsageRecord
 from streamfn.ledger._report import totals
@@ -106,6 +106,16 @@ def test_tokens_per_minute_counts_settled_requests(store: Store) -> None:
     admitted(store.admit(key, "m", now=T0 + 61, estimate=None))
 
 
+def test_a_long_stream_counts_against_tokens_per_minute_when_it_ends(store: Store) -> None:
+    key, _ = store.create_key("ci", now=T0, tpm=1000)
+    lease = admitted(store.admit(key, "m", now=T0, estimate=None)).lease
+    # arrived at T0, streamed for five minutes
+    store.settle(lease, record(key.id, T0, output_tokens=1000, latency=300.0))
+    verdict = refused(store.admit(key, "m", now=T0 + 310, estimate=None), 429)
+    assert verdict.retry_after == 50.0  # it ended at T0 + 300
+    admitted(store.admit(key, "m", now=T0 + 361, estimate=None))
+
+
 def test_budget_caps_reserves_and_refuses(store: Store) -> None:
     key, _ = store.create_key("ci", now=T0, budget=1.0, period="total")
     unbudgeted, _ = store.create_key("free", now=T0)
@@ -139,7 +149,9 @@ def test_spend_counts_the_current_period_only(
     assert store.spent(key.id, now=T0 + 60) == sum(counted)
 
 
-def test_a_lease_nobody_settles_expires(make_store: MakeStore) -> None:
+def test_a_lease_nobody_settles_expires(
+    make_store: Callable[..., tuple[Store, str | None]],
+) -> None:
     store, _ = make_store(lease_ttl=30.0)
     key, _ = store.create_key("ci", now=T0, budget=1.0)
     admitted(store.admit(key, "m", now=T0, estimate=1.0))  # its worker dies: never settled

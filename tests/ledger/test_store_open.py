@@ -16,6 +16,7 @@ from streamfn.ledger import (
     PostgresStore,
     SQLiteStore,
     StoreError,
+    UsageRecord,
     default_store_url,
     open_store,
 )
@@ -145,4 +146,60 @@ def test_a_lost_postgres_connection_is_a_store_error_then_replaced(
         store.admit(key, "m", now=NOW, estimate=None)
     assert "hunter2" not in str(caught.value) and "\n" not in str(caught.value)
     assert isinstance(store.admit(key, "m", now=NOW, estimate=None), Admitted)
+    store.close()
+
+
+def test_hostile_client_text_is_stored_safely(url: str) -> None:
+    """A client's model name with a NUL, a lone surrogate (valid in JSON) or a megabyte
+    of text is recorded, never an error that loses the record."""
+    store = open_store(url)
+    key, _ = store.create_key("a\x00b", now=NOW)
+    for model in ["x\x00y", "z\ud800", "m" * 1_000_000, "'; DROP TABLE ledger_usage; --"]:
+        store.settle(None, UsageRecord(at=NOW, key_id=key.id, route="/v1/\x00", model=model))
+    kept = store.records(since=NOW, until=NOW + 1)
+    assert sorted(r.model for r in kept) == sorted(
+        ["x\ufffdy", "z?", "m" * 511 + "…", "'; DROP TABLE ledger_usage; --"]
+    )
+    assert {r.route for r in kept} == {"/v1/\ufffd"}
+    assert store.list_keys()[0].name == "a\ufffdb"
+    store.close()
+
+
+@pytest.mark.parametrize(
+    ("url", "shown", "password"),
+    [
+        ("postgresql://ops:pw-1@db:5432/ledger", "postgresql://ops:***@db:5432/ledger", "pw-1"),
+        ("postgresql://ops:p%40w@db/ledger", "postgresql://ops:***@db/ledger", "p@w"),
+        ("postgresql://db/ledger?password=pw-1&sslmode=require", "postgresql://db/ledger?password=***&sslmode=require", "pw-1"),
+        ("host=db password='pw-1 x' dbname=ledger", "host=db password=*** dbname=ledger", "pw-1 x"),
+        ("postgresql://ops:pw-1@[db/ledger", "postgresql://***", "pw-1"),
+        ("postgresql://ops@db/ledger", "postgresql://ops@db/ledger", None),
+    ],
+)  # fmt: skip
+def test_redacted_forms(url: str, shown: str, password: str | None) -> None:
+    from streamfn.ledger._redact import redact, without_password
+
+    assert redact(url) == shown
+    said = without_password(f"failed for {url}\n  the server said: {password}", url)
+    assert "\n" not in said
+    assert password is None or password not in said
+
+
+def test_a_forked_child_connects_afresh(tmp_path: Path) -> None:
+    """A store opened before a fork (a server forking its workers) must not share the
+    parent's connection with the child: SQLite forbids it, PostgreSQL would mix replies."""
+    store = SQLiteStore(tmp_path / "g.db")
+    key, _ = store.create_key("ci", now=NOW)
+    parent = store._conn()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report whether it got a connection of its own, then leave
+        ok = store._conn() is not parent and store.list_keys() == [key]
+        os.write(write, b"1" if ok else b"0")
+        os._exit(0)
+    os.close(write)
+    assert os.read(read, 1) == b"1"
+    os.close(read)
+    os.waitpid(pid, 0)
+    assert store._conn() is parent and store.list_keys() == [key]
     store.close()

@@ -4,7 +4,8 @@ Each worker process (spawned, as ``--workers`` and other hosts are) opens the
 store by its URL and admits as fast as it can against one key, all starting
 together; every worker uses the same ``now``, so the counts are exact: never more
 reserved than the budget, never more admitted than the rpm. A key revoked in one
-process is refused at once by another that read it before.
+process is refused at once by another that read it before; workers opening a new store
+together make its tables once.
 """
 
 from __future__ import annotations
@@ -12,8 +13,7 @@ from __future__ import annotations
 import multiprocessing
 from collections.abc import Callable
 from multiprocessing.synchronize import Barrier, Event
-
-import pytest
+from typing import Any
 
 from streamfn.ledger import Admitted, ClientKey, Refused, open_store
 
@@ -41,13 +41,12 @@ def _worker(url: str, key: ClientKey, estimate: float | None, start: Barrier, ou
     out.put(_admit_many(url, key, estimate, start))  # type: ignore[attr-defined]
 
 
-def _race(url: str, key: ClientKey, estimate: float | None) -> list[list[float]]:
+def _in_processes(target: Callable[..., None], *args: object) -> list[Any]:
+    """What ``target(*args, start, out)`` put in ``out`` in each of `WORKERS` spawned
+    processes, which all begin together at ``start``."""
     spawn = multiprocessing.get_context("spawn")
-    start = spawn.Barrier(WORKERS)
-    out = spawn.Queue()
-    workers = [
-        spawn.Process(target=_worker, args=(url, key, estimate, start, out)) for _ in range(WORKERS)
-    ]
+    start, out = spawn.Barrier(WORKERS), spawn.Queue()
+    workers = [spawn.Process(target=target, args=(*args, start, out)) for _ in range(WORKERS)]
     for worker in workers:
         worker.start()
     results = [out.get(timeout=120) for _ in workers]
@@ -57,15 +56,10 @@ def _race(url: str, key: ClientKey, estimate: float | None) -> list[list[float]]
     return results
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def url(request: pytest.FixtureRequest, fresh_url: Callable[[str], str]) -> str:
-    return fresh_url(request.param)
-
-
 def test_a_budget_holds_across_processes(url: str) -> None:
     store = open_store(url)
     key, _ = store.create_key("shared", now=NOW, budget=1.0, period="total")
-    results = _race(url, key, estimate=0.125)
+    results = _in_processes(_worker, url, key, 0.125)
     caps = [cap for caps in results for cap in caps]
     assert sum(caps) == 1.0 and len(caps) == 8  # spent to the cent, not beyond
     assert sum(1 for caps in results if caps) >= 1
@@ -76,7 +70,7 @@ def test_a_budget_holds_across_processes(url: str) -> None:
 def test_requests_per_minute_hold_across_processes(url: str) -> None:
     store = open_store(url)
     key, _ = store.create_key("shared", now=NOW, rpm=5)
-    results = _race(url, key, estimate=None)
+    results = _in_processes(_worker, url, key, None)
     assert sum(len(caps) for caps in results) == 5
     store.close()
 
@@ -106,3 +100,14 @@ def test_a_key_revoked_in_one_process_is_refused_at_once_in_another(url: str) ->
     other.join(timeout=60)
     assert other.exitcode == 0
     store.close()
+
+
+def _open_and_list(url: str, start: Barrier, out: object) -> None:
+    start.wait(timeout=60)
+    store = open_store(url)
+    out.put(len(store.list_keys()))  # type: ignore[attr-defined]
+    store.close()
+
+
+def test_workers_opening_a_new_store_at_once_make_it_once(url: str) -> None:
+    assert _in_processes(_open_and_list, url) == [0] * WORKERS
