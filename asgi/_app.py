@@ -44,7 +44,6 @@ from streamfn.core.serve._routes import (
     Route,
     admit,
     check_model,
-    disconnected_early,
     models_body,
     parse_request,
     route,
@@ -62,7 +61,7 @@ from streamfn.core.serve._status import (
     is_shutting_down,
     shutting_down,
 )
-from streamfn.ledger import Store
+from streamfn.ledger import ClientKey, Store
 
 from ._admin import Admin, is_admin_path
 from ._answer_ids import answer_headers, current_request_id, note_start
@@ -70,7 +69,8 @@ from ._contract import Backend, ServerConfig, UnknownModelError, open_batches
 from ._counting import answer_count
 from ._failures import backend_failure
 from ._health import send_health
-from ._intake import receive_body
+from ._intake import body_chunks, receive_body
+from ._keys import ClientKeys, allowed_models
 from ._messages import Receive, Send, send_json, start_sse, watch_disconnect
 from ._metrics import send_metrics
 from ._observe import Flight, Flights, Observer, current_flight
@@ -97,6 +97,7 @@ log = logging.getLogger("streamfn")
 Scope = MutableMapping[str, Any]
 #: how a request's body is read, charged to its share of the budget (``held``)
 _Read = Callable[[list[int]], Awaitable[bytes]]
+_Handle = Callable[[ClientRequest, list[int]], Awaitable[None]]  # a completion, a count
 
 
 class App:
@@ -126,8 +127,9 @@ class App:
         self.backend = backend
         #: client keys, budgets and the usage record (None: one shared key, no records)
         self.store = store
+        self.keys = None if store is None else ClientKeys(self, store)  # and usage records
         #: the requests admitted and parsed until they end, and their observers
-        self.flights = Flights(observers)
+        self.flights = Flights([*observers, *(self.keys.observers if self.keys else ())])
         self.resolver: Resolver = resolver or system_resolver
         self.config = config or ServerConfig()
         self.stamps: Stamps = stamps or SystemStamps()
@@ -177,6 +179,11 @@ class App:
         return self._runtime
 
     @property
+    def open_server(self) -> bool:
+        """Whether clients need no key at all (loopback use): the operator's routes too."""
+        return not (self.config.api_key or self.keys)
+
+    @property
     def buffered(self) -> int:
         """Bytes of requests held right now (bodies, and their parsed forms until they end)."""
         return self.budget.buffered
@@ -216,7 +223,9 @@ class App:
             allowed_hosts=config.allowed_hosts,
             cors=cors,
             api_key=config.api_key,
+            client_keys=self.keys is not None,
         )
+        key = None if self.keys is None else await self.keys.identify(headers, chosen)
         if chosen is Route.PREFLIGHT:
             preflight = preflight_headers(headers, config.cors_origins)
             await send({"type": "http.response.start", "status": 204, "headers": preflight})
@@ -224,18 +233,21 @@ class App:
         elif chosen is Route.HEALTH:
             await send_health(self, headers, send)
         elif chosen is Route.MODELS:
-            await send_json(send, 200, models_body(self.backend.list_models(), headers))
+            await send_json(send, 200, models_body(allowed_models(key, self.backend), headers))
         elif chosen is Route.ADMIN:
-            await send_metrics(send, headers, config, self.flights.observers)
+            await send_metrics(send, headers, config, self.flights.observers, self.open_server)
         elif chosen is Route.COUNT:
-            await self._admitted(served, self._body(receive), self._count_for(send, served))
+            await self._admitted(served, self._body(receive), self._count_for(send, served), key)
         else:
-            await self.complete(served, receive, send)
+            await self.complete(served, receive, send, key)
 
-    async def complete(self, served: Served, receive: Receive, send: Send) -> None:
-        """Read, check, run and answer one completion request of ``served``'s route."""
+    async def complete(
+        self, served: Served, receive: Receive, send: Send, key: ClientKey | None = None
+    ) -> None:
+        """Read, check, run and answer one completion request of ``served``'s route, on
+        ``key`` with client keys (None: the operator's own, from an admin route)."""
         run = functools.partial(self._run, receive, send, served)
-        await self._admitted(served, self._body(receive), run)
+        await self._admitted(served, self._body(receive), run, key)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -274,6 +286,8 @@ class App:
             for mailbox in list(self._mailboxes):
                 mailbox.signal(ABORTED)
             await self._until_idle(2.0)
+            if self.keys is not None:  # the usage records still queued, kept
+                await self.runtime.to_thread(self.keys.close)
             # Idle upstream connections belong to this event loop: close them with it.
             aclose = getattr(self.backend, "aclose", None)
             if aclose is not None:
@@ -292,11 +306,11 @@ class App:
 
     # -- completions and counts -------------------------------------------------------
     async def _admitted(
-        self, served: Served, read: _Read, handle: Callable[[ClientRequest, list[int]], Awaitable[None]]
+        self, served: Served, read: _Read, handle: _Handle, key: ClientKey | None = None
     ) -> None:
         """A request with a body (an HTTP body, a WebSocket message): admitted, ``read``
         and parsed within the budgets, its model and input URLs checked, then
-        ``handle``d (a completion or a count)."""
+        ``handle``d (a completion or a count); with client keys, admitted on ``key`` first."""
         path = served.path
         capacity = self.config.max_concurrency + self.config.max_queue
         admit(closing=self._closing, admitted=self.admitted, capacity=capacity)
@@ -321,6 +335,8 @@ class App:
                 arrived=self.stamps.unix_time(),
                 started=self.runtime.clock(),
             )
+            if self.keys is not None:  # the key's limits and budget: before any upstream request
+                request = await self.keys.admit(flight, key, request, served.kind)
             await check_input_urls(self.runtime, self.resolver, request)  # DNS: after the rest
             await handle(request, held)
             if flight.outcome is None and served.kind is Route.COUNT:
@@ -345,22 +361,8 @@ class App:
     def _body(self, receive: Receive) -> _Read:
         """How an HTTP request's body is read: within the body timeout, until shutdown."""
         timeout = self.config.body_timeout
-        return lambda held: receive_body(
-            self.runtime, self._uploads, timeout, receive, held, self._receive
-        )
-
-    async def _receive(self, receive: Receive, held: list[int]) -> bytes:
-        chunks: list[bytes] = []
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                raise disconnected_early()
-            chunk = message.get("body", b"")
-            self.budget.hold(held[0], len(chunk))
-            held[0] += len(chunk)
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(chunks)
+        read = functools.partial(body_chunks, self.budget)
+        return lambda held: receive_body(self.runtime, self._uploads, timeout, receive, held, read)
 
     async def _parse(self, path: str, body: bytes) -> ClientRequest:
         allowed = frozenset(self.config.allow_server_tools)
@@ -376,9 +378,7 @@ class App:
         except UnknownModelError as exc:
             raise HTTPError(404, "not_found", str(exc)) from None
 
-    def _count_for(
-        self, send: Send, served: Served
-    ) -> Callable[[ClientRequest, list[int]], Awaitable[None]]:
+    def _count_for(self, send: Send, served: Served) -> _Handle:
         assert self._slots is not None
         slots = self._slots
         return lambda request, held: answer_count(self.backend, slots, served, request, send)

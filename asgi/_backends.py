@@ -32,6 +32,7 @@ from streamfn.core._events import Error, Event
 from streamfn.core._messages import Context
 from streamfn.core._models import LOCAL_DEFAULT_ID, Model, UnknownModel, get_model, list_models
 from streamfn.core._options import Options, client_fields
+from streamfn.core._spend import priced
 from streamfn.core.serve._deployments import (
     Cooldown,
     Deployment,
@@ -241,6 +242,17 @@ class ProviderBackend:
             return min(d.target.model.max_output for d in pool.deployments)
         return self._resolve(model).max_output
 
+    def billing_model(self, model: str) -> Model:
+        """The model whose prices bound what a request for ``model`` costs (client keys'
+        budgets): of a name with several deployments, the dearest, or one without
+        prices if any has none (a budget cannot be kept there)."""
+        pool = self.pools.get(model)
+        if pool is None:
+            return self._resolve(model)
+        models = [d.target.model for d in pool.deployments]
+        unpriced = [m for m in models if not priced(m)]
+        return unpriced[0] if unpriced else max(models, key=_dearest)
+
     def stream(
         self, model: str, context: Context, options: Options
     ) -> AbstractAsyncContextManager[AsyncIterator[Event]]:
@@ -336,6 +348,11 @@ class ProviderBackend:
         return resolved, options, text
 
 
+def _dearest(model: Model) -> tuple[float, float]:
+    """How dear ``model`` is, for choosing the price that bounds a pool's requests."""
+    return (model.price_output + model.price_input, model.price_cache_write)
+
+
 def _pools(served: Iterable[ServedModel], cooldown: Cooldown) -> dict[str, Pool[ServedModel]]:
     """``served`` grouped by name, each name's deployments in the order given."""
     grouped: dict[str, list[ServedModel]] = {}
@@ -403,6 +420,15 @@ class RouterBackend:
 
     def max_output(self, model: str) -> int | None:
         return self._route(model).max_output(model)
+
+    def billing_model(self, model: str) -> Model | None:
+        """What a request for ``model`` is billed by: the providers' model, or the local
+        model's record (it costs nothing); None for a backend that does not say."""
+        backend = self._route(model)
+        if backend is self.local:
+            return Model(id=model, provider="local", api="local", base_url="")
+        billing = getattr(backend, "billing_model", None)
+        return None if billing is None else billing(model)
 
     def stream(
         self, model: str, context: Context, options: Options

@@ -54,6 +54,5 @@ def health_body(
 
 async def send_health(app: App, headers: Headers, send: Send) -> None:
     """Answer ``GET /health``: in detail when the operator asks."""
-    config = app.config
-    operator = is_admin(headers, config.admin_key, open_server=not config.api_key)
+    operator = is_admin(headers, app.config.admin_key, open_server=app.open_server)
     await send_json(send, 200, health_body(app.backend, app.active, app.admitted, detailed=operator))

@@ -10,13 +10,29 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from streamfn.core.serve._routes import body_too_slow
+from streamfn.core.serve._routes import BodyBudget, body_too_slow, disconnected_early
 from streamfn.core.serve._status import HTTPError, shutting_down_refusal
 
 from ._messages import Receive
 from ._runtime import Flag, Runtime
 
-__all__ = ["receive_body"]
+__all__ = ["body_chunks", "receive_body"]
+
+
+async def body_chunks(budget: BodyBudget, receive: Receive, held: list[int]) -> bytes:
+    """An HTTP request's whole body, each chunk charged to ``budget`` as it arrives (and
+    counted in ``held[0]``); a client that disconnects first is a 400."""
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise disconnected_early()
+        chunk = message.get("body", b"")
+        budget.hold(held[0], len(chunk))
+        held[0] += len(chunk)
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
 
 
 async def receive_body(

@@ -148,11 +148,15 @@ class Metrics:
 
 
 async def send_metrics(
-    send: Send, headers: Headers, config: ServerConfig, observers: Sequence[Observer]
+    send: Send,
+    headers: Headers,
+    config: ServerConfig,
+    observers: Sequence[Observer],
+    open_server: bool,
 ) -> None:
     """Answer a scrape, from the operator only, with the `Metrics` among ``observers``
-    (a 404 when there is none)."""
-    authenticate_admin(headers, config.admin_key, open_server=not config.api_key)
+    (a 404 when there is none); ``open_server``: clients need no key (`App.open_server`)."""
+    authenticate_admin(headers, config.admin_key, open_server=open_server)
     metrics = next((o for o in observers if isinstance(o, Metrics)), None)
     if metrics is None:
         raise HTTPError(404, "not_found", "this server keeps no metrics")

@@ -18,11 +18,25 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
-from streamfn.core._events import Cost, Done, Error, Event, Start, Usage
+from streamfn.core._events import (
+    Cost,
+    Done,
+    Error,
+    Event,
+    Start,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
+    Usage,
+)
+from streamfn.core._model_spec import Model
 
 __all__ = ["Flight", "Flights", "Observer", "calling_as", "current_flight"]
 
 log = logging.getLogger("streamfn")
+
+#: the events whose text is output the provider bills as it generates it
+_DELTAS: Final = (TextDelta, ThinkingDelta, ToolCallDelta)
 
 
 @dataclass(slots=True, eq=False)
@@ -55,6 +69,14 @@ class Flight:
     #: None while it runs
     outcome: str | None = None
     error: str | None = field(default=None, repr=False)  # the client-facing message
+    #: with client keys: the store's reservation for this request, settled when it ends
+    lease: str | None = None
+    #: the model whose prices bill it (None: no prices known), and its input, estimated
+    billed_by: Model | None = field(default=None, repr=False)
+    prompt_estimate: int = 0
+    #: characters of text, thinking and tool arguments streamed: the output's estimate
+    #: when the answer never reports its usage (the client went away)
+    output_chars: int = 0
 
     def note(self, batch: Sequence[Event], now: float) -> None:
         """Take in one batch of the answer's events as it goes to the client."""
@@ -62,6 +84,9 @@ class Flight:
         if isinstance(first, Start):
             self.provider = first.provider or self.provider
         self.deltas += len(batch)
+        for event in batch:
+            if isinstance(event, _DELTAS):
+                self.output_chars += len(event.delta)
         if not self.output_began and any(not isinstance(e, (Start, Error)) for e in batch):
             self.output_began = True
             self.first_output = now

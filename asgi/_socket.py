@@ -5,7 +5,8 @@ The openai SDK's ``responses.connect()`` opens ``ws://…/v1/responses`` and sen
 streams, one JSON text message each. A turn is a request like any other: admitted
 against the same limits, its message charged to the same memory budget and parsed by
 the same parser, its model and input URLs checked, its events produced in a
-concurrency slot. The key is checked once, at the handshake, as for HTTP.
+concurrency slot. The key is checked once, at the handshake, as for HTTP; with client
+keys each turn is admitted on it like a request (its limits, its budget).
 
 One turn runs at a time; messages that arrive meanwhile wait their turn, a bounded
 few (past that the socket is closed: a client cannot queue work without limit), each
@@ -30,6 +31,7 @@ from streamfn.core._events import Done, Error, Event
 from streamfn.core.serve._routes import PARSE_INLINE_BYTES, parsing_cost, route_socket, socket_body
 from streamfn.core.serve._served import Served
 from streamfn.core.serve._status import OPENAI, HTTPError, error_response, shutting_down
+from streamfn.ledger import ClientKey
 
 from ._messages import Receive, Send
 from ._runtime import ABORTED, DISCONNECTED, Flag, Mailbox, Marker, ended_early
@@ -67,12 +69,14 @@ async def serve_socket(
             headers,
             allowed_hosts=app.config.allowed_hosts,
             api_key=app.config.api_key,
+            client_keys=app.keys is not None,
         )
+        key = None if app.keys is None else await app.keys.identify(headers, served.kind)
     except HTTPError as exc:
         await _refuse(scope, send, exc)
         return
     await send({"type": "websocket.accept"})
-    await _Session(app, served, receive, send).run()
+    await _Session(app, served, receive, send, key).run()
 
 
 async def _refuse(scope: MutableMapping[str, Any], send: Send, exc: HTTPError) -> None:
@@ -89,9 +93,13 @@ async def _refuse(scope: MutableMapping[str, Any], send: Send, exc: HTTPError) -
 class _Session:
     """One accepted socket: a reader task puts messages in ``waiting``; turns take them."""
 
-    def __init__(self, app: App, served: Served, receive: Receive, send: Send) -> None:
+    def __init__(
+        self, app: App, served: Served, receive: Receive, send: Send, key: ClientKey | None
+    ) -> None:
         self.app = app
         self.served = served
+        #: the client key presented at the handshake (each turn is admitted on it)
+        self.key = key
         self.receive = receive
         self.send = send
         #: messages waiting for their turn, each charged to the budget (or its refusal)
@@ -154,7 +162,7 @@ class _Session:
             await self._error(message)
             return
         try:
-            await self.app._admitted(self.served, self._charged(message), self._answer)
+            await self.app._admitted(self.served, self._charged(message), self._answer, self.key)
         except HTTPError as exc:
             await self._error(exc)
         finally:

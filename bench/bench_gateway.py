@@ -16,6 +16,9 @@ interleaved round-robin, ``--rounds`` times each:
 - ``streamfn``: ``streamfn serve --no-local --config gateway.toml``, the way a
   gateway is run: one served model (``bench``) on the fake upstream, its key
   in an environment variable;
+- with ``--keys``, ``streamfn keys``: the same with client keys (``--store``, a
+  SQLite file): every request looked up, admitted against a key with a budget
+  (so its stream is metered against its reservation) and recorded;
 - with ``--workers N``, ``streamfn xN``: the same with ``--workers N``
   (scale-out on this machine: throughput and p99 against one process);
 - with ``--before SRC``, ``streamfn before``: the same server run from
@@ -346,10 +349,16 @@ api_key_env = "BENCH_UPSTREAM_KEY"
 
 
 def start_streamfn(
-    upstream: int, port: int, workdir: Path, workers: int = 1, source: Path | None = None
+    upstream: int,
+    port: int,
+    workdir: Path,
+    workers: int = 1,
+    source: Path | None = None,
+    store: str | None = None,
 ) -> subprocess.Popen[bytes]:
     """``streamfn serve --no-local --config`` on ``port``; ``source``: a directory
-    whose ``streamfn`` package is run instead of the installed one."""
+    whose ``streamfn`` package is run instead of the installed one; ``store``: client
+    keys kept there."""
     config = workdir / "gateway.toml"
     config.write_text(GATEWAY_TOML.format(port=upstream))
     env = dict(os.environ, BENCH_UPSTREAM_KEY="bench-upstream-key")
@@ -360,6 +369,7 @@ def start_streamfn(
         args = [sys.executable, "-c", "import sys, streamfn.cli as c; sys.exit(c.main())"]
     args += ["serve", "--no-local", "--port", str(port), "--config", str(config)]
     args += ["--workers", str(workers)]
+    args += ["--store", store] if store is not None else []
     return subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -386,6 +396,20 @@ def start_litellm(exe: str, upstream: int, port: int, workdir: Path) -> subproce
     return subprocess.Popen(
         args, env=env, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
+
+
+def _client_key(home: Path) -> tuple[str, str]:
+    """A SQLite store in ``home`` holding one client key with a budget no run spends:
+    its URL and the key's secret."""
+    from streamfn.ledger import open_store
+
+    url = f"sqlite://{home / 'keys.db'}"
+    store = open_store(url)
+    try:
+        _, secret = store.create_key("bench", now=time.time(), budget=1e6)
+    finally:
+        store.close()
+    return url, secret
 
 
 # -- driver ---------------------------------------------------------------------------------
@@ -416,6 +440,9 @@ def main() -> None:
     parser.add_argument(
         "--no-litellm", action="store_true", help="leave LiteLLM out (streamfn only)"
     )
+    parser.add_argument(
+        "--keys", action="store_true", help="also run streamfn with client keys and usage records"
+    )
     args = parser.parse_args()
     if args.no_litellm:
         args.litellm = ""
@@ -439,15 +466,18 @@ def main() -> None:
         gateways: dict[str, tuple[int, Path | None]] = {"streamfn": (1, None)}
         if args.before is not None:
             gateways["streamfn before"] = (1, args.before.resolve())
+        if args.keys:
+            gateways["streamfn keys"] = (1, None)
         if args.workers > 1:
             gateways[f"streamfn x{args.workers}"] = (args.workers, None)
         for name, (workers, source) in gateways.items():
             port = _free_port()
             home = workdir / name.replace(" ", "-")
             home.mkdir()
-            procs[name] = start_streamfn(upstream_port, port, home, workers, source)
+            store, token = _client_key(home) if name == "streamfn keys" else (None, "bench")
+            procs[name] = start_streamfn(upstream_port, port, home, workers, source, store)
             _wait_ready(port, procs[name])
-            targets[name] = (port, "bench", procs[name].pid, "bench")
+            targets[name] = (port, "bench", procs[name].pid, token)
         if args.litellm:
             port = _free_port()
             procs["litellm"] = start_litellm(args.litellm, upstream_port, port, workdir)

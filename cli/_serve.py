@@ -35,6 +35,15 @@ def _check(args: argparse.Namespace) -> dict[str, str]:
     from streamfn.core.serve._guard import is_loopback
 
     server_tools(args.allow_server_tools)
+    base_urls = provider_base_urls(args.base_url)
+    keys = _store_url(args, base_urls) is not None
+    if keys and _api_key(args):
+        raise CommandError(
+            "client keys (--store, or [keys] in --config) and one shared --api-key (or "
+            f"${API_KEY_ENV}) are two ways to let clients in: with client keys each client "
+            "sends its own (streamfn keys create); drop the shared one",
+            EXIT_USAGE,
+        )
     if args.no_local and args.no_providers:
         raise CommandError("--no-local and --no-providers leave nothing to serve", EXIT_USAGE)
     if args.max_buffered_bytes < args.max_body_bytes:
@@ -43,14 +52,14 @@ def _check(args: argparse.Namespace) -> dict[str, str]:
             "(else a body that is allowed could never be read)",
             EXIT_USAGE,
         )
-    if not is_loopback(args.host) and not _api_key(args) and not args.insecure_no_auth:
+    if not is_loopback(args.host) and not (_api_key(args) or keys) and not args.insecure_no_auth:
         raise CommandError(
             f"{args.host} is reachable from other machines and no --api-key (or "
             f"${API_KEY_ENV}) is set: anyone there could spend your provider keys. Set a "
             "token, or pass --insecure-no-auth if that is really what you want",
             EXIT_USAGE,
         )
-    if "*" in args.cors_origin and _api_key(args):
+    if "*" in args.cors_origin and (_api_key(args) or keys):
         raise CommandError(
             "--cors-origin '*' with an API key lets any web page a user of the key visits "
             "call this server with it; list the origins that may (--cors-origin "
@@ -65,9 +74,6 @@ def _check(args: argparse.Namespace) -> dict[str, str]:
         )
     if args.config is not None and args.no_providers:
         raise CommandError("--config names upstream models; drop --no-providers", EXIT_USAGE)
-    base_urls = provider_base_urls(args.base_url)
-    if args.config is not None:  # read again when serving; here only to refuse it early
-        _gateway(args.config, base_urls)
     if not args.no_local:
         require_prepared(model_dir(args))
     return base_urls
@@ -81,6 +87,28 @@ def _admin_key() -> str | None:
     """The operator's key for ``/metrics`` and the dashboard: read from the environment
     only, so it never shows in the process list."""
     return os.environ.get(ADMIN_KEY_ENV) or None
+
+
+def _store_url(args: argparse.Namespace, base_urls: dict[str, str]) -> str | None:
+    """Where client keys are kept: ``--store`` (alone: "", the default store), else the
+    config file's ``[keys]``; None: no client keys (the one shared key, if any)."""
+    if args.store is not None:
+        return str(args.store)
+    if args.config is not None:  # read again when serving; here also to refuse it early
+        return _gateway(args.config, base_urls).store  # type: ignore[no-any-return]
+    return None
+
+
+def _open_store(url: str | None) -> Any:
+    """The store of client keys and usage records, or None; its errors are the user's."""
+    if url is None:
+        return None
+    from streamfn.ledger import StoreError, open_store
+
+    try:
+        return open_store(url or None)
+    except StoreError as exc:
+        raise CommandError(f"cannot open the client key store: {exc}") from exc
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -144,7 +172,7 @@ def _backend(args: argparse.Namespace, base_urls: dict[str, str]) -> Any:
     return RouterBackend(local, providers)
 
 
-def _app(args: argparse.Namespace, backend: Any) -> Any:
+def _app(args: argparse.Namespace, backend: Any, store: Any = None) -> Any:
     from streamfn.asgi import App, ServerConfig
     from streamfn.asgi._metrics import Metrics
     from streamfn.core.serve._guard import LOOPBACK_HOSTS, is_loopback
@@ -176,19 +204,24 @@ def _app(args: argparse.Namespace, backend: Any) -> Any:
             default_model=args.default_model,
         ),
         observers=[Metrics(getattr(backend, "deployments", None))],
+        store=store,
     )
 
 
 def _serve_here(args: argparse.Namespace, sock: socket.socket, base_urls: dict[str, str]) -> int:
     """One server process on ``sock`` until SIGINT/SIGTERM."""
     backend = _backend(args, base_urls)
-    app = _app(args, backend)
+    store = _open_store(_store_url(args, base_urls))
+    app = _app(args, backend, store)
     try:
         if args.shell == "trio":
             _serve_trio(args, app, sock)
         else:
             _serve_asyncio(args, app, sock)
     finally:
+        if app.keys is not None:  # every usage record kept, then the store closed
+            app.keys.close()
+            store.close()
         if backend.local is not None:
             backend.local.close()
     return EXIT_OK
@@ -283,6 +316,17 @@ def _supervise(args: argparse.Namespace, sock: socket.socket, base_urls: dict[st
     return max((w.exitcode or 0) for w in workers)
 
 
+def _auth(args: argparse.Namespace, base_urls: dict[str, str]) -> str:
+    """How clients get in, for the start line (names the store, never a password)."""
+    url = _store_url(args, base_urls)
+    if url is None:
+        return "on" if _api_key(args) else "off"
+    from streamfn.ledger import default_store_url
+    from streamfn.ledger._redact import redact
+
+    return f"client keys in {redact(url or default_store_url())}"
+
+
 def _run(args: argparse.Namespace) -> int:
     try:
         import hypercorn  # noqa: F401
@@ -299,7 +343,7 @@ def _run(args: argparse.Namespace) -> int:
     print(
         f"streamfn serve: http://{shown}:{port} (local model: {'no' if args.no_local else 'yes'}, "
         f"providers: {'no' if args.no_providers else 'yes'}, "
-        f"auth: {'on' if _api_key(args) else 'off'}, "
+        f"auth: {_auth(args, base_urls)}, "
         f"dashboard: {'/admin' if _admin_key() else 'off'}, workers: {args.workers}, "
         f"shell: {args.shell})",
         file=sys.stderr,

@@ -21,6 +21,12 @@ environment variable holding its key, extra headers and defaults::
     id = "meta-llama/Llama-3.1-8B-Instruct"
     base_url = "http://vllm.internal:8000/v1"
     max_output = 8192
+    [models.prices]                       # US dollars per million tokens, for
+    input = 0.2                           # budgets and usage records (the catalogue
+    output = 0.6                          # prices known models already)
+
+    [keys]                                # client keys on: each client its own key
+    store = "sqlite:///var/lib/streamfn/gateway.db"   # default: the default store
 
 Several entries with the same ``name`` are that name's deployments, as in
 LiteLLM's ``model_list``: each entry whole (its own upstream, base URL, key
@@ -70,9 +76,23 @@ class _Entry(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     headers: dict[str, str] | None = None
     max_output: int | None = None
     context_window: int | None = None
+    prices: _Prices | None = None
     defaults: dict[str, Any] = msgspec.field(default_factory=dict)
     deployment: str | None = None
     weight: float = 1.0
+
+
+class _Prices(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """A model's prices in US dollars per million tokens (as the catalogue gives them)."""
+
+    input: float
+    output: float
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+
+
+class _Keys(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    store: str | None = None
 
 
 class _File(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -80,6 +100,7 @@ class _File(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     cooldown: float = Cooldown().default
     max_cooldown: float = Cooldown().longest
     models: list[_Entry] = msgspec.field(default_factory=list)
+    keys: _Keys | None = None
 
 
 class GatewayConfig(msgspec.Struct, kw_only=True):
@@ -91,6 +112,8 @@ class GatewayConfig(msgspec.Struct, kw_only=True):
     own_base_url: frozenset[int] = frozenset()
     #: how long a failed deployment rests
     cooldown: Cooldown = msgspec.field(default_factory=Cooldown)
+    #: client keys: the store's URL ("" the default store), None when the file has no [keys]
+    store: str | None = None
 
 
 #: defaults a file may not set: they have their own keys (and keys never go in files)
@@ -124,7 +147,23 @@ def _upstream(entry: _Entry, where: str) -> Model:
         changes["max_output"] = entry.max_output
     if entry.context_window is not None:
         changes["context_window"] = entry.context_window
+    if entry.prices is not None:
+        changes.update(_priced(entry.prices, where))
     return msgspec.structs.replace(model, **changes) if changes else model
+
+
+def _priced(prices: _Prices, where: str) -> dict[str, Any]:
+    """The ``[models.prices]`` table as `Model` fields (they replace the catalogue's)."""
+    fields = {
+        "price_input": prices.input,
+        "price_output": prices.output,
+        "price_cache_read": prices.cache_read,
+        "price_cache_write": prices.cache_write,
+    }
+    for name, value in fields.items():
+        if not 0 <= value < float("inf"):
+            raise ConfigError(f"{where}.prices: {name.removeprefix('price_')} must be 0 or more")
+    return {**fields, "price_tiers": ()}
 
 
 def _defaults(entry: _Entry, where: str) -> Options:
@@ -198,8 +237,9 @@ def load_gateway_config(path: Path) -> GatewayConfig:
             )
         )
     own = frozenset(i for i, e in enumerate(parsed.models) if e.base_url is not None)
+    store = None if parsed.keys is None else parsed.keys.store or ""
     return GatewayConfig(
-        registry=parsed.registry, models=served, own_base_url=own, cooldown=cooldown
+        registry=parsed.registry, models=served, own_base_url=own, cooldown=cooldown, store=store
     )
 
 

@@ -42,6 +42,15 @@ def _add_access(parser: argparse.ArgumentParser) -> None:
     )
     add("--api-key", metavar="TOKEN", help=f"require this bearer token (or set {API_KEY_ENV})")
     add(
+        "--store",
+        nargs="?",
+        const="",
+        metavar="URL",
+        help="client keys: each client sends its own key (streamfn keys create), limited and "
+        "recorded in this store (sqlite:///path.db or postgresql://...; alone: "
+        "$STREAMFN_STORE, else the default SQLite file); replaces --api-key",
+    )
+    add(
         "--insecure-no-auth",
         action="store_true",
         help="allow a non-loopback --host without --api-key (anyone who reaches it spends "

@@ -35,6 +35,9 @@ examples:
       reachable from other machines; clients must send the token
   streamfn serve --no-local --config gateway.toml --workers 4
       a gateway serving the models named in gateway.toml, in 4 processes
+  streamfn serve --no-local --config gateway.toml --store --workers 4
+      the same with client keys (streamfn keys create): each client its own key,
+      limits and budget, every request recorded in the default store
   streamfn serve --no-local --base-url openai=http://127.0.0.1:4000/v1
       every openai:* model through another OpenAI-compatible upstream
 

@@ -249,11 +249,15 @@ def raw_post(port: int, path: str, body: bytes, key: str = KEY) -> socket.socket
 
 
 @contextlib.contextmanager
-def serve_cli(args: list[str], environ: dict[str, str]) -> Iterator[str]:
+def serve_cli(
+    args: list[str], environ: dict[str, str], api_key: str | None = KEY
+) -> Iterator[str]:
     """The real ``streamfn serve`` (``--no-local --port 0 --api-key KEY`` and ``args``)
-    in a child process with ``environ`` added; yields its base URL."""
+    in a child process with ``environ`` added; yields its base URL. ``api_key`` None:
+    no ``--api-key`` (a gateway with client keys)."""
     code = "import sys; from streamfn.cli import main; sys.exit(main())"
-    argv = ["serve", "--no-local", "--port", "0", "--api-key", KEY, *args]
+    key = ["--api-key", api_key] if api_key is not None else []
+    argv = ["serve", "--no-local", "--port", "0", *key, *args]
     proc = subprocess.Popen(
         [sys.executable, "-c", code, *argv],
         stderr=subprocess.PIPE,

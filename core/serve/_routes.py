@@ -17,6 +17,7 @@ from typing import Any, Final
 import msgspec
 
 from ._client_inputs import check_client_inputs, check_resolved_hosts
+from ._client_keys import unknown_client_key
 from ._guard import header, host_allowed, is_json
 from ._request_fields import BadRequest, ClientRequest, TooLarge, decode_body
 from ._served import SERVED, Route, Served
@@ -38,6 +39,7 @@ __all__ = [
     "authenticate_admin",
     "body_too_slow",
     "check_input_hosts",
+    "check_key",
     "check_model",
     "disconnected_early",
     "is_admin",
@@ -71,10 +73,12 @@ def route(
     allowed_hosts: tuple[str, ...] | None,
     cors: bool,
     api_key: str | None,
+    client_keys: bool = False,
 ) -> tuple[Route, Served]:
     """What to do with a request and its route's record, or the `HTTPError` refusing it
     (checked in this order: framing, Host, Origin, path, method, key, Content-Type).
-    ``cors``: its Origin is allowed."""
+    ``cors``: its Origin is allowed. ``client_keys``: each client presents its own key,
+    which the shell looks up (`check_key`); ``api_key`` is not taken then."""
     headers = list(headers)
     _check_framing(headers)
     _check_origin(headers, allowed_hosts, cors)
@@ -93,7 +97,7 @@ def route(
         )
     if served.kind is Route.HEALTH or served.kind is Route.ADMIN:
         return served.kind, served  # the operator's routes check the admin key
-    authenticate(headers, api_key)
+    check_key(headers, api_key, client_keys)
     if served.kind is Route.MODELS:
         return Route.MODELS, served
     if not is_json(headers):
@@ -136,7 +140,12 @@ def _check_origin(headers: Headers, allowed_hosts: tuple[str, ...] | None, cors:
 
 
 def route_socket(
-    path: str, headers: Headers, *, allowed_hosts: tuple[str, ...] | None, api_key: str | None
+    path: str,
+    headers: Headers,
+    *,
+    allowed_hosts: tuple[str, ...] | None,
+    api_key: str | None,
+    client_keys: bool = False,
 ) -> Served:
     """The route of a WebSocket handshake, or the `HTTPError` refusing it: the same
     Host rule and key as HTTP, and no web page's Origin at all (a page could open a
@@ -146,7 +155,7 @@ def route_socket(
     served = SERVED.get(path)
     if served is None or not served.socket_event:
         raise HTTPError(404, "not_found", f"no WebSocket route at {path}")
-    authenticate(headers, api_key)
+    check_key(headers, api_key, client_keys)
     return served
 
 
@@ -165,6 +174,15 @@ def socket_body(served: Served, message: bytes) -> bytes:
             f"event type {kind!r} is not taken by this server; send {served.socket_event!r}",
         )
     return msgspec.json.encode(obj)
+
+
+def check_key(headers: Headers, api_key: str | None, client_keys: bool) -> None:
+    """With client keys, a request must present one (the shell looks it up in its
+    store: a 401 for a secret no key has); else the server's one ``api_key``."""
+    if not client_keys:
+        authenticate(headers, api_key)
+    elif not presented_key(headers):
+        raise unknown_client_key()
 
 
 def presented_key(headers: Headers) -> bytes:

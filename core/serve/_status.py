@@ -42,6 +42,7 @@ __all__ = [
     "json_body",
     "key_refused",
     "no_upstream_key",
+    "server_cap",
     "shutting_down",
     "shutting_down_refusal",
 ]
@@ -266,7 +267,26 @@ def for_the_client(
             loggable(event.message, 2000),
         )
         return msgspec.structs.replace(event, message=key_refused(variables, all_of=all_of))
+    if isinstance(event, Error) and event.kind == ErrorKind.BUDGET:
+        return msgspec.structs.replace(event, message=server_cap(event.message))
     return event
+
+
+def server_cap(message: str) -> str:
+    """A spending cap's `Error` as a gateway's client reads it: the cap is the server's
+    (what is left of the client key's budget, or the served model's own cap), so the
+    library's advice to raise ``Options.max_cost`` is no use to it."""
+    if message.startswith("not sent"):
+        return (
+            "not sent: the input of this request alone would cost more than this server "
+            "lets it spend (what is left of your key's budget, or the model's own cap); "
+            "shorten the conversation, or ask the server's operator for more budget"
+        )
+    return (
+        "cut: this answer reached what this server lets the request spend (what was "
+        "left of your key's budget, or the model's own cap), and its upstream call was "
+        "cancelled; ask for less (max_tokens), or ask the server's operator for more budget"
+    )
 
 
 #: the header the openai and anthropic SDKs obey before their status rules (their

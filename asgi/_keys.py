@@ -1,0 +1,188 @@
+"""Client keys in the gateway: each request's key looked up, admitted, and its use recorded.
+
+The decisions are sans-I/O elsewhere: where a client puts its key and what each
+refusal says (`streamfn.core.serve._client_keys`), the most a request can cost
+(`streamfn.core.serve._reservation`), and whether a key may go (the store's
+`admit`, one atomic step across every worker and host). This module makes the
+store's calls, always through the runtime's thread pool so a database never
+blocks the event loop, and fails closed: a store that cannot answer is a 503,
+never a request let through unchecked.
+
+A key found is remembered for at most `KEY_CACHE_SECONDS` (by a hash of its
+secret, never the secret): a revoked or rotated key is refused within that time
+by every worker, and admission itself reads the key afresh. Token counts need a
+usable key allowed the model, and neither count as a request nor spend budget.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Final
+
+import msgspec
+
+from streamfn.core._spend import priced
+from streamfn.core.serve._client_keys import client_refusal, unknown_client_key
+from streamfn.core.serve._request_fields import ClientRequest
+from streamfn.core.serve._reservation import most_cost, prompt_tokens
+from streamfn.core.serve._routes import presented_key
+from streamfn.core.serve._served import Route
+from streamfn.core.serve._status import HTTPError
+from streamfn.ledger import Admitted, ClientKey, Refused, Store
+from streamfn.ledger._admission import Window, decide
+from streamfn.ledger._secrets import hash_secret
+
+from ._contract import Backend
+from ._observe import Flight, Observer
+from ._usage_recorder import UsageRecorder
+
+if TYPE_CHECKING:
+    from ._app import App
+
+__all__ = ["KEY_CACHE_SECONDS", "ClientKeys", "allowed_models"]
+
+log = logging.getLogger("streamfn")
+
+#: how long a key found in the store is taken as it was (a revocation's delay at most)
+KEY_CACHE_SECONDS: Final = 1.0
+#: keys remembered at once (past it the memory starts again)
+_KEY_CACHE_SIZE: Final = 4096
+#: the routes that need no client key (the operator's take the admin key, never one)
+_OPEN: Final = (Route.PREFLIGHT, Route.HEALTH, Route.ADMIN)
+
+
+def _store_down(what: str, exc: Exception, secret: str = "") -> HTTPError:
+    """A store that failed to answer: logged without the request's key (nor its hash,
+    should the store's words quote either), a 503 to retry."""
+    said = str(exc)
+    for hidden in (secret, hash_secret(secret)) if secret else ():
+        said = said.replace(hidden, "***")
+    log.error("client key store failed to %s (%s: %s)", what, type(exc).__name__, said)
+    return HTTPError(
+        503, "unavailable", "the gateway's key store is not answering; retry shortly", 1
+    )
+
+
+class ClientKeys:
+    """The App's client keys: `identify` at routing, `admit` before any upstream
+    request, and the `UsageRecorder` among its observers."""
+
+    def __init__(self, app: App, store: Store) -> None:
+        self.app = app
+        self.store = store
+        self.recorder = UsageRecorder(store)
+        #: hash of a secret -> (when it was looked up, on the runtime's clock; its key)
+        self._known: dict[bytes, tuple[float, ClientKey]] = {}
+
+    @property
+    def observers(self) -> Iterable[Observer]:
+        return (self.recorder,)
+
+    async def identify(
+        self, headers: Iterable[tuple[bytes, bytes]], chosen: Route
+    ) -> ClientKey | None:
+        """The key a request presents (None on a route that needs none), or the 401 of a
+        secret no usable key has."""
+        if chosen in _OPEN:
+            return None
+        secret = presented_key(headers)
+        if not secret:
+            raise unknown_client_key()
+        runtime = self.app.runtime
+        now = runtime.clock()
+        digest = hashlib.sha256(secret).digest()
+        known = self._known.get(digest)
+        if known is not None and now - known[0] < KEY_CACHE_SECONDS:
+            key = known[1]
+        else:
+            given = secret.decode("latin-1")
+            try:
+                found = await runtime.to_thread(self.store.key_for_secret, given)
+            except Exception as exc:
+                raise _store_down("look a key up", exc, given) from None
+            if found is None:
+                self._known.pop(digest, None)
+                raise unknown_client_key()
+            if len(self._known) >= _KEY_CACHE_SIZE:
+                self._known.clear()
+            self._known[digest] = (now, found)
+            key = found
+        refused = _unusable(key, None, time.time())
+        if refused is not None:
+            raise client_refusal(refused.status, refused.reason, None)
+        return key
+
+    async def admit(
+        self, flight: Flight, key: ClientKey | None, request: ClientRequest, kind: Route
+    ) -> ClientRequest:
+        """``request`` admitted on ``key`` (its stream capped at its reservation), or the
+        refusal as the client's error, recorded on ``flight``. Before any upstream request.
+        ``key`` None: the operator's own request (the dashboard's playground, behind the
+        admin key): not limited, recorded without a key."""
+        if key is None:
+            return request
+        flight.key_id, flight.key_name = key.id, key.name
+        billing = getattr(self.app.backend, "billing_model", None)
+        model = None if billing is None else billing(request.model)
+        flight.billed_by = model if model is not None and priced(model) else None
+        flight.prompt_estimate = prompt = prompt_tokens(model, request.context)
+        now = time.time()
+        verdict: Admitted | Refused | None
+        if kind is Route.COUNT:  # costs nothing: the key and the model only
+            verdict = _unusable(key, request.model, now)
+        else:
+            if self.recorder.behind:
+                flight.outcome = "refused:the usage store is behind"
+                raise HTTPError(
+                    503, "overloaded", "the gateway's usage store is behind; retry shortly", 1
+                )
+            estimate = most_cost(model, prompt, request.options.max_tokens)
+            try:
+                verdict = await self.app.runtime.to_thread(
+                    _admit, self.store, key, request.model, now, estimate
+                )
+            except Exception as exc:
+                flight.outcome = "error:store"
+                raise _store_down("admit a request", exc) from None
+        if isinstance(verdict, Refused):
+            flight.outcome = f"refused:{verdict.reason}"
+            raise client_refusal(verdict.status, verdict.reason, verdict.retry_after)
+        if verdict is None:
+            return request
+        flight.lease = verdict.lease
+        if verdict.cap is None:
+            return request
+        # the stream ends with a budget error, its upstream call closed, past the cap
+        options = msgspec.structs.replace(request.options, max_cost=verdict.cap)
+        return msgspec.structs.replace(request, options=options)
+
+    def close(self) -> None:
+        """Keep every usage record still queued (blocks: call it off the loop)."""
+        self.recorder.close()
+
+
+def allowed_models(key: ClientKey | None, backend: Backend) -> list[str]:
+    """The served models ``key`` may use (all of them without client keys)."""
+    names = backend.list_models()
+    if key is None or not key.models:
+        return names
+    return [name for name in names if name in key.models]
+
+
+def _admit(
+    store: Store, key: ClientKey, model: str, now: float, estimate: float | None
+) -> Admitted | Refused:
+    return store.admit(key, model, now=now, estimate=estimate)
+
+
+def _unusable(key: ClientKey, model: str | None, now: float) -> Refused | None:
+    """Why ``key`` may not be used now (for ``model``, when given), or None: the store's
+    own decision with the key's limits and budget left out (nothing is spent)."""
+    free = msgspec.structs.replace(
+        key, budget=None, rpm=None, tpm=None, models=key.models if model is not None else ()
+    )
+    verdict = decide(free, model or "", Window(), now=now, estimate=None, lease="")
+    return verdict if isinstance(verdict, Refused) else None

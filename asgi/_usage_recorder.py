@@ -1,0 +1,160 @@
+"""Usage on record: each request a gateway with client keys served, kept in its store.
+
+An `Observer` that turns each closed `Flight` into a `UsageRecord` and hands it to
+one worker thread, which settles it in the store (`Store.settle`: the record kept,
+the request's reservation freed). The event loop never waits on the database: a
+record waits in a bounded queue, and while that queue is half full the gateway
+admits no new request (`UsageRecorder.behind`: a 503 until the store catches up),
+so no answer is ever served off the record. A failing store is logged (the error's
+type and words, never a key) and retried a few times; it never breaks a response.
+At shutdown the queue is flushed before the store is closed.
+
+What a request used comes from its answer: the usage the provider reported and its
+cost. An answer that never reported (the client went away, a cut without usage) is
+billed its estimate: the input estimated at admission and the output streamed so
+far at four characters a token (`text_tokens`), so leaving early never
+spends less than was generated.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+import threading
+import time
+from typing import Final
+
+from streamfn.core._count import text_tokens
+from streamfn.core._events import Usage
+from streamfn.core._model_spec import compute_cost
+from streamfn.ledger import Store, UsageRecord
+
+from ._observe import Flight
+
+__all__ = ["MAX_WAITING_RECORDS", "UsageRecorder", "usage_record"]
+
+log = logging.getLogger("streamfn")
+
+#: records that may wait for the store; past half of it no request is admitted
+MAX_WAITING_RECORDS: Final = 10_000
+#: seconds between a failed settle and the next try (then the record is given up)
+_RETRIES: Final = (0.1, 0.5, 2.0)
+#: seconds the shutdown waits for the records still queued
+_FLUSH_WAIT: Final = 60.0
+
+
+def _used(flight: Flight) -> Usage | None:
+    """What ``flight`` used: its reported usage, else its estimate when it went upstream
+    and never said (the client went away, a cut without usage), else None (nothing)."""
+    if flight.usage is not None:
+        return flight.usage
+    went_up = flight.lease is not None or flight.output_began
+    if flight.outcome not in ("disconnected", "cut") or not went_up:
+        return None
+    return Usage(input=flight.prompt_estimate, output=text_tokens(flight.output_chars))
+
+
+def usage_record(flight: Flight) -> UsageRecord:
+    """The record of a closed ``flight``: who, which model, the tokens of each kind, the
+    cost (None where the model has no prices), latency, first output and outcome."""
+    used = _used(flight)
+    model = flight.billed_by
+    cost: float | None = None
+    if model is not None:
+        if flight.cost is not None and flight.outcome == "ok":
+            cost = flight.cost.total
+        else:
+            cost = 0.0 if used is None else compute_cost(model, used).total
+    used = used or Usage()
+    return UsageRecord(
+        at=flight.arrived,
+        key_id=flight.key_id,
+        route=flight.route,
+        model=flight.model,
+        deployment=flight.deployment,
+        input_tokens=used.input,
+        cached_tokens=used.cache_read,
+        cache_write_tokens=used.cache_write,
+        output_tokens=used.output,
+        reasoning_tokens=used.reasoning,
+        cost=cost,
+        latency=flight.latency or 0.0,
+        first_token=flight.time_to_first_output,
+        outcome=flight.outcome or "disconnected",
+    )
+
+
+class UsageRecorder:
+    """Settles each closed flight's record in ``store`` from one worker thread."""
+
+    def __init__(self, store: Store, *, max_waiting: int = MAX_WAITING_RECORDS) -> None:
+        self.store = store
+        self.max_waiting = max_waiting
+        self._queue: queue.Queue[tuple[str | None, UsageRecord] | None] = queue.Queue(max_waiting)
+        #: records given up on (the queue full, or the store failing every try)
+        self.lost = 0
+        self._worker = threading.Thread(target=self._drain, name="streamfn-usage", daemon=True)
+        self._worker.start()
+        self._closed = False
+        #: a second `close` (the app's shutdown, then its owner's) waits for the first
+        self._closing = threading.Lock()
+
+    @property
+    def behind(self) -> bool:
+        """Whether the store is so far behind that no request should be admitted."""
+        return self._queue.qsize() * 2 >= self.max_waiting
+
+    def opened(self, flight: Flight) -> None:
+        pass
+
+    def closed(self, flight: Flight) -> None:
+        try:
+            self._queue.put_nowait((flight.lease, usage_record(flight)))
+        except queue.Full:
+            self.lost += 1
+            log.error(
+                "usage record of request %s (key %s) lost: %d records wait for the store",
+                flight.id,
+                flight.key_id,
+                self.max_waiting,
+            )
+
+    def close(self) -> None:
+        """Settle every record queued (for at most a minute), then stop the worker.
+        Blocks: the app calls it off the loop."""
+        with self._closing:
+            if self._closed:
+                return
+            self._closed = True
+            deadline = time.monotonic() + _FLUSH_WAIT
+            with contextlib.suppress(queue.Full):  # behind the records queued: kept, then stop
+                self._queue.put(None, timeout=_FLUSH_WAIT)
+            self._worker.join(max(0.0, deadline - time.monotonic()))
+            left = self._queue.qsize()
+            if self._worker.is_alive() and left:
+                log.error("shutdown: %d usage records not kept (the store is not answering)", left)
+
+    def _drain(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            self._settle(*item)
+
+    def _settle(self, lease: str | None, record: UsageRecord) -> None:
+        for wait in (*_RETRIES, None):
+            try:
+                self.store.settle(lease, record)
+                return
+            except Exception as exc:  # the store's words name no key; the record none either
+                if wait is None:
+                    self.lost += 1
+                    log.error(
+                        "usage record of key %s lost: the store failed (%s: %s)",
+                        record.key_id,
+                        type(exc).__name__,
+                        exc,
+                    )
+                    return
+                time.sleep(wait)

@@ -1,0 +1,129 @@
+"""The usage recorder: what each closed request becomes on record, and how the records
+reach a store that is slow, failing or far behind, without the event loop waiting."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from streamfn.asgi import _usage_recorder
+from streamfn.asgi._observe import Flight
+from streamfn.asgi._usage_recorder import UsageRecorder, usage_record
+from streamfn.core import Cost, Model, Usage
+from streamfn.ledger import MemoryStore, UsageRecord
+
+PRICED = Model(
+    id="m", provider="openai", api="openai-chat", base_url="", price_input=1e6, price_output=2e6
+)  # $1 an input token, $2 an output token
+
+
+def _flight(**fields: object) -> Flight:
+    flight = Flight(
+        id="req_1",
+        route="/v1/messages",
+        model="m",
+        stream=True,
+        arrived=100.0,
+        started=10.0,
+        key_id="key_a",
+        billed_by=PRICED,
+        lease="l1",
+    )
+    for name, value in fields.items():
+        setattr(flight, name, value)
+    return flight
+
+
+def test_a_whole_answer_is_its_reported_usage_and_cost() -> None:
+    flight = _flight(
+        usage=Usage(input=3, output=2, cache_read=5, reasoning=1),
+        cost=Cost(input=3.0, output=4.0, cache_read=0.5),
+        output_began=True,
+        first_output=10.5,
+    )
+    flight.close(12.0, "ok")
+    record = usage_record(flight)
+    assert (record.input_tokens, record.cached_tokens, record.output_tokens) == (3, 5, 2)
+    assert record.reasoning_tokens == 1 and record.cost == 7.5 and record.key_id == "key_a"
+    assert (record.latency, record.first_token, record.outcome) == (2.0, 0.5, "ok")
+
+
+def test_a_client_that_leaves_mid_answer_is_billed_what_was_generated() -> None:
+    """Going away before the usage arrives must not make an answer free: the input
+    estimated at admission and the output streamed so far, at 4 characters a token."""
+    flight = _flight(prompt_estimate=7, output_chars=41, output_began=True)
+    flight.close(11.0)
+    record = usage_record(flight)
+    assert record.outcome == "disconnected"
+    assert (record.input_tokens, record.output_tokens) == (7, 11)
+    assert record.cost == 7 + 2 * 11
+
+
+def test_a_refusal_costs_nothing_and_an_unpriced_model_has_no_cost() -> None:
+    refused = _flight(lease=None, prompt_estimate=7)
+    refused.close(10.1, "refused:this key's budget for the month is spent")
+    assert usage_record(refused).cost == 0.0 and usage_record(refused).input_tokens == 0
+    unpriced = _flight(billed_by=None, usage=Usage(input=3, output=2), cost=Cost())
+    unpriced.close(11.0, "ok")
+    assert usage_record(unpriced).cost is None
+
+
+class SlowStore(MemoryStore):
+    """Settles only when let (``gate``), counting what it kept."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+
+    def settle(self, lease: str | None, record: UsageRecord) -> None:
+        self.gate.wait(30)
+        super().settle(lease, record)
+
+
+def test_shutdown_keeps_every_record_queued_and_a_full_queue_says_it_is_behind() -> None:
+    store = SlowStore()
+    recorder = UsageRecorder(store, max_waiting=10)
+    for i in range(6):
+        flight = _flight(id=f"req_{i}")
+        flight.close(11.0, "ok")
+        recorder.closed(flight)  # returns at once, the store waiting
+    assert recorder.behind  # half the queue: the gateway admits no more requests
+    store.gate.set()
+    recorder.close()
+    assert len(store.records(since=0, until=1e9)) == 6 and recorder.lost == 0
+    assert not recorder.behind
+
+
+class BrokenStore(MemoryStore):
+    def settle(self, lease: str | None, record: UsageRecord) -> None:
+        raise RuntimeError("database is locked")
+
+
+def test_a_failing_store_is_logged_and_retried_never_raised(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_usage_recorder, "_RETRIES", (0.0, 0.0))
+    recorder = UsageRecorder(BrokenStore())
+    flight = _flight()
+    flight.close(11.0, "ok")
+    recorder.closed(flight)
+    recorder.close()
+    assert recorder.lost == 1
+    [said] = [r.getMessage() for r in caplog.records if r.name == "streamfn"]
+    assert "key_a" in said and "RuntimeError: database is locked" in said
+
+
+def test_a_store_that_quotes_the_key_in_its_error_has_it_hidden_in_the_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from streamfn.asgi._keys import _store_down
+    from streamfn.ledger._secrets import hash_secret
+
+    secret = "sfn-" + "s" * 43
+    refusal = _store_down(
+        "look a key up", RuntimeError(f"bad {secret} {hash_secret(secret)}"), secret
+    )
+    assert refusal.status == 503 and secret not in refusal.message
+    [said] = [r.getMessage() for r in caplog.records]
+    assert secret not in said and hash_secret(secret) not in said and "bad *** ***" in said
