@@ -88,13 +88,11 @@ class Model(msgspec.Struct, kw_only=True, frozen=True):
         return redacted_repr(self, keys_only=frozenset({"headers"}))
 
 
-def compute_cost(model: Model, usage: Usage) -> Cost:
-    """Price usage with the model's per-million-token prices.
-
-    A prompt (input plus cached tokens) above a `PriceTier`'s size is billed
-    at that tier's prices, as the providers bill the whole request.
-    """
-    prompt = usage.input + usage.cache_read + usage.cache_write
+def rates_for(model: Model, prompt: int) -> tuple[float, float, float, float]:
+    """The per-million-token prices (input, output, cache read, cache write) of a
+    request whose prompt (input plus cached tokens) is ``prompt`` tokens: a prompt
+    above a `PriceTier`'s size is billed at that tier's prices, as the providers
+    bill the whole request."""
     rates = (model.price_input, model.price_output, model.price_cache_read, model.price_cache_write)
     for tier in model.price_tiers:
         if prompt > tier.above:
@@ -105,6 +103,19 @@ def compute_cost(model: Model, usage: Usage) -> Cost:
                 tier.cache_read or model.price_cache_read,
                 tier.cache_write or model.price_cache_write,
             )
+    return rates
+
+
+def compute_cost(model: Model, usage: Usage) -> Cost:
+    """Price usage with the model's per-million-token prices (`rates_for` its prompt)."""
+    rates = rates_for(model, usage.input + usage.cache_read + usage.cache_write)
+    m = 1e-6
+    return Cost(
+        input=usage.input * rates[0] * m,
+        output=usage.output * rates[1] * m,
+        cache_read=usage.cache_read * rates[2] * m,
+        cache_write=usage.cache_write * rates[3] * m,
+    )
     m = 1e-6
     return Cost(
         input=usage.input * rates[0] * m,

@@ -42,7 +42,7 @@ from ._count import CHARS_PER_TOKEN, estimate_tokens, text_tokens
 from ._errors import UsageError
 from ._events import Done, Error, Event, TextDelta, ThinkingDelta, ToolCallDelta, Usage
 from ._messages import Context
-from ._model_spec import Model, compute_cost
+from ._model_spec import Model, compute_cost, rates_for
 from ._options import Options
 
 __all__ = ["Meter", "SpendCap", "priced", "require_prices"]
@@ -98,7 +98,17 @@ class SpendCap:
 class Meter:
     """One request's running cost against its call's `SpendCap`."""
 
-    __slots__ = ("_cap", "_model", "_output", "_prompt", "_writes", "answered", "settled")
+    __slots__ = (
+        "_cap",
+        "_fixed",
+        "_model",
+        "_output",
+        "_prompt",
+        "_rate",
+        "_writes",
+        "answered",
+        "settled",
+    )
 
     def __init__(self, cap: SpendCap, model: Model, context: Context, options: Options) -> None:
         self._cap = cap
@@ -108,6 +118,11 @@ class Meter:
         #: that costs more than input (Anthropic bills writes above the input price)
         cache = options.cache is not None and options.cache != "off"
         self._writes = cache and model.price_cache_write > model.price_input
+        # per delta, `estimate` without building a Usage and a Cost: the same sums in
+        # the same order as `compute_cost`, so the cut falls on the very same delta
+        rates = rates_for(model, self._prompt)
+        self._fixed = self._prompt * rates[3 if self._writes else 0] * 1e-6
+        self._rate = rates[1]
         self._output = 0
         #: the provider took the request (a 2xx answer): its input is being billed
         self.answered = False
@@ -148,11 +163,12 @@ class Meter:
         """``events`` up to the delta that takes the call past its cap and the budget
         `Error` to end the stream with, or all of them and None."""
         cap = self._cap
+        fixed, rate = self._fixed, self._rate
         for i, event in enumerate(events):
             if isinstance(event, _DELTAS):
                 self.answered = True  # output: the provider is generating, and billing
                 self._output += text_tokens(len(event.delta))
-                if cap.spent + self.estimate() > cap.cap:
+                if cap.spent + (fixed + self._output * rate * 1e-6) > cap.cap:
                     return events[: i + 1], self._cut()
             elif isinstance(event, Done):
                 self._settle(event.usage, final=True)

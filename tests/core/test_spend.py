@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from streamfn.core import (
     CachePoint,
@@ -141,3 +143,38 @@ def test_a_cap_is_a_finite_number_of_dollars(bad: object) -> None:
     with pytest.raises(ValueError, match=r"max_cost=.*US dollars"):
         Options(max_cost=bad)  # type: ignore[arg-type]
     assert Options(max_cost=0).max_cost == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    prices=st.tuples(*(st.sampled_from([0.0, 0.075, 0.15, 1.25, 3.0, 15.0, 75.0]),) * 3),
+    tiered=st.booleans(),
+    cached=st.booleans(),
+    words=st.integers(1, 400),
+    outputs=st.lists(st.integers(1, 40), max_size=60),
+)
+def test_the_meters_running_sum_is_its_estimate_exactly(
+    prices: tuple[float, float, float],
+    tiered: bool,
+    cached: bool,
+    words: int,
+    outputs: list[int],
+) -> None:
+    """Per delta the meter adds up the cost without building a Usage; the cut must
+    fall where `compute_cost` would put it, to the last bit."""
+    model = Model(
+        id="m",
+        provider="p",
+        api="openai-chat",
+        base_url="http://127.0.0.1:9",
+        price_input=prices[0],
+        price_output=prices[1],
+        price_cache_write=prices[2],
+        price_tiers=[PriceTier(above=50, input=6.0, output=22.5)] if tiered else [],
+    )
+    meter = SpendCap(1.0).meter(
+        model, Context.of("word " * words), Options(cache="auto" if cached else None)
+    )
+    for chars in outputs:
+        meter.count([TextDelta(0, "x" * chars)])
+        assert meter._fixed + meter._output * meter._rate * 1e-6 == meter.estimate()
