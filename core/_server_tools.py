@@ -19,7 +19,7 @@ anything this table does not cover.
 
 These tools are billed to whoever holds the key: `streamfn serve` refuses a
 client request that carries one unless the operator allows that type
-(``--allow-server-tools``; see `streamfn.core.serve._request_fields.refuse_server_tools`).
+(``--allow-server-tools``; see `streamfn.core.dialects._request_fields.refuse_server_tools`).
 """
 
 from __future__ import annotations

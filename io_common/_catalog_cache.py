@@ -28,6 +28,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from streamfn._user_cache import user_cache_dir
 from streamfn.core._catalog_build import (
     CATALOG_FORMAT,
     CatalogError,
@@ -44,8 +45,6 @@ from streamfn.core._models import (
     set_catalog_loader,
     use_catalog,
 )
-
-from ._user_cache import user_cache_dir
 
 if TYPE_CHECKING:
     from ._resolver import Resolver

@@ -257,6 +257,59 @@ def graph_packages() -> set[str]:
     return {module_name(rel) for rel, _ in sources() if rel.endswith("__init__.py")}
 
 
+def package_of(module: str) -> str:
+    """The room ``module`` belongs to: its top-level package, or one of core's subpackages
+    (``streamfn.core.dialects`` with every dialect in it); core's own top-level modules
+    are ``streamfn.core``, the ground every room stands on."""
+    parts = module.split(".")
+    if parts[1] == "core" and len(parts) > 3:
+        return ".".join(parts[:3])
+    return ".".join(parts[:2])
+
+
+def package_graph() -> dict[str, set[str]]:
+    """Which room imports which: an import between two modules is an edge between their
+    rooms. Core's subpackages are rooms of their own, and core's top-level modules are
+    left out of that graph (every subpackage uses them, and the face re-exports the
+    subpackages); the top-level packages see core as one room."""
+    graph: dict[str, set[str]] = {}
+    for me, targets in import_graph().items():
+        for target in targets:
+            mine, theirs = package_of(me), package_of(target)
+            if not (mine.startswith("streamfn.core") and theirs.startswith("streamfn.core")):
+                mine, theirs = ".".join(me.split(".")[:2]), ".".join(target.split(".")[:2])
+            elif "streamfn.core" in (mine, theirs):
+                continue  # core's ground: below every core room
+            if mine != theirs:
+                graph.setdefault(mine, set()).add(theirs)
+                graph.setdefault(theirs, set())
+    return graph
+
+
+def test_no_import_cycle_between_packages() -> None:
+    """Each room can be read (and changed) standing on the ones below it: no two
+    packages, nor two of core's subpackages, import each other, directly or around."""
+    assert cycles(package_graph()) == []
+
+
+def test_the_package_graph_sees_a_loop_between_rooms(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = {
+        "streamfn.core.serve._x": {"streamfn.core.dialects.anthropic._y"},
+        "streamfn.core.dialects.anthropic._y": {"streamfn.core.serve._z"},
+        "streamfn.core.serve._z": set(),
+        "streamfn.local._a": {"streamfn.io_common._b"},
+        "streamfn.io_common._b": {"streamfn.local._a", "streamfn.core._events"},
+        "streamfn.core._events": {"streamfn.core.wire._sse"},
+        "streamfn.core.wire._sse": {"streamfn.core._errors"},
+        "streamfn.core._errors": set(),
+    }
+    monkeypatch.setattr(sys.modules[__name__], "import_graph", lambda: fake)
+    assert cycles(package_graph()) == [
+        ["streamfn.core.dialects", "streamfn.core.serve"],
+        ["streamfn.io_common", "streamfn.local"],
+    ]
+
+
 @pytest.mark.parametrize("cycle", [["a", "b"]])
 def test_the_cycle_finder_finds_a_cycle(cycle: list[str]) -> None:
     assert cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [cycle]
@@ -362,6 +415,8 @@ def test_the_client_side_rule_sees_a_serve_side_import(monkeypatch: pytest.Monke
 
 def test_the_providers_package_imports_nothing_from_serve() -> None:
     assert imports_between("streamfn.core.providers", "streamfn.core.serve") == []
+
+
 def awaiting_code(rel: str, tree: ast.AST) -> list[str]:
     """Each ``async def``, ``await``, ``async for`` and ``async with`` in ``tree``."""
     kinds = {

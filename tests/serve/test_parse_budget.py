@@ -24,8 +24,8 @@ from loopback_server import KEY, STREAMS, Server
 
 from streamfn.asgi import App, ServerConfig
 from streamfn.core import _json_shape as json_shape
-from streamfn.core.serve import _request_fields as request_fields
-from streamfn.core.serve._request_fields import (
+from streamfn.core.dialects import _request_fields as request_fields
+from streamfn.core.dialects._request_fields import (
     MAX_DEPTH,
     MAX_JSON_VALUES,
     BadRequest,

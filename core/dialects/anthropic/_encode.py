@@ -44,8 +44,8 @@ from streamfn.core._messages import (
     ThinkingContent,
     ToolCall,
 )
+from streamfn.core.dialects._cut import cut_error, finish_word
 from streamfn.core.dialects.anthropic._tables import ERROR_TYPES, STOP_REASONS
-from streamfn.core.serve._cut import cut_error, finish_word
 
 __all__ = [
     "STOP_REASONS",

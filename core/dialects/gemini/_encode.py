@@ -32,7 +32,7 @@ from streamfn.core._events import (
     ToolCallStart,
     Usage,
 )
-from streamfn.core.serve._cut import cut_error, unpaused
+from streamfn.core.dialects._cut import cut_error, unpaused
 
 __all__ = ["GeminiEncoder", "gemini_usage"]
 

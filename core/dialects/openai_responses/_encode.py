@@ -40,9 +40,9 @@ from streamfn.core._events import (
     ToolCallStart,
     Usage,
 )
+from streamfn.core.dialects._cut import CUT_STOP_REASONS, cut_error, unpaused
 from streamfn.core.dialects._openai_common import ERROR_CODES
 from streamfn.core.dialects.openai_chat._encode import openai_error_type
-from streamfn.core.serve._cut import CUT_STOP_REASONS, cut_error, unpaused
 
 from ._signatures import encrypted_content
 
