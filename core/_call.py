@@ -36,12 +36,13 @@ __all__ = [
     "replay",
 ]
 
-#: `Model.api` -> module under `streamfn.core.providers` (the local model has no wire)
+#: `Model.api` -> its package under `streamfn.core.dialects` (the local model has no wire)
 API_MODULES: Final = {api: api.replace("-", "_") for api in API_NAMES if api != "local"}
 
 
 class Call(Protocol):
-    """What a shell drives (see DESIGN.md, "Sans-I/O contract")."""
+    """What a shell drives: request bytes out; status, headers and body bytes in; events
+    out (the sans-I/O contract: docs/sans-io.md and docs/design.md)."""
 
     request: HTTPRequest
 
