@@ -25,8 +25,14 @@ from streamfn.core._credentials import MissingCredentials, resolve_api_key, with
 from streamfn.core._errors import StreamError
 from streamfn.core._events import Error, Event
 from streamfn.core._messages import Context
-from streamfn.core._models import LOCAL_DEFAULT_ID, Model, UnknownModel, get_model, list_models
 from streamfn.core._options import Options, client_fields
+from streamfn.core.catalogue._models import (
+    LOCAL_DEFAULT_ID,
+    Model,
+    UnknownModel,
+    get_model,
+    list_models,
+)
 from streamfn.core.dialects._request_fields import ClientRequest
 from streamfn.core.serve._replayed_turns import attribute_client_turns
 

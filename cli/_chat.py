@@ -25,8 +25,8 @@ import msgspec
 from streamfn.core._accumulate import accumulate
 from streamfn.core._events import Done, Error, Event, Start, StopReason, encode_event_json
 from streamfn.core._messages import AssistantMessage, Context, Message, TextContent, UserMessage
-from streamfn.core._models import Model
 from streamfn.core._options import Options, ThinkingLevel
+from streamfn.core.catalogue._models import Model
 
 from ._command import EXIT_OK, EXIT_USAGE, Command, CommandError, leaves
 from ._flags import check_base_url
@@ -160,7 +160,7 @@ def _is_local(name: str) -> bool:
 
 def _choose(args: argparse.Namespace) -> Model:
     """The model ``-m`` names (``--base-url``/``--model-dir`` applied); usage errors exit 2."""
-    from streamfn.core._models import UnknownModel, model
+    from streamfn.core.catalogue._models import UnknownModel, model
 
     local = _is_local(args.model)
     if local and (args.base_url or args.api_key_env):

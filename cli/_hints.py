@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from streamfn.core._credentials import ENV_KEYS
 from streamfn.core._events import Error, ErrorKind
-from streamfn.core._models import Model
+from streamfn.core.catalogue._models import Model
 
 __all__ = ["error_hint"]
 

@@ -37,8 +37,8 @@ import msgspec
 
 from streamfn.core._call import api_names, check_transport
 from streamfn.core._errors import UsageError
-from streamfn.core._models import Model, UnknownModel, get_model
 from streamfn.core._options import Options
+from streamfn.core.catalogue._models import Model, UnknownModel, get_model
 
 from ._flags import same_url
 

@@ -20,6 +20,9 @@ from typing import Any, ClassVar, Generic, NamedTuple, Self, TypedDict, TypeVar,
 
 import msgspec
 
+from streamfn.core.catalogue._models import Model
+from streamfn.core.stages._fallback import FallbackModel
+
 from ..core._call import Call, check_transport, open_call
 from ..core._count import (
     TokenCount,
@@ -32,9 +35,7 @@ from ..core._count import (
 from ..core._credentials import MissingCredentials, with_credentials
 from ..core._errors import StreamError
 from ..core._events import Error, Event
-from ..core._fallback import FallbackModel
 from ..core._messages import AssistantMessage, Context
-from ..core._models import Model
 from ..core._options import Options
 from ..core.http._driver import drive
 from ..core.http._exchange import Exchange

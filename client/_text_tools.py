@@ -1,13 +1,14 @@
 """The text tool-call stage: tool calls a model writes as text, turned into tool-call
-events (the parser: `streamfn.core._text_tools.TextToolCalls`).
+events (the parser: `streamfn.core.stages._text_tools.TextToolCalls`).
 """
 
 from __future__ import annotations
 
+from streamfn.core.catalogue._models import Model
+from streamfn.core.stages._text_tools import TextToolCalls, markups_for
+
 from ..core._messages import Context
-from ..core._models import Model
 from ..core._options import Options
-from ..core._text_tools import TextToolCalls, markups_for
 from ._batches import Batches
 
 __all__ = ["with_text_tool_calls"]

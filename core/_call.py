@@ -18,11 +18,11 @@ from typing import Any, Final, Protocol, cast
 
 from ._errors import UsageError
 from ._events import Event
-from ._lifecycle import warn_if_deprecated
 from ._messages import Context
-from ._models import API_NAMES, Model
 from ._options import Options
-from ._plugin_apis import REGISTERED
+from .catalogue._lifecycle import warn_if_deprecated
+from .catalogue._models import API_NAMES, Model
+from .catalogue._plugin_apis import REGISTERED
 from .providers._base import HTTPRequest
 
 __all__ = [

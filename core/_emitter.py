@@ -11,7 +11,6 @@ from typing import Final, cast
 
 import msgspec
 
-from ._citations import Citation
 from ._events import (
     Cost,
     Done,
@@ -39,6 +38,7 @@ from ._protocol import (
     THINKING,
     TOOL,
 )
+from .content._citations import Citation
 
 __all__ = ["Emitter"]
 

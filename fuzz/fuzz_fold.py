@@ -35,7 +35,7 @@ except ModuleNotFoundError as _missing:
 
 from streamfn.core._accumulate import Accumulator, ProtocolViolation
 from streamfn.core._events import Event
-from streamfn.core._partial_json import PartialJSONError, PartialJSONParser
+from streamfn.core.json._partial_json import PartialJSONError, PartialJSONParser
 from streamfn.fuzz import _harness as harness
 from streamfn.fuzz._fold_properties import (
     START,

@@ -21,8 +21,8 @@ from streamfn.client import ClientBase
 from streamfn.core._count import TokenCount
 from streamfn.core._events import Error, Event
 from streamfn.core._messages import AssistantMessage, Context
-from streamfn.core._models import Model
 from streamfn.core._options import Options
+from streamfn.core.catalogue._models import Model
 from streamfn.core.http._proxy_env import Proxy
 from streamfn.core.http._steps import EXPIRED, Connect, Expired, ReceiveAnswer, SendAnswer
 from streamfn.core.http._target import Target, connect_error

@@ -36,7 +36,7 @@ from email.message import Message
 from typing import IO, Any, Final
 from urllib.parse import urlsplit
 
-from streamfn.core._catalog_build import CatalogError
+from streamfn.core.catalogue._catalog_build import CatalogError
 from streamfn.core.serve._input_urls import (
     FILE_HOSTS,
     host_to_resolve,

@@ -23,7 +23,7 @@ from urllib.parse import unquote, urlsplit
 
 from streamfn._extras import extra_hint
 from streamfn.core._errors import StreamfnError
-from streamfn.core._models import Model
+from streamfn.core.catalogue._models import Model
 
 if TYPE_CHECKING:
     from ._cache import Progress

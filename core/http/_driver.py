@@ -20,10 +20,10 @@ from typing import Final
 from .._call import Call, open_call
 from .._events import Error, Event
 from .._messages import Context
-from .._models import Model
 from .._options import Options
 from .._redact import redact_url
-from .._retry import FirstOutputGate, Retry, RetryPolicy
+from ..catalogue._models import Model
+from ..stages._retry import FirstOutputGate, Retry, RetryPolicy
 from ._exchange import Exchange
 from ._proxy_env import proxy_for
 from ._socket_exchange import SocketExchange

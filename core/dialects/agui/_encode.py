@@ -12,7 +12,7 @@ capitals and camelCase fields. Our events map one to one:
   then ``REASONING_END``;
 - a tool call -> ``TOOL_CALL_START`` (``toolCallId``, ``toolCallName``,
   ``parentMessageId``), then at its end one ``TOOL_CALL_ARGS`` (``delta``: the
-  whole arguments, as the tool-call checks of `streamfn.core._tool_checks`
+  whole arguments, as the tool-call checks of `streamfn.core.stages._tool_checks`
   repaired them, so they are held until the call ends) and ``TOOL_CALL_END``;
   a call the checks flagged (arguments that are not one JSON object or break the
   tool's schema) is followed by a ``CUSTOM`` event named

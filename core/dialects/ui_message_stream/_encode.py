@@ -12,7 +12,7 @@ response header) is SSE whose every ``data:`` line is one JSON part with a
   ``tool-input-delta`` (``inputTextDelta``), then at its end
   ``tool-input-available`` with the parsed ``input``, or ``tool-input-error``
   (``errorText``) when the arguments are not a JSON object or the tool-call
-  checks found them breaking the tool's schema (`streamfn.core._tool_checks`:
+  checks found them breaking the tool's schema (`streamfn.core.stages._tool_checks`:
   a front end must not run such a call); the name and arguments are the ones
   those checks repaired, where they did;
 - `Done` -> ``finish-step`` and ``finish`` with ``finishReason``

@@ -26,11 +26,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from ._capabilities import UnsupportedInput, capabilities_for
-from ._messages import Context, ServerTool
+from .._messages import Context, ServerTool
+from ..catalogue._capabilities import UnsupportedInput, capabilities_for
 
 if TYPE_CHECKING:
-    from ._models import Model
+    from ..catalogue._models import Model
 
 __all__ = [
     "CONFIG_KEYS",

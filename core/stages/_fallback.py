@@ -24,11 +24,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 
-from ._call import check_transport
-from ._credentials import MissingCredentials, with_credentials
-from ._events import Error, ErrorKind
-from ._models import Model
-from ._options import Options
+from .._call import check_transport
+from .._credentials import MissingCredentials, with_credentials
+from .._events import Error, ErrorKind
+from .._options import Options
+from ..catalogue._models import Model
 
 __all__ = ["FallbackModel", "check_chain", "fallback", "falls_back"]
 

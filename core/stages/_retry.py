@@ -18,9 +18,9 @@ from typing import NamedTuple
 
 import msgspec
 
-from ._classify import retryable_status
-from ._events import Error, Event, Start
-from ._options import Options
+from .._classify import retryable_status
+from .._events import Error, Event, Start
+from .._options import Options
 
 __all__ = ["FirstOutputGate", "Retry", "RetryPolicy", "retryable_status"]
 
