@@ -37,7 +37,7 @@ from typing import Any
 
 from streamfn.core.catalogue._catalog_build import build_catalog, dump_catalog
 
-OUTPUT = Path(__file__).resolve().parents[1] / "core" / "catalog" / "data" / "catalog.json.gz"
+OUTPUT = Path(__file__).resolve().parents[1] / "core" / "catalogue" / "data" / "catalog.json.gz"
 #: our own entries for ids models.dev no longer lists (see the file's "why")
 RETAINED = Path(__file__).resolve().parent / "catalog_retained.json"
 #: the models Anthropic has retired, with dates from its deprecations page (see "why")

@@ -36,7 +36,7 @@ from streamfn.core.catalogue._catalog_build import (
 from streamfn.core.catalogue._models import Model, catalog_info, compute_cost, get_model, model
 
 ROOT = Path(__file__).parents[2]
-GENERATED = ROOT / "core" / "catalog" / "data" / "catalog.json.gz"
+GENERATED = ROOT / "core" / "catalogue" / "data" / "catalog.json.gz"
 
 
 def _generator() -> Any:
@@ -81,7 +81,7 @@ def test_the_committed_catalogue_is_what_the_script_makes_of_the_pinned_release(
     assert document["source"]["licence"] == "MIT" and re.fullmatch(
         r"\d{4}-\d{2}-\d{2}", document["source"]["date"]
     )
-    notice = (ROOT / "core" / "catalog" / "data" / "NOTICE").read_text()
+    notice = (ROOT / "core" / "catalogue" / "data" / "NOTICE").read_text()
     assert "models.dev" in notice and "MIT License" in notice
     package_data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     assert {"data/catalog.json.gz", "data/NOTICE"} <= set(

@@ -28,7 +28,7 @@ from streamfn.core.catalogue._catalog_build import SOURCES, CatalogError, check_
 from streamfn.core.catalogue._models import get_model, list_models, model
 
 ROOT = Path(__file__).parents[2]
-GENERATED = ROOT / "core" / "catalog" / "data" / "catalog.json.gz"
+GENERATED = ROOT / "core" / "catalogue" / "data" / "catalog.json.gz"
 
 
 def _sdk_table() -> dict[str, date]:
@@ -100,7 +100,7 @@ def test_the_end_of_life_dates_are_the_anthropic_sdks() -> None:
         assert found.deprecated and date.fromisoformat(found.end_of_life) == sdk[model_id]
         assert "Anthropic" in found.deprecation_source
     assert "claude-sonnet-4-5" in dated  # the table's best-known entry is catalogued
-    notice = (ROOT / "core" / "catalog" / "data" / "NOTICE").read_text()
+    notice = (ROOT / "core" / "catalogue" / "data" / "NOTICE").read_text()
     assert "deprecated_models.py" in notice and "Apache License 2.0" in notice
 
 
