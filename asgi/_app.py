@@ -33,7 +33,8 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, ClassVar
 
-from streamfn.core._events import Done, Error, Event, Start
+from streamfn.core import Done, Error, Event, Start
+from streamfn.core.serve import HTTPError, parse_request
 from streamfn.core.serve._guard import cors_headers, header, preflight_headers
 from streamfn.core.serve._inbound import ClientRequest
 from streamfn.core.serve._log_text import loggable
@@ -46,7 +47,6 @@ from streamfn.core.serve._routes import (
     check_model,
     disconnected_early,
     models_body,
-    parse_request,
     route,
 )
 from streamfn.core.serve._served import (
@@ -55,7 +55,6 @@ from streamfn.core.serve._served import (
     encoder_for,
 )
 from streamfn.core.serve._status import (
-    HTTPError,
     early_error,
     error_response,
     for_the_client,

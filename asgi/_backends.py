@@ -20,19 +20,23 @@ from typing import Any, Final
 import msgspec
 
 from streamfn.client import ClientBase
-from streamfn.core._count import TokenCount
-from streamfn.core._credentials import MissingCredentials, resolve_api_key, with_credentials
-from streamfn.core._errors import StreamError
-from streamfn.core._events import Error, Event
-from streamfn.core._messages import Context
-from streamfn.core._options import Options, client_fields
-from streamfn.core.catalogue._models import (
-    LOCAL_DEFAULT_ID,
+from streamfn.core import (
+    Context,
+    Error,
+    Event,
+    MissingCredentials,
     Model,
+    Options,
+    StreamError,
+    TokenCount,
     UnknownModel,
     get_model,
     list_models,
+    with_credentials,
 )
+from streamfn.core._credentials import resolve_api_key
+from streamfn.core._options import client_fields
+from streamfn.core.catalogue._models import LOCAL_DEFAULT_ID
 from streamfn.core.dialects._request_fields import ClientRequest
 from streamfn.core.serve._replayed_turns import attribute_client_turns
 

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Final, Protocol, TypeVar
 
-from streamfn.core._events import Done, Error, Event, TextDelta, ThinkingDelta, ToolCallDelta
+from streamfn.core import Done, Error, Event, TextDelta, ThinkingDelta, ToolCallDelta
 
 __all__ = [
     "ABORTED",

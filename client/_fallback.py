@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import logging
 
+from streamfn.core import Context, Error, Event, MissingCredentials, Options
 from streamfn.core.stages._fallback import FallbackModel, falls_back
 
-from ..core._credentials import MissingCredentials, missing_key_events
-from ..core._events import Error, Event
-from ..core._messages import Context
-from ..core._options import Options
+from ..core._credentials import missing_key_events
 from ._batches import Batches, OpenBatches, first_answer, first_output
 
 __all__ = ["fall_back"]

@@ -7,9 +7,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, AsyncIterator
 from typing import Any
 
-from streamfn.core.stages._partial_output import PartialOutput, PartialOutputs, check_finished
-
-from ..core._events import Event
+from streamfn.core import Event, PartialOutput, PartialOutputs
+from streamfn.core.stages._partial_output import check_finished
 
 __all__ = ["partial_outputs"]
 

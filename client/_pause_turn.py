@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import logging
 
-from streamfn.core.catalogue._models import Model
+from streamfn.core import Context, Done, Error, Event, Model, Options, Start
 from streamfn.core.stages._pause_turn import PausedTurn, continued_context, may_pause
 
-from ..core._events import Done, Error, Event, Start
-from ..core._messages import Context
-from ..core._options import Options
 from ._batches import Batches, OpenBatches
 
 __all__ = ["continue_paused_turns"]

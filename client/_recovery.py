@@ -7,13 +7,11 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncGenerator, Callable
 
-from streamfn.core.catalogue._models import Model
-from streamfn.core.stages._recovery import Splice, background, next_request, recovery_mode
+from streamfn.core import Context, Error, Event, Model, Options, Splice, open_call, recovery_mode
+from streamfn.core.stages._recovery import background, next_request
 
-from ..core._call import Call, open_call
-from ..core._events import Error, Event
-from ..core._messages import Context
-from ..core._options import Options, RecoverMode
+from ..core._call import Call
+from ..core._options import RecoverMode
 from ..core.providers import HTTPRequest
 
 __all__ = ["EventsFor", "recovering"]

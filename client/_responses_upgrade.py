@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 
-from streamfn.core.catalogue._models import Model
+from streamfn.core import Context, Error, Model, Options
 from streamfn.core.stages._responses_upgrade import (
     UPGRADABLE_PROVIDERS,
     UpgradeKey,
@@ -15,9 +15,6 @@ from streamfn.core.stages._responses_upgrade import (
     upgrade_key,
 )
 
-from ..core._events import Error
-from ..core._messages import Context
-from ..core._options import Options
 from ._batches import Batches, OpenBatches, first_answer, first_output
 
 __all__ = ["upgrade_to_responses"]

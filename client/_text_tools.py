@@ -4,11 +4,9 @@ events (the parser: `streamfn.core.stages._text_tools.TextToolCalls`).
 
 from __future__ import annotations
 
-from streamfn.core.catalogue._models import Model
-from streamfn.core.stages._text_tools import TextToolCalls, markups_for
+from streamfn.core import Context, Model, Options, TextToolCalls
+from streamfn.core.stages._text_tools import markups_for
 
-from ..core._messages import Context
-from ..core._options import Options
 from ._batches import Batches
 
 __all__ = ["with_text_tool_calls"]

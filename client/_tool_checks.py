@@ -12,11 +12,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Generator
 from typing import TypeVar
 
+from streamfn.core import Context, Options, ToolCallChecks
 from streamfn.core.json._check_budget import Paced
-from streamfn.core.stages._tool_checks import ToolCallChecks
 
-from ..core._messages import Context
-from ..core._options import Options
 from ._batches import Batches
 
 __all__ = ["with_checked_tool_calls"]

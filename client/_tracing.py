@@ -10,11 +10,9 @@ import importlib
 from collections.abc import Callable
 from typing import Any, Final
 
-from streamfn.core.catalogue._models import Model
+from streamfn.core import Done, Error, Event, Model, Options, Start
 from streamfn.core.stages._tracing import FINISH_REASONS, request_attributes
 
-from ..core._events import Done, Error, Event, Start
-from ..core._options import Options
 from ._batches import Batches
 
 __all__ = ["reset_instruments", "traced"]

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from streamfn.asgi import _backends as _shared
-from streamfn.core.catalogue._models import Model
+from streamfn.core import Model
 
 from ._client import Client
 

@@ -29,22 +29,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from streamfn._user_cache import user_cache_dir
+from streamfn.core import CatalogError, catalog_info, use_catalog
 from streamfn.core._catalog_json import MAX_CATALOG_BYTES, catalog_json
 from streamfn.core.catalogue._catalog_build import (
     CATALOG_FORMAT,
-    CatalogError,
     build_catalog,
     check_catalog,
     dump_catalog,
     with_lifecycle_tables,
 )
-from streamfn.core.catalogue._models import (
-    BUILTIN,
-    CatalogInfo,
-    catalog_info,
-    set_catalog_loader,
-    use_catalog,
-)
+from streamfn.core.catalogue._models import BUILTIN, CatalogInfo, set_catalog_loader
 
 if TYPE_CHECKING:
     from ._resolver import Resolver

@@ -23,12 +23,8 @@ from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any, Final
 
-from streamfn.core._count import TokenCount
-from streamfn.core._events import Error, Event, Start, Usage
-from streamfn.core._messages import Context
-from streamfn.core._options import Options
+from streamfn.core import Context, Error, Event, Model, Options, Start, TokenCount, Usage
 from streamfn.core._tagged import TaggedDecoder
-from streamfn.core.catalogue._models import Model
 
 from ._batching import END as _END
 from ._batching import BatchScheduler, Item

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from streamfn.core._options import Options
+from streamfn.core import Options
 
 __all__ = ["generator_seed", "sampling_arguments"]
 
