@@ -11,10 +11,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from test_layout import PACKAGES
+
 ROOT = Path(__file__).resolve().parents[2]
 DESIGN = ROOT / "docs" / "design.md"
-LIBRARY = ("core", "client", "io_trio", "io_asyncio", "io_sync", "io_common", "asgi", "local")
-LIBRARY += ("cli", "fuzz", "entry")
+#: every library folder: the packages the layout rules walk, and ``streamfn`` itself
+LIBRARY = (*PACKAGES, "entry")
 #: a folder in the layout drawing: ``name/`` not inside a longer path or a word
 FOLDER = re.compile(r"(?<![\w/.<>-])([a-z][a-z0-9_]*)/(?![\w<])")
 #: a file the page names: a path or a file name with a known suffix
