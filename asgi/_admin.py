@@ -27,10 +27,11 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qs
 
+from streamfn.core.serve import HTTPError
 from streamfn.core.serve._guard import header, host_allowed, is_json
 from streamfn.core.serve._routes import authenticate_admin
 from streamfn.core.serve._served import NATIVE
-from streamfn.core.serve._status import OPENAI, HTTPError, error_response, json_body
+from streamfn.core.serve._status import OPENAI, error_response, json_body
 
 from ._admin_views import RecentErrors, deployments_view, flights_view, usage_view
 from ._messages import Message, Receive, Send, adding_headers

@@ -20,7 +20,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from streamfn.core.serve._status import HTTPError
+from streamfn.core.serve import HTTPError
 from streamfn.ledger import Store, UsageRecord
 
 from ._observe import Flight

@@ -15,7 +15,7 @@ from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Final
 
-from streamfn.core._events import Event, Start
+from streamfn.core import Event, Start
 from streamfn.core.serve._responses import Stamps
 from streamfn.core.serve._upstream_headers import UpstreamIds, upstream_headers
 

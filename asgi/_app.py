@@ -33,7 +33,8 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any, ClassVar
 
-from streamfn.core._events import Done, Error, Event, Start
+from streamfn.core import Done, Error, Event, Start
+from streamfn.core.serve import HTTPError, parse_request
 from streamfn.core.serve._guard import cors_headers, header, preflight_headers
 from streamfn.core.serve._inbound import ClientRequest
 from streamfn.core.serve._log_text import loggable
@@ -45,7 +46,6 @@ from streamfn.core.serve._routes import (
     admit,
     check_model,
     models_body,
-    parse_request,
     route,
 )
 from streamfn.core.serve._served import (
@@ -54,7 +54,6 @@ from streamfn.core.serve._served import (
     encoder_for,
 )
 from streamfn.core.serve._status import (
-    HTTPError,
     early_error,
     error_response,
     for_the_client,

@@ -25,14 +25,25 @@ import msgspec
 
 from streamfn.client import ClientBase
 from streamfn.client._batches import flattened
-from streamfn.core._count import TokenCount
-from streamfn.core._credentials import MissingCredentials, resolve_api_key, with_credentials
-from streamfn.core._errors import StreamError
-from streamfn.core._events import Error, Event
-from streamfn.core._messages import Context
-from streamfn.core._models import LOCAL_DEFAULT_ID, Model, UnknownModel, get_model, list_models
-from streamfn.core._options import Options, client_fields
+from streamfn.core import (
+    Context,
+    Error,
+    Event,
+    MissingCredentials,
+    Model,
+    Options,
+    StreamError,
+    TokenCount,
+    UnknownModel,
+    get_model,
+    list_models,
+    with_credentials,
+)
+from streamfn.core._credentials import resolve_api_key
+from streamfn.core._options import client_fields
 from streamfn.core._spend import priced
+from streamfn.core.catalogue._models import LOCAL_DEFAULT_ID
+from streamfn.core.dialects._request_fields import ClientRequest
 from streamfn.core.serve._deployments import (
     Cooldown,
     Deployment,
@@ -41,7 +52,6 @@ from streamfn.core.serve._deployments import (
     labels,
 )
 from streamfn.core.serve._replayed_turns import attribute_client_turns
-from streamfn.core.serve._request_fields import ClientRequest
 
 from ._contract import Backend, UnknownModelError, count_tokens, open_batches
 from ._failover import failover
@@ -93,7 +103,7 @@ UPSTREAM_ATTEMPTS: Final = 1
 #: how many times the server continues a turn the provider paused (Anthropic's
 #: ``pause_turn``), each by one more upstream request whose whole input (the client's
 #: conversation and the turn so far) is billed again on the server's key; past it the
-#: client sees the pause (`streamfn.core.serve._cut.unpaused`). ``streamfn serve
+#: client sees the pause (`streamfn.core.dialects._cut.unpaused`). ``streamfn serve
 #: --pause-continuations N`` sets it; a model's ``defaults`` do not change it.
 PAUSE_CONTINUATIONS: Final = 5
 

@@ -8,14 +8,9 @@ from typing import Protocol
 
 import msgspec
 
-from streamfn.core._count import TokenCount, estimate_tokens
-from streamfn.core._errors import UnknownModel
-from streamfn.core._events import Event
-from streamfn.core._messages import Context
-from streamfn.core._models import Model
-from streamfn.core._options import Options
+from streamfn.core import Context, Event, Model, Options, TokenCount, UnknownModel, estimate_tokens
+from streamfn.core.dialects._request_fields import ClientRequest
 from streamfn.core.serve._guard import LOOPBACK_HOSTS
-from streamfn.core.serve._request_fields import ClientRequest
 
 __all__ = ["Backend", "ServerConfig", "UnknownModelError", "count_tokens", "open_batches"]
 

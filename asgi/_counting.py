@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from streamfn.core._errors import StreamError
-from streamfn.core._events import Error, Start
-from streamfn.core.serve._request_fields import ClientRequest
+from streamfn.core import Error, Start, StreamError
+from streamfn.core.dialects._request_fields import ClientRequest
 from streamfn.core.serve._served import COUNT_HEADER, Served
 from streamfn.core.serve._status import early_error, for_the_client, shutting_down_refusal
 

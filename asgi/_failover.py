@@ -20,8 +20,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import TypeVar
 
 from streamfn.client._batches import first_answer, first_output
-from streamfn.core._credentials import MissingCredentials
-from streamfn.core._events import Error, Event, Start
+from streamfn.core import Error, Event, MissingCredentials, Start
 from streamfn.core.serve._deployments import Pool
 
 from ._observe import current_flight

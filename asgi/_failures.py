@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import logging
 
-from streamfn.core._capabilities import UnsupportedInput
+from streamfn.core import Error, MissingCredentials, StructuredOutputUnsupported, UnsupportedInput
 from streamfn.core._cli_words import cli_words
-from streamfn.core._credentials import MissingCredentials
-from streamfn.core._events import Error
-from streamfn.core._schema import StructuredOutputUnsupported
 from streamfn.core.serve._log_text import loggable
 from streamfn.core.serve._status import no_upstream_key
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+from streamfn.core.serve import HTTPError
 from streamfn.core.serve._routes import BodyBudget, body_too_slow, disconnected_early
-from streamfn.core.serve._status import HTTPError, shutting_down_refusal
+from streamfn.core.serve._status import shutting_down_refusal
 
 from ._messages import Receive
 from ._runtime import Flag, Runtime

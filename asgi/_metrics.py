@@ -18,8 +18,8 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Final, Literal
 
+from streamfn.core.serve import HTTPError
 from streamfn.core.serve._routes import Headers, authenticate_admin
-from streamfn.core.serve._status import HTTPError
 
 from ._contract import ServerConfig
 from ._messages import Send

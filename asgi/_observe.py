@@ -18,18 +18,18 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
-from streamfn.core._events import (
+from streamfn.core import (
     Cost,
     Done,
     Error,
     Event,
+    Model,
     Start,
     TextDelta,
     ThinkingDelta,
     ToolCallDelta,
     Usage,
 )
-from streamfn.core._model_spec import Model
 
 __all__ = ["Flight", "Flights", "Observer", "calling_as", "current_flight"]
 

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Final, Protocol, TypeVar
 
-from streamfn.core._events import Done, Error, Event, TextDelta, ThinkingDelta, ToolCallDelta
+from streamfn.core import Done, Error, Event, TextDelta, ThinkingDelta, ToolCallDelta
 from streamfn.core.serve._responses import MAX_BATCH
 from streamfn.core.serve._status import shutting_down, shutting_down_refusal
 

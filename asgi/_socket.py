@@ -27,10 +27,11 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from streamfn.core._events import Done, Error, Event
+from streamfn.core import Done, Error, Event
+from streamfn.core.serve import HTTPError
 from streamfn.core.serve._routes import PARSE_INLINE_BYTES, parsing_cost, route_socket, socket_body
 from streamfn.core.serve._served import Served
-from streamfn.core.serve._status import OPENAI, HTTPError, error_response, shutting_down
+from streamfn.core.serve._status import OPENAI, error_response, shutting_down
 from streamfn.ledger import ClientKey
 
 from ._messages import Receive, Send

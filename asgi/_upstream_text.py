@@ -31,10 +31,8 @@ from urllib.parse import urlsplit
 
 import msgspec
 
+from streamfn.core import Error, Event, Model, Options
 from streamfn.core._credentials import ENV_KEYS
-from streamfn.core._events import Error, Event
-from streamfn.core._models import Model
-from streamfn.core._options import Options
 from streamfn.core._redact import request_secrets, scrub, secret_values
 from streamfn.core.http._proxy_env import proxy_for
 from streamfn.core.serve._status import for_the_client

@@ -25,9 +25,9 @@ import threading
 import time
 from typing import Final
 
+from streamfn.core import Usage
 from streamfn.core._count import text_tokens
-from streamfn.core._events import Usage
-from streamfn.core._model_spec import compute_cost
+from streamfn.core.catalogue._model_spec import compute_cost
 from streamfn.ledger import Store, UsageRecord
 
 from ._observe import Flight

@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from streamfn.core._events import Done, Error, Event, Start
-from streamfn.core.serve._cut import CUT_STOP_REASONS, cut_error
-from streamfn.core.serve._request_fields import ClientRequest
+from streamfn.core import Done, Error, Event, Start
+from streamfn.core.dialects._cut import CUT_STOP_REASONS, cut_error
+from streamfn.core.dialects._request_fields import ClientRequest
 from streamfn.core.serve._served import Served, final_body
 from streamfn.core.serve._status import early_error, shutting_down_refusal
 

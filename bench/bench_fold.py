@@ -31,7 +31,7 @@ from typing import Any
 
 from streamfn.core._accumulate import Accumulator
 from streamfn.core._events import Done, Start, StopReason, ToolCallDelta, ToolCallEnd, ToolCallStart
-from streamfn.core._partial_json import PartialJSONParser
+from streamfn.core.json._partial_json import PartialJSONParser
 
 _CODE_LINES = (
     "def handle(request):",

@@ -22,11 +22,23 @@ from typing import Final
 
 import msgspec
 
-from streamfn.core._accumulate import accumulate
-from streamfn.core._events import Done, Error, Event, Start, StopReason, encode_event_json
-from streamfn.core._messages import AssistantMessage, Context, Message, TextContent, UserMessage
-from streamfn.core._models import Model
-from streamfn.core._options import Options, ThinkingLevel
+from streamfn.core import (
+    AssistantMessage,
+    Context,
+    Done,
+    Error,
+    Event,
+    Message,
+    Model,
+    Options,
+    Start,
+    StopReason,
+    TextContent,
+    ThinkingLevel,
+    UserMessage,
+    accumulate,
+)
+from streamfn.core._events import encode_event_json
 
 from ._command import EXIT_OK, EXIT_USAGE, Command, CommandError, leaves
 from ._flags import check_base_url
@@ -160,7 +172,7 @@ def _is_local(name: str) -> bool:
 
 def _choose(args: argparse.Namespace) -> Model:
     """The model ``-m`` names (``--base-url``/``--model-dir`` applied); usage errors exit 2."""
-    from streamfn.core._models import UnknownModel, model
+    from streamfn.core import UnknownModel, model
 
     local = _is_local(args.model)
     if local and (args.base_url or args.api_key_env):
@@ -184,7 +196,8 @@ def _choose(args: argparse.Namespace) -> Model:
 
 def _load_local(chosen: Model) -> None:
     """Load (and on first use prepare, with progress) the local model before the prompt."""
-    from streamfn.local._provider import LocalModelError, load_local
+    from streamfn.local import LocalModelError
+    from streamfn.local._provider import load_local
 
     try:
         load_local(chosen, os.environ, progress=progress_printer())
@@ -197,7 +210,7 @@ def _load_local(chosen: Model) -> None:
 
 def _with_key(args: argparse.Namespace, chosen: Model, options: Options) -> Options:
     """``options`` with the base URL and the credentials in, checked before any connection."""
-    from streamfn.core._credentials import MissingCredentials, with_credentials
+    from streamfn.core import MissingCredentials, with_credentials
 
     if args.base_url:  # over OPENAI_BASE_URL and the like, too
         options = msgspec.structs.replace(options, base_url=chosen.base_url)

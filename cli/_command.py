@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Final
 
-from streamfn.core._errors import StreamfnError
+from streamfn.core import StreamfnError
 
 __all__ = [
     "EXIT_INTERRUPTED",

@@ -146,7 +146,7 @@ def seconds(*, zero: bool) -> Callable[[str], float]:
 
 def server_tools(value: str) -> tuple[str, ...]:
     """``--allow-server-tools``: comma-separated names, each a known server tool type."""
-    from streamfn.core._server_tools import SERVER_TOOL_TYPES
+    from streamfn.core.content._server_tools import SERVER_TOOL_TYPES
 
     names = tuple(t.strip() for t in value.split(",") if t.strip())
     for name in names:

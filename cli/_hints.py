@@ -8,9 +8,8 @@ upstream key is its operator's to fix, not the client's.
 
 from __future__ import annotations
 
+from streamfn.core import Error, ErrorKind, Model
 from streamfn.core._credentials import ENV_KEYS
-from streamfn.core._events import Error, ErrorKind
-from streamfn.core._models import Model
 
 __all__ = ["error_hint"]
 

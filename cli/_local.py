@@ -34,7 +34,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from streamfn.local._fetch import PrepareError, default_model_dir, prepare_default_model
+    from streamfn.local import PrepareError, default_model_dir, prepare_default_model
 
     directory = model_dir(args) or default_model_dir()
     if args.local_command == "prepare":

@@ -128,7 +128,8 @@ def report(exc: BaseException) -> int:
 
 def _use_user_catalog() -> None:
     """The model catalogue named by STREAMFN_MODELS_FILE, or the cached one when newer."""
-    from streamfn.io_common._catalog_cache import ENV_FILE, CatalogError, load_user_catalog
+    from streamfn.io_common import load_user_catalog
+    from streamfn.io_common._catalog_cache import ENV_FILE, CatalogError
 
     try:
         load_user_catalog()

@@ -11,12 +11,8 @@ import os
 from pathlib import Path
 from typing import Final
 
-from streamfn.local._provider import (
-    LOCAL_EXTRA_HINT,
-    MODEL_DIR_ENV,
-    LocalModelError,
-    check_prepared,
-)
+from streamfn.local import LocalModelError
+from streamfn.local._provider import LOCAL_EXTRA_HINT, MODEL_DIR_ENV, check_prepared
 
 from ._command import CommandError
 

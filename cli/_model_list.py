@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Final
 from ._table import Column
 
 if TYPE_CHECKING:
-    from streamfn.core._model_spec import Model
+    from streamfn.core import Model
 
 __all__ = ["COLUMNS", "SORTS", "Listed", "cells", "chosen", "from_catalogue"]
 

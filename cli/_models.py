@@ -99,13 +99,13 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 
 def _update(args: argparse.Namespace) -> None:
     """``--refresh``/``--from``: write the new catalogue to the cache, then use it."""
+    from streamfn.io_common import load_user_catalog
     from streamfn.io_common._catalog_cache import (
         DEADLINE,
         DEFAULT_URL,
         ENV_URL,
         CatalogError,
         cache_path,
-        load_user_catalog,
         read_catalog_file,
         refresh,
         save,
@@ -135,7 +135,7 @@ def _update(args: argparse.Namespace) -> None:
 
 
 def _print_source() -> None:
-    from streamfn.core._models import catalog_info
+    from streamfn.core import catalog_info
     from streamfn.io_common._catalog_cache import ENV_FILE, cache_path
 
     info = catalog_info()
@@ -154,13 +154,14 @@ def _print_source() -> None:
 
 def _known_providers() -> list[str]:
     """Each provider name ``--provider`` accepts, once, sorted."""
-    from streamfn.core._models import provider_names
+    from streamfn.core.catalogue._models import provider_names
 
     return sorted({*provider_names(), LOCAL_PREFIX})
 
 
 def _local_row() -> Listed:
-    from streamfn.local._fetch import DEFAULT_MODEL_NAME, default_model_dir, is_prepared
+    from streamfn.local import default_model_dir, is_prepared
+    from streamfn.local._fetch import DEFAULT_MODEL_NAME
 
     state = "prepared" if is_prepared(default_model_dir()) else "prepared on first use"
     return Listed(
@@ -178,7 +179,7 @@ def _local_row() -> Listed:
 
 def _rows(args: argparse.Namespace) -> tuple[list[Listed], int]:
     """The rows to print (filtered and sorted as asked), and how many retired were hidden."""
-    from streamfn.core._models import list_models
+    from streamfn.core import list_models
 
     every = [from_catalogue(model) for model in list_models(args.provider)]
     if args.provider in (None, LOCAL_PREFIX):
@@ -192,8 +193,8 @@ def _rows(args: argparse.Namespace) -> tuple[list[Listed], int]:
 def _nothing_listed(args: argparse.Namespace) -> None:
     """What to say when no row is left: how to reach a provider without catalogue
     entries, or that the filters left nothing (and which one to widen)."""
+    from streamfn.core import list_models
     from streamfn.core._call import API_MODULES, api_names
-    from streamfn.core._models import list_models
 
     if args.provider is not None and not list_models(args.provider):
         plugins = [name for name in api_names() if name not in API_MODULES]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import IO, Final
 
-from streamfn.core._events import (
+from streamfn.core import (
     Done,
     Error,
     Event,

@@ -13,9 +13,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from streamfn.core._call import api_names, replay
-from streamfn.core._events import Done, Error, Event, encode_event_json
-from streamfn.core._messages import AssistantMessage
+from streamfn.core import AssistantMessage, Done, Error, Event, replay
+from streamfn.core._call import api_names
+from streamfn.core._events import encode_event_json
 
 from ._command import EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, Command, CommandError
 
@@ -62,7 +62,7 @@ def _run(args: argparse.Namespace) -> int:
     for event in events:
         out.write(encode_event_json(event).decode() + "\n")
     if not args.no_message:
-        from streamfn.core._accumulate import accumulate
+        from streamfn.core import accumulate
 
         message: AssistantMessage = accumulate(events)
         import msgspec

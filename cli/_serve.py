@@ -135,7 +135,8 @@ def _gateway(path: Path, base_urls: dict[str, str]) -> Any:
 
 
 def _backend(args: argparse.Namespace, base_urls: dict[str, str]) -> Any:
-    from streamfn.asgi._backends import ProviderBackend, RouterBackend, environment
+    from streamfn.asgi import ProviderBackend, RouterBackend
+    from streamfn.asgi._backends import environment
 
     from ._serve_client import upstream_client
 
@@ -228,7 +229,7 @@ def _serve_here(args: argparse.Namespace, sock: socket.socket, base_urls: dict[s
 
 
 def _serve_asyncio(args: argparse.Namespace, app: Any, sock: socket.socket) -> None:
-    from streamfn.io_asyncio._serve import serve
+    from streamfn.io_asyncio import serve
 
     async def main() -> None:
         stop = asyncio.Event()
@@ -252,7 +253,7 @@ def _hosting(args: argparse.Namespace) -> dict[str, Any]:
 def _serve_trio(args: argparse.Namespace, app: Any, sock: socket.socket) -> None:
     import trio
 
-    from streamfn.io_trio._server import serve
+    from streamfn.io_trio import serve
 
     async def main() -> None:
         stop = trio.Event()

@@ -50,10 +50,8 @@ from typing import Any
 
 import msgspec
 
+from streamfn.core import Model, Options, UnknownModel, UsageError, get_model
 from streamfn.core._call import api_names, check_transport
-from streamfn.core._errors import UsageError
-from streamfn.core._models import Model, UnknownModel, get_model
-from streamfn.core._options import Options
 from streamfn.core.serve._deployments import Cooldown, labels
 
 from ._flags import same_url
@@ -197,7 +195,7 @@ def _labels(entries: list[_Entry], path: Path) -> list[str]:
 
 def load_gateway_config(path: Path) -> GatewayConfig:
     """Read and check ``path``; raises `ConfigError` naming the entry and field."""
-    from streamfn.asgi._backends import ServedModel
+    from streamfn.asgi import ServedModel
 
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))

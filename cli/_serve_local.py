@@ -16,15 +16,21 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any, Final
 
+from streamfn.asgi import Runtime, UnknownModelError
 from streamfn.asgi._backends import LOCAL_NAMES
-from streamfn.asgi._contract import UnknownModelError
-from streamfn.asgi._runtime import Flag, Runtime
-from streamfn.core._count import TokenCount
-from streamfn.core._events import Error, Event, Start
-from streamfn.core._messages import Context, TextContent, UserMessage
-from streamfn.core._options import Options
-from streamfn.io_asyncio._local import stream_local
-from streamfn.local._model import LocalModel
+from streamfn.asgi._runtime import Flag
+from streamfn.core import (
+    Context,
+    Error,
+    Event,
+    Options,
+    Start,
+    TextContent,
+    TokenCount,
+    UserMessage,
+)
+from streamfn.io_asyncio import stream_local
+from streamfn.local import LocalModel
 
 __all__ = ["LocalBackend", "serving_runtime"]
 

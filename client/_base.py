@@ -20,38 +20,42 @@ from typing import Any, ClassVar, Generic, NamedTuple, Self, TypedDict, TypeVar,
 
 import msgspec
 
-from ..core._call import Call, check_transport, open_call
-from ..core._count import (
+from streamfn.core import (
+    AssistantMessage,
+    Context,
+    Error,
+    Event,
+    MissingCredentials,
+    Model,
+    Options,
+    StreamError,
     TokenCount,
     TokenCountUnsupported,
     estimate_tokens,
+    open_call,
     open_count,
-    require_counting,
     token_count,
+    with_credentials,
 )
-from ..core._credentials import MissingCredentials, with_credentials
-from ..core._errors import StreamError
-from ..core._events import Error, Event
-from ..core._fallback import FallbackModel
-from ..core._messages import AssistantMessage, Context
-from ..core._models import Model
-from ..core._options import Options
-from ..core._spend import SpendCap
-from ..core.http._driver import drive
-from ..core.http._exchange import Exchange
-from ..core.http._steps import (
+from streamfn.core.http import (
     Answer,
     Connect,
     Emit,
+    Exchange,
     Expired,
     PoolKey,
     Receive,
-    ReceiveAnswer,
     Release,
     Send,
-    SendAnswer,
     Sleep,
+    drive,
 )
+from streamfn.core.stages._fallback import FallbackModel
+
+from ..core._call import Call, check_transport
+from ..core._count import require_counting
+from ..core._spend import SpendCap
+from ..core.http._steps import ReceiveAnswer, SendAnswer
 from ._batches import Batches, flattened
 from ._pipeline import CallOpener, Host, OpenStream, pipeline
 from ._pool import ConnT, Pool, PooledConnection
@@ -431,7 +435,7 @@ class ClientBase(Generic[ConnT], abc.ABC):
 
 async def _raising(events: AsyncIterator[Event]) -> AsyncGenerator[Event, None]:
     """``events``, with an `Error` raised as `StreamError` instead of handed out."""
-    from ..core._completion import raise_for_error
+    from streamfn.core import raise_for_error
 
     async for event in events:
         raise_for_error(event)

@@ -15,10 +15,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 
-from ..core._events import Event, Start
-from ..core._messages import Context
-from ..core._models import Model
-from ..core._options import Options
+from streamfn.core import Context, Event, Model, Options, Start
 
 __all__ = ["Batches", "OpenBatches", "first_answer", "first_output", "flattened", "one_batch"]
 

@@ -1,18 +1,17 @@
 """The fallback stage: a chain's models tried in order until one answers before failing.
 
 The decision (which failures fall back, whether a chain can run) is pure and lives
-in `streamfn.core._fallback`; this is the stream that applies it.
+in `streamfn.core.stages._fallback`; this is the stream that applies it.
 """
 
 from __future__ import annotations
 
 import logging
 
-from ..core._credentials import MissingCredentials, missing_key_events
-from ..core._events import Error, Event
-from ..core._fallback import FallbackModel, falls_back
-from ..core._messages import Context
-from ..core._options import Options
+from streamfn.core import Context, Error, Event, MissingCredentials, Options
+from streamfn.core.stages._fallback import FallbackModel, falls_back
+
+from ..core._credentials import missing_key_events
 from ._batches import Batches, OpenBatches, first_answer, first_output
 
 __all__ = ["fall_back"]

@@ -1,5 +1,5 @@
 """Partial structured output on an async stream (the fold itself:
-`streamfn.core._partial_output.PartialOutputs`).
+`streamfn.core.stages._partial_output.PartialOutputs`).
 """
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, AsyncIterator
 from typing import Any
 
-from ..core._events import Event
-from ..core._partial_output import PartialOutput, PartialOutputs, check_finished
+from streamfn.core import Event, PartialOutput, PartialOutputs
+from streamfn.core.stages._partial_output import check_finished
 
 __all__ = ["partial_outputs"]
 

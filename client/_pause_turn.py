@@ -1,16 +1,14 @@
 """The paused-turn stage: each paused turn continued by one more request, joined into one
-stream (the bookkeeping, `PausedTurn`, and the rules: `streamfn.core._pause_turn`).
+stream (the bookkeeping, `PausedTurn`, and the rules: `streamfn.core.stages._pause_turn`).
 """
 
 from __future__ import annotations
 
 import logging
 
-from ..core._events import Done, Error, Event, Start
-from ..core._messages import Context
-from ..core._models import Model
-from ..core._options import Options
-from ..core._pause_turn import PausedTurn, continued_context, may_pause
+from streamfn.core import Context, Done, Error, Event, Model, Options, Start
+from streamfn.core.stages._pause_turn import PausedTurn, continued_context, may_pause
+
 from ._batches import Batches, OpenBatches
 
 __all__ = ["continue_paused_turns"]

@@ -41,13 +41,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import NamedTuple
 
+from streamfn.core import Context, MissingCredentials, Model, Options, with_credentials
+from streamfn.core.stages._fallback import FallbackModel, check_chain
+from streamfn.core.stages._responses_upgrade import UpgradeKey
+
 from ..core._call import Call
-from ..core._credentials import MissingCredentials, missing_key_events, with_credentials
-from ..core._fallback import FallbackModel, check_chain
-from ..core._messages import Context
-from ..core._models import Model
-from ..core._options import Options
-from ..core._responses_upgrade import UpgradeKey
+from ..core._credentials import missing_key_events
 from ._batches import Batches, one_batch
 from ._fallback import fall_back
 from ._pause_turn import continue_paused_turns

@@ -8,8 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Generic, TypeVar
 
-from ..core.http._exchange import Exchange
-from ..core.http._steps import PoolKey
+from streamfn.core.http import Exchange, PoolKey
 
 __all__ = ["Pool", "PoolKey", "PooledConnection"]
 

@@ -1,5 +1,5 @@
 """The recovery stage: one model's requests joined into one stream after a cut, as
-``Options.recover`` asks (the bookkeeping and the next request: `streamfn.core._recovery`).
+``Options.recover`` asks (the bookkeeping and the next request: `streamfn.core.stages._recovery`).
 """
 
 from __future__ import annotations
@@ -7,12 +7,11 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncGenerator, Callable
 
-from ..core._call import Call, open_call
-from ..core._events import Error, Event
-from ..core._messages import Context
-from ..core._models import Model
-from ..core._options import Options, RecoverMode
-from ..core._recovery import Splice, background, next_request, recovery_mode
+from streamfn.core import Context, Error, Event, Model, Options, Splice, open_call, recovery_mode
+from streamfn.core.stages._recovery import background, next_request
+
+from ..core._call import Call
+from ..core._options import RecoverMode
 from ..core.providers import HTTPRequest
 
 __all__ = ["EventsFor", "recovering"]

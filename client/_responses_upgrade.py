@@ -1,22 +1,20 @@
 """The Responses upgrade stage: a request sent once more on the Responses API when the
-provider says the model is served only there (the rule: `streamfn.core._responses_upgrade`).
+provider says the model is served only there (the rule: `streamfn.core.stages._responses_upgrade`).
 """
 
 from __future__ import annotations
 
 import logging
 
-from ..core._events import Error
-from ..core._messages import Context
-from ..core._models import Model
-from ..core._options import Options
-from ..core._responses_upgrade import (
+from streamfn.core import Context, Error, Model, Options
+from streamfn.core.stages._responses_upgrade import (
     UPGRADABLE_PROVIDERS,
     UpgradeKey,
     needs_responses_api,
     responses_model,
     upgrade_key,
 )
+
 from ._batches import Batches, OpenBatches, first_answer, first_output
 
 __all__ = ["upgrade_to_responses"]

@@ -1,13 +1,12 @@
 """The text tool-call stage: tool calls a model writes as text, turned into tool-call
-events (the parser: `streamfn.core._text_tools.TextToolCalls`).
+events (the parser: `streamfn.core.stages._text_tools.TextToolCalls`).
 """
 
 from __future__ import annotations
 
-from ..core._messages import Context
-from ..core._models import Model
-from ..core._options import Options
-from ..core._text_tools import TextToolCalls, markups_for
+from streamfn.core import Context, Model, Options, TextToolCalls
+from streamfn.core.stages._text_tools import markups_for
+
 from ._batches import Batches
 
 __all__ = ["with_text_tool_calls"]

@@ -1,5 +1,5 @@
 """The tool-call checks stage: every complete tool call checked against its tool's schema
-(the checks themselves: `streamfn.core._tool_checks.ToolCallChecks`).
+(the checks themselves: `streamfn.core.stages._tool_checks.ToolCallChecks`).
 
 Every stream goes through it, tools declared or not: a call of a tool the context never
 declared is flagged all the same. The checks of one answer pause between slices of
@@ -12,10 +12,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Generator
 from typing import TypeVar
 
-from ..core._check_budget import Paced
-from ..core._messages import Context
-from ..core._options import Options
-from ..core._tool_checks import ToolCallChecks
+from streamfn.core import Context, Options, ToolCallChecks
+from streamfn.core.json._check_budget import Paced
+
 from ._batches import Batches
 
 __all__ = ["with_checked_tool_calls"]

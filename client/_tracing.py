@@ -1,7 +1,7 @@
 """The tracing stage: each request in an OpenTelemetry GenAI span with its metrics.
 
 What goes into a span (the attribute and finish-reason tables) is decided in
-`streamfn.core._tracing`; this looks OpenTelemetry up once and records the stream.
+`streamfn.core.stages._tracing`; this looks OpenTelemetry up once and records the stream.
 """
 
 from __future__ import annotations
@@ -10,10 +10,9 @@ import importlib
 from collections.abc import Callable
 from typing import Any, Final
 
-from ..core._events import Done, Error, Event, Start
-from ..core._models import Model
-from ..core._options import Options
-from ..core._tracing import FINISH_REASONS, request_attributes
+from streamfn.core import Done, Error, Event, Model, Options, Start
+from streamfn.core.stages._tracing import FINISH_REASONS, request_attributes
+
 from ._batches import Batches
 
 __all__ = ["reset_instruments", "traced"]

@@ -13,9 +13,6 @@ import logging as _logging
 
 from ._accumulate import Accumulator, accumulate, check_protocol
 from ._call import open_call, register_api, replay
-from ._capabilities import UnsupportedInput
-from ._capability_spec import Capabilities
-from ._catalog_build import CatalogError
 from ._completion import raise_for_error
 from ._count import TokenCount, estimate_tokens, open_count, token_count
 from ._credentials import with_credentials
@@ -49,7 +46,6 @@ from ._events import (
     ToolCallStart,
     Usage,
 )
-from ._fallback import fallback
 from ._messages import (
     AssistantMessage,
     Citation,
@@ -66,17 +62,29 @@ from ._messages import (
     ToolResultMessage,
     UserMessage,
 )
-from ._model_spec import PriceTier
-from ._models import Model, catalog_info, get_model, list_models, model, register_model, use_catalog
 from ._options import AWSCredentials, CachePoint, Options, ThinkingLevel
-from ._partial_output import PartialOutput, PartialOutputs, iter_partial_outputs
 from ._rate_limits import RateLimits
-from ._recovery import Splice, continue_request, recovery_mode, resume_request
-from ._schema import StructuredOutputUnsupported
-from ._schema_check import SchemaMismatch
-from ._structured import OutputValidationError, parse_output
-from ._text_tools import HERMES, LLAMA_FUNCTION, Markup, TextToolCalls, text_tool_calls
-from ._tool_checks import ToolCallChecks, ToolCallRepair
+from .catalogue._capabilities import UnsupportedInput
+from .catalogue._capability_spec import Capabilities
+from .catalogue._catalog_build import CatalogError
+from .catalogue._model_spec import PriceTier
+from .catalogue._models import (
+    Model,
+    catalog_info,
+    get_model,
+    list_models,
+    model,
+    register_model,
+    use_catalog,
+)
+from .json._schema import StructuredOutputUnsupported
+from .json._schema_check import SchemaMismatch
+from .json._structured import OutputValidationError, parse_output
+from .stages._fallback import fallback
+from .stages._partial_output import PartialOutput, PartialOutputs, iter_partial_outputs
+from .stages._recovery import Splice, continue_request, recovery_mode, resume_request
+from .stages._text_tools import HERMES, LLAMA_FUNCTION, Markup, TextToolCalls, text_tool_calls
+from .stages._tool_checks import ToolCallChecks, ToolCallRepair
 
 # quiet unless the program configures logging (the logging HOWTO, for libraries): without
 # a handler, Python would print the library's warnings on stderr by itself

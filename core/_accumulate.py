@@ -51,8 +51,8 @@ from ._messages import (
     ThinkingContent,
     ToolCall,
 )
-from ._partial_json import PartialJSONParser
 from ._protocol import DELTA_KINDS, Grammar, ProtocolViolation, check_protocol
+from .json._partial_json import PartialJSONParser
 
 __all__ = [
     "Accumulator",
@@ -211,7 +211,7 @@ class WholeToolCalls:
 
 
 def _apply_checks(call: ToolCall, end: ToolCallEnd) -> None:
-    """What the tool-call checks said at the call's end (`streamfn.core._tool_checks`):
+    """What the tool-call checks said at the call's end (`streamfn.core.stages._tool_checks`):
     the repaired name and arguments (the streamed text kept), the repairs, the errors."""
     if end.name is not None:
         call.name = end.name
@@ -226,7 +226,7 @@ def _apply_checks(call: ToolCall, end: ToolCallEnd) -> None:
 
 def call_problem(end: ToolCallEnd, parse_error: str | None) -> str | None:
     """Why a finished call must not run (None: it may): the tool-call checks' errors
-    (`streamfn.core._tool_checks`), else its arguments' parse error. The one rule for
+    (`streamfn.core.stages._tool_checks`), else its arguments' parse error. The one rule for
     every encoder that tells a client which calls to run."""
     if end.errors:
         return "; ".join(str(error) for error in end.errors)

@@ -18,11 +18,11 @@ from typing import Any, Final, Protocol, cast
 
 from ._errors import UsageError
 from ._events import Event
-from ._lifecycle import warn_if_deprecated
 from ._messages import Context
-from ._models import API_NAMES, Model
 from ._options import Options
-from ._plugin_apis import REGISTERED
+from .catalogue._lifecycle import warn_if_deprecated
+from .catalogue._models import API_NAMES, Model
+from .catalogue._plugin_apis import REGISTERED
 from .providers._base import HTTPRequest
 
 __all__ = [
@@ -36,12 +36,13 @@ __all__ = [
     "replay",
 ]
 
-#: `Model.api` -> module under `streamfn.core.providers` (the local model has no wire)
+#: `Model.api` -> its package under `streamfn.core.dialects` (the local model has no wire)
 API_MODULES: Final = {api: api.replace("-", "_") for api in API_NAMES if api != "local"}
 
 
 class Call(Protocol):
-    """What a shell drives (see DESIGN.md, "Sans-I/O contract")."""
+    """What a shell drives: request bytes out; status, headers and body bytes in; events
+    out (the sans-I/O contract: docs/sans-io.md and docs/design.md)."""
 
     request: HTTPRequest
 

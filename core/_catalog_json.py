@@ -15,9 +15,9 @@ import json
 import math
 from typing import Any, Final
 
-from ._catalog_build import CatalogError
-from ._json_shape import json_structure, nests_deeper, value_count
+from .catalogue._catalog_build import CatalogError
 from .http._content_coding import BodyDecoder, CodingError
+from .json._json_shape import json_structure, nests_deeper, value_count
 
 __all__ = ["MAX_CATALOG_BYTES", "MAX_CATALOG_DEPTH", "MAX_CATALOG_VALUES", "catalog_json"]
 

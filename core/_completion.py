@@ -50,7 +50,7 @@ def finish_completion(
     if raise_on_error and isinstance(events[-1], Error):
         raise CompletionError(events[-1], message)
     if options is not None and options.response_schema is not None:
-        from ._structured import OutputValidationError, attach_parsed
+        from .json._structured import OutputValidationError, attach_parsed
 
         try:
             attach_parsed(message, options)

@@ -37,10 +37,10 @@ from ._messages import (
     ToolResultMessage,
     UserMessage,
 )
-from ._models import Model
 from ._options import Options
-from ._plugin_apis import REGISTERED
 from ._rate_limits import RateLimits
+from .catalogue._models import Model
+from .catalogue._plugin_apis import REGISTERED
 from .providers._base import ProviderCall
 from .providers._request import HTTPRequest
 

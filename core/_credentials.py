@@ -14,8 +14,8 @@ import msgspec
 
 from ._errors import MissingCredentials
 from ._events import Error, Event, Start
-from ._models import Model
 from ._options import AWSCredentials, Options
+from .catalogue._models import Model
 
 __all__ = [
     "ENV_BASE_URLS",

@@ -11,7 +11,6 @@ from typing import Final, cast
 
 import msgspec
 
-from ._citations import Citation
 from ._events import (
     Cost,
     Done,
@@ -39,6 +38,7 @@ from ._protocol import (
     THINKING,
     TOOL,
 )
+from .content._citations import Citation
 
 __all__ = ["Emitter"]
 
@@ -56,6 +56,35 @@ _CLOSES: Final = {
 class _Block(msgspec.Struct, gc=False):
     kind: str  # TEXT | THINKING | TOOL
     index: int
+
+
+def _streamed_delta(
+    kind: str, make: Callable[[int, str], Event], doc: str
+) -> Callable[[Emitter, Hashable, str], None]:
+    """The one body of `Emitter.text` and `Emitter.thinking`: ``kind``'s delta into the
+    block open under ``key``, opening one (and closing what ``key`` had) if needed.
+
+    A finished emitter has no open blocks (done/error clear them), so a block found
+    open means the stream is live; the content cap is counted inline."""
+
+    def delta_into(self: Emitter, key: Hashable, delta: str) -> None:
+        block = self._open.get(key)
+        if block is not None and block.kind == kind:
+            index = block.index
+        else:
+            opened = self._start_stream(key, kind)
+            if opened is None:
+                return
+            index = opened
+        if delta:
+            self._content_bytes += len(delta)
+            if self._max_content is None or self._content_bytes <= self._max_content:
+                self.events.append(make(index, delta))
+            else:
+                self._over_limit()
+
+    delta_into.__doc__ = doc
+    return delta_into
 
 
 class Emitter:
@@ -139,24 +168,14 @@ class Emitter:
             )
         )
 
-    # text() and thinking() are the hot path: one dict lookup per delta. A
-    # finished emitter has no open blocks (done/error clear them), so a block
-    # found open means the stream is live.
-    def text(self, key: Hashable, delta: str) -> None:
-        block = self._open.get(key)
-        if block is not None and block.kind == TEXT:
-            index = block.index
-        else:
-            opened = self._start_stream(key, TEXT)
-            if opened is None:
-                return
-            index = opened
-        if delta:
-            self._content_bytes += len(delta)
-            if self._max_content is None or self._content_bytes <= self._max_content:
-                self.events.append(TextDelta(index, delta))
-            else:
-                self._over_limit()
+    # text() and thinking() are the hot path: one dict lookup per delta, one body for
+    # both (`_streamed_delta`), made per kind so that neither pays a call to share it
+    text = _streamed_delta(
+        TEXT, TextDelta, "Append ``delta`` to ``key``'s text block (opened if needed)."
+    )
+    thinking = _streamed_delta(
+        THINKING, ThinkingDelta, "Append ``delta`` to ``key``'s thinking block (opened if needed)."
+    )
 
     def texts(self, key: Hashable, deltas: list[str]) -> None:
         """`text` for each of ``deltas`` in order, in one call (a provider's run)."""
@@ -199,22 +218,6 @@ class Emitter:
         self._content_bytes = total
         self.events += [make(index, delta) for delta in deltas if delta]
         return True
-
-    def thinking(self, key: Hashable, delta: str) -> None:
-        block = self._open.get(key)
-        if block is not None and block.kind == THINKING:
-            index = block.index
-        else:
-            opened = self._start_stream(key, THINKING)
-            if opened is None:
-                return
-            index = opened
-        if delta:
-            self._content_bytes += len(delta)
-            if self._max_content is None or self._content_bytes <= self._max_content:
-                self.events.append(ThinkingDelta(index, delta))
-            else:
-                self._over_limit()
 
     def _start_stream(self, key: Hashable, kind: str) -> int | None:
         """Open a text or thinking block (closing whatever ``key`` had open)."""

@@ -28,9 +28,9 @@ from typing import Any, Final, TypeAlias, cast
 
 import msgspec
 
-from ._citations import Citation
 from ._rate_limits import RateLimits
-from ._schema_check import SchemaMismatch
+from .content._citations import Citation
+from .json._schema_check import SchemaMismatch
 
 __all__ = [
     "CUT_STOP_REASONS",
@@ -200,7 +200,7 @@ class TextEnd(msgspec.Struct, tag="text_end", frozen=True, omit_defaults=True, g
     ``thoughtSignature`` on a text part) that must be sent back on replay.
 
     ``citations`` are the sources the provider gave for this block (see
-    `core/_citations.py`); they come with the end so the grammar stays
+    `core/content/_citations.py`); they come with the end so the grammar stays
     one delta kind per block and any chunking yields the same list.
     """
 

@@ -16,9 +16,9 @@ from typing import Any, TypeAlias
 
 import msgspec
 
-from ._citations import Citation
 from ._events import Cost, ErrorKind, StopReason, Usage
-from ._schema_check import SchemaMismatch
+from .content._citations import Citation
+from .json._schema_check import SchemaMismatch
 
 __all__ = [
     "AssistantContent",
@@ -90,7 +90,7 @@ class ImageContent(msgspec.Struct, tag="image", kw_only=True, omit_defaults=True
 
     A URL is fetched by the provider, never by streamfn; providers that take
     no URLs (Bedrock, Ollama) refuse it before any request is sent (see
-    `core/_documents.py`). `from_bytes` and `from_url` build either.
+    `core/content/_documents.py`). `from_bytes` and `from_url` build either.
     """
 
     data: str = ""
@@ -114,7 +114,7 @@ class DocumentContent(msgspec.Struct, tag="document", kw_only=True, omit_default
     and an optional ``title`` (shown to the model; Bedrock needs a name).
 
     As with images, a URL is the provider's to fetch; which providers take
-    documents at all, and in which form, is in `core/_documents.py`.
+    documents at all, and in which form, is in `core/content/_documents.py`.
     """
 
     data: str = ""
@@ -273,7 +273,7 @@ class ServerTool(msgspec.Struct, kw_only=True, tag="server", tag_field="kind"):
     (``max_uses``, ``allowed_domains``, ``user_location`` ...).
 
     It sits in `Context.tools` beside the functions. Each wire format maps it
-    to its own form (`core/_server_tools.py`); one that has none refuses
+    to its own form (`core/content/_server_tools.py`); one that has none refuses
     it before any request is sent.
     """
 

@@ -19,7 +19,7 @@ from ._errors import UsageError
 from ._redact import redacted_repr
 
 if TYPE_CHECKING:
-    from ._tool_checks import ToolCallRepair
+    from .stages._tool_checks import ToolCallRepair
 
 __all__ = [
     "CLIENT_FIELDS",
@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 
-# -- prompt-cache breakpoints (placed per provider by `streamfn.core._cache_points`)
+# -- prompt-cache breakpoints (placed per provider by `streamfn.core.content._cache_points`)
 
 CacheTTL: TypeAlias = Literal["5m", "1h"]
 
@@ -123,11 +123,11 @@ class Options(msgspec.Struct, kw_only=True):
     thinking_display: Literal["summarized", "omitted"] | None = None
     n: int | None = None
     #: tool calls written in text to turn into tool-call blocks: markup names from
-    #: `streamfn.core._text_tools.MARKUPS` ("mcp", "hermes", "llama"); None: off
+    #: `streamfn.core.stages._text_tools.MARKUPS` ("mcp", "hermes", "llama"); None: off
     text_tool_calls: list[str] | None = None
     #: structured output: a JSON Schema dict, or a type described as one (a msgspec
     #: Struct, dataclass, TypedDict or pydantic model); `complete()` sets
-    #: ``message.parsed``. See `streamfn.core._structured`.
+    #: ``message.parsed``. See `streamfn.core.json._structured`.
     response_schema: Any = None
     #: prompt caching: "off", "auto" (system, tools and the last turn) or explicit
     #: `CachePoint` breakpoints; None leaves the provider's default. See `cache_points`.
@@ -165,11 +165,11 @@ class Options(msgspec.Struct, kw_only=True):
     # what the shells' pipeline does after the stream (see the modules named)
     #: how many times a turn the provider paused (Anthropic ``pause_turn``) is continued
     #: by one more request each, its whole input billed again; 0 turns it off and the
-    #: caller sees ``Done.paused``. See `streamfn.core._pause_turn`.
+    #: caller sees ``Done.paused``. See `streamfn.core.stages._pause_turn`.
     pause_turn_continuations: int = 5
     #: called with a finished tool call whose arguments still break its tool's schema
     #: after the deterministic repairs, and the errors; returns a replacement `ToolCall`
-    #: or None. See `streamfn.core._tool_checks`.
+    #: or None. See `streamfn.core.stages._tool_checks`.
     repair_tool_call: Any = None
     #: a stream cut after output began (a network error) goes on: "resume" (the
     #: same response, OpenAI Responses background mode) or "continue" (a new
@@ -306,7 +306,7 @@ def client_fields(options: Options) -> dict[str, Any]:
         if value is None:
             continue
         if name == "response_schema":
-            from ._schema import json_schema_of  # a type travels as its JSON Schema
+            from .json._schema import json_schema_of  # a type travels as its JSON Schema
 
             value = json_schema_of(value)
         elif name == "cache" and not isinstance(value, str):

@@ -23,8 +23,8 @@ from urllib.parse import parse_qsl, urlsplit
 import msgspec
 
 if TYPE_CHECKING:
-    from ._models import Model
     from ._options import Options
+    from .catalogue._models import Model
 
 __all__ = [
     "MIN_SECRET_CHARS",

@@ -42,7 +42,7 @@ import msgspec
 from ._emitter import Emitter
 from ._events import Cost, Error, Event, Start, StopReason, Usage
 from ._protocol import TEXT, THINKING, TOOL
-from ._tool_text import (
+from .stages._tool_text import (
     MAX_HEAD,
     TOOL_HEAD,
     JSONValueEnd,

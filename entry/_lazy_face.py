@@ -1,10 +1,9 @@
 """A package face whose names are imported on first use (PEP 562).
 
-Three faces need it, each for its own reason: `streamfn.local` so the command
-line starts fast and works without the ``[local]`` extra, `streamfn.fuzz` so
-its fake provider works without hypothesis, and `streamfn.core.serve` because
-its routes use every dialect while each dialect's server side uses its
-helpers (an eager face would import the dialects halfway through one of them).
+Each face that uses it has its own reason: `streamfn.local` so the command line
+starts fast and works without the ``[local]`` extra, `streamfn.fuzz` so its fake
+provider works without hypothesis, and the two event-loop shells so that a program
+that only streams does not import the server (their ``serve``).
 The face keeps its names in ``__all__`` and under ``TYPE_CHECKING`` for type
 checkers; this supplies the module ``__getattr__`` and ``__dir__`` that import
 a name's home the first time it is read and keep it. It lives beside

@@ -11,10 +11,8 @@ import contextlib
 import sys
 from collections.abc import AsyncGenerator, AsyncIterator
 
-from streamfn.asgi._contract import UnknownModelError
-from streamfn.core._events import Event, Start
-from streamfn.core._messages import Context
-from streamfn.core._options import Options
+from streamfn.asgi import UnknownModelError
+from streamfn.core import Context, Event, Options, Start
 
 __all__ = ["EventsBackend"]
 

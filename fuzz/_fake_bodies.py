@@ -15,8 +15,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from streamfn.core.wire._eventstream import encode_message
-from streamfn.core.wire._sse import encode_sse
+from streamfn.core.wire import encode_message, encode_sse
 
 __all__ = [
     "ANTHROPIC_BODY",

@@ -17,7 +17,7 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from streamfn.core.wire._eventstream import encode_message
+from streamfn.core.wire import encode_message
 
 from ._fake_bodies import EVENTSTREAM, UNFINISHED, first_unit, oversized_unit, sse
 from ._raw_http import chunk, head, reset

@@ -22,34 +22,35 @@ import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamfn.core._accumulate import Accumulator, ProtocolViolation, accumulate, check_protocol
-from streamfn.core._events import (
+from streamfn.core import (
+    Accumulator,
+    AssistantMessage,
     Done,
     Error,
     ErrorKind,
     Event,
     OpaqueBlock,
+    OpaqueContent,
+    ProtocolViolation,
     Start,
     StopReason,
+    TextContent,
     TextDelta,
     TextEnd,
     TextStart,
+    ThinkingContent,
     ThinkingDelta,
     ThinkingEnd,
     ThinkingStart,
+    ToolCall,
     ToolCallDelta,
     ToolCallEnd,
     ToolCallStart,
     Usage,
-    finished_as,
+    accumulate,
+    check_protocol,
 )
-from streamfn.core._messages import (
-    AssistantMessage,
-    OpaqueContent,
-    TextContent,
-    ThinkingContent,
-    ToolCall,
-)
+from streamfn.core._events import finished_as
 
 from ._json_properties import json_objects, text_chunkings
 

@@ -18,7 +18,7 @@ import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamfn.core._partial_json import PartialJSONError, PartialJSONParser
+from streamfn.core.json._partial_json import PartialJSONError, PartialJSONParser
 
 from ._bytes import split_at
 

@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 from hypothesis import strategies as st
 
-from streamfn.core._events import (
+from streamfn.core import (
     Done,
     Error,
     ErrorKind,

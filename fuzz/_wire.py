@@ -25,7 +25,7 @@ from typing import Any, Final, Protocol
 import msgspec
 from hypothesis import strategies as st
 
-from streamfn.core._events import (
+from streamfn.core import (
     Cost,
     Done,
     Error,

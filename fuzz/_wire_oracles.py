@@ -22,8 +22,14 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from streamfn.core.wire._ndjson import NDJSONDecoder, NDJSONError
-from streamfn.core.wire._sse import ServerSentEvent, SSEComment, SSEDecoder, SSEError
+from streamfn.core.wire import (
+    NDJSONDecoder,
+    NDJSONError,
+    ServerSentEvent,
+    SSEComment,
+    SSEDecoder,
+    SSEError,
+)
 
 from ._bytes import split_at
 

@@ -33,9 +33,8 @@ try:  # the [fuzz] extra
 except ModuleNotFoundError as _missing:
     raise _missing_extra("python -m streamfn.fuzz.fuzz_fold", _missing, "fuzz") from None
 
-from streamfn.core._accumulate import Accumulator, ProtocolViolation
-from streamfn.core._events import Event
-from streamfn.core._partial_json import PartialJSONError, PartialJSONParser
+from streamfn.core import Accumulator, Event, ProtocolViolation
+from streamfn.core.json._partial_json import PartialJSONError, PartialJSONParser
 from streamfn.fuzz import _harness as harness
 from streamfn.fuzz._fold_properties import (
     START,

@@ -27,7 +27,7 @@ try:  # the [fuzz] extra
 except ModuleNotFoundError as _missing:
     raise _missing_extra("python -m streamfn.fuzz.fuzz_ndjson", _missing, "fuzz") from None
 
-from streamfn.core.wire._ndjson import NDJSONDecoder, NDJSONError
+from streamfn.core.wire import NDJSONDecoder, NDJSONError
 from streamfn.fuzz import _harness as harness
 from streamfn.fuzz._wire_oracles import ndjson_outcome
 

@@ -32,7 +32,7 @@ try:  # the [fuzz] extra
 except ModuleNotFoundError as _missing:
     raise _missing_extra("python -m streamfn.fuzz.fuzz_sse", _missing, "fuzz") from None
 
-from streamfn.core.wire._sse import ServerSentEvent, SSEComment, SSEDecoder, SSEError
+from streamfn.core.wire import ServerSentEvent, SSEComment, SSEDecoder, SSEError
 from streamfn.fuzz import _harness as harness
 from streamfn.fuzz._bytes import bytewise
 from streamfn.fuzz._wire_oracles import (

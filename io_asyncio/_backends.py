@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from streamfn.asgi import _backends as _shared
-from streamfn.core._models import Model
+from streamfn.core import Model
 from streamfn.core.serve._deployments import Cooldown
 
 from ._client import Client

@@ -18,15 +18,18 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, TypeVar
 
 from streamfn.client import ClientBase
-from streamfn.core._count import TokenCount
-from streamfn.core._events import Error, Event
-from streamfn.core._messages import AssistantMessage, Context
-from streamfn.core._models import Model
-from streamfn.core._options import Options
+from streamfn.core import AssistantMessage, Context, Error, Event, Model, Options, TokenCount
+from streamfn.core.http import (
+    EXPIRED,
+    Connect,
+    ConnectTunnel,
+    Expired,
+    Target,
+    TunnelError,
+    connect_error,
+)
 from streamfn.core.http._proxy_env import Proxy
-from streamfn.core.http._steps import EXPIRED, Connect, Expired, ReceiveAnswer, SendAnswer
-from streamfn.core.http._target import Target, connect_error
-from streamfn.core.http._tunnel import ConnectTunnel, TunnelError
+from streamfn.core.http._steps import ReceiveAnswer, SendAnswer
 from streamfn.io_common._process import PROCESS
 from streamfn.io_common._sockets import literal_family
 

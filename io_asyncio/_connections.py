@@ -19,7 +19,8 @@ import contextlib
 import socket
 from typing import Final, Self
 
-from streamfn.client._pool import PooledConnection, PoolKey
+from streamfn.client import PooledConnection
+from streamfn.client._pool import PoolKey
 from streamfn.io_common._sockets import socket_readable
 
 __all__ = ["READ_SIZE", "TURN", "Connection", "SocketConnection", "StreamConnection"]

@@ -15,15 +15,13 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
-from streamfn.core._events import Event
-from streamfn.core._messages import Context
-from streamfn.core._options import Options
+from streamfn.core import Context, Event, Options
 from streamfn.io_common._local_events import LocalEvents
 
 from ._shield import wait_shielded
 
 if TYPE_CHECKING:
-    from streamfn.local._model import LocalModel
+    from streamfn.local import LocalModel
 
 __all__ = ["stream_local"]
 

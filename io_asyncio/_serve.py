@@ -22,7 +22,7 @@ import contextlib
 import socket
 from typing import Any
 
-from streamfn.asgi._app import App
+from streamfn.asgi import App
 from streamfn.asgi._hosting import hypercorn_arguments, hypercorn_worker
 from streamfn.io_common._connection_cap import REFUSAL, ConnectionCap
 

@@ -8,7 +8,7 @@ share and none of them owns: loop-agnostic code that touches the machine.
 - `_connection_cap`: the server's cap on open connections and its 503, which
   both event-loop shells enforce;
 - `_catalog_cache`: a newer model catalogue than the built-in one, cached in
-  the user's cache directory (`_user_cache`), which every shell installs as the
+  the user's cache directory, which every shell installs as the
   registry's loader when it is imported; `_catalog_fetch` fetches it for
   ``streamfn models --refresh`` (bounded in size and time, redirects judged);
 - `_resolver`: the system resolver as the address checks want it (a name -> its

@@ -13,7 +13,7 @@ command line and for applications that want the same behaviour:
   ``api.json`` or a file this module wrote.
 - `load_user_catalog` makes the registry use ``STREAMFN_MODELS_FILE`` when it is
   set, else the cached catalogue when its data is newer than the built-in one,
-  and returns which one it uses (`streamfn.core._models.CatalogInfo`). The
+  and returns which one it uses (`streamfn.core.catalogue._models.CatalogInfo`). The
   command line calls it at start; the shells call `install_loader` when
   imported, so the registry calls it before its first lookup.
 """
@@ -28,24 +28,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from streamfn.core._catalog_build import (
+from streamfn._user_cache import user_cache_dir
+from streamfn.core import CatalogError, catalog_info, use_catalog
+from streamfn.core._catalog_json import MAX_CATALOG_BYTES, catalog_json
+from streamfn.core.catalogue._catalog_build import (
     CATALOG_FORMAT,
-    CatalogError,
     build_catalog,
     check_catalog,
     dump_catalog,
     with_lifecycle_tables,
 )
-from streamfn.core._catalog_json import MAX_CATALOG_BYTES, catalog_json
-from streamfn.core._models import (
-    BUILTIN,
-    CatalogInfo,
-    catalog_info,
-    set_catalog_loader,
-    use_catalog,
-)
-
-from ._user_cache import user_cache_dir
+from streamfn.core.catalogue._models import BUILTIN, CatalogInfo, set_catalog_loader
 
 if TYPE_CHECKING:
     from ._resolver import Resolver
@@ -87,7 +80,7 @@ def cache_path(environ: Mapping[str, str] | None = None) -> Path:
 def _document(raw: bytes, version: str) -> dict[str, Any]:
     """A checked catalogue from a file's bytes: ours as is, models.dev's converted."""
     data = catalog_json(raw, max_bytes=MAX_BYTES)
-    from streamfn.core._catalog import BUILTIN_DOCUMENT
+    from streamfn.core.catalogue._catalog import BUILTIN_DOCUMENT
 
     if isinstance(data, dict) and data.get("format") == CATALOG_FORMAT:
         check_catalog(data)  # a file `save` wrote, perhaps by an older release:
@@ -183,7 +176,7 @@ def load_user_catalog(environ: Mapping[str, str] | None = None) -> CatalogInfo:
     _chosen = True
     env = os.environ if environ is None else environ
     if catalog_info().origin != BUILTIN:  # an earlier call's choice: start again from ours
-        from streamfn.core._catalog import BUILTIN_DOCUMENT
+        from streamfn.core.catalogue._catalog import BUILTIN_DOCUMENT
 
         use_catalog(BUILTIN_DOCUMENT, origin=BUILTIN)
     named = env.get(ENV_FILE)

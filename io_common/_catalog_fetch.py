@@ -36,13 +36,13 @@ from email.message import Message
 from typing import IO, Any, Final
 from urllib.parse import urlsplit
 
-from streamfn.core._catalog_build import CatalogError
+from streamfn.core import CatalogError
+from streamfn.core.serve import url_problem
 from streamfn.core.serve._input_urls import (
     FILE_HOSTS,
     host_to_resolve,
     public_address,
     resolved_problem,
-    url_problem,
 )
 from streamfn.core.serve._log_text import loggable
 

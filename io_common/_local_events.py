@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from streamfn.core._events import Event
+from streamfn.core import Event
 
 if TYPE_CHECKING:
     from streamfn.local._batching import Item

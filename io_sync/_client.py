@@ -25,16 +25,11 @@ from contextlib import (
 )
 from typing import Any, Self, TypeVar, Unpack
 
-from streamfn.client import ClientBase, ClientSettings
-from streamfn.client._pool import PooledConnection, PoolKey
-from streamfn.core._count import TokenCount
-from streamfn.core._events import Error, Event
-from streamfn.core._messages import AssistantMessage, Context
-from streamfn.core._models import Model
-from streamfn.core._options import Options
-from streamfn.core.http._steps import EXPIRED, Connect, Expired, ReceiveAnswer, SendAnswer
-from streamfn.core.http._target import connect_error
-from streamfn.core.http._tunnel import TunnelError
+from streamfn.client import ClientBase, ClientSettings, PooledConnection
+from streamfn.client._pool import PoolKey
+from streamfn.core import AssistantMessage, Context, Error, Event, Model, Options, TokenCount
+from streamfn.core.http import EXPIRED, Connect, Expired, TunnelError, connect_error
+from streamfn.core.http._steps import ReceiveAnswer, SendAnswer
 from streamfn.io_common._process import PROCESS
 
 from ._sockets import READ_SIZE, connect, readable, time_left

@@ -13,9 +13,8 @@ import ssl
 import time
 from typing import Final
 
+from streamfn.core.http import ConnectTunnel, Target
 from streamfn.core.http._proxy_env import Proxy
-from streamfn.core.http._target import Target
-from streamfn.core.http._tunnel import ConnectTunnel
 from streamfn.io_common._sockets import literal_family, socket_readable
 
 __all__ = ["READ_SIZE", "connect", "readable", "time_left"]

@@ -4,7 +4,7 @@ Everything that is not I/O lives in the core and is shared with the asyncio
 shell: HTTP/1.1 framing and parsing (`streamfn.core.http._exchange.Exchange`), which
 timer applies and what it says when it fires, the retry policy and the rule
 that nothing is retried once the caller has seen output
-(`streamfn.core._retry`), proxy selection (`streamfn.core.http._proxy_env`). This
+(`streamfn.core.stages._retry`), proxy selection (`streamfn.core.http._proxy_env`). This
 module only connects, sends, receives with a deadline, sleeps, and closes.
 """
 
@@ -16,17 +16,20 @@ from typing import Any, Final, TypeVar
 
 import trio
 
-from streamfn.client import ClientBase
-from streamfn.client._pool import PooledConnection, PoolKey
-from streamfn.core._count import TokenCount
-from streamfn.core._events import Error, Event
-from streamfn.core._messages import AssistantMessage, Context
-from streamfn.core._models import Model
-from streamfn.core._options import Options
+from streamfn.client import ClientBase, PooledConnection
+from streamfn.client._pool import PoolKey
+from streamfn.core import AssistantMessage, Context, Error, Event, Model, Options, TokenCount
+from streamfn.core.http import (
+    EXPIRED,
+    Connect,
+    ConnectTunnel,
+    Expired,
+    Target,
+    TunnelError,
+    connect_error,
+)
 from streamfn.core.http._proxy_env import Proxy
-from streamfn.core.http._steps import EXPIRED, Connect, Expired, ReceiveAnswer, SendAnswer
-from streamfn.core.http._target import Target, connect_error
-from streamfn.core.http._tunnel import ConnectTunnel, TunnelError
+from streamfn.core.http._steps import ReceiveAnswer, SendAnswer
 from streamfn.io_common._process import PROCESS
 from streamfn.io_common._sockets import literal_family, socket_readable
 

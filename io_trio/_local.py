@@ -17,13 +17,11 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from streamfn.core._events import Event
-from streamfn.core._messages import Context
-from streamfn.core._options import Options
+from streamfn.core import Context, Event, Options
 from streamfn.io_common._local_events import LocalEvents
 
 if TYPE_CHECKING:
-    from streamfn.local._model import LocalModel
+    from streamfn.local import LocalModel
 
 __all__ = ["stream_local"]
 

@@ -55,7 +55,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from streamfn.core._options import Options
+from streamfn.core import Options
 
 __all__ = ["END", "BatchScheduler", "Item", "Job", "Plan", "is_last"]
 

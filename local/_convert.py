@@ -27,7 +27,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from streamfn.core._errors import StreamfnError
+from streamfn.core import StreamfnError
 
 from ._cache import (
     METADATA_FILE,

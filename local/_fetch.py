@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import IO, Final
 
 from streamfn._extras import missing_extra, require
-from streamfn.core._errors import StreamfnError
-from streamfn.core._models import LOCAL_DEFAULT_ID
-from streamfn.io_common._user_cache import user_cache_dir
+from streamfn._user_cache import user_cache_dir
+from streamfn.core import StreamfnError
+from streamfn.core.catalogue._models import LOCAL_DEFAULT_ID
 
 from ._cache import Progress, is_complete, no_progress, sha256_file
 

@@ -23,11 +23,7 @@ from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any, Final
 
-from streamfn.core._count import TokenCount
-from streamfn.core._events import Error, Event, Start, Usage
-from streamfn.core._messages import Context
-from streamfn.core._models import Model
-from streamfn.core._options import Options
+from streamfn.core import Context, Error, Event, Model, Options, Start, TokenCount, Usage
 from streamfn.core._tagged import TaggedDecoder
 
 from ._batching import END as _END

@@ -19,15 +19,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
-from streamfn.core._errors import StreamfnError
-from streamfn.core._messages import (
+from streamfn.core import (
     AssistantMessage,
     Context,
+    Options,
+    StreamfnError,
     TextContent,
+    ThinkingLevel,
     ToolResultMessage,
     UserMessage,
 )
-from streamfn.core._options import Options, ThinkingLevel
 
 from ._cache import TEMPLATE_FILE
 

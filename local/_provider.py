@@ -22,8 +22,7 @@ from typing import TYPE_CHECKING, Final
 from urllib.parse import unquote, urlsplit
 
 from streamfn._extras import extra_hint
-from streamfn.core._errors import StreamfnError
-from streamfn.core._models import Model
+from streamfn.core import Model, StreamfnError
 
 if TYPE_CHECKING:
     from ._cache import Progress

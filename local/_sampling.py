@@ -1,6 +1,6 @@
 """A request's sampling settings as CTranslate2's ``generate_batch`` takes them.
 
-The server lets through what every provider accepts (`streamfn.core.serve._request_fields`):
+The server lets through what every provider accepts (`streamfn.core.dialects._request_fields`):
 a ``top_k`` up to 2**31 - 1 and any signed 64-bit seed. CTranslate2 refuses a
 ``sampling_topk`` above the vocabulary size and a seed outside unsigned 32 bits,
 so both are mapped here to what means the same to the model.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from streamfn.core._options import Options
+from streamfn.core import Options
 
 __all__ = ["generator_seed", "sampling_arguments"]
 

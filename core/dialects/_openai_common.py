@@ -17,11 +17,11 @@ from typing import Any, Final
 
 import msgspec
 
-from streamfn.core._capabilities import reasons
 from streamfn.core._events import ErrorKind, Usage
 from streamfn.core._messages import Tool
-from streamfn.core._models import Model
 from streamfn.core._options import Options, ThinkingLevel
+from streamfn.core.catalogue._capabilities import reasons
+from streamfn.core.catalogue._models import Model
 from streamfn.core.providers._base import bearer, request_headers
 
 __all__ = [

@@ -24,11 +24,11 @@ import msgspec
 from .._call import Call, open_call
 from .._events import Error, Event, Start
 from .._messages import Context
-from .._models import Model
 from .._options import Options
 from .._redact import redact_url
-from .._retry import FirstOutputGate, Retry, RetryPolicy
 from .._spend import Meter, SpendCap
+from ..catalogue._models import Model
+from ..stages._retry import FirstOutputGate, Retry, RetryPolicy
 from ._exchange import Exchange
 from ._proxy_env import proxy_for
 from ._socket_exchange import SocketExchange

@@ -29,8 +29,8 @@ import msgspec
 from .._call import Call
 from .._classify import parse_retry_after
 from .._events import Error, ErrorKind, Event, Start
-from .._models import Model
 from .._options import Options
+from ..catalogue._models import Model
 from ..providers._base import ProviderCall
 from ._chunked import ChunkedBody, is_chunked, keeps_alive
 from ._content_coding import BodyDecoder, CodingError, decoder_for

@@ -33,10 +33,10 @@ from .._events import (
     Usage,
 )
 from .._messages import Context
-from .._models import Model, compute_cost
 from .._options import Options
 from .._rate_limits import read_rate_limits, read_request_id
 from .._redact import request_secrets, scrub, shorten
+from ..catalogue._models import Model, compute_cost
 from ..wire._decoder import Decoder
 from ..wire._ndjson import NDJSONDecoder
 from ..wire._sse import ServerSentEvent, SSEComment, SSEDecoder

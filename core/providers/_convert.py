@@ -38,8 +38,6 @@ from typing import Any, Final
 
 import msgspec
 
-from .._capabilities import capabilities_for, unsupported
-from .._documents import check_inputs, data_url
 from .._events import StopReason
 from .._messages import (
     AssistantContent,
@@ -55,8 +53,10 @@ from .._messages import (
     UserContent,
     UserMessage,
 )
-from .._models import Model
 from .._options import Options
+from ..catalogue._capabilities import capabilities_for, unsupported
+from ..catalogue._models import Model
+from ..content._documents import check_inputs, data_url
 
 __all__ = [
     "data_url",
@@ -229,7 +229,7 @@ def prepare_messages(context: Context, target: Model) -> list[Message]:
     """``context.messages`` rewritten by the rules in this module's docstring.
 
     First, inputs and server tools the target cannot take are refused
-    (`UnsupportedInput`, before any request exists; see `streamfn.core._documents`).
+    (`UnsupportedInput`, before any request exists; see `streamfn.core.content._documents`).
     """
     check_inputs(context, target)
     ids: dict[str, str] = {}

@@ -13,9 +13,9 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from .._models import Model
 from .._options import Options
 from .._redact import redact_url
+from ..catalogue._models import Model
 
 __all__ = [
     "SECRET_HEADERS",

@@ -37,8 +37,8 @@ from .._messages import (
     ToolResultMessage,
     UserMessage,
 )
+from ..dialects._request_fields import BadRequest, ClientRequest
 from ._input_urls import FILE_HOSTS, host_to_resolve, resolved_problem, url_problem
-from ._request_fields import BadRequest, ClientRequest
 
 __all__ = [
     "FILE_HOSTS",

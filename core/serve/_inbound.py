@@ -48,8 +48,8 @@ from .._messages import (
     UserMessage,
 )
 from .._options import CLIENT_FIELDS, Options
-from ._replayed_search import replayable, replayed_search_block
-from ._request_fields import (
+from ..dialects._replayed_search import replayable, replayed_search_block
+from ..dialects._request_fields import (
     MAX_DEPTH,
     MAX_URL_CHARS,
     BadRequest,

@@ -20,7 +20,7 @@ from __future__ import annotations
 import msgspec
 
 from .._messages import AssistantMessage, Context
-from .._models import Model
+from ..catalogue._models import Model
 
 __all__ = ["attribute_client_turns"]
 

@@ -11,8 +11,8 @@ from typing import Final, Protocol
 from streamfn.core.dialects.agent_events import AgentEventsEncoder
 
 from .._events import Event
+from ..dialects._request_fields import ClientRequest
 from ..wire._sse import encode_sse
-from ._request_fields import ClientRequest
 
 __all__ = [
     "KEEP_ALIVE",

@@ -16,10 +16,10 @@ from typing import Any, Final
 
 import msgspec
 
+from ..dialects._request_fields import BadRequest, ClientRequest, TooLarge, decode_body
 from ._client_inputs import check_client_inputs, check_resolved_hosts
 from ._client_keys import unknown_client_key
 from ._guard import header, host_allowed, is_json
-from ._request_fields import BadRequest, ClientRequest, TooLarge, decode_body
 from ._served import SERVED, Route, Served
 from ._status import HTTPError
 

@@ -35,9 +35,9 @@ from streamfn.core.dialects.ui_message_stream._encode import UI_STREAM_HEADER
 from .._accumulate import accumulate
 from .._count import TokenCount
 from .._events import Done, Event
+from ..dialects._request_fields import ClientRequest
 from ._grounding import append_sources, appending_sources
 from ._inbound import parse_native_request
-from ._request_fields import ClientRequest
 from ._responses import KEEP_ALIVE, Encoder, Stamps, agent_encoder, each
 from ._status import ANTHROPIC, OPENAI, Dialect
 
@@ -203,9 +203,7 @@ def _plain(parse: Callable[..., ClientRequest]) -> Parser:
 
 def _front_end(parse: Callable[..., ClientRequest]) -> Parser:
     """A front-end parser: its clients often name no model, so the default applies."""
-    return lambda body, tools, default: parse(
-        body, allow_server_tools=tools, default_model=default
-    )
+    return lambda body, tools, default: parse(body, allow_server_tools=tools, default_model=default)
 
 
 def _counting(parse: Callable[..., ClientRequest]) -> Parser:

@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Final
 
 import msgspec
 
+from streamfn.core.dialects._statuses import OWN_STATUSES, STATUS_FOR_KIND
 from streamfn.core.dialects.anthropic._encode import anthropic_error_body, anthropic_error_type
 from streamfn.core.dialects.openai_chat._encode import openai_error_type
 
@@ -28,9 +29,7 @@ __all__ = [
     "JSON_HEADERS",
     "MISCONFIGURED",
     "OPENAI",
-    "OWN_STATUSES",
     "SSE_HEADERS",
-    "STATUS_FOR_KIND",
     "TIMEOUT_WORDS",
     "Dialect",
     "HTTPError",
@@ -78,21 +77,6 @@ class HTTPError(StreamfnError):
         self.retry_after = retry_after
         self.headers = headers or []
 
-
-#: what HTTP status an error before any output becomes, by kind
-STATUS_FOR_KIND: Final = {
-    ErrorKind.THROTTLED: 429,
-    ErrorKind.CONTEXT_OVERFLOW: 400,
-    ErrorKind.INVALID_REQUEST: 400,
-    ErrorKind.CONTENT_FILTER: 400,
-    ErrorKind.AUTH: 502,  # the upstream rejected *our* key: not the client's fault
-    ErrorKind.NETWORK: 502,
-    ErrorKind.PROTOCOL: 502,
-    ErrorKind.LIMIT: 502,
-    ErrorKind.BUDGET: 403,  # a spending cap reached: the caller's budget, not retried
-}
-#: statuses a backend error keeps as they are (not the client's nor the upstream's fault)
-OWN_STATUSES: Final = frozenset({404, 503})
 
 #: generic kinds of our own errors that mean what an ErrorKind means, so each
 #: dialect names them as it names that kind

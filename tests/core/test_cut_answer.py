@@ -11,13 +11,13 @@ from streamfn.core import CompletionError
 from streamfn.core._completion import finish_completion
 from streamfn.core._events import Done, Event, Start, StopReason, TextDelta, TextEnd, TextStart
 from streamfn.core._messages import AssistantMessage, TextContent
+from streamfn.core.dialects._cut import CutAnswer
 from streamfn.core.dialects.anthropic import AnthropicEncoder, anthropic_message_body
 from streamfn.core.dialects.bedrock import BedrockEncoder
 from streamfn.core.dialects.gemini import GeminiEncoder
 from streamfn.core.dialects.ollama import OllamaEncoder
 from streamfn.core.dialects.openai_chat import OpenAIChatEncoder, openai_completion_body
 from streamfn.core.dialects.openai_responses import ResponsesEncoder
-from streamfn.core.serve._cut import CutAnswer
 
 CUT = (StopReason.ERROR, StopReason.ABORTED)
 

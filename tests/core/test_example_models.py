@@ -19,8 +19,8 @@ import pytest
 from test_readme import BLOCKS, example_programs
 
 from streamfn.cli._main import build_parser
-from streamfn.core import _models as models
-from streamfn.core._models import UnknownModel, model, provider_names
+from streamfn.core.catalogue import _models as models
+from streamfn.core.catalogue._models import UnknownModel, model, provider_names
 
 
 def _help_texts(parser: argparse.ArgumentParser) -> Iterator[tuple[str, str]]:

@@ -21,13 +21,14 @@ from typing import Any
 
 import pytest
 
-from streamfn.core import Context, Model, Options, _lifecycle, open_call
-from streamfn.core._catalog import BUILTIN_DOCUMENT
-from streamfn.core._catalog_build import SOURCES, CatalogError, check_catalog
-from streamfn.core._models import get_model, list_models, model
+from streamfn.core import Context, Model, Options, open_call
+from streamfn.core.catalogue import _lifecycle
+from streamfn.core.catalogue._catalog import BUILTIN_DOCUMENT
+from streamfn.core.catalogue._catalog_build import SOURCES, CatalogError, check_catalog
+from streamfn.core.catalogue._models import get_model, list_models, model
 
 ROOT = Path(__file__).parents[2]
-GENERATED = ROOT / "core" / "data" / "catalog.json.gz"
+GENERATED = ROOT / "core" / "catalogue" / "data" / "catalog.json.gz"
 
 
 def _sdk_table() -> dict[str, date]:
@@ -90,7 +91,7 @@ def test_the_end_of_life_dates_are_the_anthropic_sdks() -> None:
     ours = {model_id: date.fromisoformat(day) for model_id, day in table["dates"].items()}
     assert ours == sdk, (
         "the installed anthropic SDK's deprecation table changed: "
-        "run `python scripts/gen_catalog.py` and commit core/data/catalog.json.gz"
+        "run `python scripts/gen_catalog.py` and commit core/catalogue/data/catalog.json.gz"
     )
     anthropic = {m.id: m for m in list_models("anthropic")}
     dated = {model_id: m for model_id, m in anthropic.items() if m.end_of_life and not m.retired}
@@ -99,7 +100,7 @@ def test_the_end_of_life_dates_are_the_anthropic_sdks() -> None:
         assert found.deprecated and date.fromisoformat(found.end_of_life) == sdk[model_id]
         assert "Anthropic" in found.deprecation_source
     assert "claude-sonnet-4-5" in dated  # the table's best-known entry is catalogued
-    notice = (ROOT / "core" / "data" / "NOTICE").read_text()
+    notice = (ROOT / "core" / "catalogue" / "data" / "NOTICE").read_text()
     assert "deprecated_models.py" in notice and "Apache License 2.0" in notice
 
 

@@ -10,7 +10,7 @@ import msgspec
 import pytest
 from scaling import assert_linear
 
-from streamfn.core._partial_json import PartialJSONError, PartialJSONParser
+from streamfn.core.json._partial_json import PartialJSONError, PartialJSONParser
 from streamfn.fuzz import _json_properties as props
 
 # -- best-effort values: what a UI shows while arguments stream ----------------

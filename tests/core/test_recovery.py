@@ -1,4 +1,4 @@
-"""Streams that survive a cut, the sans-I/O half (`streamfn.core._recovery`).
+"""Streams that survive a cut, the sans-I/O half (`streamfn.core.stages._recovery`).
 
 The resume property runs over every recorded OpenAI Responses stream: cut the
 recording at many byte offsets, resume the same decoder from the last
@@ -42,15 +42,15 @@ from streamfn.core import (
     accumulate,
     open_call,
 )
-from streamfn.core._models import compute_cost
-from streamfn.core._recovery import (
+from streamfn.core.catalogue._models import compute_cost
+from streamfn.core.providers._base import ProviderCall
+from streamfn.core.stages._recovery import (
     Splice,
     continue_request,
     recovery_mode,
     resumable,
     resume_request,
 )
-from streamfn.core.providers._base import ProviderCall
 
 RESPONSES = Model(
     id="gpt-5", provider="openai", api="openai-responses", base_url="https://api.openai.com/v1"
@@ -192,7 +192,7 @@ def test_the_resume_request_is_the_one_the_openai_sdk_sends() -> None:
 
 
 def test_resume_asks_for_a_stored_background_response() -> None:
-    from streamfn.core._recovery import background
+    from streamfn.core.stages._recovery import background
 
     options = background(Options(api_key="k", extra_body={"metadata": {"a": "b"}}))
     request = open_call(RESPONSES, Context.of("Hi"), options).request

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from streamfn.core._events import Error, Start, TextDelta, TextStart
-from streamfn.core._retry import FirstOutputGate, Retry, RetryPolicy
+from streamfn.core.stages._retry import FirstOutputGate, Retry, RetryPolicy
 
 POLICY = RetryPolicy(max_attempts=4, base_delay=0.5, max_delay=3.0, max_retry_after=20.0)
 RETRYABLE = [

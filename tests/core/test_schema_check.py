@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from streamfn.core._check_budget import PAUSE_EVERY, CheckBudget
-from streamfn.core._json_keys import json_equal
-from streamfn.core._schema_check import MAX_REF_CHAIN, SchemaMismatch, check_json, checking
+from streamfn.core.json._check_budget import PAUSE_EVERY, CheckBudget
+from streamfn.core.json._json_keys import json_equal
+from streamfn.core.json._schema_check import MAX_REF_CHAIN, SchemaMismatch, check_json, checking
 
 KEYS = ["a", "b", "c/d", "e~"]
 TYPES = ["object", "array", "string", "integer", "number", "boolean", "null"]

@@ -25,8 +25,8 @@ from streamfn.core import (
     ToolCallDelta,
     Usage,
 )
-from streamfn.core._models import compute_cost
 from streamfn.core._spend import Meter, SpendCap, dollars, priced
+from streamfn.core.catalogue._models import compute_cost
 
 MODEL = Model(
     id="m",

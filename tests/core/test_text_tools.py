@@ -40,7 +40,7 @@ from streamfn.core import (
     replay,
 )
 from streamfn.core._messages import TextContent
-from streamfn.core._text_tools import (
+from streamfn.core.stages._text_tools import (
     LLAMA_FUNCTION,
     TextToolCalls,
     correct_tool_name,

@@ -32,10 +32,10 @@ from streamfn.core import (
     check_protocol,
 )
 from streamfn.core._accumulate import WholeToolCalls
-from streamfn.core._check_budget import CheckBudget
 from streamfn.core._events import Event, Start, decode_event_json, encode_event_json
-from streamfn.core._schema_check import SchemaMismatch, check_json
-from streamfn.core._tool_checks import MAX_CONCATENATED, ToolCallChecks, repair_arguments
+from streamfn.core.json._check_budget import CheckBudget
+from streamfn.core.json._schema_check import SchemaMismatch, check_json
+from streamfn.core.stages._tool_checks import MAX_CONCATENATED, ToolCallChecks, repair_arguments
 from streamfn.fuzz._fake_bodies import sse
 
 WEATHER = Tool(

@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from streamfn.client import _tracing as tracing
 from streamfn.core import Context, Model, Options, Start, fallback, replay
-from streamfn.core import _tracing as tracing_rules
+from streamfn.core.stages import _tracing as tracing_rules
 from streamfn.io_asyncio import Client
 from streamfn.io_sync import Client as SyncClient
 

@@ -28,8 +28,8 @@ from test_catalog_refresh import NEW_ID, _newer_copy, _our_document, isolated
 
 from streamfn import cli
 from streamfn.cli._command import EXIT_RUNTIME
-from streamfn.core._catalog_build import CatalogError, check_catalog
-from streamfn.core._models import catalog_info, get_model
+from streamfn.core.catalogue._catalog_build import CatalogError, check_catalog
+from streamfn.core.catalogue._models import catalog_info, get_model
 from streamfn.io_common import _catalog_cache as catalog_cache
 from streamfn.io_common._catalog_fetch import redirect_problem, shown_url
 

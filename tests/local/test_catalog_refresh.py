@@ -27,8 +27,8 @@ import pytest
 
 from streamfn import cli
 from streamfn.cli._command import EXIT_RUNTIME, EXIT_USAGE
-from streamfn.core._catalog_build import build_catalog
-from streamfn.core._models import catalog_info, get_model, model
+from streamfn.core.catalogue._catalog_build import build_catalog
+from streamfn.core.catalogue._models import catalog_info, get_model, model
 from streamfn.io_common import _catalog_cache as catalog_cache
 
 NEW_ID = "gpt-9-preview"
@@ -222,7 +222,7 @@ _PROGRAM = """
 import logging, sys
 logging.basicConfig()  # the library is quiet unless the program shows its log
 {imports}
-from streamfn.core._models import catalog_info, model
+from streamfn.core.catalogue._models import catalog_info, model
 print(catalog_info().origin)
 print(model("openai:{new}").max_output)
 """
@@ -317,7 +317,7 @@ _HOSTILE = {
 
 def _our_document() -> dict[str, Any]:
     """The built-in catalogue as a mirror would serve it in our own format."""
-    raw = resources.files("streamfn.core").joinpath("data/catalog.json.gz").read_bytes()
+    raw = resources.files("streamfn.core.catalogue").joinpath("data/catalog.json.gz").read_bytes()
     document: dict[str, Any] = json.loads(gzip.decompress(raw))
     return document
 

@@ -14,7 +14,7 @@ import pytest
 from streamfn import cli
 from streamfn.cli._command import EXIT_USAGE
 from streamfn.cli._flags import check_base_url
-from streamfn.core._models import list_models
+from streamfn.core.catalogue._models import list_models
 
 
 def _err_line(capsys: pytest.CaptureFixture[str]) -> str:
@@ -186,8 +186,8 @@ def test_the_unknown_model_warning_gives_command_line_advice(
 def test_the_listing_a_lifecycle_warning_suggests_shows_only_current_models(
     name: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from streamfn.core._lifecycle import deprecation_warning
-    from streamfn.core._models import get_model
+    from streamfn.core.catalogue._lifecycle import deprecation_warning
+    from streamfn.core.catalogue._models import get_model
 
     found = get_model(name)
     suggested = deprecation_warning(found).split("(streamfn ", 1)[1].split(" lists them")[0]

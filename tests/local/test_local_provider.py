@@ -23,8 +23,8 @@ from streamfn.core._completion import CompletionError
 from streamfn.core._errors import UnknownModel
 from streamfn.core._events import Done, Error, ErrorKind, Event, Start, TextDelta
 from streamfn.core._messages import Context
-from streamfn.core._models import LOCAL_DEFAULT_ID, Model, model
 from streamfn.core._options import Options
+from streamfn.core.catalogue._models import LOCAL_DEFAULT_ID, Model, model
 from streamfn.local._model import LocalModel
 from streamfn.local._provider import MODEL_DIR_ENV, close_loaded
 
@@ -193,7 +193,7 @@ def test_the_repetition_guard_is_asked_per_request_and_checked(tiny_dir: Path) -
 _WITHOUT_LOCAL = """
 from streamfn import io_sync
 from streamfn.core._messages import Context
-from streamfn.core._models import model
+from streamfn.core.catalogue._models import model
 from streamfn.local._provider import LocalModelError
 try:
     io_sync.complete(model("local"), Context.of("hi"))

@@ -37,7 +37,7 @@ def test_h11_is_a_base_dependency() -> None:
 
 
 def test_the_core_imports_with_msgspec_alone() -> None:
-    code = "import streamfn.core, streamfn.core._models\nprint(streamfn.core.model('local').api)"
+    code = "import streamfn.core, streamfn.core.catalogue._models\nprint(streamfn.core.model('local').api)"
     assert _python(code, ("h11", *EXTRAS_ONLY)).strip() == "local"
 
 

@@ -28,7 +28,7 @@ from streamfn.core import (
     get_model,
     open_call,
 )
-from streamfn.core._cache_points import CachePoint
+from streamfn.core.content._cache_points import CachePoint
 from streamfn.core.wire._eventstream import encode_message
 from streamfn.core.wire._sse import encode_sse
 

@@ -34,8 +34,8 @@ from streamfn.core import (
     UserMessage,
     open_call,
 )
-from streamfn.core._documents import INPUT_KINDS, UnsupportedInput, input_kind, inputs_for
-from streamfn.core._server_tools import CONFIG_KEYS, SERVER_TOOL_TYPES, server_tools_for
+from streamfn.core.content._documents import INPUT_KINDS, UnsupportedInput, input_kind, inputs_for
+from streamfn.core.content._server_tools import CONFIG_KEYS, SERVER_TOOL_TYPES, server_tools_for
 from streamfn.io_asyncio import Client
 
 PDF = b"%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n"

@@ -38,7 +38,7 @@ from streamfn.core import (
     replay,
 )
 from streamfn.core._events import Event
-from streamfn.core._partial_output import (
+from streamfn.core.stages._partial_output import (
     PartialOutput,
     PartialOutputs,
     _Shapes,

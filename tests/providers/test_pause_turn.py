@@ -283,8 +283,8 @@ def test_options_default_continues_a_bounded_number_of_times() -> None:
 
 def test_the_pause_survives_the_proxy_wire_and_text_tool_calls() -> None:
     """A streamfn proxy client, and the text tool-call transform, keep ``Done.paused``."""
-    from streamfn.core._text_tools import text_tool_calls
     from streamfn.core.dialects.proxy import encode_proxy_events
+    from streamfn.core.stages._text_tools import text_tool_calls
 
     paused: list[Event] = [
         Start(),

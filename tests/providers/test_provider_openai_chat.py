@@ -404,7 +404,7 @@ def test_request_headers_and_base_url_overrides() -> None:
 
 
 def test_open_call_keyless_server_sends_no_authorization() -> None:
-    from streamfn.core._models import openai_compatible
+    from streamfn.core.catalogue._models import openai_compatible
 
     call = open_call(openai_compatible("qwen", "http://localhost:8000/v1"), Context.of("q"))
     assert "authorization" not in dict(call.request.headers)
@@ -793,8 +793,8 @@ def test_events_roundtrip_msgspec() -> None:
 
 
 def test_catalog_is_consistent() -> None:
-    from streamfn.core._catalog import BUILTIN_MODELS
-    from streamfn.core._models import API_NAMES, get_model
+    from streamfn.core.catalogue._catalog import BUILTIN_MODELS
+    from streamfn.core.catalogue._models import API_NAMES, get_model
 
     keys = [m.key for m in BUILTIN_MODELS]
     assert len(keys) == len(set(keys)), "one entry per provider:id"
@@ -832,8 +832,8 @@ def test_done_without_finish_reason_ends_as_stop() -> None:
 def _openai_chat_providers() -> list[str]:
     """Every provider the library speaks Chat Completions to: the catalogue's sources,
     the registry's models and the local servers without catalogue entries."""
-    from streamfn.core._catalog_build import SOURCES
-    from streamfn.core._models import _ENDPOINTS, list_models
+    from streamfn.core.catalogue._catalog_build import SOURCES
+    from streamfn.core.catalogue._models import _ENDPOINTS, list_models
 
     names = {name for name, api in SOURCES.values() if api == "openai-chat"}
     names |= {m.provider for m in list_models() if m.api == "openai-chat"}

@@ -39,9 +39,9 @@ from streamfn.core import (
     UserMessage,
     get_model,
 )
-from streamfn.core._cache_points import CachePoint
-from streamfn.core._capabilities import capabilities_for
-from streamfn.core._structured import ANSWER_TOOL, StructuredOutputUnsupported
+from streamfn.core.catalogue._capabilities import capabilities_for
+from streamfn.core.content._cache_points import CachePoint
+from streamfn.core.json._structured import ANSWER_TOOL, StructuredOutputUnsupported
 
 TOOLS = [
     Tool(

@@ -34,7 +34,7 @@ from streamfn.core import (
     UserMessage,
     get_model,
 )
-from streamfn.core._capabilities import Capabilities, capabilities_for
+from streamfn.core.catalogue._capabilities import Capabilities, capabilities_for
 from streamfn.core.dialects.gemini._response import DUMMY_THOUGHT_SIGNATURE
 
 CLAUDE = get_model("anthropic:claude-sonnet-4-5")

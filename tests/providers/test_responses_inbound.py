@@ -32,11 +32,11 @@ from streamfn.core import (
     ToolCall,
     accumulate,
 )
+from streamfn.core.dialects._request_fields import BadRequest
 from streamfn.core.dialects.openai_responses import ResponsesEncoder, build_request
 from streamfn.core.dialects.openai_responses._inbound import parse_responses_request
 from streamfn.core.dialects.openai_responses._signatures import CARRIED
 from streamfn.core.serve._replayed_turns import attribute_client_turns
-from streamfn.core.serve._request_fields import BadRequest
 from streamfn.fuzz import event_streams
 
 O3 = Model(id="o3", provider="openai", api="openai-responses", base_url="x", reasoning=True)

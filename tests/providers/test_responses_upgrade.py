@@ -13,7 +13,7 @@ from shell_runner import FAST, SHELLS, collect, run
 
 from streamfn.core import Done, Error, ErrorKind, Model, replay
 from streamfn.core._classify import classify_http_error
-from streamfn.core._responses_upgrade import needs_responses_api, responses_model
+from streamfn.core.stages._responses_upgrade import needs_responses_api, responses_model
 
 OPENAI_400 = {
     "error": {

@@ -36,7 +36,7 @@ from streamfn.core import (
 from streamfn.core._completion import finish_completion
 from streamfn.core._messages import AssistantMessage, TextContent
 from streamfn.core._options import client_fields
-from streamfn.core._structured import (
+from streamfn.core.json._structured import (
     ANSWER_TOOL,
     OutputValidationError,
     StructuredOutputUnsupported,
@@ -357,7 +357,7 @@ def test_complete_returns_the_parsed_answer_from_a_forced_tool(
 
 
 def test_a_gateway_client_sends_the_schema_as_json_and_only_auto_cache() -> None:
-    from streamfn.core._cache_points import CachePoint
+    from streamfn.core.content._cache_points import CachePoint
 
     fields = client_fields(Options(response_schema=Forecast, cache="auto", cache_key="k"))
     assert fields == {"response_schema": output_schema(Forecast).schema, "cache": "auto"}

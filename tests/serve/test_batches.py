@@ -49,14 +49,14 @@ from streamfn.core import (
     Tool,
     UserMessage,
 )
-from streamfn.core._citations import Citation
 from streamfn.core._events import ErrorKind, StopReason
-from streamfn.core._fallback import fallback
 from streamfn.core._messages import ServerTool
-from streamfn.core._models import Model
+from streamfn.core.catalogue._models import Model
+from streamfn.core.content._citations import Citation
 from streamfn.core.dialects.openai_chat import OpenAIChatEncoder
 from streamfn.core.serve._inbound import ClientRequest
 from streamfn.core.serve._served import SERVED, encoder_for
+from streamfn.core.stages._fallback import fallback
 from streamfn.fuzz import event_streams
 from streamfn.io_asyncio._server import AsyncioRuntime
 

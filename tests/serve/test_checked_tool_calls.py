@@ -26,7 +26,7 @@ from loopback_server import KEY, Server, provider_backend, read_all, serve_cli
 
 from streamfn.asgi import App, ServerConfig
 from streamfn.asgi._backends import RouterBackend
-from streamfn.core._models import Model
+from streamfn.core.catalogue._models import Model
 from streamfn.fuzz._fake_bodies import sse
 
 # every test here runs on both shells (tests/serve/conftest.py)

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from streamfn.core._messages import ServerTool
-from streamfn.core._models import get_model
-from streamfn.core._server_tools import tool_objects
+from streamfn.core.catalogue._models import get_model
+from streamfn.core.content._server_tools import tool_objects
 from streamfn.core.serve._client_inputs import MAX_SERVER_TOOL_USES
 from streamfn.core.serve._routes import parse_request
 from streamfn.core.serve._status import HTTPError

@@ -25,7 +25,7 @@ from loopback_server import KEY, Server, provider_backend, raw_post, read_all
 from streamfn.asgi import App, ServerConfig
 from streamfn.asgi._backends import ServedModel
 from streamfn.core import Done, Options, Start, StopReason, TextDelta, TextEnd, TextStart
-from streamfn.core._models import openai_compatible
+from streamfn.core.catalogue._models import openai_compatible
 from streamfn.fuzz._events_backend import EventsBackend
 
 # every test here runs on both shells (tests/serve/conftest.py)

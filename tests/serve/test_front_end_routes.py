@@ -605,8 +605,8 @@ def test_ui_tool_call_the_checks_flagged_is_a_tool_input_error_and_repairs_are_u
     arguments break the tool's schema is not made available to run, and repaired
     arguments and names replace the streamed ones."""
     from streamfn.core._events import ToolCallDelta, ToolCallEnd, ToolCallStart
-    from streamfn.core._schema_check import SchemaMismatch
     from streamfn.core.dialects.ui_message_stream import UIMessageStreamEncoder
+    from streamfn.core.json._schema_check import SchemaMismatch
 
     def last_part(end: ToolCallEnd, streamed: str) -> dict[str, Any]:
         encoder = UIMessageStreamEncoder(message_id="m")

@@ -35,7 +35,7 @@ from streamfn.core import (
     ToolResultMessage,
     UserMessage,
 )
-from streamfn.core._models import openai_compatible
+from streamfn.core.catalogue._models import openai_compatible
 from streamfn.core.dialects.gemini._request import DUMMY_THOUGHT_SIGNATURE
 from streamfn.core.dialects.openai_chat import OpenAIChatEncoder
 from streamfn.fuzz._fake_bodies import sse

@@ -22,7 +22,7 @@ from loopback_server import KEY, Server
 from streamfn.asgi import ServerConfig
 from streamfn.asgi._backends import RouterBackend
 from streamfn.core import Model
-from streamfn.core._structured import ANSWER_TOOL
+from streamfn.core.json._structured import ANSWER_TOOL
 from streamfn.core.serve._inbound import (
     BadRequest,
     parse_anthropic_request,

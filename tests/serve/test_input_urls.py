@@ -21,10 +21,10 @@ from loopback_server import KEY, Server, provider_backend
 
 from streamfn.asgi import App, ServerConfig
 from streamfn.asgi._resolve import system_resolver
-from streamfn.core._models import openai_compatible
+from streamfn.core.catalogue._models import openai_compatible
+from streamfn.core.dialects._request_fields import BadRequest
 from streamfn.core.serve._client_inputs import check_resolved_hosts, hosts_to_resolve
 from streamfn.core.serve._input_urls import public_address, resolved_problem, url_problem
-from streamfn.core.serve._request_fields import BadRequest
 from streamfn.core.serve._routes import check_input_hosts, parse_request
 from streamfn.core.serve._status import HTTPError
 

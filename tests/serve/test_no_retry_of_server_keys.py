@@ -16,7 +16,7 @@ from loopback_server import KEY, Server, provider_backend
 from streamfn.asgi import App, ServerConfig
 from streamfn.asgi._backends import RouterBackend, ServedModel
 from streamfn.core import Model
-from streamfn.core._models import get_model
+from streamfn.core.catalogue._models import get_model
 
 pytestmark = pytest.mark.usefixtures("shell")
 

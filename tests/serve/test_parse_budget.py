@@ -23,9 +23,8 @@ from hypothesis import strategies as st
 from loopback_server import KEY, STREAMS, Server
 
 from streamfn.asgi import App, ServerConfig
-from streamfn.core import _json_shape as json_shape
-from streamfn.core.serve import _request_fields as request_fields
-from streamfn.core.serve._request_fields import (
+from streamfn.core.dialects import _request_fields as request_fields
+from streamfn.core.dialects._request_fields import (
     MAX_DEPTH,
     MAX_JSON_VALUES,
     BadRequest,
@@ -33,6 +32,7 @@ from streamfn.core.serve._request_fields import (
     count_json_values,
     decode_body,
 )
+from streamfn.core.json import _json_shape as json_shape
 from streamfn.core.serve._routes import parse_request
 from streamfn.core.serve._status import HTTPError
 from streamfn.fuzz._events_backend import EventsBackend

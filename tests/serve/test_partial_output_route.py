@@ -19,7 +19,7 @@ from streamfn.asgi import ServerConfig
 from streamfn.asgi._backends import RouterBackend
 from streamfn.client._partial_output import partial_outputs
 from streamfn.core import Context, Model, Options
-from streamfn.core._partial_output import PartialOutput
+from streamfn.core.stages._partial_output import PartialOutput
 from streamfn.fuzz._fake_bodies import openai_body
 from streamfn.io_asyncio._backends import ProviderBackend
 from streamfn.io_asyncio._server import App

@@ -25,7 +25,6 @@ from streamfn.core import (
     ToolCallEnd,
     ToolCallStart,
 )
-from streamfn.core._schema_check import SchemaMismatch
 from streamfn.core.dialects.agent_events import AgentEventsEncoder
 from streamfn.core.dialects.agui._encode import TOOL_CALL_ERROR, AGUIEncoder
 from streamfn.core.dialects.bedrock import BedrockEncoder
@@ -34,6 +33,7 @@ from streamfn.core.dialects.ollama import OllamaEncoder
 from streamfn.core.dialects.openai_chat import OpenAIChatEncoder
 from streamfn.core.dialects.openai_responses import ResponsesEncoder
 from streamfn.core.dialects.ui_message_stream import UIMessageStreamEncoder
+from streamfn.core.json._schema_check import SchemaMismatch
 
 PAUSED: list[Event] = [
     Start(),

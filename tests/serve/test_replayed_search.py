@@ -26,7 +26,7 @@ from streamfn.asgi import App, ServerConfig
 from streamfn.asgi._backends import RouterBackend
 from streamfn.core import Model
 from streamfn.core._messages import AssistantMessage, OpaqueContent
-from streamfn.core._models import openai_compatible
+from streamfn.core.catalogue._models import openai_compatible
 from streamfn.core.serve._routes import parse_request
 from streamfn.core.serve._status import HTTPError
 

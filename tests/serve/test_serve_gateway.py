@@ -19,7 +19,7 @@ from loopback_server import KEY, Server, provider_backend
 from streamfn.asgi import App, ServerConfig
 from streamfn.asgi._backends import RouterBackend
 from streamfn.core import Model
-from streamfn.core._models import openai_compatible
+from streamfn.core.catalogue._models import openai_compatible
 
 # every test here runs on both shells (tests/serve/conftest.py)
 pytestmark = pytest.mark.usefixtures("shell")

@@ -25,7 +25,7 @@ from loopback_server import KEY, Server
 from streamfn.asgi import ServerConfig
 from streamfn.asgi._backends import RouterBackend
 from streamfn.core import Model
-from streamfn.core._models import openai_compatible
+from streamfn.core.catalogue._models import openai_compatible
 from streamfn.io_asyncio._backends import ProviderBackend
 from streamfn.io_asyncio._server import App
 

@@ -40,7 +40,7 @@ from streamfn.asgi import App, ServerConfig
 from streamfn.asgi._backends import RouterBackend
 from streamfn.core import Model
 from streamfn.core._events import Done, Error, Start, TextDelta, TextEnd, TextStart
-from streamfn.core._models import openai_compatible
+from streamfn.core.catalogue._models import openai_compatible
 from streamfn.core.serve._routes import parsing_cost
 from streamfn.fuzz._events_backend import EventsBackend
 from streamfn.io_asyncio._serve import serve

@@ -37,7 +37,7 @@ from loopback_server import HANG_GUARD, KEY, Server, provider_backend, read_all,
 
 from streamfn.asgi import App, ServerConfig
 from streamfn.asgi._backends import RouterBackend
-from streamfn.core._models import Model
+from streamfn.core.catalogue._models import Model
 
 # every test here runs on both shells (tests/serve/conftest.py)
 pytestmark = pytest.mark.usefixtures("shell")

@@ -28,7 +28,7 @@ from loopback_server import (
 )
 
 from streamfn.asgi import App, ServerConfig
-from streamfn.core.serve._request_fields import (
+from streamfn.core.dialects._request_fields import (
     MAX_COUNT,
     MAX_STOP_BYTES,
     MAX_STOP_SEQUENCES,

@@ -21,7 +21,7 @@ from loopback_server import KEY, Server, provider_backend, raw_post, read_all
 from streamfn.asgi import App, ServerConfig
 from streamfn.asgi._backends import ServedModel
 from streamfn.core import Model, Options
-from streamfn.core._models import openai_compatible
+from streamfn.core.catalogue._models import openai_compatible
 from streamfn.fuzz._fake_bodies import sse
 from streamfn.fuzz._raw_http import Request, ThreadedServer, read_request
 

@@ -13,7 +13,7 @@ from fake_provider import FakeProvider
 from shell_runner import FAST, SHELLS, run
 
 from streamfn.core import CompletionError, Context, ErrorKind, StopReason
-from streamfn.core._models import openai_compatible
+from streamfn.core.catalogue._models import openai_compatible
 
 
 @pytest.fixture(params=SHELLS)

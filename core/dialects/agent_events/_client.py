@@ -23,8 +23,8 @@ import msgspec
 from streamfn.core._classify import classify_stream_error
 from streamfn.core._events import Error, ErrorKind, StopReason
 from streamfn.core._messages import Context
-from streamfn.core._models import Model
 from streamfn.core._options import Options
+from streamfn.core.catalogue._models import Model
 from streamfn.core.dialects._openai_common import WireUsage, convert_usage
 from streamfn.core.dialects.agent_events._encode import ERROR_TYPE_BASE
 from streamfn.core.dialects.proxy._client import build_request as build_native_request

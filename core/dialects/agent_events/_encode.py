@@ -53,9 +53,9 @@ from streamfn.core._events import (
     ToolCallEnd,
     ToolCallStart,
 )
+from streamfn.core.dialects._cut import unpaused
+from streamfn.core.dialects._statuses import OWN_STATUSES, STATUS_FOR_KIND
 from streamfn.core.dialects.openai_chat._encode import openai_usage
-from streamfn.core.serve._cut import unpaused
-from streamfn.core.serve._status import OWN_STATUSES, STATUS_FOR_KIND
 from streamfn.core.wire._sse import encode_sse
 
 __all__ = [

@@ -45,8 +45,8 @@ from streamfn.core._messages import (
     UserContent,
     UserMessage,
 )
-from streamfn.core._models import Model
 from streamfn.core._options import Options
+from streamfn.core.catalogue._models import Model
 from streamfn.core.providers._base import HTTPRequest, SSECall
 from streamfn.core.providers._request import route_request
 from streamfn.core.wire._sse import ServerSentEvent

@@ -12,7 +12,7 @@ capitals and camelCase fields. Our events map one to one:
   then ``REASONING_END``;
 - a tool call -> ``TOOL_CALL_START`` (``toolCallId``, ``toolCallName``,
   ``parentMessageId``), then at its end one ``TOOL_CALL_ARGS`` (``delta``: the
-  whole arguments, as the tool-call checks of `streamfn.core._tool_checks`
+  whole arguments, as the tool-call checks of `streamfn.core.stages._tool_checks`
   repaired them, so they are held until the call ends) and ``TOOL_CALL_END``;
   a call the checks flagged (arguments that are not one JSON object or break the
   tool's schema) is followed by a ``CUSTOM`` event named
@@ -27,7 +27,7 @@ capitals and camelCase fields. Our events map one to one:
   code ``paused`` for a turn the provider paused and that was not continued
   (``Done.paused``; sending the conversation back continues it);
 - `Error`, and a `Done` whose stop reason says the answer did not finish
-  (`streamfn.core.serve._cut`) -> ``RUN_ERROR`` (``message``, ``code``: the
+  (`streamfn.core.dialects._cut`) -> ``RUN_ERROR`` (``message``, ``code``: the
   error kind): never a ``RUN_FINISHED``, so a cut answer is not shown as a
   whole one.
 
@@ -61,7 +61,7 @@ from streamfn.core._events import (
     ToolCallStart,
     Usage,
 )
-from streamfn.core.serve._cut import CUT_STOP_REASONS, cut_error
+from streamfn.core.dialects._cut import CUT_STOP_REASONS, cut_error
 from streamfn.core.wire._sse import encode_sse
 
 __all__ = ["TOOL_CALL_ERROR", "AGUIEncoder", "agui_usage"]

@@ -37,7 +37,7 @@ from streamfn.core._messages import (
     UserMessage,
 )
 from streamfn.core._options import Options
-from streamfn.core.serve._request_fields import (
+from streamfn.core.dialects._request_fields import (
     BadRequest,
     ClientRequest,
     check_fields,

@@ -18,7 +18,6 @@ from typing import Any, Final
 
 import msgspec
 
-from streamfn.core._citations import to_anthropic
 from streamfn.core._events import (
     Done,
     Error,
@@ -44,8 +43,9 @@ from streamfn.core._messages import (
     ThinkingContent,
     ToolCall,
 )
+from streamfn.core.content._citations import to_anthropic
+from streamfn.core.dialects._cut import cut_error, finish_word
 from streamfn.core.dialects.anthropic._tables import ERROR_TYPES, STOP_REASONS
-from streamfn.core.serve._cut import cut_error, finish_word
 
 __all__ = [
     "STOP_REASONS",

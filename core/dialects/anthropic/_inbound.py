@@ -24,8 +24,8 @@ from streamfn.core._messages import (
     UserMessage,
 )
 from streamfn.core._options import Options, ThinkingLevel
-from streamfn.core.serve._replayed_search import REPLAYED_SEARCH_BLOCKS, replayed_search_block
-from streamfn.core.serve._request_fields import (
+from streamfn.core.dialects._replayed_search import REPLAYED_SEARCH_BLOCKS, replayed_search_block
+from streamfn.core.dialects._request_fields import (
     BadRequest,
     ClientRequest,
     check_fields,

@@ -6,9 +6,6 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from streamfn.core._cache_points import mark_anthropic
-from streamfn.core._capabilities import fit_max_tokens, fit_sampling, output_limit, unsupported
-from streamfn.core._documents import anthropic_part
 from streamfn.core._messages import (
     AssistantMessage,
     Context,
@@ -21,11 +18,19 @@ from streamfn.core._messages import (
     UserContent,
     UserMessage,
 )
-from streamfn.core._models import Model
 from streamfn.core._options import Options, ThinkingLevel
-from streamfn.core._server_tools import tool_objects
-from streamfn.core._structured import anthropic_output_format, structured_request
+from streamfn.core.catalogue._capabilities import (
+    fit_max_tokens,
+    fit_sampling,
+    output_limit,
+    unsupported,
+)
+from streamfn.core.catalogue._models import Model
+from streamfn.core.content._cache_points import mark_anthropic
+from streamfn.core.content._documents import anthropic_part
+from streamfn.core.content._server_tools import tool_objects
 from streamfn.core.dialects._claude_thinking import claude_thinking
+from streamfn.core.json._structured import anthropic_output_format, structured_request
 from streamfn.core.providers._base import HTTPRequest, json_request, request_headers
 from streamfn.core.providers._convert import opaque_object, prepare_messages
 

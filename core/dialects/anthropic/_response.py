@@ -22,7 +22,7 @@ Decisions a caller can rely on (each one is a choice the wire leaves open):
 - **Stop reasons**: ``end_turn``/``stop_sequence`` -> stop; ``max_tokens`` ->
   length (a tool call cut by it is closed; the fold reports its unparsable
   arguments); ``tool_use`` -> tool_use; ``pause_turn`` -> stop with ``Done.paused``:
-  a long server-tool turn paused; the shells continue it (`streamfn.core._pause_turn`).
+  a long server-tool turn paused; the shells continue it (`streamfn.core.stages._pause_turn`).
   ``refusal`` -> ``Error(kind=content_filter)``: it is set by Anthropic's
   streaming safety classifiers, not by the model declining in words, so it is
   the provider's safety system, as ``content_filter`` is for OpenAI; the text
@@ -49,16 +49,16 @@ from typing import Any, Final
 
 import msgspec
 
-from streamfn.core._citations import anthropic_citation
 from streamfn.core._classify import classify_stream_error
 from streamfn.core._events import Error, StopReason, Usage
 from streamfn.core._messages import Context
-from streamfn.core._models import Model
 from streamfn.core._options import Options
 from streamfn.core._protocol import OPAQUE, TEXT, THINKING, TOOL
-from streamfn.core._structured import ANSWER_TOOL, answers_with_tool
+from streamfn.core.catalogue._models import Model
+from streamfn.core.content._citations import anthropic_citation
 from streamfn.core.dialects.anthropic._request import build_request
 from streamfn.core.dialects.anthropic._tables import ERROR_STATUS, STOP_REASONS_READ
+from streamfn.core.json._structured import ANSWER_TOOL, answers_with_tool
 from streamfn.core.providers._base import HTTPRequest, SSECall
 from streamfn.core.wire._sse import decode_data
 

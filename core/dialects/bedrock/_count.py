@@ -15,8 +15,8 @@ from typing import Final
 
 from streamfn.core._count import Counting, recast
 from streamfn.core._messages import Context
-from streamfn.core._models import Model
 from streamfn.core._options import Options
+from streamfn.core.catalogue._models import Model
 from streamfn.core.providers._request import HTTPRequest
 
 from ._request import build_request, region_of, sign, sigv4_credentials

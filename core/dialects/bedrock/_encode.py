@@ -23,8 +23,8 @@ from streamfn.core._events import (
     ToolCallEnd,
     ToolCallStart,
 )
+from streamfn.core.dialects._cut import cut_error, unpaused
 from streamfn.core.dialects.bedrock._tables import EXCEPTIONS, STOP_REASONS
-from streamfn.core.serve._cut import cut_error, unpaused
 from streamfn.core.wire._eventstream import encode_message
 
 __all__ = ["BedrockEncoder"]

@@ -25,9 +25,8 @@ import msgspec
 from streamfn.core._classify import classify_stream_error
 from streamfn.core._events import Error, StopReason, Usage
 from streamfn.core._messages import Context
-from streamfn.core._models import Model
 from streamfn.core._options import AWSCredentials, Options
-from streamfn.core._structured import ANSWER_TOOL, answers_with_tool
+from streamfn.core.catalogue._models import Model
 from streamfn.core.dialects.bedrock._request import (
     EVENTSTREAM,
     build_request,
@@ -38,6 +37,7 @@ from streamfn.core.dialects.bedrock._request import (
     sigv4_credentials,
 )
 from streamfn.core.dialects.bedrock._tables import EXCEPTION_STATUS, STOP_REASONS_READ
+from streamfn.core.json._structured import ANSWER_TOOL, answers_with_tool
 from streamfn.core.providers._base import FramedCall, HTTPRequest
 from streamfn.core.wire._decoder import Decoder
 from streamfn.core.wire._eventstream import EventStreamDecoder, EventStreamMessage

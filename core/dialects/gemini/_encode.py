@@ -15,7 +15,6 @@ from typing import Any, Final
 import msgspec
 
 from streamfn.core._accumulate import WholeToolCalls
-from streamfn.core._citations import Citation, to_gemini_grounding
 from streamfn.core._events import (
     Done,
     Error,
@@ -32,7 +31,8 @@ from streamfn.core._events import (
     ToolCallStart,
     Usage,
 )
-from streamfn.core.serve._cut import cut_error, unpaused
+from streamfn.core.content._citations import Citation, to_gemini_grounding
+from streamfn.core.dialects._cut import cut_error, unpaused
 
 __all__ = ["GeminiEncoder", "gemini_usage"]
 

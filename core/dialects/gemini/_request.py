@@ -16,14 +16,6 @@ from typing import Any, Final
 
 import msgspec
 
-from streamfn.core._capabilities import (
-    capabilities_for,
-    fit_budget,
-    fit_effort,
-    fit_sampling,
-    unsupported,
-)
-from streamfn.core._documents import gemini_part
 from streamfn.core._messages import (
     AssistantMessage,
     Context,
@@ -37,10 +29,18 @@ from streamfn.core._messages import (
     UserContent,
     UserMessage,
 )
-from streamfn.core._models import Model
 from streamfn.core._options import Options, ThinkingLevel
-from streamfn.core._server_tools import tool_objects
-from streamfn.core._structured import structured_request, without_refs
+from streamfn.core.catalogue._capabilities import (
+    capabilities_for,
+    fit_budget,
+    fit_effort,
+    fit_sampling,
+    unsupported,
+)
+from streamfn.core.catalogue._models import Model
+from streamfn.core.content._documents import gemini_part
+from streamfn.core.content._server_tools import tool_objects
+from streamfn.core.json._structured import structured_request, without_refs
 from streamfn.core.providers._convert import joined_text, opaque_object, prepare_messages
 from streamfn.core.providers._request import HTTPRequest, bearer, json_request, request_headers
 

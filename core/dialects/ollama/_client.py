@@ -31,11 +31,11 @@ from streamfn.core._messages import (
     ToolCall,
     UserMessage,
 )
-from streamfn.core._models import Model
 from streamfn.core._options import Options, ThinkingLevel
-from streamfn.core._structured import structured_request
+from streamfn.core.catalogue._models import Model
 from streamfn.core.dialects._openai_common import function_tools
 from streamfn.core.dialects.ollama._tables import DONE_REASONS_READ
+from streamfn.core.json._structured import structured_request
 from streamfn.core.providers._base import (
     HTTPRequest,
     NDJSONCall,

@@ -23,8 +23,8 @@ from streamfn.core._events import (
     ToolCallEnd,
     ToolCallStart,
 )
+from streamfn.core.dialects._cut import cut_error, unpaused
 from streamfn.core.dialects.ollama._tables import DONE_REASONS
-from streamfn.core.serve._cut import cut_error, unpaused
 
 __all__ = ["OllamaEncoder"]
 

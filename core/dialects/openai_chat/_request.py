@@ -7,15 +7,6 @@ from __future__ import annotations
 import logging
 from typing import Any, Final
 
-from streamfn.core._cache_points import prompt_cache_key
-from streamfn.core._capabilities import (
-    capabilities_for,
-    effort_for_off,
-    fit_effort,
-    fit_sampling,
-    reasons,
-)
-from streamfn.core._documents import openai_chat_part
 from streamfn.core._messages import (
     AssistantMessage,
     Context,
@@ -28,10 +19,18 @@ from streamfn.core._messages import (
     UserContent,
     UserMessage,
 )
-from streamfn.core._models import Model
 from streamfn.core._options import Options, ThinkingLevel
-from streamfn.core._server_tools import web_search_options
-from streamfn.core._structured import openai_response_format, structured_request
+from streamfn.core.catalogue._capabilities import (
+    capabilities_for,
+    effort_for_off,
+    fit_effort,
+    fit_sampling,
+    reasons,
+)
+from streamfn.core.catalogue._models import Model
+from streamfn.core.content._cache_points import prompt_cache_key
+from streamfn.core.content._documents import openai_chat_part
+from streamfn.core.content._server_tools import web_search_options
 from streamfn.core.dialects._openai_common import (
     Quirks,
     function_tools,
@@ -40,6 +39,7 @@ from streamfn.core.dialects._openai_common import (
     signature_carrier,
     thinking_on,
 )
+from streamfn.core.json._structured import openai_response_format, structured_request
 from streamfn.core.providers._base import HTTPRequest, api_root, json_request
 from streamfn.core.providers._convert import joined_text, prepare_messages, tool_arguments
 

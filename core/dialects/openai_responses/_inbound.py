@@ -5,7 +5,7 @@ send: ``input`` as a string or a list of items (messages, ``function_call`` and
 ``function_call_output`` items, replayed ``reasoning`` items), ``instructions``,
 function tools and ``tool_choice``, ``text.format`` (structured output),
 ``reasoning.effort`` and ``max_output_tokens``. The rules are the other dialects'
-(`streamfn.core.serve._request_fields`): a field outside the lists is a 400 naming
+(`streamfn.core.dialects._request_fields`): a field outside the lists is a 400 naming
 it, URLs and uploaded files follow the same rule, server tools need the operator's
 leave.
 
@@ -39,7 +39,7 @@ from streamfn.core._messages import (
     UserMessage,
 )
 from streamfn.core._options import Options, ThinkingLevel
-from streamfn.core.serve._request_fields import (
+from streamfn.core.dialects._request_fields import (
     BadRequest,
     ClientRequest,
     check_fields,

@@ -9,9 +9,6 @@ from typing import Any
 
 import msgspec
 
-from streamfn.core._cache_points import prompt_cache_key
-from streamfn.core._capabilities import effort_for_off, fit_effort, fit_sampling, reasons
-from streamfn.core._documents import responses_part
 from streamfn.core._messages import (
     AssistantMessage,
     Context,
@@ -25,11 +22,14 @@ from streamfn.core._messages import (
     UserContent,
     UserMessage,
 )
-from streamfn.core._models import Model
 from streamfn.core._options import Options, ThinkingLevel
-from streamfn.core._server_tools import tool_objects
-from streamfn.core._structured import responses_text_format, structured_request
+from streamfn.core.catalogue._capabilities import effort_for_off, fit_effort, fit_sampling, reasons
+from streamfn.core.catalogue._models import Model
+from streamfn.core.content._cache_points import prompt_cache_key
+from streamfn.core.content._documents import responses_part
+from streamfn.core.content._server_tools import tool_objects
 from streamfn.core.dialects._openai_common import openai_headers, quirks_for, thinking_on
+from streamfn.core.json._structured import responses_text_format, structured_request
 from streamfn.core.providers._base import HTTPRequest, api_root, json_request
 from streamfn.core.providers._convert import (
     joined_text,

@@ -41,9 +41,9 @@ from streamfn.core._events import (
     event_type,
 )
 from streamfn.core._messages import Context
-from streamfn.core._models import Model
 from streamfn.core._options import Options, client_fields
 from streamfn.core._protocol import Grammar
+from streamfn.core.catalogue._models import Model
 from streamfn.core.dialects.proxy._encode import encode_proxy_event, encode_proxy_events
 from streamfn.core.providers._base import (
     HTTPRequest,

@@ -41,8 +41,8 @@ from streamfn.core._messages import (
     UserContent,
     UserMessage,
 )
-from streamfn.core._models import Model
 from streamfn.core._options import Options
+from streamfn.core.catalogue._models import Model
 from streamfn.core.dialects.ui_message_stream._tables import FINISH_REASONS_READ
 from streamfn.core.providers._base import HTTPRequest, SSECall
 from streamfn.core.providers._request import route_request

@@ -12,13 +12,13 @@ response header) is SSE whose every ``data:`` line is one JSON part with a
   ``tool-input-delta`` (``inputTextDelta``), then at its end
   ``tool-input-available`` with the parsed ``input``, or ``tool-input-error``
   (``errorText``) when the arguments are not a JSON object or the tool-call
-  checks found them breaking the tool's schema (`streamfn.core._tool_checks`:
+  checks found them breaking the tool's schema (`streamfn.core.stages._tool_checks`:
   a front end must not run such a call); the name and arguments are the ones
   those checks repaired, where they did;
 - `Done` -> ``finish-step`` and ``finish`` with ``finishReason``
   (``stop``, ``length``, ``tool-calls``);
 - `Error`, and a `Done` whose stop reason says the answer did not finish
-  (`streamfn.core.serve._cut`) -> ``error`` (``errorText``): never a ``finish``,
+  (`streamfn.core.dialects._cut`) -> ``error`` (``errorText``): never a ``finish``,
   so a cut answer is not shown as a whole one (a tool call it cut stays
   ``input-streaming``).
 
@@ -49,8 +49,8 @@ from streamfn.core._events import (
     ToolCallEnd,
     ToolCallStart,
 )
+from streamfn.core.dialects._cut import cut_error, finish_word, unpaused
 from streamfn.core.dialects.ui_message_stream._tables import FINISH_REASONS
-from streamfn.core.serve._cut import cut_error, finish_word, unpaused
 from streamfn.core.wire._sse import encode_sse
 
 __all__ = [

@@ -12,7 +12,7 @@ from streamfn.core._events import StopReason
 __all__ = ["FINISH_REASONS", "FINISH_REASONS_READ"]
 
 #: the stop reasons of a finished answer -> the ``finish`` part's ``finishReason`` (a
-#: cut answer has none: it ends with an ``error`` part, see `streamfn.core.serve._cut`)
+#: cut answer has none: it ends with an ``error`` part, see `streamfn.core.dialects._cut`)
 FINISH_REASONS: Final = {
     StopReason.STOP: "stop",
     StopReason.LENGTH: "length",

@@ -50,9 +50,8 @@ import msgspec
 
 from streamfn.core.dialects._claude_thinking import thinking_asked
 
-from ._call import Call
-from ._capabilities import capabilities_for
-from ._events import (
+from .._call import Call
+from .._events import (
     Cost,
     Done,
     Error,
@@ -70,13 +69,14 @@ from ._events import (
     ToolCallStart,
     Usage,
 )
-from ._messages import AssistantMessage, Context, TextContent
-from ._model_spec import compute_cost
-from ._models import Model
-from ._options import Options, RecoverMode
+from .._messages import AssistantMessage, Context, TextContent
+from .._options import Options, RecoverMode
+from ..catalogue._capabilities import capabilities_for
+from ..catalogue._model_spec import compute_cost
+from ..catalogue._models import Model
+from ..providers._base import ProviderCall
+from ..providers._request import HTTPRequest, merge_extra_body
 from ._pause_turn import summed
-from .providers._base import ProviderCall
-from .providers._request import HTTPRequest, merge_extra_body
 
 __all__ = [
     "CHARS_PER_TOKEN",

@@ -19,7 +19,7 @@ so it is never checked nor repaired) and says on that event:
    - a tool name with whitespace around it (``" get_weather"``).
 
 2. **Errors**: where the (repaired) arguments break the tool's schema
-   (`streamfn.core._schema_check`), arguments that are not one JSON object, or a
+   (`streamfn.core.json._schema_check`), arguments that are not one JSON object, or a
    name no declared tool has. An agent answers the model with these instead of
    running the call.
 
@@ -44,7 +44,7 @@ declares function tools or not (`streamfn.client._tool_checks.with_checked_tool_
 a call of a tool never declared is flagged the same way with no tools declared as
 with others declared, so no client runs it unchecked. The cost is one pass over each
 call's arguments at its end, and all the schema checks of one answer share one step
-budget (`streamfn.core._check_budget.CheckBudget`), checked in slices the shells
+budget (`streamfn.core.json._check_budget.CheckBudget`), checked in slices the shells
 pause between.
 """
 
@@ -57,9 +57,8 @@ from typing import Any, Final, TypeAlias
 
 import msgspec
 
-from ._accumulate import WholeToolCalls, parse_arguments
-from ._check_budget import CheckBudget, run_through
-from ._events import (
+from .._accumulate import WholeToolCalls, parse_arguments
+from .._events import (
     Done,
     Error,
     Event,
@@ -72,8 +71,9 @@ from ._events import (
     ToolCallEnd,
     ToolCallStart,
 )
-from ._messages import Tool, ToolCall
-from ._schema_check import SchemaMismatch, checking
+from .._messages import Tool, ToolCall
+from ..json._check_budget import CheckBudget, run_through
+from ..json._schema_check import SchemaMismatch, checking
 
 __all__ = [
     "MAX_CONCATENATED",

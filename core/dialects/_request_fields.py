@@ -14,10 +14,10 @@ from typing import Any, Final, TypeVar
 import msgspec
 
 from .._errors import UsageError
-from .._json_shape import json_structure, nests_deeper, value_count
 from .._messages import Context, DocumentContent, ImageContent, ServerTool, Tool
 from .._options import Options
-from .._structured import output_schema
+from ..json._json_shape import json_structure, nests_deeper, value_count
+from ..json._structured import output_schema
 
 __all__ = [
     "MAX_COUNT",

@@ -19,18 +19,18 @@ anything this table does not cover.
 
 These tools are billed to whoever holds the key: `streamfn serve` refuses a
 client request that carries one unless the operator allows that type
-(``--allow-server-tools``; see `streamfn.core.serve._request_fields.refuse_server_tools`).
+(``--allow-server-tools``; see `streamfn.core.dialects._request_fields.refuse_server_tools`).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from ._capabilities import UnsupportedInput, capabilities_for
-from ._messages import Context, ServerTool
+from .._messages import Context, ServerTool
+from ..catalogue._capabilities import UnsupportedInput, capabilities_for
 
 if TYPE_CHECKING:
-    from ._models import Model
+    from ..catalogue._models import Model
 
 __all__ = [
     "CONFIG_KEYS",

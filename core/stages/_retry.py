@@ -21,10 +21,10 @@ from typing import NamedTuple
 
 import msgspec
 
-from ._classify import retryable_status
-from ._events import Error, Event, Start
-from ._options import Options
-from ._try_again import tries_again
+from .._classify import retryable_status
+from .._events import Error, Event, Start
+from .._options import Options
+from .._try_again import tries_again
 
 __all__ = ["FirstOutputGate", "Retry", "RetryPolicy", "retryable_status"]
 

@@ -40,12 +40,12 @@ from typing import Any, Final, Literal, NamedTuple, overload
 
 import msgspec
 
-from ._accumulate import Accumulator
-from ._errors import CompletionError, StreamfnError
-from ._events import Done, Error, Event, TextDelta
-from ._partial_json import PartialJSONParser
-from ._schema import is_pydantic_model
-from ._structured import parse_output
+from .._accumulate import Accumulator
+from .._errors import CompletionError, StreamfnError
+from .._events import Done, Error, Event, TextDelta
+from ..json._partial_json import PartialJSONParser
+from ..json._schema import is_pydantic_model
+from ..json._structured import parse_output
 
 __all__ = ["PartialOutput", "PartialOutputs", "check_finished", "iter_partial_outputs"]
 

@@ -26,13 +26,13 @@ from typing import TYPE_CHECKING, Final, TypeVar
 
 import msgspec
 
-from ._accumulate import Accumulator
-from ._events import Cost, Done, Error, Event, Usage
-from ._messages import AssistantMessage, Context, ServerTool
+from .._accumulate import Accumulator
+from .._events import Cost, Done, Error, Event, Usage
+from .._messages import AssistantMessage, Context, ServerTool
 
 if TYPE_CHECKING:
-    from ._models import Model
-    from ._options import Options
+    from .._options import Options
+    from ..catalogue._models import Model
 
 __all__ = ["PAUSING_APIS", "PausedTurn", "continued_context", "may_pause", "summed"]
 

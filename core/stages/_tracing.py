@@ -33,9 +33,9 @@ from functools import lru_cache
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from ._events import StopReason
-from ._models import Model
-from ._options import Options
+from .._events import StopReason
+from .._options import Options
+from ..catalogue._models import Model
 
 __all__ = [
     "FINISH_REASONS",

@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Any, Final
 
 from msgspec.structs import replace
 
+from .._errors import UsageError
 from ._capability_rules import CAPABILITY_RULES
 from ._capability_spec import SAMPLING_KNOBS, Capabilities, CapabilityRule
-from ._errors import UsageError
 
 if TYPE_CHECKING:
+    from .._options import Options
     from ._model_spec import Model
-    from ._options import Options
 
 __all__ = [
     "CAPABILITY_RULES",

@@ -1,6 +1,6 @@
 """A budget of steps for work a client's input can make costly, taken in slices.
 
-The schema checks of one answer (`streamfn.core._schema_check`) draw on one
+The schema checks of one answer (`streamfn.core.json._schema_check`) draw on one
 `CheckBudget`: every unit of work is a step, the checks stop when the steps run out
 (`BudgetSpent`), and the work is a generator that pauses every `PAUSE_EVERY` steps
 so an event loop can serve others between slices (`run_through` runs such a

@@ -20,9 +20,9 @@ from collections.abc import Mapping
 from importlib import resources
 from typing import Any, Final
 
+from .._catalog_json import catalog_json
 from ._capabilities import CAPABILITY_RULES
 from ._catalog_build import check_catalog
-from ._catalog_json import catalog_json
 from ._model_spec import Model, PriceTier
 
 __all__ = [
@@ -107,7 +107,7 @@ def models_from_catalog(document: Mapping[str, Any]) -> list[Model]:
 
 
 def _builtin_document() -> Mapping[str, Any]:
-    raw = resources.files(__package__ or "streamfn.core").joinpath("data/catalog.json.gz")
+    raw = resources.files(__package__ or "streamfn.core.catalogue").joinpath("data/catalog.json.gz")
     return check_catalog(catalog_json(raw.read_bytes()))
 
 

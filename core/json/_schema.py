@@ -2,7 +2,7 @@
 
 No provider and no option lives here, only the schema itself: a msgspec type's
 or a pydantic model's schema, local ``$ref``s inlined (nothing is ever fetched),
-objects closed for strict modes. `streamfn.core._structured` maps it onto each
+objects closed for strict modes. `streamfn.core.json._structured` maps it onto each
 provider's mechanism.
 """
 
@@ -14,7 +14,7 @@ from typing import Any, Final
 
 import msgspec
 
-from ._errors import UsageError
+from .._errors import UsageError
 
 __all__ = [
     "OutputSchema",

@@ -25,13 +25,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 
-from ._call import check_transport
-from ._credentials import MissingCredentials, with_credentials
-from ._events import Error, ErrorKind
-from ._models import Model
-from ._options import Options
-from ._spend import require_prices
-from ._try_again import TRY_AGAIN_KINDS, tries_again
+from .._call import check_transport
+from .._credentials import MissingCredentials, with_credentials
+from .._events import Error, ErrorKind
+from .._options import Options
+from .._spend import require_prices
+from .._try_again import TRY_AGAIN_KINDS, tries_again
+from ..catalogue._models import Model
 
 __all__ = ["FallbackModel", "check_chain", "fallback", "falls_back"]
 

@@ -33,13 +33,13 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from ._capabilities import capabilities_for, unsupported
-from ._options import CachePoint, CacheSetting, CacheTTL
+from .._options import CachePoint, CacheSetting, CacheTTL
+from ..catalogue._capabilities import capabilities_for, unsupported
 
 if TYPE_CHECKING:
-    from ._messages import Context
-    from ._models import Model
-    from ._options import Options
+    from .._messages import Context
+    from .._options import Options
+    from ..catalogue._models import Model
 
 __all__ = [
     "AUTO_POINTS",

@@ -22,7 +22,7 @@ qualifies for strict mode (every object lists all its properties as required);
 objects are closed (``additionalProperties: false``) where the schema left
 that open. `parse_output` reads the answer back: JSON-decoded, then validated
 with msgspec (or pydantic's own ``model_validate``) where a type was given,
-with `streamfn.core._schema_check` for a plain dict schema. A failure raises
+with `streamfn.core.json._schema_check` for a plain dict schema. A failure raises
 `OutputValidationError` naming the provider, what failed and the raw text.
 """
 
@@ -32,11 +32,11 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from ._capabilities import capabilities_for
-from ._errors import StreamfnError
-from ._events import StopReason
-from ._messages import AssistantMessage, Context, Tool
-from ._options import Options
+from .._errors import StreamfnError
+from .._events import StopReason
+from .._messages import AssistantMessage, Context, Tool
+from .._options import Options
+from ..catalogue._capabilities import capabilities_for
 from ._schema import (
     OutputSchema,
     StructuredOutputUnsupported,
@@ -49,7 +49,7 @@ from ._schema import (
 from ._schema_check import check_json
 
 if TYPE_CHECKING:
-    from ._models import Model
+    from ..catalogue._models import Model
 
 __all__ = [
     "ANSWER_TOOL",

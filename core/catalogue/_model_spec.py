@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import msgspec
 
+from .._events import Cost, Usage
+from .._redact import redacted_repr
 from ._capability_spec import Capabilities
-from ._events import Cost, Usage
-from ._redact import redacted_repr
 
 __all__ = ["Model", "PriceTier", "compute_cost"]
 

@@ -24,8 +24,8 @@ from typing import Final
 
 import msgspec
 
-from ._events import Error, ErrorKind
-from ._models import Model
+from .._events import Error, ErrorKind
+from ..catalogue._models import Model
 
 __all__ = [
     "UPGRADABLE_PROVIDERS",

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ._cli_words import cli_words
-from ._errors import UnknownModel
+from .._cli_words import cli_words
+from .._errors import UnknownModel
 from ._model_spec import Model, PriceTier, compute_cost
 from ._plugin_apis import plugin_api_names
 

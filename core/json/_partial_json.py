@@ -29,7 +29,7 @@ from typing import Any, Final
 
 import msgspec
 
-from ._errors import PartialJSONError
+from .._errors import PartialJSONError
 
 __all__ = ["PartialJSONError", "PartialJSONParser"]
 

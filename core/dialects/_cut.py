@@ -56,4 +56,8 @@ def unpaused(done: Done) -> Done:
     """``done`` as a dialect without a pause word reads it: a paused turn that was not
     continued is incomplete (`StopReason.LENGTH`), never a finished answer."""
     finished = finished_as(done)
-    return done if finished is done.stop_reason else msgspec.structs.replace(done, stop_reason=finished)
+    return (
+        done
+        if finished is done.stop_reason
+        else msgspec.structs.replace(done, stop_reason=finished)
+    )

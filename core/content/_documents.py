@@ -26,8 +26,7 @@ import binascii
 import re
 from typing import TYPE_CHECKING, Any, Final
 
-from ._capabilities import UnsupportedInput, capabilities_for
-from ._messages import (
+from .._messages import (
     Context,
     DocumentContent,
     ImageContent,
@@ -37,10 +36,11 @@ from ._messages import (
     UserContent,
     UserMessage,
 )
+from ..catalogue._capabilities import UnsupportedInput, capabilities_for
 from ._server_tools import check_server_tools
 
 if TYPE_CHECKING:
-    from ._models import Model
+    from ..catalogue._models import Model
 
 __all__ = [
     "INPUT_KINDS",

@@ -49,8 +49,8 @@ from typing import Final
 
 import msgspec
 
-from ._emitter import Emitter
-from ._events import (
+from .._emitter import Emitter
+from .._events import (
     Done,
     Error,
     Event,
@@ -67,9 +67,9 @@ from ._events import (
     ToolCallEnd,
     ToolCallStart,
 )
-from ._messages import Tool
-from ._models import Model
-from ._options import Options
+from .._messages import Tool
+from .._options import Options
+from ..catalogue._models import Model
 from ._tool_text import call_envelope, first_tag, held_prefix
 
 __all__ = [

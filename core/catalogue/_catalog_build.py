@@ -37,7 +37,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from ._errors import StreamfnError
+from .._errors import StreamfnError
 
 __all__ = [
     "CATALOG_FORMAT",
