@@ -192,8 +192,9 @@ def _rows(args: argparse.Namespace) -> tuple[list[Listed], int]:
 def _nothing_listed(args: argparse.Namespace) -> None:
     """What to say when no row is left: how to reach a provider without catalogue
     entries, or that the filters left nothing (and which one to widen)."""
-    from streamfn.core._call import API_MODULES, api_names
+    from streamfn.core._call import api_names
     from streamfn.core._models import list_models
+    from streamfn.core._wire_formats import API_MODULES
 
     if args.provider is not None and not list_models(args.provider):
         plugins = [name for name in api_names() if name not in API_MODULES]
@@ -213,7 +214,8 @@ def _nothing_listed(args: argparse.Namespace) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from streamfn.core._call import API_MODULES, api_names
+    from streamfn.core._call import api_names
+    from streamfn.core._wire_formats import API_MODULES
 
     for given, flag in ((args.url, "--url"), (args.timeout, "--timeout")):
         if given and not args.refresh:

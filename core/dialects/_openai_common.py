@@ -23,6 +23,7 @@ from streamfn.core._messages import Tool
 from streamfn.core._models import Model
 from streamfn.core._options import Options, ThinkingLevel
 from streamfn.core.providers._base import bearer, request_headers
+from streamfn.core.providers._convert import id_digest
 
 __all__ = [
     "ERROR_CODES",
@@ -33,6 +34,7 @@ __all__ = [
     "error_text",
     "function_tools",
     "openai_headers",
+    "openai_tool_call_id",
     "quirks_for",
     "signature_carrier",
     "thinking_on",
@@ -202,3 +204,11 @@ def function_tools(
         }
         for t in tools
     ]
+
+
+def openai_tool_call_id(tool_id: str) -> str:
+    """The id OpenAI accepts for a tool call first named ``tool_id``: at most 64
+    characters (ids from other providers can be longer)."""
+    if 0 < len(tool_id) <= 64:
+        return tool_id
+    return tool_id[:47] + "_" + id_digest(tool_id, 16) if tool_id else "call_empty"

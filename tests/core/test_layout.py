@@ -342,7 +342,7 @@ def serve_side_imports_on_client_side() -> list[str]:
 
 
 def test_every_wire_format_is_one_dialect_package() -> None:
-    from streamfn.core._call import API_MODULES
+    from streamfn.core._wire_formats import API_MODULES
 
     packages = {p.name for p in DIALECTS.iterdir() if (p / "__init__.py").exists()}
     assert set(API_MODULES.values()) <= packages

@@ -794,7 +794,8 @@ def test_events_roundtrip_msgspec() -> None:
 
 def test_catalog_is_consistent() -> None:
     from streamfn.core._catalog import BUILTIN_MODELS
-    from streamfn.core._models import API_NAMES, get_model
+    from streamfn.core._models import get_model
+    from streamfn.core._wire_formats import API_NAMES
 
     keys = [m.key for m in BUILTIN_MODELS]
     assert len(keys) == len(set(keys)), "one entry per provider:id"

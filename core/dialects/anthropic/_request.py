@@ -8,7 +8,6 @@ from typing import Any, Final
 
 from streamfn.core._cache_points import mark_anthropic
 from streamfn.core._capabilities import fit_max_tokens, fit_sampling, output_limit, unsupported
-from streamfn.core._documents import anthropic_part
 from streamfn.core._messages import (
     AssistantMessage,
     Context,
@@ -26,6 +25,7 @@ from streamfn.core._options import Options, ThinkingLevel
 from streamfn.core._server_tools import tool_objects
 from streamfn.core._structured import anthropic_output_format, structured_request
 from streamfn.core.dialects._claude_thinking import claude_thinking
+from streamfn.core.dialects.anthropic._parts import anthropic_part
 from streamfn.core.providers._base import HTTPRequest, json_request, request_headers
 from streamfn.core.providers._convert import opaque_object, prepare_messages
 

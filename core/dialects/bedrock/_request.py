@@ -28,7 +28,6 @@ from typing import Any, Final
 
 from streamfn.core._cache_points import mark_bedrock
 from streamfn.core._capabilities import fit_max_tokens, fit_sampling
-from streamfn.core._documents import bedrock_document
 from streamfn.core._errors import UsageError
 from streamfn.core._messages import (
     AssistantMessage,
@@ -48,6 +47,7 @@ from streamfn.core._models import Model
 from streamfn.core._options import AWSCredentials, Options, ThinkingLevel
 from streamfn.core._structured import bedrock_text_format, structured_request
 from streamfn.core.dialects._claude_thinking import claude_thinking
+from streamfn.core.dialects.bedrock._parts import bedrock_document
 from streamfn.core.dialects.bedrock._sigv4 import encode_path_segment, sign_request
 from streamfn.core.providers._convert import opaque_object, prepare_messages
 from streamfn.core.providers._request import HTTPRequest, bearer, json_request, request_headers

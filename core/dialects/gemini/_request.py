@@ -23,7 +23,6 @@ from streamfn.core._capabilities import (
     fit_sampling,
     unsupported,
 )
-from streamfn.core._documents import gemini_part
 from streamfn.core._messages import (
     AssistantMessage,
     Context,
@@ -41,6 +40,7 @@ from streamfn.core._models import Model
 from streamfn.core._options import Options, ThinkingLevel
 from streamfn.core._server_tools import tool_objects
 from streamfn.core._structured import structured_request, without_refs
+from streamfn.core.dialects.gemini._parts import gemini_part
 from streamfn.core.providers._convert import joined_text, opaque_object, prepare_messages
 from streamfn.core.providers._request import HTTPRequest, bearer, json_request, request_headers
 

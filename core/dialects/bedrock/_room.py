@@ -1,0 +1,27 @@
+"""What Bedrock's Converse format tells the format-neutral feature modules."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from streamfn.core._model_spec import Model
+from streamfn.core._wire_formats import WireFormat
+from streamfn.core.dialects._claude_common import claude_tool_call_id
+from streamfn.core.dialects.bedrock._count import COUNTING
+from streamfn.core.dialects.bedrock._credentials import bedrock_credentials
+from streamfn.core.dialects.bedrock._parts import check_document
+
+__all__ = ["WIRE_FORMAT"]
+
+
+def _input_kinds(model: Model) -> tuple[str, ...]:
+    return ("image", "document")  # bytes only: Converse fetches no URL
+
+
+WIRE_FORMAT: Final = WireFormat(
+    input_kinds=_input_kinds,
+    check_document=check_document,
+    credentials=bedrock_credentials,
+    tool_call_id=claude_tool_call_id,
+    counting=COUNTING,
+)

@@ -1,0 +1,43 @@
+"""What OpenAI's Chat Completions format tells the format-neutral feature modules."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from streamfn.core._model_spec import Model
+from streamfn.core._wire_formats import WireFormat
+from streamfn.core.dialects._openai_common import openai_tool_call_id
+from streamfn.core.dialects.openai_chat._count import COUNTING
+
+__all__ = ["WIRE_FORMAT"]
+
+#: OpenAI-compatible providers whose Chat Completions takes ``file`` parts (file_data)
+#: and ``web_search_options``
+_OPENAI_ITSELF: Final = frozenset({"openai", "azure", "openrouter"})
+#: OpenAI-compatible servers that continue a final assistant message (vLLM, llama.cpp)
+_CONTINUE_SERVERS: Final = frozenset({"vllm", "llamacpp"})
+
+
+def _input_kinds(model: Model) -> tuple[str, ...]:
+    if model.provider in _OPENAI_ITSELF:
+        return ("image", "image_url", "document")
+    return ("image", "image_url")
+
+
+def _server_tool_types(model: Model) -> tuple[str, ...]:
+    return ("web_search",) if model.provider in _OPENAI_ITSELF else ()
+
+
+def _continues(model: Model) -> bool:
+    return model.provider in _CONTINUE_SERVERS
+
+
+WIRE_FORMAT: Final = WireFormat(
+    input_kinds=_input_kinds,
+    # web search is the request's ``web_search_options`` (the openai SDK's WebSearchOptions)
+    server_tool_types=_server_tool_types,
+    server_tool_keys={"web_search": frozenset({"search_context_size", "user_location"})},
+    tool_call_id=openai_tool_call_id,
+    continues=_continues,
+    counting=COUNTING,
+)

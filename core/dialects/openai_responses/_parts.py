@@ -1,0 +1,21 @@
+"""Images and files in a Responses API body."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streamfn.core._documents import data_url, document_filename
+from streamfn.core._messages import DocumentContent, ImageContent
+
+__all__ = ["responses_part"]
+
+
+def responses_part(part: ImageContent | DocumentContent, number: int = 0) -> dict[str, Any]:
+    """An ``input_image`` (``detail`` is required by the API's type) or ``input_file``."""
+    if isinstance(part, ImageContent):
+        url = part.url or data_url(part)
+        return {"type": "input_image", "image_url": url, "detail": "auto"}
+    if part.url is not None:
+        return {"type": "input_file", "file_url": part.url}
+    filename = document_filename(part, number)
+    return {"type": "input_file", "file_data": data_url(part), "filename": filename}

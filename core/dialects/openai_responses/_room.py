@@ -1,0 +1,39 @@
+"""What OpenAI's Responses API tells the format-neutral feature modules."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from streamfn.core._model_spec import Model
+from streamfn.core._wire_formats import WireFormat
+from streamfn.core.dialects._openai_common import openai_tool_call_id
+from streamfn.core.dialects.openai_responses._count import COUNTING
+
+__all__ = ["WIRE_FORMAT"]
+
+#: providers whose Responses API keeps a background response to stream again
+_RESUMABLE_PROVIDERS: Final = frozenset({"openai", "azure"})
+
+
+def _resumes(model: Model) -> bool:
+    return model.provider in _RESUMABLE_PROVIDERS
+
+
+WIRE_FORMAT: Final = WireFormat(
+    # https://developers.openai.com/api/docs/guides/tools-web-search (the openai SDK's
+    # WebSearchToolParam and CodeInterpreter)
+    server_tools={
+        "web_search": {"type": "web_search"},
+        "code_execution": {"type": "code_interpreter", "container": {"type": "auto"}},
+    },
+    server_tool_keys={
+        "web_search": frozenset(
+            {"filters", "search_context_size", "user_location", "external_web_access"}
+        ),
+        "code_execution": frozenset({"container"}),
+    },
+    tool_call_id=openai_tool_call_id,
+    websocket=True,
+    resumes=_resumes,
+    counting=COUNTING,
+)
