@@ -12,6 +12,7 @@ contract reuses it for ``tokens_used``).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from typing import Any, Final
 
@@ -19,7 +20,7 @@ import msgspec
 
 from streamfn.core._capabilities import reasons
 from streamfn.core._events import ErrorKind, Usage
-from streamfn.core._messages import Tool
+from streamfn.core._messages import Context, Tool
 from streamfn.core._models import Model
 from streamfn.core._options import Options, ThinkingLevel
 from streamfn.core.providers._base import bearer, request_headers
@@ -35,6 +36,7 @@ __all__ = [
     "function_tools",
     "openai_headers",
     "openai_tool_call_id",
+    "prompt_cache_key",
     "quirks_for",
     "signature_carrier",
     "thinking_on",
@@ -212,3 +214,17 @@ def openai_tool_call_id(tool_id: str) -> str:
     if 0 < len(tool_id) <= 64:
         return tool_id
     return tool_id[:47] + "_" + id_digest(tool_id, 16) if tool_id else "call_empty"
+
+
+def prompt_cache_key(context: Context, options: Options) -> str | None:
+    """OpenAI's ``prompt_cache_key``: the caller's ``cache_key``, else (``"auto"`` or
+    explicit points) a hash of what every request of a conversation starts with; None
+    when caching is off or left to the provider."""
+    if options.cache == "off":
+        return None
+    if options.cache_key is not None:
+        return options.cache_key
+    if options.cache is None:
+        return None
+    prefix = msgspec.json.encode([context.system_prompt, context.tools, context.messages[:1]])
+    return "streamfn-" + hashlib.sha256(prefix).hexdigest()[:32]

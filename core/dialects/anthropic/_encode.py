@@ -18,7 +18,6 @@ from typing import Any, Final
 
 import msgspec
 
-from streamfn.core._citations import to_anthropic
 from streamfn.core._events import (
     Done,
     Error,
@@ -44,6 +43,7 @@ from streamfn.core._messages import (
     ThinkingContent,
     ToolCall,
 )
+from streamfn.core.dialects.anthropic._citations import to_anthropic
 from streamfn.core.dialects.anthropic._tables import ERROR_TYPES, STOP_REASONS
 from streamfn.core.serve._cut import cut_error, finish_word
 

@@ -1,4 +1,5 @@
-"""Images and documents in Anthropic's Messages body, and the documents it refuses."""
+"""Parts of an Anthropic Messages body the feature modules plan: images and documents
+(and the documents it refuses), and the structured-output format."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from typing import Any
 from streamfn.core._capabilities import UnsupportedInput
 from streamfn.core._documents import document_text
 from streamfn.core._messages import DocumentContent, ImageContent
+from streamfn.core._schema import OutputSchema, strict_schema
 
-__all__ = ["anthropic_part", "check_document"]
+__all__ = ["anthropic_output_format", "anthropic_part", "check_document"]
 
 
 def anthropic_part(part: ImageContent | DocumentContent) -> dict[str, Any]:
@@ -39,3 +41,8 @@ def check_document(part: DocumentContent, where: str) -> None:
             f"anthropic takes PDF or text documents, not {part.mime_type!r} ({where}); "
             "convert it to PDF or extract its text"
         )
+
+
+def anthropic_output_format(out: OutputSchema) -> dict[str, Any]:
+    """Messages API ``output_config.format`` (objects closed, as Anthropic requires)."""
+    return {"type": "json_schema", "schema": strict_schema(out.schema)[0]}

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from streamfn.core._cache_points import mark_anthropic
 from streamfn.core._capabilities import fit_max_tokens, fit_sampling, output_limit, unsupported
 from streamfn.core._messages import (
     AssistantMessage,
@@ -23,9 +22,10 @@ from streamfn.core._messages import (
 from streamfn.core._models import Model
 from streamfn.core._options import Options, ThinkingLevel
 from streamfn.core._server_tools import tool_objects
-from streamfn.core._structured import anthropic_output_format, structured_request
+from streamfn.core._structured import structured_request
 from streamfn.core.dialects._claude_thinking import claude_thinking
-from streamfn.core.dialects.anthropic._parts import anthropic_part
+from streamfn.core.dialects.anthropic._cache_marks import mark_anthropic
+from streamfn.core.dialects.anthropic._parts import anthropic_output_format, anthropic_part
 from streamfn.core.providers._base import HTTPRequest, json_request, request_headers
 from streamfn.core.providers._convert import opaque_object, prepare_messages
 

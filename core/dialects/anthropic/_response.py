@@ -49,7 +49,6 @@ from typing import Any, Final
 
 import msgspec
 
-from streamfn.core._citations import anthropic_citation
 from streamfn.core._classify import classify_stream_error
 from streamfn.core._events import Error, StopReason, Usage
 from streamfn.core._messages import Context
@@ -57,6 +56,7 @@ from streamfn.core._models import Model
 from streamfn.core._options import Options
 from streamfn.core._protocol import OPAQUE, TEXT, THINKING, TOOL
 from streamfn.core._structured import ANSWER_TOOL, answers_with_tool
+from streamfn.core.dialects.anthropic._citations import anthropic_citation
 from streamfn.core.dialects.anthropic._request import build_request
 from streamfn.core.dialects.anthropic._tables import ERROR_STATUS, STOP_REASONS_READ
 from streamfn.core.providers._base import HTTPRequest, SSECall

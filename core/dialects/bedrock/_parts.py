@@ -1,14 +1,18 @@
-"""Documents in a Converse body, and the document types Bedrock takes."""
+"""Parts of a Converse body the feature modules plan: documents (and the types Bedrock
+takes), and the structured-output format."""
 
 from __future__ import annotations
 
 import re
 from typing import Any, Final
 
+import msgspec
+
 from streamfn.core._capabilities import UnsupportedInput
 from streamfn.core._messages import DocumentContent
+from streamfn.core._schema import OutputSchema, strict_schema
 
-__all__ = ["bedrock_document", "check_document"]
+__all__ = ["bedrock_document", "bedrock_text_format", "check_document"]
 
 #: Bedrock's document formats by MIME type (Converse DocumentBlock.format)
 _BEDROCK_FORMATS: Final = {
@@ -42,3 +46,12 @@ def bedrock_document(part: DocumentContent, number: int) -> dict[str, Any]:
     name = " ".join(_BEDROCK_NAME.sub(" ", part.title or "").split()) or f"document-{number + 1}"
     fmt = _BEDROCK_FORMATS[part.mime_type.lower()]
     return {"document": {"format": fmt, "name": name[:200], "source": {"bytes": part.data}}}
+
+
+def bedrock_text_format(out: OutputSchema) -> dict[str, Any]:
+    """Converse ``outputConfig.textFormat`` (the schema travels as a JSON string)."""
+    schema = msgspec.json.encode(strict_schema(out.schema)[0]).decode()
+    return {
+        "type": "json_schema",
+        "structure": {"jsonSchema": {"schema": schema, "name": out.name}},
+    }

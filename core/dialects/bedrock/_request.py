@@ -26,7 +26,6 @@ import warnings
 from datetime import datetime
 from typing import Any, Final
 
-from streamfn.core._cache_points import mark_bedrock
 from streamfn.core._capabilities import fit_max_tokens, fit_sampling
 from streamfn.core._errors import UsageError
 from streamfn.core._messages import (
@@ -45,9 +44,10 @@ from streamfn.core._messages import (
 )
 from streamfn.core._models import Model
 from streamfn.core._options import AWSCredentials, Options, ThinkingLevel
-from streamfn.core._structured import bedrock_text_format, structured_request
+from streamfn.core._structured import structured_request
 from streamfn.core.dialects._claude_thinking import claude_thinking
-from streamfn.core.dialects.bedrock._parts import bedrock_document
+from streamfn.core.dialects.bedrock._cache_marks import mark_bedrock
+from streamfn.core.dialects.bedrock._parts import bedrock_document, bedrock_text_format
 from streamfn.core.dialects.bedrock._sigv4 import encode_path_segment, sign_request
 from streamfn.core.providers._convert import opaque_object, prepare_messages
 from streamfn.core.providers._request import HTTPRequest, bearer, json_request, request_headers

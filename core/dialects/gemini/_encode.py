@@ -15,7 +15,7 @@ from typing import Any, Final
 import msgspec
 
 from streamfn.core._accumulate import WholeToolCalls
-from streamfn.core._citations import Citation, to_gemini_grounding
+from streamfn.core._citations import Citation
 from streamfn.core._events import (
     Done,
     Error,
@@ -32,6 +32,7 @@ from streamfn.core._events import (
     ToolCallStart,
     Usage,
 )
+from streamfn.core.dialects.gemini._citations import to_gemini_grounding
 from streamfn.core.serve._cut import cut_error, unpaused
 
 __all__ = ["GeminiEncoder", "gemini_usage"]

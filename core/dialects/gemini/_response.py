@@ -63,13 +63,13 @@ from typing import Any, Final, TypeVar
 
 import msgspec
 
-from streamfn.core._citations import gemini_citations
 from streamfn.core._classify import classify_stream_error
 from streamfn.core._events import Error, StopReason, Usage
 from streamfn.core._messages import Context
 from streamfn.core._models import Model
 from streamfn.core._options import Options
 from streamfn.core.dialects.gemini._args import PartialArgsWriter
+from streamfn.core.dialects.gemini._citations import gemini_citations
 from streamfn.core.dialects.gemini._request import (
     DUMMY_THOUGHT_SIGNATURE,
     THINKING_BUDGETS,

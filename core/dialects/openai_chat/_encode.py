@@ -20,7 +20,6 @@ from typing import Any, Final
 
 import msgspec
 
-from streamfn.core._citations import to_openai_annotation
 from streamfn.core._events import (
     Done,
     Error,
@@ -37,6 +36,7 @@ from streamfn.core._events import (
     Usage,
 )
 from streamfn.core._messages import AssistantMessage, TextContent
+from streamfn.core.dialects._openai_citations import to_openai_annotation
 from streamfn.core.dialects._openai_common import ERROR_CODES, signature_carrier
 from streamfn.core.dialects.openai_chat._tables import FINISH_REASONS
 from streamfn.core.serve._cut import cut_error, finish_word, unpaused

@@ -7,7 +7,6 @@ from __future__ import annotations
 import logging
 from typing import Any, Final
 
-from streamfn.core._cache_points import prompt_cache_key
 from streamfn.core._capabilities import (
     capabilities_for,
     effort_for_off,
@@ -29,16 +28,17 @@ from streamfn.core._messages import (
 )
 from streamfn.core._models import Model
 from streamfn.core._options import Options, ThinkingLevel
-from streamfn.core._structured import openai_response_format, structured_request
+from streamfn.core._structured import structured_request
 from streamfn.core.dialects._openai_common import (
     Quirks,
     function_tools,
     openai_headers,
+    prompt_cache_key,
     quirks_for,
     signature_carrier,
     thinking_on,
 )
-from streamfn.core.dialects.openai_chat._parts import openai_chat_part
+from streamfn.core.dialects.openai_chat._parts import openai_chat_part, openai_response_format
 from streamfn.core.providers._base import HTTPRequest, api_root, json_request
 from streamfn.core.providers._convert import joined_text, prepare_messages, tool_arguments
 

@@ -47,13 +47,13 @@ from typing import Any, Final
 
 import msgspec
 
-from streamfn.core._citations import openai_citation
 from streamfn.core._classify import classify_message, classify_stream_error
 from streamfn.core._emitter import Emitter
 from streamfn.core._events import Error, StopReason
 from streamfn.core._messages import Context
 from streamfn.core._models import Model
 from streamfn.core._options import Options
+from streamfn.core.dialects._openai_citations import openai_citation
 from streamfn.core.dialects._openai_common import (
     Quirks,
     WireUsage,

@@ -21,7 +21,6 @@ from typing import Any, Final
 
 import msgspec
 
-from streamfn.core._citations import to_openai_annotation
 from streamfn.core._events import (
     Done,
     Error,
@@ -40,6 +39,7 @@ from streamfn.core._events import (
     ToolCallStart,
     Usage,
 )
+from streamfn.core.dialects._openai_citations import to_openai_annotation
 from streamfn.core.dialects._openai_common import ERROR_CODES
 from streamfn.core.dialects.openai_chat._encode import openai_error_type
 from streamfn.core.serve._cut import CUT_STOP_REASONS, cut_error, unpaused

@@ -9,7 +9,6 @@ from typing import Any
 
 import msgspec
 
-from streamfn.core._cache_points import prompt_cache_key
 from streamfn.core._capabilities import effort_for_off, fit_effort, fit_sampling, reasons
 from streamfn.core._messages import (
     AssistantMessage,
@@ -27,9 +26,14 @@ from streamfn.core._messages import (
 from streamfn.core._models import Model
 from streamfn.core._options import Options, ThinkingLevel
 from streamfn.core._server_tools import tool_objects
-from streamfn.core._structured import responses_text_format, structured_request
-from streamfn.core.dialects._openai_common import openai_headers, quirks_for, thinking_on
-from streamfn.core.dialects.openai_responses._parts import responses_part
+from streamfn.core._structured import structured_request
+from streamfn.core.dialects._openai_common import (
+    openai_headers,
+    prompt_cache_key,
+    quirks_for,
+    thinking_on,
+)
+from streamfn.core.dialects.openai_responses._parts import responses_part, responses_text_format
 from streamfn.core.providers._base import HTTPRequest, api_root, json_request
 from streamfn.core.providers._convert import (
     joined_text,
