@@ -16,11 +16,12 @@ feature module can read it without a cycle: a room is imported on first use.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
+    from ._capability_spec import CapabilityRule
     from ._count import Counting
     from ._messages import DocumentContent
     from ._model_spec import Model
@@ -100,6 +101,9 @@ class WireFormat:
     OpenAI-compatible servers).
 
     Tokens: ``counting`` (how it counts a request's input tokens; None: it cannot).
+
+    Models: ``capability_rules`` (what each model family accepts in a request, first
+    match wins; `capabilities_for` reads them).
     """
 
     input_kinds: Callable[[Model], tuple[str, ...]] = _all_kinds
@@ -115,6 +119,7 @@ class WireFormat:
     continues: Callable[[Model], bool] | None = None
     prefill: bool = False
     counting: Counting | None = None
+    capability_rules: Sequence[CapabilityRule] = ()
 
 
 #: what a format that says nothing answers

@@ -7,6 +7,7 @@ from typing import Final
 from streamfn.core._model_spec import Model
 from streamfn.core._wire_formats import WireFormat
 from streamfn.core.dialects._claude_common import claude_tool_call_id
+from streamfn.core.dialects._claude_rules import CLAUDE_RULES
 from streamfn.core.dialects.anthropic._count import COUNTING
 from streamfn.core.dialects.anthropic._parts import check_document
 
@@ -40,4 +41,5 @@ WIRE_FORMAT: Final = WireFormat(
     continues=_continues,
     prefill=True,
     counting=COUNTING,
+    capability_rules=CLAUDE_RULES,
 )

@@ -7,9 +7,11 @@ from typing import Final
 from streamfn.core._model_spec import Model
 from streamfn.core._wire_formats import WireFormat
 from streamfn.core.dialects._claude_common import claude_tool_call_id
+from streamfn.core.dialects._claude_rules import CLAUDE_RULES
 from streamfn.core.dialects.bedrock._count import COUNTING
 from streamfn.core.dialects.bedrock._credentials import bedrock_credentials
 from streamfn.core.dialects.bedrock._parts import check_document
+from streamfn.core.dialects.bedrock._rules import CONVERSE_RULES
 
 __all__ = ["WIRE_FORMAT"]
 
@@ -24,4 +26,5 @@ WIRE_FORMAT: Final = WireFormat(
     credentials=bedrock_credentials,
     tool_call_id=claude_tool_call_id,
     counting=COUNTING,
+    capability_rules=(*CLAUDE_RULES, *CONVERSE_RULES),
 )

@@ -6,6 +6,7 @@ from typing import Final
 
 from streamfn.core._wire_formats import WireFormat
 from streamfn.core.dialects.gemini._count import COUNTING
+from streamfn.core.dialects.gemini._rules import GEMINI_RULES
 
 __all__ = ["WIRE_FORMAT"]
 
@@ -23,4 +24,5 @@ WIRE_FORMAT: Final = WireFormat(
         "code_execution": frozenset(),
     },
     counting=COUNTING,
+    capability_rules=GEMINI_RULES,
 )

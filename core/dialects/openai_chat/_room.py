@@ -7,7 +7,9 @@ from typing import Final
 from streamfn.core._model_spec import Model
 from streamfn.core._wire_formats import WireFormat
 from streamfn.core.dialects._openai_common import openai_tool_call_id
+from streamfn.core.dialects._openai_rules import OPENAI_RULES
 from streamfn.core.dialects.openai_chat._count import COUNTING
+from streamfn.core.dialects.openai_chat._rules import COMPATIBLE_RULES
 
 __all__ = ["WIRE_FORMAT"]
 
@@ -40,4 +42,5 @@ WIRE_FORMAT: Final = WireFormat(
     tool_call_id=openai_tool_call_id,
     continues=_continues,
     counting=COUNTING,
+    capability_rules=(*OPENAI_RULES, *COMPATIBLE_RULES),
 )

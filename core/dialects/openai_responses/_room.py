@@ -7,6 +7,7 @@ from typing import Final
 from streamfn.core._model_spec import Model
 from streamfn.core._wire_formats import WireFormat
 from streamfn.core.dialects._openai_common import openai_tool_call_id
+from streamfn.core.dialects._openai_rules import OPENAI_RULES
 from streamfn.core.dialects.openai_responses._count import COUNTING
 
 __all__ = ["WIRE_FORMAT"]
@@ -36,4 +37,5 @@ WIRE_FORMAT: Final = WireFormat(
     websocket=True,
     resumes=_resumes,
     counting=COUNTING,
+    capability_rules=OPENAI_RULES,
 )
