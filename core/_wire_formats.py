@@ -102,6 +102,11 @@ class WireFormat:
 
     Tokens: ``counting`` (how it counts a request's input tokens; None: it cannot).
 
+    Errors: ``own_server`` (it speaks to another streamfn server, whose token is
+    ``STREAMFN_PROXY_TOKEN`` and whose upstream key is its operator's),
+    ``upgrade`` (the same model reached through another format, for a model the
+    provider may say only that format serves; None where it never does).
+
     Models: ``capability_rules`` (what each model family accepts in a request, first
     match wins; `capabilities_for` reads them).
     """
@@ -120,6 +125,8 @@ class WireFormat:
     prefill: bool = False
     counting: Counting | None = None
     capability_rules: Sequence[CapabilityRule] = ()
+    own_server: bool = False
+    upgrade: Callable[[Model], Model | None] | None = None
 
 
 #: what a format that says nothing answers

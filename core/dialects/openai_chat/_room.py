@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Final
 
+import msgspec
+
 from streamfn.core._model_spec import Model
 from streamfn.core._wire_formats import WireFormat
 from streamfn.core.dialects._openai_common import openai_tool_call_id
@@ -16,6 +18,8 @@ __all__ = ["WIRE_FORMAT"]
 #: OpenAI-compatible providers whose Chat Completions takes ``file`` parts (file_data)
 #: and ``web_search_options``
 _OPENAI_ITSELF: Final = frozenset({"openai", "azure", "openrouter"})
+#: providers that serve the Responses API too
+_RESPONSES_SERVERS: Final = frozenset({"openai", "azure"})
 #: OpenAI-compatible servers that continue a final assistant message (vLLM, llama.cpp)
 _CONTINUE_SERVERS: Final = frozenset({"vllm", "llamacpp"})
 
@@ -30,6 +34,14 @@ def _server_tool_types(model: Model) -> tuple[str, ...]:
     return ("web_search",) if model.provider in _OPENAI_ITSELF else ()
 
 
+def _upgrade(model: Model) -> Model | None:
+    # only OpenAI's and Azure's 400 can mean "go to the Responses API" (a third-party
+    # server's words, perhaps echoing a client's input, switch nothing)
+    if model.provider not in _RESPONSES_SERVERS:
+        return None
+    return msgspec.structs.replace(model, api="openai-responses")
+
+
 def _continues(model: Model) -> bool:
     return model.provider in _CONTINUE_SERVERS
 
@@ -41,6 +53,7 @@ WIRE_FORMAT: Final = WireFormat(
     server_tool_keys={"web_search": frozenset({"search_context_size", "user_location"})},
     tool_call_id=openai_tool_call_id,
     continues=_continues,
+    upgrade=_upgrade,
     counting=COUNTING,
     capability_rules=(*OPENAI_RULES, *COMPATIBLE_RULES),
 )

@@ -1,5 +1,6 @@
-"""What this format tells the format-neutral feature modules: nothing of its own (it
-carries our own events, so every default holds)."""
+"""What the format of another streamfn server tells the format-neutral feature modules:
+that it is one (its auth errors are its token's or its operator's); it carries our
+own events, so every other default holds."""
 
 from __future__ import annotations
 
@@ -9,4 +10,4 @@ from streamfn.core._wire_formats import WireFormat
 
 __all__ = ["WIRE_FORMAT"]
 
-WIRE_FORMAT: Final = WireFormat()
+WIRE_FORMAT: Final = WireFormat(own_server=True)
