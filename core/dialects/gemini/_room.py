@@ -23,6 +23,7 @@ WIRE_FORMAT: Final = WireFormat(
         ),
         "code_execution": frozenset(),
     },
+    catalog_sources={"google": "google", "google-vertex": "vertex"},
     counting=COUNTING,
     capability_rules=GEMINI_RULES,
 )

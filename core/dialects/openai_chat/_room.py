@@ -54,6 +54,16 @@ WIRE_FORMAT: Final = WireFormat(
     tool_call_id=openai_tool_call_id,
     continues=_continues,
     upgrade=_upgrade,
+    catalog_sources={
+        "openai": "openai",
+        "mistral": "mistral",
+        "xai": "xai",
+        "deepseek": "deepseek",
+        "groq": "groq",
+        "openrouter": "openrouter",
+        "zai": "zai",
+        "azure": "azure",
+    },
     counting=COUNTING,
     capability_rules=(*OPENAI_RULES, *COMPATIBLE_RULES),
 )
