@@ -163,7 +163,7 @@ def continue_request(
         kept = prefix.rstrip()
         prefix, held = kept, prefix[len(kept) :]
     else:
-        extra = {"continue_final_message": True, "add_generation_prompt": False}
+        extra = dict(wire_format(model.api).continuation_body)
         merged = merge_extra_body(dict(options.extra_body or {}), extra)
         options = msgspec.structs.replace(options, extra_body=merged)
     partial = AssistantMessage(

@@ -97,8 +97,8 @@ class WireFormat:
     Recovery: ``resumes`` (whether a cut response can be resumed by id for this model),
     ``continues`` (whether it continues a partial answer for this model) and
     ``prefill`` (True: it continues a plain prefilled assistant turn, whose trailing
-    whitespace it refuses; False: through the ``continue_final_message`` extra body of
-    OpenAI-compatible servers).
+    whitespace it refuses; False: the prefilled turn goes with ``continuation_body``
+    merged into the request's extra body).
 
     Tokens: ``counting`` (how it counts a request's input tokens; None: it cannot).
 
@@ -126,6 +126,7 @@ class WireFormat:
     resumes: Callable[[Model], bool] | None = None
     continues: Callable[[Model], bool] | None = None
     prefill: bool = False
+    continuation_body: Mapping[str, Any] = field(default_factory=dict)
     counting: Counting | None = None
     capability_rules: Sequence[CapabilityRule] = ()
     own_server: bool = False

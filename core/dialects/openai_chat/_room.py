@@ -53,6 +53,8 @@ WIRE_FORMAT: Final = WireFormat(
     server_tool_keys={"web_search": frozenset({"search_context_size", "user_location"})},
     tool_call_id=openai_tool_call_id,
     continues=_continues,
+    # vLLM's and llama.cpp's way to go on from a final assistant message
+    continuation_body={"continue_final_message": True, "add_generation_prompt": False},
     upgrade=_upgrade,
     catalog_sources={
         "openai": "openai",
