@@ -77,6 +77,7 @@ from ._schema_check import SchemaMismatch
 from ._structured import OutputValidationError, parse_output
 from ._text_tools import HERMES, LLAMA_FUNCTION, Markup, TextToolCalls, text_tool_calls
 from ._tool_checks import ToolCallChecks, ToolCallRepair
+from ._wire_formats import WireFormat
 
 # quiet unless the program configures logging (the logging HOWTO, for libraries): without
 # a handler, Python would print the library's warnings on stderr by itself
@@ -147,6 +148,7 @@ __all__ = [
     "Usage",
     "UsageError",
     "UserMessage",
+    "WireFormat",
     "accumulate",
     "catalog_info",
     "check_protocol",

@@ -100,12 +100,19 @@ def client_class(shell: str) -> Any:
     return {"trio": TrioClient, "asyncio": AsyncioClient, "sync": _SyncAsAsync}[shell]
 
 
-def run(shell: str, fn: Callable[..., Awaitable[Any]], *args: Any, limit: float = 10.0) -> Any:
-    """Run ``fn(client, *args)`` under ``shell`` with a fresh client and a hard time limit."""
+def run(
+    shell: str,
+    fn: Callable[..., Awaitable[Any]],
+    *args: Any,
+    limit: float = 10.0,
+    environ: dict[str, str] | None = None,
+) -> Any:
+    """Run ``fn(client, *args)`` under ``shell`` with a fresh client (reading ``environ``,
+    empty by default) and a hard time limit."""
     client_cls = client_class(shell)
 
     async def main() -> Any:
-        async with client_cls(environ={}) as client:
+        async with client_cls(environ=environ or {}) as client:
             return await fn(client, *args)
 
     started = time.monotonic()

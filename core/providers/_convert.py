@@ -207,10 +207,12 @@ def _convert_assistant(
 
 
 def prepare_messages(context: Context, target: Model) -> list[Message]:
-    """``context.messages`` rewritten by the rules in this module's docstring.
+    """``context.messages`` made fit for ``target``: tool-call ids rewritten to the ones
+    its format accepts (its `WireFormat`'s ``tool_call_id``), thinking and images it
+    cannot take left out, missing tool results filled in.
 
     First, inputs and server tools the target cannot take are refused
-    (`UnsupportedInput`, before any request exists; see `streamfn.core._documents`).
+    (`UnsupportedInput`, before any request exists), as its format's `WireFormat` says.
     """
     check_inputs(context, target)
     ids: dict[str, str] = {}
