@@ -18,11 +18,12 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 if TYPE_CHECKING:
     from ._capability_spec import CapabilityRule
     from ._count import Counting
+    from ._events import Event
     from ._messages import DocumentContent
     from ._model_spec import Model
     from ._options import Options
@@ -32,6 +33,7 @@ __all__ = [
     "API_NAMES",
     "BUILTIN",
     "REGISTERED",
+    "EventEncoder",
     "WireFormat",
     "forget",
     "plugin_api_names",
@@ -68,6 +70,12 @@ REGISTERED: dict[str, object] = {}
 def plugin_api_names() -> list[str]:
     """The names added with ``register_api`` (or the ``streamfn.apis`` entry points)."""
     return list(REGISTERED)
+
+
+class EventEncoder(Protocol):
+    """What writes our events as a format's body, one event at a time."""
+
+    def encode(self, event: Event) -> bytes: ...
 
 
 def _all_kinds(model: Model) -> tuple[str, ...]:
@@ -110,6 +118,13 @@ class WireFormat:
     Catalogue: ``catalog_sources`` (models.dev's provider id -> our provider name, for
     the providers whose catalogued models speak this format).
 
+    Transcripts (the fuzz kit's round trips: events -> this format's body -> events):
+    ``content_type`` (its response body's media type), ``transcript_encoder`` (given
+    a response id, what writes our events as its body; None: no transcripts),
+    ``transcript_shape`` (the fuzz kit's ``StreamShape`` knobs: what it can carry),
+    ``block_ends`` (whether it says where each block ends) and ``no_usage_on`` (stop
+    reasons whose end carries no usage in it).
+
     Models: ``capability_rules`` (what each model family accepts in a request, first
     match wins; `capabilities_for` reads them).
     """
@@ -131,6 +146,11 @@ class WireFormat:
     capability_rules: Sequence[CapabilityRule] = ()
     own_server: bool = False
     catalog_sources: Mapping[str, str] = field(default_factory=dict)
+    content_type: str = ""
+    transcript_encoder: Callable[[str], EventEncoder] | None = None
+    transcript_shape: Mapping[str, Any] = field(default_factory=dict)
+    block_ends: bool = True
+    no_usage_on: frozenset[str] = frozenset()
     upgrade: Callable[[Model], Model | None] | None = None
 
 

@@ -388,10 +388,10 @@ FORMAT_EXCEPTIONS: dict[str, str] = {
     "core/_models.py": "left: the providers without catalogue entries say which format "
     "their servers speak (_ENDPOINTS, _API_ALIASES, openai_compatible); resolving a name "
     "must not import every room",
-    "fuzz/_wire.py": "left: the fuzz kit's per-format stream shapes and encoders "
-    "(StreamShape is the fuzz kit's, which the core cannot import)",
-    "fuzz/_fake_bodies.py": "left: the fuzz kit's fake provider bodies per format",
-    "fuzz/_fake_provider.py": "left: the fuzz kit's fake provider picks a body per format",
+    "fuzz/_fake_bodies.py": "left: the fake provider's hand-written bodies per format, "
+    "which the fault suite pins byte for byte (OPENAI_BODY, UNFINISHED ...)",
+    "fuzz/_fake_provider.py": "left: the fake provider's default format and its "
+    "Responses-upgrade fault",
     "core/serve/_replayed_search.py": "left: the server's Anthropic route (routes are "
     "issue item 2's records)",
     "core/serve/_client_inputs.py": "left: the server's Anthropic route reads a client's "

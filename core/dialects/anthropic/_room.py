@@ -8,7 +8,9 @@ from streamfn.core._model_spec import Model
 from streamfn.core._wire_formats import WireFormat
 from streamfn.core.dialects._claude_common import claude_tool_call_id
 from streamfn.core.dialects._claude_rules import CLAUDE_RULES
+from streamfn.core.dialects._transcripts import STREAMED
 from streamfn.core.dialects.anthropic._count import COUNTING
+from streamfn.core.dialects.anthropic._encode import AnthropicEncoder
 from streamfn.core.dialects.anthropic._parts import check_document
 
 __all__ = ["WIRE_FORMAT"]
@@ -42,5 +44,16 @@ WIRE_FORMAT: Final = WireFormat(
     prefill=True,
     catalog_sources={"anthropic": "anthropic"},
     counting=COUNTING,
+    content_type="text/event-stream",
+    transcript_encoder=lambda response_id: AnthropicEncoder(message_id=response_id, model="m"),
+    transcript_shape=STREAMED
+    | {
+        "response_ids": True,
+        "text_signatures": False,
+        "tool_signatures": False,
+        "parallel_tool_calls": False,
+        "opaque": "anthropic",
+        "usage_fields": frozenset({"input", "output", "cache_read", "cache_write"}),
+    },
     capability_rules=CLAUDE_RULES,
 )

@@ -10,7 +10,9 @@ from streamfn.core._model_spec import Model
 from streamfn.core._wire_formats import WireFormat
 from streamfn.core.dialects._openai_common import openai_tool_call_id
 from streamfn.core.dialects._openai_rules import OPENAI_RULES
+from streamfn.core.dialects._transcripts import UNSIGNED
 from streamfn.core.dialects.openai_chat._count import COUNTING
+from streamfn.core.dialects.openai_chat._encode import OpenAIChatEncoder
 from streamfn.core.dialects.openai_chat._rules import COMPATIBLE_RULES
 
 __all__ = ["WIRE_FORMAT"]
@@ -67,5 +69,17 @@ WIRE_FORMAT: Final = WireFormat(
         "azure": "azure",
     },
     counting=COUNTING,
+    content_type="text/event-stream",
+    transcript_encoder=lambda response_id: OpenAIChatEncoder(
+        response_id=response_id, model="m", created=0, include_usage=True
+    ),
+    transcript_shape=UNSIGNED
+    | {
+        "response_ids": True,
+        "implicit_block_ends": True,
+        "adjacent_same_kind": False,
+        "usage_fields": frozenset({"input", "output", "cache_read", "reasoning"}),
+    },
+    block_ends=False,  # chunks never close a tool call
     capability_rules=(*OPENAI_RULES, *COMPATIBLE_RULES),
 )

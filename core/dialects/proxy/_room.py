@@ -6,8 +6,23 @@ from __future__ import annotations
 
 from typing import Final
 
+from streamfn.core._events import Event
 from streamfn.core._wire_formats import WireFormat
+from streamfn.core.dialects.proxy._encode import encode_proxy_event
 
 __all__ = ["WIRE_FORMAT"]
 
-WIRE_FORMAT: Final = WireFormat(own_server=True)
+
+class _Framed:
+    """Our events as this format's body, one frame each."""
+
+    def encode(self, event: Event) -> bytes:
+        return encode_proxy_event(event)
+
+
+WIRE_FORMAT: Final = WireFormat(
+    own_server=True,
+    content_type="text/event-stream",
+    transcript_encoder=lambda _: _Framed(),
+    transcript_shape={"opaque": "anthropic"},
+)
