@@ -392,10 +392,11 @@ FORMAT_EXCEPTIONS: dict[str, str] = {
     "which the fault suite pins byte for byte (OPENAI_BODY, UNFINISHED ...)",
     "fuzz/_fake_provider.py": "left: the fake provider's default format and its "
     "Responses-upgrade fault",
-    "core/serve/_replayed_search.py": "left: the server's Anthropic route (routes are "
-    "issue item 2's records)",
-    "core/serve/_client_inputs.py": "left: the server's Anthropic route reads a client's "
-    "cache marks (routes are issue item 2's records)",
+    "core/serve/_replayed_search.py": "left: the server's reading of a client's replayed "
+    "Anthropic web-search blocks (drops their cache marks), for the anthropic room's "
+    "inbound side once a route is one record",
+    "core/serve/_client_inputs.py": "left: the server's check of a client's server tools "
+    "drops Anthropic's cache marks, for the anthropic room's inbound side",
 }
 
 
