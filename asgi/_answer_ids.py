@@ -21,7 +21,7 @@ from streamfn.core.serve._upstream_headers import UpstreamIds, upstream_headers
 
 from ._messages import Send, adding_headers
 
-__all__ = ["answer_headers", "note_start"]
+__all__ = ["answer_headers", "current_request_id", "note_start"]
 
 #: the `UpstreamIds` of the request this task serves (unset outside a request)
 _ANSWER: Final[ContextVar[UpstreamIds | None]] = ContextVar("streamfn_answer", default=None)
@@ -46,3 +46,9 @@ def note_start(event: Event) -> bool:
     its answer's headers."""
     ids = _ANSWER.get()
     return ids.saw(event) if ids is not None else isinstance(event, Start)
+
+
+def current_request_id() -> str | None:
+    """The id this server gave the request the current task serves (None outside one)."""
+    ids = _ANSWER.get()
+    return None if ids is None else ids.own

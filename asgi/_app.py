@@ -30,14 +30,14 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any, ClassVar
 
 from streamfn.core._events import Done, Error, Event, Start
 from streamfn.core.serve._guard import cors_headers, header, preflight_headers
 from streamfn.core.serve._inbound import ClientRequest
 from streamfn.core.serve._log_text import loggable
-from streamfn.core.serve._responses import MAX_BATCH, OPENED, Stamps
+from streamfn.core.serve._responses import OPENED, Stamps
 from streamfn.core.serve._routes import (
     PARSE_INLINE_BYTES,
     BodyBudget,
@@ -61,15 +61,19 @@ from streamfn.core.serve._status import (
     for_the_client,
     is_shutting_down,
     shutting_down,
-    shutting_down_refusal,
 )
+from streamfn.ledger import Store
 
-from ._answer_ids import answer_headers, note_start
+from ._admin import Admin, is_admin_path
+from ._answer_ids import answer_headers, current_request_id, note_start
 from ._contract import Backend, ServerConfig, UnknownModelError, open_batches
 from ._counting import answer_count
 from ._failures import backend_failure
+from ._health import send_health
 from ._intake import receive_body
 from ._messages import Receive, Send, send_json, start_sse, watch_disconnect
+from ._metrics import send_metrics
+from ._observe import Flight, Flights, Observer, current_flight
 from ._resolve import Resolver, check_input_urls, system_resolver
 from ._runtime import (
     ABORTED,
@@ -77,11 +81,10 @@ from ._runtime import (
     TIMEOUT,
     Flag,
     Mailbox,
-    Marker,
     Runtime,
     Slots,
-    ended_early,
     first_token_at,
+    next_batch,
 )
 from ._socket import serve_socket
 from ._stamps import SystemStamps
@@ -102,7 +105,9 @@ class App:
     ``runtime`` is the event loop's (asyncio's or trio's `Runtime`); each shell's ``serve`` binds its own
     when none was given. A shell's subclass names its own as ``default_runtime``.
     ``resolver`` looks up the host names of client input URLs (the system's DNS
-    unless given; tests hand in a table).
+    unless given; tests hand in a table). ``observers`` are told of every request
+    as it opens and closes (usage records, metrics, the dashboard); the requests
+    running now are `flights`. ``store`` holds client keys and the usage record.
     """
 
     default_runtime: ClassVar[type[Runtime] | None] = None
@@ -115,8 +120,14 @@ class App:
         runtime: Runtime | None = None,
         stamps: Stamps | None = None,
         resolver: Resolver | None = None,
+        observers: Sequence[Observer] = (),
+        store: Store | None = None,
     ) -> None:
         self.backend = backend
+        #: client keys, budgets and the usage record (None: one shared key, no records)
+        self.store = store
+        #: the requests admitted and parsed until they end, and their observers
+        self.flights = Flights(observers)
         self.resolver: Resolver = resolver or system_resolver
         self.config = config or ServerConfig()
         self.stamps: Stamps = stamps or SystemStamps()
@@ -135,6 +146,7 @@ class App:
         self._shutdown_done: Flag | None = None
         self._runtime: Runtime | None = None
         self._slots: Slots | None = None
+        self.admin = Admin(self) if self.config.admin_key else None  # the dashboard, /admin
         if runtime is None and self.default_runtime is not None:
             runtime = self.default_runtime()
         if runtime is not None:
@@ -151,6 +163,9 @@ class App:
             return
         self._runtime = runtime
         self._slots = Slots(runtime, self.config.max_concurrency)
+        bind_clock = getattr(self.backend, "bind_clock", None)
+        if bind_clock is not None:  # deployment cooldowns, timed on this loop's clock
+            bind_clock(runtime.clock)
 
     @property
     def runtime(self) -> Runtime:
@@ -177,6 +192,8 @@ class App:
         if scope["type"] != "http":
             return
         path = scope.get("path", "")
+        if self.admin is not None and is_admin_path(path):  # the operator's: no CORS
+            return await self.admin.serve(scope, receive, answer_headers(send, [], self.stamps))
         headers = scope.get("headers", [])
         cors = cors_headers(header(headers, b"origin"), self.config.cors_origins)
         send = answer_headers(send, cors, self.stamps)  # CORS, request id, rate limits
@@ -205,15 +222,20 @@ class App:
             await send({"type": "http.response.start", "status": 204, "headers": preflight})
             await send({"type": "http.response.body", "body": b""})
         elif chosen is Route.HEALTH:
-            status = {"status": "ok", "active_streams": self.active, "admitted": self.admitted}
-            await send_json(send, 200, status)
+            await send_health(self, headers, send)
         elif chosen is Route.MODELS:
             await send_json(send, 200, models_body(self.backend.list_models(), headers))
+        elif chosen is Route.ADMIN:
+            await send_metrics(send, headers, config, self.flights.observers)
         elif chosen is Route.COUNT:
             await self._admitted(served, self._body(receive), self._count_for(send, served))
         else:
-            run = functools.partial(self._run, receive, send, served)
-            await self._admitted(served, self._body(receive), run)
+            await self.complete(served, receive, send)
+
+    async def complete(self, served: Served, receive: Receive, send: Send) -> None:
+        """Read, check, run and answer one completion request of ``served``'s route."""
+        run = functools.partial(self._run, receive, send, served)
+        await self._admitted(served, self._body(receive), run)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -281,6 +303,7 @@ class App:
         self.admitted += 1
         started = time.perf_counter()
         request: ClientRequest | None = None
+        flight: Flight | None = None
         held = [0]  # this request's share of the budget, until it ends
         try:
             body = await read(held)
@@ -290,9 +313,25 @@ class App:
             del body
             held[0] -= self.budget.release(parsing - kept)  # the parse's copies are gone
             check_model(served, request, self._max_output(request.model))
+            flight = self.flights.open(
+                id=current_request_id() or f"req_{self.stamps.hex_id()}",
+                route=path,
+                model=request.model,
+                stream=request.stream,
+                arrived=self.stamps.unix_time(),
+                started=self.runtime.clock(),
+            )
             await check_input_urls(self.runtime, self.resolver, request)  # DNS: after the rest
             await handle(request, held)
+            if flight.outcome is None and served.kind is Route.COUNT:
+                flight.outcome = "ok"
+        except HTTPError as exc:
+            if flight is not None and flight.outcome is None:
+                flight.outcome = f"error:http_{exc.status}"
+            raise
         finally:
+            if flight is not None:
+                self.flights.close(flight, self.runtime.clock())
             self.budget.release(held[0])
             self.admitted -= 1
             if self.admitted == 0:
@@ -365,8 +404,14 @@ class App:
     async def _produce(self, request: ClientRequest, mailbox: Mailbox) -> None:
         started = False  # a Start went out: a failure after it must not send another
 
+        flight = current_flight()
+        clock = self.runtime.clock
+
         async def fail(error: Error) -> None:
-            await mailbox.put([error] if started else [Start(), error])
+            batch: list[Event] = [error] if started else [Start(), error]
+            if flight is not None:
+                flight.note(batch, clock())
+            await mailbox.put(batch)
 
         slots = self._slots
         assert slots is not None
@@ -388,6 +433,8 @@ class App:
                         last = batch[-1]
                         if isinstance(last, Error):
                             batch = [*batch[:-1], for_the_client(last, model)]
+                        if flight is not None:
+                            flight.note(batch, clock())
                         if first_output:
                             first = first_token_at(batch)
                             if first is not None:
@@ -432,7 +479,7 @@ class App:
                     started = True
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
                 continue
-            batch = _batch(got, mailbox, started)
+            batch = next_batch(got, mailbox, started)
             if not started:
                 output = next((e for e in batch if not isinstance(e, Start)), None)
                 if output is None:
@@ -451,19 +498,3 @@ class App:
             await send({"type": "http.response.body", "body": body, "more_body": not final})
             if final:
                 return
-
-
-def _batch(got: list[Event] | Marker | None, mailbox: Mailbox, started: bool) -> list[Event]:
-    """What goes out in one write: ``got`` and what the producer already has ready
-    (no added latency, far fewer sends when the model outpaces the socket)."""
-    if got is ABORTED:
-        if not started:
-            raise shutting_down_refusal()
-        return [shutting_down()]
-    if got is None:
-        return [ended_early()]
-    assert not isinstance(got, Marker)
-    if mailbox.items and not isinstance(got[-1], (Done, Error)):
-        got = [*got]  # the producer's list stays the producer's
-        mailbox.take_ready(got, MAX_BATCH)
-    return got

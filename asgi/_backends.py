@@ -3,9 +3,12 @@
 Backends only open streams; the server owns framing, limits and
 cancellation. Model names are the registry's ``provider:id`` keys, plus
 ``local`` (and the local model's own name) for the CTranslate2 model, plus
-the names a gateway configuration gives its upstream models (`ServedModel`).
-Where a request goes and with which key is decided here, from the server's
-configuration; the client's options carry only generation knobs. Nothing
+the names a gateway configuration gives its upstream models (`ServedModel`):
+several under one name are that name's deployments, tried by `failover` in the
+order of their `Pool`. Where a request goes and with which key is decided here,
+from the server's configuration; the client's options carry only generation knobs.
+How the server's attempts compose with the other ways of trying again:
+`streamfn.core._try_again`. Nothing
 here picks an event loop: the shell's client and the local model's backend
 are given by the composition root (``streamfn serve``).
 """
@@ -13,13 +16,15 @@ are given by the composition root (``streamfn serve``).
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterable, Mapping
-from contextlib import AbstractAsyncContextManager
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
+from contextlib import AbstractAsyncContextManager, aclosing
 from typing import Any, Final
 
 import msgspec
 
 from streamfn.client import ClientBase
+from streamfn.client._batches import flattened
 from streamfn.core._count import TokenCount
 from streamfn.core._credentials import MissingCredentials, resolve_api_key, with_credentials
 from streamfn.core._errors import StreamError
@@ -27,10 +32,18 @@ from streamfn.core._events import Error, Event
 from streamfn.core._messages import Context
 from streamfn.core._models import LOCAL_DEFAULT_ID, Model, UnknownModel, get_model, list_models
 from streamfn.core._options import Options, client_fields
+from streamfn.core.serve._deployments import (
+    Cooldown,
+    Deployment,
+    DeploymentHealth,
+    Pool,
+    labels,
+)
 from streamfn.core.serve._replayed_turns import attribute_client_turns
 from streamfn.core.serve._request_fields import ClientRequest
 
 from ._contract import Backend, UnknownModelError, count_tokens, open_batches
+from ._failover import failover
 from ._upstream_text import UpstreamText, configured_keys
 
 __all__ = [
@@ -50,13 +63,21 @@ class ServedModel(msgspec.Struct, kw_only=True):
     ``model`` says where the upstream is (provider, wire api, base URL,
     headers); ``api_key_env`` names the environment variable holding its key
     (None: the provider's usual variable, or no key); ``defaults`` are
-    generation knobs a client's own values override.
+    generation knobs a client's own values override. Several with one ``name``
+    are its deployments: ``deployment`` names each (in health records; default
+    the name, numbered from 2 for the second), ``weight`` is its share of the traffic.
     """
 
     name: str
     model: Model
     api_key_env: str | None = None
     defaults: Options = msgspec.field(default_factory=Options)
+    deployment: str = ""
+    weight: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not self.weight > 0:
+            raise ValueError(f"{self.name}: weight must be more than 0, got {self.weight}")
 
 
 #: requests sent upstream for one client request. The server does not retry by
@@ -100,6 +121,8 @@ class ProviderBackend:
         list_all: bool = False,
         upstream_attempts: int = UPSTREAM_ATTEMPTS,
         pause_continuations: int = PAUSE_CONTINUATIONS,
+        cooldown: Cooldown | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         """``models`` are served by ``provider:id`` ahead of the registry's (a
         gateway's own vLLM box, a renamed deployment ...); ``served`` under
@@ -108,7 +131,9 @@ class ProviderBackend:
         ``upstream_attempts``: requests sent upstream per client request (see
         `UPSTREAM_ATTEMPTS`; a model's ``defaults`` do not change it), and
         ``pause_continuations`` the paused turns continued per answer (see
-        `PAUSE_CONTINUATIONS`).
+        `PAUSE_CONTINUATIONS`). ``cooldown``: how long a failed deployment of a
+        name served by several rests; ``clock`` the monotonic clock that times it
+        (the app's event loop's, given at `bind_clock`; tests give a fake one).
         `list_models` names only the models whose key this server holds (a
         client cannot use the others: they answer that the server has no
         key); ``list_all`` names every model it knows, keys or not."""
@@ -127,14 +152,37 @@ class ProviderBackend:
             )
         self.client = client
         self.models = {m.key: m for m in models}
-        self.served = {s.name: s for s in served}
+        #: each served name's deployments, in the order given
+        self.pools: dict[str, Pool[ServedModel]] = _pools(served, cooldown or Cooldown())
+        self._clock = clock
         self.registry = registry
         self.base_urls = dict(base_urls or {})
         self.list_all = list_all
         #: every key this server holds, scrubbed from what upstreams say (`UpstreamText`)
         self.keys = configured_keys(
-            self.environ, [s.api_key_env for s in self.served.values() if s.api_key_env]
+            self.environ, [s.api_key_env for s in self._all_served() if s.api_key_env]
         )
+
+    def _all_served(self) -> list[ServedModel]:
+        return [d.target for pool in self.pools.values() for d in pool.deployments]
+
+    def bind_clock(self, clock: Callable[[], float]) -> None:
+        """Time cooldowns on ``clock`` (the app's event loop's), unless given one."""
+        if self._clock is None:
+            self._clock = clock
+
+    def clock(self) -> float:
+        """Now, on the clock cooldowns are timed by (a monotonic one until bound)."""
+        if self._clock is None:
+            self._clock = time.monotonic
+        return self._clock()
+
+    def deployments(self) -> list[DeploymentHealth]:
+        """Each deployment of each served name: in flight, resting, counts, last failure.
+        No key nor key variable; base URLs without userinfo or query. Call it on the
+        serving loop (its clock times the rests)."""
+        now = self.clock()
+        return [health for pool in self.pools.values() for health in pool.health(now)]
 
     async def aclose(self) -> None:
         """Close idle upstream connections (the server calls this at shutdown)."""
@@ -143,7 +191,11 @@ class ProviderBackend:
     def list_models(self) -> list[str]:
         """What a client can ask for: the models whose upstream key is set here (all
         the models known, with ``list_all``)."""
-        names = [s.name for s in self.served.values() if self._servable(s.model, s.api_key_env)]
+        names = [
+            name
+            for name, pool in self.pools.items()
+            if any(self._servable(d.target.model, d.target.api_key_env) for d in pool.deployments)
+        ]
         names += [key for key, m in self.models.items() if self._servable(m)]
         if self.registry:
             names += [
@@ -165,10 +217,7 @@ class ProviderBackend:
             return False
         return True
 
-    def _resolve(self, name: str) -> tuple[Model, ServedModel | None]:
-        served = self.served.get(name)
-        if served is not None:
-            return served.model, served
+    def _resolve(self, name: str) -> Model:
         model = self.models.get(name)
         if model is None and self.registry:
             try:
@@ -184,15 +233,21 @@ class ProviderBackend:
         base_url = self.base_urls.get(model.provider)
         if base_url is not None:
             model = msgspec.structs.replace(model, base_url=base_url)
-        return model, None
+        return model
 
     def max_output(self, model: str) -> int | None:
-        return self._resolve(model)[0].max_output
+        pool = self.pools.get(model)
+        if pool is not None:  # what every deployment can give
+            return min(d.target.model.max_output for d in pool.deployments)
+        return self._resolve(model).max_output
 
     def stream(
         self, model: str, context: Context, options: Options
     ) -> AbstractAsyncContextManager[AsyncIterator[Event]]:
-        resolved, options, text = self._upstream(model, context, options)
+        pool = self.pools.get(model)
+        if pool is not None:
+            return aclosing(flattened(self._failover(pool, context, options)))
+        resolved, options, text = self._upstream(self._resolve(model), None, options)
         context = attribute_client_turns(context, resolved)  # keeps their signatures
         return text.wrap(self.client.stream(resolved, context, options))
 
@@ -200,15 +255,42 @@ class ProviderBackend:
         self, model: str, context: Context, options: Options
     ) -> AbstractAsyncContextManager[AsyncIterator[list[Event]]]:
         """`stream`'s events as the lists each upstream read decodes to."""
-        resolved, options, text = self._upstream(model, context, options)
+        pool = self.pools.get(model)
+        if pool is not None:
+            return aclosing(self._failover(pool, context, options))
+        resolved = self._resolve(model)
+        return self._stream_batches(resolved, None, context, options)
+
+    def _stream_batches(
+        self, model: Model, served: ServedModel | None, context: Context, options: Options
+    ) -> AbstractAsyncContextManager[AsyncIterator[list[Event]]]:
+        resolved, options, text = self._upstream(model, served, options)
         context = attribute_client_turns(context, resolved)  # keeps their signatures
         return text.wrap_batches(self.client.stream_batches(resolved, context, options))
+
+    def _failover(
+        self, pool: Pool[ServedModel], context: Context, options: Options
+    ) -> AsyncGenerator[list[Event], None]:
+        def open_one(
+            served: ServedModel,
+        ) -> AbstractAsyncContextManager[AsyncIterator[list[Event]]]:
+            return self._stream_batches(served.model, served, context, options)
+
+        return failover(pool, open_one, self.clock, pool.deployments[0].name)
 
     async def count_tokens(self, model: str, context: Context, options: Options) -> TokenCount:
         """The input tokens of a request for ``model``: its provider's count, or an
         estimate (marked ``estimated``) where the provider cannot count. A failed count
-        raises `StreamError` with the `Error` a client may read (scrubbed like a stream's)."""
-        resolved, options, text = self._upstream(model, context, options)
+        raises `StreamError` with the `Error` a client may read (scrubbed like a stream's).
+        A name served by several deployments is counted by its first choice now."""
+        pool = self.pools.get(model)
+        if pool is None:
+            resolved, served = self._resolve(model), None
+        else:
+            order = pool.order(self.clock())
+            served = pool.deployments[order[0] if order else 0].target
+            resolved = served.model
+        resolved, options, text = self._upstream(resolved, served, options)
         context = attribute_client_turns(context, resolved)  # keeps their signatures
         try:
             return await self.client.count_tokens(resolved, context, options, estimate=True)
@@ -218,10 +300,10 @@ class ProviderBackend:
             raise StreamError(error) from None
 
     def _upstream(
-        self, model: str, context: Context, options: Options
+        self, resolved: Model, served: ServedModel | None, options: Options
     ) -> tuple[Model, Options, UpstreamText]:
-        """Where ``model`` goes, with which options, and what of it a client may read."""
-        resolved, served = self._resolve(model)
+        """``resolved``'s options (``served``'s, for a deployment of a served name), and
+        what of its answers a client may read."""
         # the server's retry and pause counts, never a model's defaults nor a client's
         # (see UPSTREAM_ATTEMPTS): the bill per client call stays the one documented
         bounds = {
@@ -230,7 +312,13 @@ class ProviderBackend:
         }
         options = msgspec.structs.replace(options, **bounds)
         if served is not None:
-            options = msgspec.structs.replace(served.defaults, **bounds, **client_fields(options))
+            # a spending cap the server set on this request (a client cannot: it is no
+            # client field) stays, or the served model's own, whichever is lower
+            caps = [c for c in (options.max_cost, served.defaults.max_cost) if c is not None]
+            cap = min(caps) if caps else None
+            options = msgspec.structs.replace(
+                served.defaults, **bounds, max_cost=cap, **client_fields(options)
+            )
             if served.api_key_env:
                 key = self.environ.get(served.api_key_env)
                 if not key:
@@ -248,6 +336,29 @@ class ProviderBackend:
         return resolved, options, text
 
 
+def _pools(served: Iterable[ServedModel], cooldown: Cooldown) -> dict[str, Pool[ServedModel]]:
+    """``served`` grouped by name, each name's deployments in the order given."""
+    grouped: dict[str, list[ServedModel]] = {}
+    for entry in served:
+        grouped.setdefault(entry.name, []).append(entry)
+    pools = {}
+    for name, entries in grouped.items():
+        named = labels(name, [entry.deployment for entry in entries])
+        deployments = [
+            Deployment(
+                label=label,
+                name=name,
+                model=entry.model.key,
+                base_url=entry.model.base_url,
+                weight=entry.weight,
+                target=entry,
+            )
+            for label, entry in zip(named, entries, strict=True)
+        ]
+        pools[name] = Pool(deployments, cooldown)
+    return pools
+
+
 class RouterBackend:
     """Local names to the local model, everything else to the providers."""
 
@@ -261,6 +372,15 @@ class RouterBackend:
     async def aclose(self) -> None:
         if self.providers is not None:
             await self.providers.aclose()
+
+    def bind_clock(self, clock: Callable[[], float]) -> None:
+        """The app's clock, for the providers' deployment cooldowns."""
+        if self.providers is not None:
+            self.providers.bind_clock(clock)
+
+    def deployments(self) -> list[DeploymentHealth]:
+        """The providers' deployments (`ProviderBackend.deployments`)."""
+        return [] if self.providers is None else self.providers.deployments()
 
     def list_models(self) -> list[str]:
         names: list[str] = []

@@ -125,6 +125,9 @@ class ServerConfig(msgspec.Struct, kw_only=True):
     """
 
     api_key: str | None = None
+    #: the operator's key for the dashboard and admin routes; a client key never opens
+    #: them, and with none set they are not served at all
+    admin_key: str | None = None
     max_body_bytes: int = 8 << 20
     max_buffered_bytes: int = 256 << 20
     max_unsent_bytes: int = 1 << 20
@@ -151,11 +154,14 @@ class ServerConfig(msgspec.Struct, kw_only=True):
     def __post_init__(self) -> None:
         if not self.send_timeout > 0:
             raise ValueError(f"send_timeout must be more than 0 seconds, got {self.send_timeout}")
+        if self.admin_key is not None and self.admin_key == self.api_key:
+            raise ValueError("admin_key must differ from api_key: every client could open /admin")
 
     def __repr__(self) -> str:
         key = "***" if self.api_key else None
+        admin = "***" if self.admin_key else None
         return (
-            f"ServerConfig(api_key={key}, max_body_bytes={self.max_body_bytes}, "
+            f"ServerConfig(api_key={key}, admin_key={admin}, max_body_bytes={self.max_body_bytes}, "
             f"max_concurrency={self.max_concurrency}, max_queue={self.max_queue}, "
             f"allowed_hosts={self.allowed_hosts}, cors_origins={self.cors_origins})"
         )

@@ -21,6 +21,8 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any, Final, Protocol, TypeVar
 
 from streamfn.core._events import Done, Error, Event, TextDelta, ThinkingDelta, ToolCallDelta
+from streamfn.core.serve._responses import MAX_BATCH
+from streamfn.core.serve._status import shutting_down, shutting_down_refusal
 
 __all__ = [
     "ABORTED",
@@ -38,6 +40,7 @@ __all__ = [
     "ended_early",
     "event_bytes",
     "first_token_at",
+    "next_batch",
 ]
 
 T = TypeVar("T")
@@ -342,3 +345,19 @@ class Slots:
         self.closed = True
         while self._waiters:
             self._waiters.popleft()[0].set()
+
+
+def next_batch(got: list[Event] | Marker | None, mailbox: Mailbox, started: bool) -> list[Event]:
+    """What goes out in one write: ``got`` and what the producer already has ready
+    (no added latency, far fewer sends when the model outpaces the socket)."""
+    if got is ABORTED:
+        if not started:
+            raise shutting_down_refusal()
+        return [shutting_down()]
+    if got is None:
+        return [ended_early()]
+    assert not isinstance(got, Marker)
+    if mailbox.items and not isinstance(got[-1], (Done, Error)):
+        got = [*got]  # the producer's list stays the producer's
+        mailbox.take_ready(got, MAX_BATCH)
+    return got

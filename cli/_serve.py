@@ -25,7 +25,7 @@ from ._flags import provider_base_urls, server_tools
 from ._model_dir import model_dir, require_prepared
 from ._progress import progress_printer
 from ._serve_flags import configure
-from ._serve_help import API_KEY_ENV, DESCRIPTION
+from ._serve_help import ADMIN_KEY_ENV, API_KEY_ENV, DESCRIPTION
 
 __all__ = ["API_KEY_ENV", "COMMAND"]
 
@@ -57,6 +57,12 @@ def _check(args: argparse.Namespace) -> dict[str, str]:
             "https://app.example)",
             EXIT_USAGE,
         )
+    if _admin_key() and _admin_key() == _api_key(args):
+        raise CommandError(
+            f"${ADMIN_KEY_ENV} is the clients' token too: every client could open the "
+            "dashboard. Give the admin key a value of its own",
+            EXIT_USAGE,
+        )
     if args.config is not None and args.no_providers:
         raise CommandError("--config names upstream models; drop --no-providers", EXIT_USAGE)
     base_urls = provider_base_urls(args.base_url)
@@ -69,6 +75,12 @@ def _check(args: argparse.Namespace) -> dict[str, str]:
 
 def _api_key(args: argparse.Namespace) -> str | None:
     return args.api_key or os.environ.get(API_KEY_ENV) or None
+
+
+def _admin_key() -> str | None:
+    """The operator's key for ``/metrics`` and the dashboard: read from the environment
+    only, so it never shows in the process list."""
+    return os.environ.get(ADMIN_KEY_ENV) or None
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -102,10 +114,10 @@ def _backend(args: argparse.Namespace, base_urls: dict[str, str]) -> Any:
     providers = None
     if not args.no_providers:
         served: list[Any] = []
-        registry = True
+        registry, cooldown = True, None
         if args.config is not None:
             gateway = _gateway(args.config, base_urls)
-            served, registry = gateway.models, gateway.registry
+            served, registry, cooldown = gateway.models, gateway.registry, gateway.cooldown
         environ = environment(None)
         client = upstream_client(args.shell, environ, args.max_concurrency)
         providers = ProviderBackend(
@@ -117,6 +129,7 @@ def _backend(args: argparse.Namespace, base_urls: dict[str, str]) -> Any:
             list_all=args.list_all_models,
             upstream_attempts=args.upstream_attempts,
             pause_continuations=args.pause_continuations,
+            cooldown=cooldown,
         )
     local = None
     if not args.no_local:
@@ -133,6 +146,7 @@ def _backend(args: argparse.Namespace, base_urls: dict[str, str]) -> Any:
 
 def _app(args: argparse.Namespace, backend: Any) -> Any:
     from streamfn.asgi import App, ServerConfig
+    from streamfn.asgi._metrics import Metrics
     from streamfn.core.serve._guard import LOOPBACK_HOSTS, is_loopback
 
     if is_loopback(args.host):
@@ -143,6 +157,7 @@ def _app(args: argparse.Namespace, backend: Any) -> Any:
         backend,
         ServerConfig(
             api_key=_api_key(args),
+            admin_key=_admin_key(),
             max_body_bytes=args.max_body_bytes,
             max_buffered_bytes=args.max_buffered_bytes,
             max_unsent_bytes=args.max_unsent_bytes,
@@ -160,6 +175,7 @@ def _app(args: argparse.Namespace, backend: Any) -> Any:
             allow_input_urls=args.allow_input_urls,
             default_model=args.default_model,
         ),
+        observers=[Metrics(getattr(backend, "deployments", None))],
     )
 
 
@@ -238,7 +254,13 @@ def _worker(args: argparse.Namespace, sock: socket.socket, base_urls: dict[str, 
 def _supervise(args: argparse.Namespace, sock: socket.socket, base_urls: dict[str, str]) -> int:
     """Start ``--workers`` processes on one socket; forward SIGINT/SIGTERM; wait for all."""
     import multiprocessing
+    import tempfile
 
+    from streamfn.asgi._metrics import MULTIPROCESS_ENV
+
+    # every worker's metrics meet in one folder, so any worker answers a scrape whole
+    metrics_dir = tempfile.TemporaryDirectory(prefix="streamfn-metrics-")
+    os.environ[MULTIPROCESS_ENV] = metrics_dir.name
     context = multiprocessing.get_context("spawn")
     workers = [
         context.Process(target=_worker, args=(args, sock, base_urls), name=f"streamfn-serve-{i}")
@@ -257,6 +279,7 @@ def _supervise(args: argparse.Namespace, sock: socket.socket, base_urls: dict[st
     for worker in workers:
         worker.join()
     sock.close()
+    metrics_dir.cleanup()
     return max((w.exitcode or 0) for w in workers)
 
 
@@ -276,7 +299,8 @@ def _run(args: argparse.Namespace) -> int:
     print(
         f"streamfn serve: http://{shown}:{port} (local model: {'no' if args.no_local else 'yes'}, "
         f"providers: {'no' if args.no_providers else 'yes'}, "
-        f"auth: {'on' if _api_key(args) else 'off'}, workers: {args.workers}, "
+        f"auth: {'on' if _api_key(args) else 'off'}, "
+        f"dashboard: {'/admin' if _admin_key() else 'off'}, workers: {args.workers}, "
         f"shell: {args.shell})",
         file=sys.stderr,
         flush=True,

@@ -22,6 +22,15 @@ environment variable holding its key, extra headers and defaults::
     base_url = "http://vllm.internal:8000/v1"
     max_output = 8192
 
+Several entries with the same ``name`` are that name's deployments, as in
+LiteLLM's ``model_list``: each entry whole (its own upstream, base URL, key
+variable, headers and defaults), plus ``weight`` (its share of the traffic) and
+``deployment`` (its name in health records). Requests go to the least busy
+healthy one; one that fails rests for ``cooldown`` seconds (or the upstream's
+Retry-After, up to ``max_cooldown``), both set at the top of the file. Entries
+over lists under one name: each deployment is a model entry like any other, so
+moving one from its own name into a pool is a change of ``name``, nothing else.
+
 Keys themselves never go in the file, only the names of the variables that
 hold them. Everything here is the operator's; clients of the server choose
 only generation knobs (see `streamfn.core.serve._inbound`).
@@ -39,6 +48,7 @@ from streamfn.core._call import api_names, check_transport
 from streamfn.core._errors import UsageError
 from streamfn.core._models import Model, UnknownModel, get_model
 from streamfn.core._options import Options
+from streamfn.core.serve._deployments import Cooldown, labels
 
 from ._flags import same_url
 
@@ -61,10 +71,14 @@ class _Entry(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     max_output: int | None = None
     context_window: int | None = None
     defaults: dict[str, Any] = msgspec.field(default_factory=dict)
+    deployment: str | None = None
+    weight: float = 1.0
 
 
 class _File(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     registry: bool = False
+    cooldown: float = Cooldown().default
+    max_cooldown: float = Cooldown().longest
     models: list[_Entry] = msgspec.field(default_factory=list)
 
 
@@ -73,8 +87,10 @@ class GatewayConfig(msgspec.Struct, kw_only=True):
 
     registry: bool
     models: list[Any]  # list[ServedModel]; typed loosely to keep this module import-light
-    #: the served names whose entry sets its own ``base_url``
-    own_base_url: frozenset[str] = frozenset()
+    #: the positions in ``models`` of the entries that set their own ``base_url``
+    own_base_url: frozenset[int] = frozenset()
+    #: how long a failed deployment rests
+    cooldown: Cooldown = msgspec.field(default_factory=Cooldown)
 
 
 #: defaults a file may not set: they have their own keys (and keys never go in files)
@@ -124,6 +140,22 @@ def _defaults(entry: _Entry, where: str) -> Options:
         raise ConfigError(f"{where}.defaults: {exc}") from None
 
 
+def _labels(entries: list[_Entry], path: Path) -> list[str]:
+    """Each entry's deployment name (`labels`), in the file's order."""
+    by_name: dict[str, list[int]] = {}
+    for i, entry in enumerate(entries):
+        by_name.setdefault(entry.name, []).append(i)
+    named = [""] * len(entries)
+    for name, positions in by_name.items():
+        try:
+            chosen = labels(name, [entries[i].deployment for i in positions])
+        except ValueError as exc:
+            raise ConfigError(f"{path.name}: {exc}") from None
+        for i, label in zip(positions, chosen, strict=True):
+            named[i] = label
+    return named
+
+
 def load_gateway_config(path: Path) -> GatewayConfig:
     """Read and check ``path``; raises `ConfigError` naming the entry and field."""
     from streamfn.asgi._backends import ServedModel
@@ -140,13 +172,16 @@ def load_gateway_config(path: Path) -> GatewayConfig:
         raise ConfigError(f"{path}: {exc}") from None
     if not parsed.models:
         raise ConfigError(f"{path} names no models: add a [[models]] entry")
+    try:
+        cooldown = Cooldown(default=parsed.cooldown, longest=parsed.max_cooldown)
+    except ValueError as exc:
+        raise ConfigError(f"{path.name}: cooldown: {exc}") from None
+    named = _labels(parsed.models, path)
     served = []
-    seen: set[str] = set()
     for i, entry in enumerate(parsed.models):
         where = f"{path.name}: models[{i}] ({entry.name})"
-        if entry.name in seen:
-            raise ConfigError(f"{where}: the name {entry.name!r} is used twice")
-        seen.add(entry.name)
+        if not entry.weight > 0:
+            raise ConfigError(f"{where}.weight: more than 0, got {entry.weight}")
         model, defaults = _upstream(entry, where), _defaults(entry, where)
         try:  # else every request of the model would fail, each one the server's 502
             check_transport(model, defaults)
@@ -154,11 +189,18 @@ def load_gateway_config(path: Path) -> GatewayConfig:
             raise ConfigError(f"{where}.defaults.transport: {exc}") from None
         served.append(
             ServedModel(
-                name=entry.name, model=model, api_key_env=entry.api_key_env, defaults=defaults
+                name=entry.name,
+                model=model,
+                api_key_env=entry.api_key_env,
+                defaults=defaults,
+                deployment=named[i],
+                weight=entry.weight,
             )
         )
-    own = frozenset(e.name for e in parsed.models if e.base_url is not None)
-    return GatewayConfig(registry=parsed.registry, models=served, own_base_url=own)
+    own = frozenset(i for i, e in enumerate(parsed.models) if e.base_url is not None)
+    return GatewayConfig(
+        registry=parsed.registry, models=served, own_base_url=own, cooldown=cooldown
+    )
 
 
 def with_base_urls(config: GatewayConfig, base_urls: dict[str, str]) -> GatewayConfig:
@@ -170,12 +212,12 @@ def with_base_urls(config: GatewayConfig, base_urls: dict[str, str]) -> GatewayC
     or a trailing ``/``) is one thing: it is accepted.
     """
     models = []
-    for served in config.models:
+    for i, served in enumerate(config.models):
         url = base_urls.get(served.model.provider)
         if url is None:
             models.append(served)
             continue
-        if served.name in config.own_base_url and not same_url(url, served.model.base_url):
+        if i in config.own_base_url and not same_url(url, served.model.base_url):
             raise ConfigError(
                 f"--base-url {served.model.provider}={url} would move the model "
                 f"{served.name!r}, whose entry sets its own base_url "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["API_KEY_ENV", "DESCRIPTION", "EPILOG", "LIST_ALL_MODELS_HELP"]
+__all__ = ["ADMIN_KEY_ENV", "API_KEY_ENV", "DESCRIPTION", "EPILOG", "LIST_ALL_MODELS_HELP"]
 
 #: ``--list-all-models``
 LIST_ALL_MODELS_HELP: Final = (
@@ -15,6 +15,8 @@ LIST_ALL_MODELS_HELP: Final = (
 
 #: the token clients must send, when --api-key is not given
 API_KEY_ENV: Final = "STREAMFN_SERVER_API_KEY"
+#: the operator's key for /metrics and the dashboard (environment only)
+ADMIN_KEY_ENV: Final = "STREAMFN_ADMIN_KEY"
 
 DESCRIPTION: Final = """\
 Serve models over HTTP: the local model and every provider whose key is set here,
@@ -43,6 +45,10 @@ then, from any OpenAI client:
 environment:
   {API_KEY_ENV:<28}the token clients must send (like --api-key); streamfn
                               clients send theirs from STREAMFN_PROXY_TOKEN
+  {ADMIN_KEY_ENV:<28}the operator's key for GET /metrics (Prometheus) and the
+                              dashboard at /admin; a client key never opens them.
+                              Without it there is no dashboard, and /metrics is
+                              served only when clients need no key
   OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY ...
                               the upstream keys, read once at start; a model whose key
                               is missing is not listed, and asking for it is an error

@@ -36,6 +36,7 @@ from ..core._fallback import FallbackModel
 from ..core._messages import AssistantMessage, Context
 from ..core._models import Model
 from ..core._options import Options
+from ..core._spend import SpendCap
 from ..core.http._driver import drive
 from ..core.http._exchange import Exchange
 from ..core.http._steps import (
@@ -52,7 +53,7 @@ from ..core.http._steps import (
     Sleep,
 )
 from ._batches import Batches, flattened
-from ._pipeline import Host, OpenStream, pipeline
+from ._pipeline import CallOpener, Host, OpenStream, pipeline
 from ._pool import ConnT, Pool, PooledConnection
 
 __all__ = ["Ambient", "ClientBase", "ClientSettings"]
@@ -232,7 +233,8 @@ class ClientBase(Generic[ConnT], abc.ABC):
         # ``transport="websocket"`` carries a Responses *turn*; the counting endpoint
         # (``/v1/responses/input_tokens``) is plain HTTP, so the options a caller streams
         # with count over HTTP (else the count would go out as a ``response.create``)
-        options = msgspec.structs.replace(options, transport="http")
+        # (and a count is free: no spending cap applies to it)
+        options = msgspec.structs.replace(options, transport="http", max_cost=None)
         events: list[Event] = []
         async for batch in self._events(model, context, options, open_count):
             events += batch
@@ -312,20 +314,25 @@ class ClientBase(Generic[ConnT], abc.ABC):
     async def _batches(
         self, model: Model, context: Context, options: Options
     ) -> AsyncIterator[Batches]:
-        batches = self._pipeline(model, context, options, open_call)
+        # one spending cap for every request the call makes (``Options.max_cost``)
+        batches = self._pipeline(SpendCap.of(options))(model, context, options, open_call)
         try:
             yield batches
         finally:
             await batches.aclose()
 
-    @property
-    def _pipeline(self) -> OpenStream:
-        """This client's requests inside the stages of `STAGES` (`client/_pipeline.py`).
+    def _pipeline(self, spend: SpendCap | None = None) -> OpenStream:
+        """This client's requests inside the stages of `STAGES` (`client/_pipeline.py`),
+        each priced against ``spend``, the call's spending cap.
 
         Without a key the stream is the ``auth`` `Error` at once, before any connection.
         """
         host = Host(self.environ, self.responses_upgraded, self._clock, self._pause)
-        return pipeline(host, self._events)
+
+        def request(m: Model, c: Context, o: Options, call: CallOpener) -> Batches:
+            return self._events(m, c, o, call, spend)
+
+        return pipeline(host, request)
 
     def _events(
         self,
@@ -333,13 +340,14 @@ class ClientBase(Generic[ConnT], abc.ABC):
         context: Context,
         options: Options,
         opener: Callable[[Model, Context, Options], Call] = open_call,
+        spend: SpendCap | None = None,
     ) -> Batches:
         """One request's events, a list per read: over the wire (`_wire_events`), or
-        from the local model, which has no wire (`_local_stream`)."""
+        from the local model, which has no wire (`_local_stream`) and costs nothing."""
         if model.api == "local":
             check_transport(model, options)
             return self._local_events(model, context, options)
-        return self._wire_events(model, context, options, opener)
+        return self._wire_events(model, context, options, opener, spend)
 
     async def _local_events(self, model: Model, context: Context, options: Options) -> Batches:
         async with self._local_stream(model, context, options) as local:
@@ -352,6 +360,7 @@ class ClientBase(Generic[ConnT], abc.ABC):
         context: Context,
         options: Options,
         opener: Callable[[Model, Context, Options], Call],
+        spend: SpendCap | None = None,
     ) -> Batches:
         """Perform the steps of `drive`, yielding each `Emit`'s events as one list; the
         connection in hand is closed on any exit."""
@@ -365,6 +374,7 @@ class ClientBase(Generic[ConnT], abc.ABC):
             log=self.log,
             wall_clock=self._wall_clock,
             opener=opener,
+            spend=spend,
         )
         conn: ConnT | None = None
         answer: Answer = None

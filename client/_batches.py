@@ -34,7 +34,7 @@ async def one_batch(events: list[Event]) -> Batches:
     yield events
 
 
-async def first_answer(batches: Batches) -> list[Event]:
+async def first_answer(batches: AsyncIterator[list[Event]]) -> list[Event]:
     """The events read until one after `Start` came (all of that read's): what decides
     whether a stream fails before output (its first event after the `Start` events
     is an `Error`) or answers. Empty when the stream ended first."""

@@ -18,7 +18,6 @@ endpoint raises `TokenCountUnsupported`, unless the caller accepts an estimate
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any, Final, NamedTuple
@@ -53,6 +52,7 @@ __all__ = [
     "open_count",
     "recast",
     "require_counting",
+    "text_tokens",
     "token_count",
 ]
 
@@ -243,13 +243,19 @@ def _text_chars(context: Context) -> tuple[int, int]:
     return chars, attachments
 
 
+def text_tokens(chars: int) -> int:
+    """The estimate's tokens for ``chars`` characters of text: `CHARS_PER_TOKEN` a
+    token, rounded up (a piece of one character is a token)."""
+    return -(-chars // CHARS_PER_TOKEN)
+
+
 def estimate_tokens(model: Model, context: Context) -> TokenCount:
     """A rough count without a tokenizer: about four characters a token, a few tokens
     a message, a flat amount an image or file. Marked ``estimated=True``: real counts
     differ by tokenizer and language (code and non-English text take more tokens)."""
     chars, attachments = _text_chars(context)
     tokens = (
-        math.ceil(chars / CHARS_PER_TOKEN)
+        text_tokens(chars)
         + TOKENS_PER_MESSAGE * len(context.messages)
         + TOKENS_PER_ATTACHMENT * attachments
     )

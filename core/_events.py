@@ -92,6 +92,9 @@ class ErrorKind(enum.StrEnum):
       report, not retried blindly.
     - ``limit``: one of streamfn's own caps (line, event, response or content size)
       was exceeded; raise the cap or ask for less.
+    - ``budget``: the call's spending cap (``Options.max_cost``) was reached, or the
+      request would pass it before any output; raise the cap, ask for less or use a
+      cheaper model. Never retried: the same request costs the same again.
     """
 
     THROTTLED = "throttled"
@@ -102,6 +105,7 @@ class ErrorKind(enum.StrEnum):
     CONTENT_FILTER = "content_filter"
     PROTOCOL = "protocol"
     LIMIT = "limit"
+    BUDGET = "budget"
 
     @property
     def retryable(self) -> bool:
@@ -401,6 +405,10 @@ class Error(msgspec.Struct, tag="error", frozen=True, kw_only=True, gc=False):
     @classmethod
     def limit(cls, message: str, *, usage: Usage | None = None) -> Error:
         return cls(message=message, kind=ErrorKind.LIMIT, usage=usage)
+
+    @classmethod
+    def budget(cls, message: str, *, usage: Usage | None = None) -> Error:
+        return cls(message=message, kind=ErrorKind.BUDGET, usage=usage)
 
     @classmethod
     def aborted(

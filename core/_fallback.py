@@ -16,7 +16,8 @@ skipped with a warning), never from ``Options.api_key``: one key sent to
 every provider of a chain would leak it to all of them.
 
 `falls_back` is the pure decision; `streamfn.client._fallback.fall_back` is the
-clients' stage that applies it.
+clients' stage that applies it. How fallback composes with the other ways of trying
+again (deployments, retries, recovery) and what each costs: `streamfn.core._try_again`.
 """
 
 from __future__ import annotations
@@ -29,12 +30,15 @@ from ._credentials import MissingCredentials, with_credentials
 from ._events import Error, ErrorKind
 from ._models import Model
 from ._options import Options
+from ._spend import require_prices
+from ._try_again import TRY_AGAIN_KINDS, tries_again
 
 __all__ = ["FallbackModel", "check_chain", "fallback", "falls_back"]
 
 log = logging.getLogger("streamfn")
 
-DEFAULT_KINDS: frozenset[ErrorKind] = frozenset({ErrorKind.THROTTLED, ErrorKind.NETWORK})
+#: the kinds every layer that tries again before output acts on (`streamfn.core._try_again`)
+DEFAULT_KINDS: frozenset[ErrorKind] = TRY_AGAIN_KINDS
 
 
 class FallbackModel(Model, kw_only=True, frozen=True):
@@ -73,16 +77,19 @@ def _flat(model: Model) -> tuple[Model, ...]:
 
 def falls_back(chain: FallbackModel, error: Error) -> bool:
     """Whether ``error``, met before any output, passes the turn to the next model."""
-    return error.kind is not None and error.kind in chain.fall_back_on
+    return tries_again(error, chain.fall_back_on)
 
 
 def check_chain(chain: FallbackModel, options: Options, environ: Mapping[str, str]) -> None:
     """Refuse, before any connection, a chain that cannot work: a shared
-    ``Options.api_key``, a model that cannot take ``Options.transport`` (`UsageError`:
-    found only when its turn came, after the models before it were billed), or no
-    model with credentials (`MissingCredentials`)."""
+    ``Options.api_key``, a model that cannot take ``Options.transport`` or, under
+    ``Options.max_cost``, has no prices (`UsageError`: found only when its turn came,
+    after the models before it were billed), or no model with credentials
+    (`MissingCredentials`)."""
     for model in chain.models:
         check_transport(model, options)
+        if options.max_cost is not None:
+            require_prices(model)
     shared = [name for name in ("api_key", "base_url", "headers") if getattr(options, name)]
     if shared:
         raise ValueError(

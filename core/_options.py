@@ -10,6 +10,7 @@ The core never reads a clock: the timeout fields are data for the shells.
 from __future__ import annotations
 
 import enum
+import math
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 import msgspec
@@ -145,6 +146,12 @@ class Options(msgspec.Struct, kw_only=True):
     max_line_bytes: int = 1 << 20
     max_event_bytes: int = 16 << 20
     max_error_body_bytes: int = 1 << 20
+    #: the most one call may spend, in US dollars, priced with the model's prices:
+    #: counted as the answer streams, over every request the call makes (retries,
+    #: fallbacks, continued turns, recoveries); crossing it ends the stream with
+    #: ``Error(kind=budget)`` and closes the connection, and a request whose input
+    #: alone would cross it is never sent. None: no cap. See `streamfn.core._spend`.
+    max_cost: float | None = None
     # caps and timers enforced by the shells
     max_response_bytes: int = 256 << 20
     max_content_bytes: int = 64 << 20
@@ -189,6 +196,8 @@ class Options(msgspec.Struct, kw_only=True):
             raise ValueError("cache: a list holds CachePoint(at, ttl) breakpoints only")
         if self.recover not in (None, "resume", "continue"):
             raise ValueError(f'recover={self.recover!r}: use "resume", "continue" or None')
+        if self.max_cost is not None:
+            _check_max_cost(self.max_cost)
         if self.max_recoveries < 0:
             raise ValueError(f"max_recoveries={self.max_recoveries}: use 0 or more")
         if self.transport not in ("http", "websocket"):
@@ -232,6 +241,7 @@ class Options(msgspec.Struct, kw_only=True):
             max_line_bytes: int = 1 << 20,
             max_event_bytes: int = 16 << 20,
             max_error_body_bytes: int = 1 << 20,
+            max_cost: float | None = None,
             max_response_bytes: int = 256 << 20,
             max_content_bytes: int = 64 << 20,
             connect_timeout: float = 10.0,
@@ -253,6 +263,14 @@ class Options(msgspec.Struct, kw_only=True):
             self,
             secret=frozenset({"api_key", "aws_credentials"}),
             keys_only=frozenset({"headers", "extra_body"}),
+        )
+
+
+def _check_max_cost(value: object) -> None:
+    """Refuse a spending cap that is no finite, non-negative number of dollars."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
+        raise ValueError(
+            f"max_cost={value!r}: use a number of US dollars (0 or more), or None for no cap"
         )
 
 

@@ -10,6 +10,9 @@ next event arrives, so an error that is the very first thing an attempt says
 (HTTP 429/5xx, a connect failure, Anthropic's ``overloaded_error`` as the
 first SSE event) can still be retried, and once anything else has been let
 through every later failure is handed to the caller as an `Error`.
+
+Where retrying sits among the other ways of trying again (deployments, fallback,
+recovery) and what each costs: `streamfn.core._try_again`.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import msgspec
 from ._classify import retryable_status
 from ._events import Error, Event, Start
 from ._options import Options
+from ._try_again import tries_again
 
 __all__ = ["FirstOutputGate", "Retry", "RetryPolicy", "retryable_status"]
 
@@ -63,7 +67,7 @@ class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
         if attempt >= self.max_attempts:
             return None
         if isinstance(error_or_status, Error):
-            if not error_or_status.retryable:
+            if not tries_again(error_or_status):
                 return None
         elif not retryable_status(error_or_status):
             return None

@@ -15,7 +15,7 @@ import socket
 import time
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from streamfn.core.wire._eventstream import encode_message
 
@@ -116,7 +116,12 @@ FAULTS = (
     "429-date-then-ok",  # Date: T, Retry-After: T + 1 s
     "429-date-far",  # Retry-After an hour after Date
     "responses-only",  # /chat/completions is a 400 naming v1/responses; /responses answers
+    # each event in a chunk of its own, a pause between, counted (`Exchange.record`)
+    "paced",
 )
+
+#: the pause between two of the "paced" fault's events: a provider generating
+PACE = 0.002
 
 
 @dataclass(frozen=True)
@@ -137,6 +142,9 @@ class Exchange:
     stall: float
     #: a sleep the server's close interrupts
     wait: Callable[[float], None]
+    #: what the "paced" fault sent, by body name: (events sent, whether the client
+    #: closed the connection before the last one)
+    record: dict[str, tuple[int, bool]] = field(default_factory=dict)
 
     @property
     def half(self) -> int:
@@ -176,6 +184,27 @@ def _error(fault: str, ex: Exchange) -> bool:
     extra = {"Retry-After": "0"} if status == 429 else {}
     ex.sock.sendall(head(status, "application/json", extra, Content_Length=str(len(data))))
     ex.sock.sendall(data)
+    return True
+
+
+def _paced(ex: Exchange) -> bool:
+    """The body's events one chunk each, `PACE` apart, as a provider generates them,
+    counted into ``ex.record``: how far the answer got before the client went away."""
+    sent = 0
+    body = ex.body
+    try:
+        ex.sock.sendall(ex.chunked())
+        while body:
+            unit = first_unit(body, ex.ctype)
+            body = body[len(unit) :]
+            ex.sock.sendall(chunk(unit))
+            sent += 1
+            ex.wait(PACE)
+        ex.sock.sendall(b"0\r\n\r\n")
+    except OSError:  # the client closed the connection (or the server is closing)
+        ex.record[ex.provider] = (sent, True)
+        return False
+    ex.record[ex.provider] = (sent, False)
     return True
 
 
@@ -407,6 +436,7 @@ _REPLIES: dict[str, Reply] = {
     "flood-1xx": _flood_1xx,
     "flood-comments": _flood_comments,
     "ok": _ok,
+    "paced": _paced,
     "429-then-ok": _ok,
     "500-then-ok": _ok,
     "overloaded-then-ok": _ok,

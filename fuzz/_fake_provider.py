@@ -94,6 +94,9 @@ class FakeProvider(ThreadedServer):
         self._wrong = {name: build(WRONG_WORDS) for name, (build, _) in WIRE_FORMATS.items()}
         self.on_request: Callable[[Request], None] | None = None
         self._served = 0
+        #: what the "paced" fault sent, by body name: (events sent, whether the client
+        #: closed the connection before the last one)
+        self.paced: dict[str, tuple[int, bool]] = {}
 
     @property
     def url(self) -> str:
@@ -193,5 +196,6 @@ class FakeProvider(ThreadedServer):
             url=self.url,
             stall=self.stall,
             wait=self.wait,
+            record=self.paced,
         )
         return reply(fault, exchange)

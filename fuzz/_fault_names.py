@@ -19,7 +19,7 @@ __all__ = ["FAULT_GROUPS", "faults"]
 
 #: faults by what a caller must survive; ``faults("status", "drop")`` draws from those
 FAULT_GROUPS: Final[dict[str, tuple[str, ...]]] = {
-    "ok": ("ok", "ok-length", "ok-close", "drip", "keepalive-comments", "late-tail"),
+    "ok": ("ok", "ok-length", "ok-close", "drip", "keepalive-comments", "late-tail", "paced"),
     "status": ("401", "403", "400-context", "429", "429-then-ok", "500-then-ok", "503",
                "429-date-then-ok", "429-date-far", "overloaded-then-ok"),
     "stall": ("stall-first", "stall-mid", "slow-headers", "flood-1xx", "flood-comments"),

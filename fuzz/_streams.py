@@ -291,6 +291,7 @@ _ERROR_WORDS: dict[ErrorKind, list[str]] = {
     ErrorKind.CONTENT_FILTER: ["blocked by the content filter"],
     ErrorKind.PROTOCOL: ["malformed stream"],
     ErrorKind.LIMIT: ["response exceeded max_response_bytes"],
+    ErrorKind.BUDGET: ["the spending cap (Options.max_cost) is reached"],
 }
 
 

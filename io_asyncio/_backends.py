@@ -13,6 +13,7 @@ from typing import Any
 
 from streamfn.asgi import _backends as _shared
 from streamfn.core._models import Model
+from streamfn.core.serve._deployments import Cooldown
 
 from ._client import Client
 
@@ -32,6 +33,7 @@ class ProviderBackend(_shared.ProviderBackend):
         registry: bool = True,
         base_urls: Mapping[str, str] | None = None,
         upstream_attempts: int = _shared.UPSTREAM_ATTEMPTS,
+        cooldown: Cooldown | None = None,
     ) -> None:
         env = _shared.environment(environ)
         super().__init__(
@@ -42,4 +44,5 @@ class ProviderBackend(_shared.ProviderBackend):
             registry=registry,
             base_urls=base_urls,
             upstream_attempts=upstream_attempts,
+            cooldown=cooldown,
         )

@@ -217,8 +217,11 @@ def serving(**config: Any) -> Iterator[tuple[Server, EventsBackend]]:
     serve_options = {
         k: config.pop(k) for k in ("max_connections", "head_timeout", "allow_h2c") if k in config
     }
+    observers = config.pop("observers", ())
     backend = EventsBackend(STREAMS, **backend_options)
-    with Server(App(backend, ServerConfig(api_key=KEY, **config)), **serve_options) as server:
+    config.setdefault("api_key", KEY)
+    app = App(backend, ServerConfig(**config), observers=observers)
+    with Server(app, **serve_options) as server:
         yield server, backend
 
 

@@ -107,8 +107,8 @@ def run(
     limit: float = 10.0,
     environ: dict[str, str] | None = None,
 ) -> Any:
-    """Run ``fn(client, *args)`` under ``shell`` with a fresh client (reading ``environ``,
-    empty by default) and a hard time limit."""
+    """Run ``fn(client, *args)`` under ``shell`` with a fresh client (its environment
+    ``environ``, else none) and a hard time limit."""
     client_cls = client_class(shell)
 
     async def main() -> Any:

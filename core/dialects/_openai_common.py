@@ -187,6 +187,7 @@ ERROR_CODES: Final = {
     ErrorKind.CONTENT_FILTER: "content_filter",
     ErrorKind.PROTOCOL: "server_error",
     ErrorKind.LIMIT: "server_error",
+    ErrorKind.BUDGET: "insufficient_quota",  # OpenAI's word for money run out
 }
 
 

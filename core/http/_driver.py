@@ -5,7 +5,9 @@ attempt (`_attempt`) opens the provider call, asks for a connection, sends
 the request and reads the answer through an `Exchange` (a `SocketExchange` for
 ``Options(transport="websocket")``); `FirstOutputGate`
 decides, batch by batch, whether the caller sees the events or the attempt is
-dropped for a retry. Nothing here reads a clock, the environment or a random
+dropped for a retry; a `Meter` (``Options.max_cost``, `streamfn.core._spend`) prices
+each request before it is sent and each batch as it arrives, and ends the stream
+with the connection closed once the call's spending cap is crossed. Nothing here reads a clock, the environment or a random
 source: the shell passes its monotonic ``clock``, ``wall_clock``, ``rand``
 and ``environ`` in.
 """
@@ -17,13 +19,16 @@ from collections.abc import Callable, Generator, Mapping
 from datetime import datetime
 from typing import Final
 
+import msgspec
+
 from .._call import Call, open_call
-from .._events import Error, Event
+from .._events import Error, Event, Start
 from .._messages import Context
 from .._models import Model
 from .._options import Options
 from .._redact import redact_url
 from .._retry import FirstOutputGate, Retry, RetryPolicy
+from .._spend import Meter, SpendCap
 from ._exchange import Exchange
 from ._proxy_env import proxy_for
 from ._socket_exchange import SocketExchange
@@ -79,6 +84,7 @@ class _Run:
         log: logging.Logger,
         wall_clock: Callable[[], datetime],
         opener: Callable[[Model, Context, Options], Call],
+        spend: SpendCap | None,
     ) -> None:
         self.environ = environ
         self.clock = clock
@@ -92,6 +98,8 @@ class _Run:
         self.debug = log.isEnabledFor(logging.DEBUG)
         #: makes each attempt's call (`open_call`, or stream recovery's own)
         self.opener = opener
+        #: the call's spending cap (``Options.max_cost``), shared with its other streams
+        self.spend = spend
 
     def feed(self, events: list[Event]) -> list[Event] | Retry:
         """The gate's verdict on a batch, with what is left of the total deadline."""
@@ -147,6 +155,7 @@ def drive(
     log: logging.Logger,
     wall_clock: Callable[[], datetime],
     opener: Callable[[Model, Context, Options], Call] = open_call,
+    spend: SpendCap | None = None,
 ) -> Steps:
     """The whole life of one `stream()` call, as steps for a shell to perform.
 
@@ -156,8 +165,13 @@ def drive(
     (`FirstOutputGate`); a pooled socket the server had already closed is
     replaced without counting an attempt. ``opener`` makes each attempt's call
     (`open_call`; stream recovery passes its own, see `resume_request` in `streamfn.core`).
+    ``spend`` is the call's spending cap when this stream is one of several requests
+    of one call (a fallback chain, continued turns, recoveries); by default
+    ``Options.max_cost`` caps this stream's attempts alone.
     """
-    run = _Run(options, environ, clock, rand, log, wall_clock, opener)
+    if spend is None:
+        spend = SpendCap.of(options)
+    run = _Run(options, environ, clock, rand, log, wall_clock, opener, spend)
     fresh = False
     while True:
         if not fresh:
@@ -180,6 +194,13 @@ def _attempt(
     run: _Run, model: Model, context: Context, options: Options, fresh: bool
 ) -> Generator[Step, Answer, Retry | _Reconnect | None]:
     """One request: connect, send, read. Returns how it ended (None: the stream is over)."""
+    meter = None if run.spend is None else run.spend.meter(model, context, options)
+    refused = None if meter is None else meter.refusal()
+    if refused is not None:  # nothing is sent: the attempts stamped are the requests made
+        run.log.warning("%s", refused.message)
+        start = Start(api=model.api, provider=model.provider, model=model.id)
+        yield Emit([start, msgspec.structs.replace(refused, attempts=run.gate.attempts - 1)])
+        return None
     call = run.opener(model, context, options)
     target = parse_target(call.request.url)
     proxy = proxy_for(target.scheme, target.host, target.port, run.environ)
@@ -216,11 +237,11 @@ def _attempt(
         reuse=conn if isinstance(conn, Exchange) else None,  # None for a WebSocket
         sent_at=sent_at,
     )
-    return (yield from _exchange(run, exchange, target, t0))
+    return (yield from _exchange(run, exchange, target, t0, meter))
 
 
 def _exchange(
-    run: _Run, exchange: Exchange, target: Target, t0: float
+    run: _Run, exchange: Exchange, target: Target, t0: float, meter: Meter | None
 ) -> Generator[Step, Answer, Retry | _Reconnect | None]:
     """Send the request and read the answer, handing events out as the gate allows."""
     until, on_expiry = exchange.timer(run.clock())
@@ -243,6 +264,12 @@ def _exchange(
             run.log.info(
                 "HTTP %d from %s after %.3f s", exchange.status, target.host, run.clock() - t0
             )
+        if meter is not None:
+            meter.answer(exchange.status)
+            events, over = meter.count(events)
+            if over is not None:
+                yield from _over_budget(run, events, over)
+                return None
         outcome = run.feed(events)
         events = []
         if isinstance(outcome, Retry):
@@ -256,6 +283,17 @@ def _exchange(
             return None
         if outcome:
             yield Emit(outcome)
+
+
+def _over_budget(run: _Run, events: list[Event], error: Error) -> Generator[Step, Answer, None]:
+    """The call's spending cap crossed: the connection is closed at once, unread (the
+    provider stops generating what nobody would pay for), then the caller sees the
+    events up to the delta that crossed it and the budget `Error`."""
+    run.log.warning("%s", error.message)
+    outcome = run.feed([*events, error])
+    yield Release(None)
+    assert not isinstance(outcome, Retry), "a budget error is never retried"
+    yield Emit(outcome)
 
 
 def _send_pending(run: _Run, exchange: Exchange) -> Generator[Step, Answer, list[Event]]:

@@ -35,14 +35,17 @@ __all__ = [
     "Route",
     "admit",
     "authenticate",
+    "authenticate_admin",
     "body_too_slow",
     "check_input_hosts",
     "check_model",
     "disconnected_early",
+    "is_admin",
     "models_body",
     "parse_request",
     "parsed_cost",
     "parsing_cost",
+    "presented_key",
     "route",
     "route_socket",
     "socket_body",
@@ -88,8 +91,8 @@ def route(
             f"{path} answers {', '.join(methods)}, not {method}",
             headers=[(b"allow", ", ".join(methods).encode())],
         )
-    if served.kind is Route.HEALTH:
-        return Route.HEALTH, served
+    if served.kind is Route.HEALTH or served.kind is Route.ADMIN:
+        return served.kind, served  # the operator's routes check the admin key
     authenticate(headers, api_key)
     if served.kind is Route.MODELS:
         return Route.MODELS, served
@@ -164,11 +167,9 @@ def socket_body(served: Served, message: bytes) -> bytes:
     return msgspec.json.encode(obj)
 
 
-def authenticate(headers: Headers, expected: str | None) -> None:
-    """The client's key (``Authorization: Bearer``, ``x-api-key`` or ``api-key``) must be
-    ``expected``, compared in constant time; None expects none (loopback use)."""
-    if not expected:
-        return
+def presented_key(headers: Headers) -> bytes:
+    """The key a request presents (``Authorization: Bearer``, ``x-api-key`` or
+    ``api-key``), empty when none."""
     given = b""
     for name, value in headers:
         lname = name.lower()
@@ -176,8 +177,45 @@ def authenticate(headers: Headers, expected: str | None) -> None:
             given = value[7:].strip()
         elif lname in (b"x-api-key", b"api-key") and not given:
             given = value.strip()
-    if not hmac.compare_digest(given, expected.encode()):
+    return given
+
+
+def authenticate(headers: Headers, expected: str | None) -> None:
+    """The client's key must be ``expected``, compared in constant time; None expects
+    none (loopback use)."""
+    if expected and not hmac.compare_digest(presented_key(headers), expected.encode()):
         raise HTTPError(401, "auth", UNAUTHORIZED)
+
+
+def is_admin(headers: Headers, admin_key: str | None, *, open_server: bool) -> bool:
+    """Whether a request may see what the operator sees (`authenticate_admin` passes)."""
+    try:
+        authenticate_admin(headers, admin_key, open_server=open_server)
+    except HTTPError:
+        return False
+    return True
+
+
+def authenticate_admin(headers: Headers, admin_key: str | None, *, open_server: bool) -> None:
+    """An operator's route (``/metrics``, the dashboard) needs the admin key; a client
+    key never opens one. With no admin key set they are open only on a server with no
+    authentication at all (loopback use), and off (404) otherwise."""
+    if not admin_key:
+        if open_server:
+            return
+        raise HTTPError(
+            404,
+            "not_found",
+            "the operator's routes are off: give the server an admin key "
+            "(STREAMFN_ADMIN_KEY) to turn them on",
+        )
+    given = presented_key(headers)
+    if not given:
+        raise HTTPError(401, "auth", "this route needs the admin key (Authorization: Bearer)")
+    if not hmac.compare_digest(given, admin_key.encode()):
+        raise HTTPError(
+            403, "forbidden", "this route needs the admin key; a client key never opens it"
+        )
 
 
 def admit(*, closing: bool, admitted: int, capacity: int) -> None:

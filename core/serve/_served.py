@@ -43,6 +43,7 @@ from ._status import ANTHROPIC, OPENAI, Dialect
 
 __all__ = [
     "COUNT_HEADER",
+    "NATIVE",
     "SERVED",
     "Parser",
     "Route",
@@ -77,6 +78,7 @@ class Route(enum.Enum):
     MODELS = "models"
     COMPLETION = "completion"  # read the body, parse it, stream or fold
     COUNT = "count"  # read the body, parse it, count its input tokens
+    ADMIN = "admin"  # the operator's (metrics, dashboard): the admin key, never a client's
 
 
 def _native_keep_alive() -> bytes:
@@ -285,8 +287,12 @@ SERVED: Final[dict[str, Served]] = {
         Served("/v1/models", methods=("GET",), kind=Route.MODELS),
         Served("/health", methods=("GET",), kind=Route.HEALTH),
         Served("/healthz", methods=("GET",), kind=Route.HEALTH),
+        Served("/metrics", methods=("GET",), kind=Route.ADMIN),
     )
 }
+
+#: the route of our own events as SSE (the dashboard's playground streams through it)
+NATIVE: Final = SERVED["/v1/stream"]
 
 
 def served_at(path: str) -> Served | None:

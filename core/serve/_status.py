@@ -88,6 +88,7 @@ STATUS_FOR_KIND: Final = {
     ErrorKind.NETWORK: 502,
     ErrorKind.PROTOCOL: 502,
     ErrorKind.LIMIT: 502,
+    ErrorKind.BUDGET: 403,  # a spending cap reached: the caller's budget, not retried
 }
 #: statuses a backend error keeps as they are (not the client's nor the upstream's fault)
 OWN_STATUSES: Final = frozenset({404, 503})

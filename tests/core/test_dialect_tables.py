@@ -41,3 +41,17 @@ def test_the_openai_error_codes_are_one_table_for_both_openai_encoders() -> None
 
     assert chat.ERROR_CODES is ERROR_CODES
     assert responses.ERROR_CODES is ERROR_CODES
+
+
+def test_every_error_kind_has_a_word_in_every_dialect_and_a_gateway_status() -> None:
+    """An encoder that met a kind its table lacks would fail mid-stream (the newest kind,
+    ``budget``, included)."""
+    from streamfn.core._events import ErrorKind
+    from streamfn.core.dialects._openai_common import ERROR_CODES
+    from streamfn.core.dialects.gemini._encode import ERROR_STATUS
+    from streamfn.core.serve._status import STATUS_FOR_KIND
+
+    tables = [anthropic.ERROR_TYPES, bedrock.EXCEPTIONS, ERROR_CODES, ERROR_STATUS]
+    for table in [*tables, STATUS_FOR_KIND]:
+        assert set(table) == set(ErrorKind), table
+    assert STATUS_FOR_KIND[ErrorKind.BUDGET] == 403  # the caller's budget: not retried

@@ -29,7 +29,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 TOPS = ("core", "client", "io_common", "io_trio", "io_asyncio", "io_sync", "asgi", "local")
-TOPS += ("cli", "fuzz")
+TOPS += ("cli", "fuzz", "ledger")
 
 
 def _is_public(name: str) -> bool:

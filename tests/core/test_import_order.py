@@ -16,7 +16,7 @@ import sys
 PROBE = r"""
 import importlib, json, pkgutil, sys
 
-TOPS = ["core", "client", "io_common", "io_trio", "io_asyncio", "io_sync", "asgi", "local", "cli", "fuzz"]
+TOPS = ["core", "client", "io_common", "io_trio", "io_asyncio", "io_sync", "asgi", "local", "cli", "fuzz", "ledger"]
 
 def modules():
     found = []

@@ -44,6 +44,7 @@ PACKAGES = {
     "local": "streamfn.local",
     "cli": "streamfn.cli",
     "fuzz": "streamfn.fuzz",
+    "ledger": "streamfn.ledger",
 }
 MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 60
@@ -129,8 +130,9 @@ def test_no_private_name_is_imported_across_modules() -> None:
     assert sorted(PRIVATE_EXCEPTIONS.keys() - found) == [], "fixed: remove from PRIVATE_EXCEPTIONS"
 
 
-#: the public names every package face lists, summed (h11 has 23, httpcore one face)
-PUBLIC_NAME_BUDGET = 250
+#: the public names every package face lists, summed (h11 has 23, httpcore one face);
+#: raised from 250 for the team gateway's ledger (keys, budgets, usage records)
+PUBLIC_NAME_BUDGET = 265
 #: modules below a package that stay public: commands run as ``python -m``
 PUBLIC_COMMANDS = ("fuzz/fuzz_",)
 

@@ -68,6 +68,7 @@ SHIPPED = [
     "io_common",
     "io_sync",
     "io_trio",
+    "ledger",
     "local",
 ]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
@@ -299,6 +300,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             "OPENAI_BASE_URL": fake.base_url("ok", "openai-chat"),
             "ANTHROPIC_BASE_URL": fake.base_url("ok", "anthropic"),
             "NO_COLOR": "1",
+            "STREAMFN_ADMIN_KEY": "readme-admin-key",  # docs/dashboard.md's routes
         }
         server = subprocess.Popen(
             [str(Path(bin_dir) / "streamfn"), "serve", "--port", str(port), "--no-providers"],
@@ -341,6 +343,8 @@ EXPECTED = {
     # docs/migrating.md's LiteLLM example (Anthropic) and troubleshooting's last event
     'get_model("anthropic:claude-sonnet-4-6")  # ANTHROPIC': ["Bonjour le monde", "tokens out, $"],
     "last = event": ["ended: stop, ", "tokens out"],
+    # options.md's spending cap: a prompt priced over it is never sent
+    'api_key="sk-unused", max_cost=': ["not sent: the input of this request"],
     'register_api("lines", sys.modules': ["TextDelta(index=0, delta=', world')", "Done("],
     'stream_sync(Context.of("What is the capital': ["Done("],  # every event printed
     "from streamfn.local import LocalModel": [],  # the tiny model's text is noise

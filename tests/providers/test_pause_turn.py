@@ -429,3 +429,21 @@ def test_complete_takes_a_pause_nobody_continued_for_an_incomplete_answer(
     message = run(shell, complete_plain, claude(upstream, token))
     assert len(bodies(upstream, token)) == 1
     assert message.stop_reason is StopReason.LENGTH
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_spending_cap_covers_the_continuations_of_a_paused_turn(
+    upstream: PausingUpstream, shell: str
+) -> None:
+    """``max_cost`` is one cap for the whole call: the first request's reported cost
+    ($0.00045: 100 input, 10 output tokens) leaves less than the continuation's input,
+    so the continuation is not sent and the answer ends in a budget error."""
+    token = f"pause-capped-{shell}"
+    first = (100 * 3.0 + 10 * 15.0) / 1e6
+    options = msgspec.structs.replace(FAST, max_cost=first + 1e-5)
+    events = run(shell, collect, claude(upstream, token), options)
+    assert len(bodies(upstream, token)) == 1
+    error = events[-1]
+    assert isinstance(error, Error) and error.kind == "budget", error
+    assert "not sent" in error.message and "already spent" in error.message
+    assert accumulate(events).text == "part 1. "

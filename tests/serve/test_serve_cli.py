@@ -83,8 +83,13 @@ def test_config_errors_name_the_entry_and_field(tmp_path: Path) -> None:
         "[[models]]\nname='a'\nupstream='openai:gpt-4o-mini'\n[models.defaults]\napi_key='k'\n": (
             "api_key_env"
         ),
-        "[[models]]\nname='a'\nupstream='openai:gpt-4o-mini'\n"
-        "[[models]]\nname='a'\nupstream='openai:gpt-4o-mini'\n": "used twice",
+        # one name twice is two deployments of it, which health records must tell apart
+        "[[models]]\nname='a'\nupstream='openai:gpt-4o-mini'\ndeployment='x'\n"
+        "[[models]]\nname='a'\nupstream='openai:gpt-4o-mini'\ndeployment='x'\n": (
+            "'x' names another one too"
+        ),
+        "[[models]]\nname='a'\nupstream='openai:gpt-4o-mini'\nweight=0\n": "models[0] (a).weight",
+        "cooldown = -1\n[[models]]\nname='a'\nupstream='openai:gpt-4o-mini'\n": "cooldown",
         "models = 3": "Expected `array`",
         # only OpenAI's Responses streams over a WebSocket: said at start, not per request
         "[[models]]\nname='a'\nupstream='openai:gpt-4o-mini'\n[models.defaults]\n"
@@ -155,6 +160,52 @@ def test_served_models_take_key_headers_and_defaults_from_the_config(
     assert body["max_completion_tokens"] == 77  # the default fills in
     keyless = [r for r in upstream.requests if "/vllm/" in r.path][-1]
     assert "authorization" not in keyless.headers  # no key named, none sent
+
+
+def test_one_name_in_several_entries_is_a_pool_of_deployments_each_with_its_key(
+    tmp_path: Path, upstream: FakeProvider
+) -> None:
+    path = tmp_path / "pool.toml"
+    path.write_text(
+        f"""
+cooldown = 7
+max_cooldown = 90
+
+[[models]]
+name = "fast"
+upstream = "openai:gpt-4o-mini"
+base_url = "{upstream.base_url("500", "openai-chat", "pool-east")}"
+api_key_env = "EAST_KEY"
+deployment = "east"
+weight = 3
+
+[[models]]
+name = "fast"
+upstream = "openai:gpt-4o-mini"
+base_url = "{upstream.base_url("ok", "openai-chat", "pool-west")}"
+api_key_env = "WEST_KEY"
+"""
+    )
+    gateway = load_gateway_config(path)
+    assert [(s.deployment, s.weight) for s in gateway.models] == [("east", 3.0), ("fast#2", 1.0)]
+    assert (gateway.cooldown.default, gateway.cooldown.longest) == (7.0, 90.0)
+    backend = ProviderBackend(
+        environ={"EAST_KEY": "sk-east", "WEST_KEY": "sk-west"},
+        served=gateway.models,
+        registry=gateway.registry,
+        cooldown=gateway.cooldown,
+    )
+    with (
+        Server(App(backend, ServerConfig())) as server,
+        openai.OpenAI(base_url=server.url + "/v1", api_key="-", max_retries=0) as client,
+    ):
+        assert [m.id for m in client.models.list()] == ["fast"]
+        client.chat.completions.create(model="fast", messages=USER)  # type: ignore[arg-type]
+    east = [r for r in upstream.requests if "/pool-east/" in r.path]
+    west = [r for r in upstream.requests if "/pool-west/" in r.path]
+    assert len(east) == len(west) == 1  # east failed before output: west answered
+    assert east[0].headers["authorization"] == "Bearer sk-east"
+    assert west[0].headers["authorization"] == "Bearer sk-west"
 
 
 def test_the_proxy_provider_needs_no_token_when_the_server_needs_none(

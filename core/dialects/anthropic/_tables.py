@@ -28,6 +28,7 @@ ERROR_TYPES: Final = {
     ErrorKind.CONTENT_FILTER: "invalid_request_error",
     ErrorKind.PROTOCOL: "api_error",
     ErrorKind.LIMIT: "api_error",
+    ErrorKind.BUDGET: "permission_error",  # a spending cap: not retried, like a 403
 }
 
 STOP_REASONS_READ: Final = {

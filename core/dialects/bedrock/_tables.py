@@ -27,6 +27,7 @@ EXCEPTIONS: Final = {
     ErrorKind.CONTENT_FILTER: "validationException",
     ErrorKind.PROTOCOL: "internalServerException",
     ErrorKind.LIMIT: "internalServerException",
+    ErrorKind.BUDGET: "accessDeniedException",
 }
 
 STOP_REASONS_READ: Final = {

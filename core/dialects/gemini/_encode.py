@@ -55,6 +55,7 @@ ERROR_STATUS: Final = {
     ErrorKind.CONTENT_FILTER: (400, "INVALID_ARGUMENT"),
     ErrorKind.PROTOCOL: (500, "INTERNAL"),
     ErrorKind.LIMIT: (500, "INTERNAL"),
+    ErrorKind.BUDGET: (403, "PERMISSION_DENIED"),
 }
 
 

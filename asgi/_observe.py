@@ -1,0 +1,157 @@
+"""Who watches the requests a gateway serves: one record per request, seen by observers.
+
+The App opens a `Flight` for every admitted request (a completion, a count, a
+WebSocket turn), keeps it up to date as batches pass (first output, deltas, the
+final usage and cost) and closes it when the request ends, however it ends.
+Observers (the usage store's recorder, `/metrics`, the dashboard's live view)
+see ``opened`` and ``closed``; while a request runs they may read its flight
+(`App.flights`) but never change it. An observer's failure is logged and never
+reaches the client.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, Final, Protocol
+
+from streamfn.core._events import Cost, Done, Error, Event, Start, Usage
+
+__all__ = ["Flight", "Flights", "Observer", "calling_as", "current_flight"]
+
+log = logging.getLogger("streamfn")
+
+
+@dataclass(slots=True, eq=False)
+class Flight:
+    """One request as it goes: what it asked, who asked, and how far it got.
+
+    ``arrived`` is wall-clock Unix seconds (for records); ``started`` and the
+    times after it are the runtime's clock (for durations). ``deltas`` counts
+    the answer's events between its `Start` and its end, a proxy for tokens while
+    usage is not yet known.
+    """
+
+    id: str
+    route: str
+    model: str
+    stream: bool
+    arrived: float
+    started: float
+    key_id: str | None = None
+    key_name: str | None = None
+    deployment: str | None = None
+    provider: str | None = None
+    first_output: float | None = None  # runtime clock
+    ended: float | None = None  # runtime clock
+    deltas: int = 0
+    usage: Usage | None = None
+    cost: Cost | None = None
+    output_began: bool = False
+    #: ``ok``, ``cut``, ``error:<kind>``, ``refused:<reason>`` or ``disconnected``;
+    #: None while it runs
+    outcome: str | None = None
+    error: str | None = field(default=None, repr=False)  # the client-facing message
+
+    def note(self, batch: Sequence[Event], now: float) -> None:
+        """Take in one batch of the answer's events as it goes to the client."""
+        first, last = batch[0], batch[-1]
+        if isinstance(first, Start):
+            self.provider = first.provider or self.provider
+        self.deltas += len(batch)
+        if not self.output_began and any(not isinstance(e, (Start, Error)) for e in batch):
+            self.output_began = True
+            self.first_output = now
+        if isinstance(last, Done):
+            self.usage, self.cost, self.outcome = last.usage, last.cost, "ok"
+        elif isinstance(last, Error):
+            self.usage = last.usage or self.usage
+            self.error = last.message
+            self.outcome = "cut" if self.output_began else f"error:{last.kind or 'unknown'}"
+
+    def close(self, now: float, outcome: str | None = None) -> None:
+        """The request ended at ``now``; ``outcome`` when the App knows better (a
+        disconnect, a refusal) or when the answer never said."""
+        self.ended = now
+        if outcome is not None:
+            self.outcome = outcome
+        elif self.outcome is None:
+            self.outcome = "disconnected"
+
+    @property
+    def latency(self) -> float | None:
+        """Seconds from arrival to the end (None while it runs)."""
+        return None if self.ended is None else self.ended - self.started
+
+    @property
+    def time_to_first_output(self) -> float | None:
+        return None if self.first_output is None else self.first_output - self.started
+
+
+class Observer(Protocol):
+    """Something told of every request as it opens and as it closes.
+
+    Both calls run on the event loop and must return at once: an observer that
+    writes to a database hands the write to a thread or a queue of its own.
+    """
+
+    def opened(self, flight: Flight) -> None: ...
+
+    def closed(self, flight: Flight) -> None: ...
+
+
+#: the `Flight` of the request the current task serves (its producer task inherits it)
+_FLIGHT: Final[ContextVar[Flight | None]] = ContextVar("streamfn_flight", default=None)
+
+
+def current_flight() -> Flight | None:
+    """The flight of the request the current task serves, if any."""
+    return _FLIGHT.get()
+
+
+#: fields the flights opened in this context take whatever the App said (who asks)
+_CALLER: Final[ContextVar[dict[str, Any] | None]] = ContextVar("streamfn_caller", default=None)
+
+
+@contextmanager
+def calling_as(**fields: Any) -> Iterator[None]:
+    """Flights opened inside take ``fields`` (the dashboard's playground: the admin's
+    own use, recorded under its name like any client's)."""
+    token = _CALLER.set(fields)
+    try:
+        yield
+    finally:
+        _CALLER.reset(token)
+
+
+class Flights:
+    """The requests running now (``running``, by request id) and who is told of them."""
+
+    def __init__(self, observers: Sequence[Observer] = ()) -> None:
+        self.observers = list(observers)
+        self.running: dict[str, Flight] = {}
+
+    def open(self, **fields: Any) -> Flight:
+        """A new `Flight` of ``fields``, running from now on."""
+        flight = Flight(**{**fields, **(_CALLER.get() or {})})
+        self.running[flight.id] = flight
+        _FLIGHT.set(flight)
+        _tell(self.observers, "opened", flight)
+        return flight
+
+    def close(self, flight: Flight, now: float) -> None:
+        flight.close(now)
+        self.running.pop(flight.id, None)
+        _FLIGHT.set(None)
+        _tell(self.observers, "closed", flight)
+
+
+def _tell(observers: Sequence[Observer], what: str, flight: Flight) -> None:
+    for observer in observers:
+        try:
+            getattr(observer, what)(flight)
+        except Exception:
+            log.exception("a request observer failed as a request %s", what)
