@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ._capabilities import UnsupportedInput, capabilities_for
 from ._messages import Context, ServerTool
-from ._wire_formats import wire_format
+from ._wire_formats import API_MODULES, REGISTERED, wire_format
 
 if TYPE_CHECKING:
     from ._models import Model
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SERVER_TOOL_TYPES",
     "check_server_tools",
+    "formats_running",
     "server_tools_for",
     "tool_objects",
 ]
@@ -58,11 +59,11 @@ def check_server_tools(tools: list[ServerTool], model: Model) -> None:
     for tool in tools:
         if tool.type not in takes:
             offered = ", ".join(takes) if takes else "none"
+            runs = ", ".join(formats_running(tool.type)) or "none"
             raise UnsupportedInput(
                 f"{model.provider} ({model.api} API, model {model.id}) has no server tool "
                 f"{tool.type!r} (it offers: {offered}); use a provider that runs it "
-                "(anthropic, openai-responses, gemini) or give the model a function tool "
-                "that does the work"
+                f"(wire formats: {runs}) or give the model a function tool that does the work"
             )
         accepted = wire_format(model.api).server_tool_keys.get(tool.type)
         if accepted is None:
@@ -75,6 +76,11 @@ def check_server_tools(tools: list[ServerTool], model: Model) -> None:
                 f"in a {tool.type} server tool's config; the keys it takes: {listed}. "
                 "Leave the key out for this provider (each provider names these settings its own way)"
             )
+
+
+def formats_running(kind: str) -> list[str]:
+    """The wire formats whose room has a tool object for server tools of type ``kind``."""
+    return [api for api in (*API_MODULES, *REGISTERED) if kind in wire_format(api).server_tools]
 
 
 def _merged(base: Mapping[str, Any], config: dict[str, Any]) -> dict[str, Any]:

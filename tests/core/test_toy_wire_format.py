@@ -178,6 +178,10 @@ def test_the_feature_modules_ask_the_toy_room() -> None:
         open_call(
             _toy(), Context(messages=[UserMessage(content="hi")], tools=[bad]), Options(api_key="k")
         )
+    elsewhere = Model(id="m", provider="ollama", api="ollama", base_url="http://o.invalid")
+    search = Context(messages=[UserMessage(content="hi")], tools=[ServerTool(type="web_search")])
+    with pytest.raises(UnsupportedInput, match=r"wire formats: .*\btoy\b"):  # it runs one
+        open_call(elsewhere, search, Options(api_key="k"))
     document = DocumentContent.from_bytes(b"%PDF-1.4", "application/pdf")
     with pytest.raises(UnsupportedInput, match="takes: image"):  # its input kinds
         open_call(_toy(), Context(messages=[UserMessage(content=[document])]), Options(api_key="k"))
