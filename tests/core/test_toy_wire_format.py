@@ -18,14 +18,11 @@ import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
-import openai
 import pytest
 from fake_provider import FakeProvider
-from loopback_server import KEY, Server
+from loopback_server import ask_served
 from shell_runner import SHELLS, collect, run
 
-from streamfn.asgi import ServerConfig
-from streamfn.asgi._backends import RouterBackend
 from streamfn.core import (
     AssistantMessage,
     Context,
@@ -46,7 +43,6 @@ from streamfn.core import (
     replay,
 )
 from streamfn.io_asyncio._backends import ProviderBackend
-from streamfn.io_asyncio._server import App
 
 #: the toy format's one package: its call and its room
 TOY_PACKAGE = {
@@ -203,13 +199,7 @@ def test_each_shell_streams_the_toy_format(upstream: FakeProvider, shell: str) -
 def test_the_server_serves_the_toy_format(upstream: FakeProvider) -> None:
     model = _toy(upstream.base_url("ok", "toy", "srv"))
     backend = ProviderBackend(environ={"TOY_TOKEN": "toy-token"}, models=[model])
-    with (
-        Server(App(RouterBackend(None, backend), ServerConfig(api_key=KEY))) as server,
-        openai.OpenAI(base_url=server.url + "/v1", api_key=KEY, max_retries=0) as client,
-    ):
-        answer = client.chat.completions.create(
-            model="toy:tiny", messages=[{"role": "user", "content": "hi"}]
-        )
+    answer = ask_served(backend, "toy:tiny")
     assert answer.choices[0].message.content == "Hello, toy"
     assert answer.usage is not None and answer.usage.completion_tokens == 2
     sent = [r for r in upstream.requests if "/srv/" in r.path]
