@@ -123,7 +123,9 @@ class WireFormat:
     a response id, what writes our events as its body; None: no transcripts),
     ``transcript_shape`` (the fuzz kit's ``StreamShape`` knobs: what it can carry),
     ``block_ends`` (whether it says where each block ends) and ``no_usage_on`` (stop
-    reasons whose end carries no usage in it).
+    reasons whose end carries no usage in it), ``sample_body`` (the fake provider's
+    short answer in this format, for the given words or its own) and ``sample_cut`` (where the
+    fault suite cuts that body to leave it unfinished: before the first occurrence).
 
     Models: ``capability_rules`` (what each model family accepts in a request, first
     match wins; `capabilities_for` reads them).
@@ -151,6 +153,8 @@ class WireFormat:
     transcript_shape: Mapping[str, Any] = field(default_factory=dict)
     block_ends: bool = True
     no_usage_on: frozenset[str] = frozenset()
+    sample_body: Callable[..., bytes] | None = None
+    sample_cut: bytes = b""
     upgrade: Callable[[Model], Model | None] | None = None
 
 

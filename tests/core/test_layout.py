@@ -390,8 +390,6 @@ FORMAT_EXCEPTIONS: dict[str, str] = {
     "core/_models.py": "left: the providers without catalogue entries say which format "
     "their servers speak (_ENDPOINTS, _API_ALIASES, openai_compatible); resolving a name "
     "must not import every room",
-    "fuzz/_fake_bodies.py": "left: the fake provider's hand-written bodies per format, "
-    "which the fault suite pins byte for byte (OPENAI_BODY, UNFINISHED ...)",
     "fuzz/_fake_provider.py": "left: the fake provider's default format and its "
     "Responses-upgrade fault",
     "core/serve/_replayed_search.py": "left: the server's reading of a client's replayed "

@@ -12,6 +12,7 @@ from streamfn.core.dialects._transcripts import STREAMED
 from streamfn.core.dialects.anthropic._count import COUNTING
 from streamfn.core.dialects.anthropic._encode import AnthropicEncoder
 from streamfn.core.dialects.anthropic._parts import check_document
+from streamfn.core.dialects.anthropic._sample import anthropic_body
 
 __all__ = ["WIRE_FORMAT"]
 
@@ -56,4 +57,6 @@ WIRE_FORMAT: Final = WireFormat(
         "usage_fields": frozenset({"input", "output", "cache_read", "cache_write"}),
     },
     capability_rules=CLAUDE_RULES,
+    sample_body=anthropic_body,
+    sample_cut=b"event: content_block_stop",
 )

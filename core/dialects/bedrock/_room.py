@@ -14,6 +14,7 @@ from streamfn.core.dialects.bedrock._credentials import bedrock_credentials
 from streamfn.core.dialects.bedrock._encode import BedrockEncoder
 from streamfn.core.dialects.bedrock._parts import check_document
 from streamfn.core.dialects.bedrock._rules import CONVERSE_RULES
+from streamfn.core.dialects.bedrock._sample import bedrock_body
 
 __all__ = ["WIRE_FORMAT"]
 
@@ -40,4 +41,5 @@ WIRE_FORMAT: Final = WireFormat(
         "usage_fields": frozenset({"input", "output", "cache_read", "cache_write"}),
     },
     capability_rules=(*CLAUDE_RULES, *CONVERSE_RULES),
+    sample_body=bedrock_body,
 )

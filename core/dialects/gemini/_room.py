@@ -9,6 +9,7 @@ from streamfn.core.dialects._transcripts import STREAMED
 from streamfn.core.dialects.gemini._count import COUNTING
 from streamfn.core.dialects.gemini._encode import GeminiEncoder
 from streamfn.core.dialects.gemini._rules import GEMINI_RULES
+from streamfn.core.dialects.gemini._sample import gemini_body
 
 __all__ = ["WIRE_FORMAT"]
 
@@ -41,4 +42,5 @@ WIRE_FORMAT: Final = WireFormat(
         "usage_fields": frozenset({"input", "output", "cache_read", "reasoning"}),
     },
     capability_rules=GEMINI_RULES,
+    sample_body=gemini_body,
 )

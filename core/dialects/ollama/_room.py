@@ -8,6 +8,7 @@ from streamfn.core._model_spec import Model
 from streamfn.core._wire_formats import WireFormat
 from streamfn.core.dialects._transcripts import UNSIGNED
 from streamfn.core.dialects.ollama._encode import OllamaEncoder
+from streamfn.core.dialects.ollama._sample import ollama_body
 
 __all__ = ["WIRE_FORMAT"]
 
@@ -30,4 +31,5 @@ WIRE_FORMAT: Final = WireFormat(
         "tool_use_iff_calls": True,
         "usage_fields": frozenset({"input", "output"}),
     },
+    sample_body=ollama_body,
 )

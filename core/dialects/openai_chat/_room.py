@@ -14,6 +14,7 @@ from streamfn.core.dialects._transcripts import UNSIGNED
 from streamfn.core.dialects.openai_chat._count import COUNTING
 from streamfn.core.dialects.openai_chat._encode import OpenAIChatEncoder
 from streamfn.core.dialects.openai_chat._rules import COMPATIBLE_RULES
+from streamfn.core.dialects.openai_chat._sample import openai_body
 
 __all__ = ["WIRE_FORMAT"]
 
@@ -82,4 +83,7 @@ WIRE_FORMAT: Final = WireFormat(
     },
     block_ends=False,  # chunks never close a tool call
     capability_rules=(*OPENAI_RULES, *COMPATIBLE_RULES),
+    sample_body=openai_body,
+    sample_cut=b'data: {"id":"chatcmpl-fake","object":"chat.completion.chunk","created":1,'
+    b'"model":"fake","choices":[{"index":0,"delta":{},"finish_reason":"stop"',
 )

@@ -13,6 +13,7 @@ from streamfn.core.dialects._openai_rules import OPENAI_RULES
 from streamfn.core.dialects._transcripts import UNSIGNED
 from streamfn.core.dialects.openai_responses._count import COUNTING
 from streamfn.core.dialects.openai_responses._encode import ResponsesEncoder
+from streamfn.core.dialects.openai_responses._sample import responses_body
 
 __all__ = ["WIRE_FORMAT"]
 
@@ -60,4 +61,5 @@ WIRE_FORMAT: Final = WireFormat(
         "usage_fields": frozenset({"input", "output", "cache_read", "cache_write", "reasoning"}),
     },
     capability_rules=OPENAI_RULES,
+    sample_body=responses_body,
 )
