@@ -390,8 +390,9 @@ FORMAT_EXCEPTIONS: dict[str, str] = {
     "core/_models.py": "left: the providers without catalogue entries say which format "
     "their servers speak (_ENDPOINTS, _API_ALIASES, openai_compatible); resolving a name "
     "must not import every room",
-    "fuzz/_fake_provider.py": "left: the fake provider's default format and its "
-    "Responses-upgrade fault",
+    "fuzz/_fake_provider.py": "left: the fake provider's default format for a bare path, "
+    "and its responses-only fault, OpenAI's by nature (Chat Completions refused, the "
+    "Responses API answering)",
     "core/serve/_replayed_search.py": "left: the server's reading of a client's replayed "
     "Anthropic web-search blocks (drops their cache marks), for the anthropic room's "
     "inbound side once a route is one record",
