@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from streamfn.core import Error, ErrorKind, Model
 from streamfn.core._credentials import ENV_KEYS
+from streamfn.core._wire_formats import wire_format
 
 __all__ = ["error_hint"]
 
@@ -18,9 +19,9 @@ def error_hint(error: Error, model: Model) -> str | None:
     """One clause saying what to fix, or None when the message says it all."""
     if error.kind is not ErrorKind.AUTH:
         return None
-    if model.api == "proxy":
+    if wire_format(model.api).own_server:
         if error.status == 401:
-            token = " or ".join(ENV_KEYS.get("proxy", ("STREAMFN_PROXY_TOKEN",)))
+            token = " or ".join(ENV_KEYS.get(model.provider, ("STREAMFN_PROXY_TOKEN",)))
             return (
                 f"the streamfn server wants its token: set {token} to the token it was "
                 "started with (or pass --api-key-env VAR)"

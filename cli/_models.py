@@ -194,7 +194,8 @@ def _nothing_listed(args: argparse.Namespace) -> None:
     """What to say when no row is left: how to reach a provider without catalogue
     entries, or that the filters left nothing (and which one to widen)."""
     from streamfn.core import list_models
-    from streamfn.core._call import API_MODULES, api_names
+    from streamfn.core._call import api_names
+    from streamfn.core._wire_formats import API_MODULES
 
     if args.provider is not None and not list_models(args.provider):
         plugins = [name for name in api_names() if name not in API_MODULES]
@@ -214,7 +215,8 @@ def _nothing_listed(args: argparse.Namespace) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from streamfn.core._call import API_MODULES, api_names
+    from streamfn.core._call import api_names
+    from streamfn.core._wire_formats import API_MODULES
 
     for given, flag in ((args.url, "--url"), (args.timeout, "--timeout")):
         if given and not args.refresh:

@@ -64,6 +64,7 @@ from ._messages import (
 )
 from ._options import AWSCredentials, CachePoint, Options, ThinkingLevel
 from ._rate_limits import RateLimits
+from ._wire_formats import WireFormat
 from .catalogue._capabilities import UnsupportedInput
 from .catalogue._capability_spec import Capabilities
 from .catalogue._catalog_build import CatalogError
@@ -155,6 +156,7 @@ __all__ = [
     "Usage",
     "UsageError",
     "UserMessage",
+    "WireFormat",
     "accumulate",
     "catalog_info",
     "check_protocol",

@@ -10,7 +10,6 @@ on `open_call`, `replay`, both shells, ``streamfn replay``/``chat`` and
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from types import ModuleType
@@ -20,13 +19,19 @@ from ._errors import UsageError
 from ._events import Event
 from ._messages import Context
 from ._options import Options
+from ._wire_formats import (
+    API_MODULES,
+    API_NAMES,
+    REGISTERED,
+    forget,
+    room_module,
+    wire_format,
+)
 from .catalogue._lifecycle import warn_if_deprecated
-from .catalogue._models import API_NAMES, Model
-from .catalogue._plugin_apis import REGISTERED
+from .catalogue._models import Model
 from .providers._base import HTTPRequest
 
 __all__ = [
-    "API_MODULES",
     "Call",
     "api_names",
     "check_transport",
@@ -35,9 +40,6 @@ __all__ = [
     "register_api",
     "replay",
 ]
-
-#: `Model.api` -> its package under `streamfn.core.dialects` (the local model has no wire)
-API_MODULES: Final = {api: api.replace("-", "_") for api in API_NAMES if api != "local"}
 
 
 class Call(Protocol):
@@ -94,6 +96,7 @@ def register_api(
     if not isinstance(module, str) and not callable(getattr(module, "open_call", None)):
         raise TypeError(f"{module!r} has no open_call(model, context, options) function")
     _REGISTERED[name] = module
+    forget(name)
 
 
 def api_names() -> list[str]:
@@ -125,29 +128,21 @@ def load_entry_point_apis(
 
 
 def _module(api: str) -> _ProviderModule:
-    registered = _REGISTERED.get(api)
-    if registered is not None:
-        if isinstance(registered, str):
-            registered = _REGISTERED[api] = importlib.import_module(registered)
-        return cast(_ProviderModule, registered)
+    loaded = _LOADED.get(api)
+    if loaded is not None:
+        return loaded
     if api == "fallback":
         raise ValueError(
             "a fallback chain is tried model by model by the shells (stream, complete); "
             "for one call, open_call one of its .models"
         )
-    loaded = _LOADED.get(api)
-    if loaded is not None:
-        return loaded
-    try:
-        name = API_MODULES[api]
-    except KeyError:
+    module = room_module(api)
+    if module is None:
         known = ", ".join(api_names())
-        raise ValueError(
-            f"unknown wire api {api!r}; known: {known} (add one with register_api)"
-        ) from None
-    module = cast(_ProviderModule, importlib.import_module(f"streamfn.core.dialects.{name}"))
-    _LOADED[api] = module
-    return module
+        raise ValueError(f"unknown wire api {api!r}; known: {known} (add one with register_api)")
+    if api not in _REGISTERED:  # a plug-in may be registered again: looked up each time
+        _LOADED[api] = module
+    return cast(_ProviderModule, module)
 
 
 def open_call(model: Model, context: Context, options: Options | None = None) -> Call:
@@ -165,11 +160,12 @@ def open_call(model: Model, context: Context, options: Options | None = None) ->
 
 
 def check_transport(model: Model, options: Options) -> None:
-    """Refuse ``transport="websocket"`` for a model whose wire format has none: only
-    OpenAI's Responses API streams over a WebSocket."""
-    if options.transport == "websocket" and model.api != "openai-responses":
+    """Refuse ``transport="websocket"`` for a model whose wire format has none (its
+    `WireFormat`'s ``websocket``)."""
+    if options.transport == "websocket" and not wire_format(model.api).websocket:
+        takes = " or ".join(f'api="{api}"' for api in api_names() if wire_format(api).websocket)
         raise UsageError(
-            f'transport="websocket" is for api="openai-responses" models; {model.id!r} '
+            f'transport="websocket" is for {takes} models; {model.id!r} '
             f'uses api={model.api!r}: leave Options.transport at "http"'
         )
 

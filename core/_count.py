@@ -5,8 +5,8 @@ A count is asked of the provider where it has an endpoint for it (Anthropic's
 Bedrock's ``CountTokens``): the very request `open_call` would send, re-addressed
 and trimmed to what the endpoint takes, so the count covers the same system
 prompt, tools, images and thinking settings. Each wire format says how in its own
-room (``streamfn.core.dialects.<format>._count``, a `Counting` record named
-``COUNTING``); this module is format-neutral.
+room (a `Counting` record, its `WireFormat`'s ``counting``); this module is
+format-neutral.
 
 The count travels as a call like any other, so the shells drive it with their
 timeouts, retries, proxies and signing: `open_count` returns a `Call` whose
@@ -18,7 +18,6 @@ endpoint raises `TokenCountUnsupported`, unless the caller accepts an estimate
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any, Final, NamedTuple
@@ -39,13 +38,12 @@ from ._messages import (
 )
 from ._options import Options
 from ._rate_limits import RateLimits
+from ._wire_formats import wire_format
 from .catalogue._models import Model
-from .catalogue._plugin_apis import REGISTERED
 from .providers._base import ProviderCall
 from .providers._request import HTTPRequest
 
 __all__ = [
-    "COUNTED_APIS",
     "Counting",
     "TokenCount",
     "TokenCountUnsupported",
@@ -57,10 +55,6 @@ __all__ = [
     "text_tokens",
     "token_count",
 ]
-
-#: the wire formats whose room holds a `Counting` (the local model counts with its
-#: own tokenizer, in `streamfn.local`)
-COUNTED_APIS: Final = ("anthropic", "openai-responses", "openai-chat", "gemini", "bedrock")
 
 #: a count's answer is a small JSON object; anything larger is not one
 MAX_COUNT_ANSWER: Final = 64 * 1024
@@ -99,7 +93,7 @@ class TokenCount(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Counting(NamedTuple):
-    """How one wire format counts tokens: its room's ``COUNTING``.
+    """How one wire format counts tokens: its `WireFormat`'s ``counting``.
 
     ``applies``: whether this model's provider serves the endpoint (an
     OpenAI-compatible server rarely does). ``request``: the counting request for
@@ -131,18 +125,8 @@ def recast(
 
 def counting_for(model: Model) -> Counting | None:
     """The `Counting` of the model's wire format, if it has one that serves this model."""
-    registered = REGISTERED.get(model.api)
-    if registered is not None:
-        module: Any = (
-            importlib.import_module(registered) if isinstance(registered, str) else registered
-        )
-        counting = getattr(module, "COUNTING", None)
-    elif model.api in COUNTED_APIS:
-        name = model.api.replace("-", "_")
-        counting = importlib.import_module(f"streamfn.core.dialects.{name}._count").COUNTING
-    else:
-        counting = None
-    if isinstance(counting, Counting) and counting.applies(model):
+    counting = wire_format(model.api).counting
+    if counting is not None and counting.applies(model):
         return counting
     return None
 

@@ -6,7 +6,6 @@ command line call `resolve_api_key(model, options, os.environ)`.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Final
 
@@ -15,6 +14,7 @@ import msgspec
 from ._errors import MissingCredentials
 from ._events import Error, Event, Start
 from ._options import AWSCredentials, Options
+from ._wire_formats import wire_format
 from .catalogue._models import Model
 
 __all__ = [
@@ -106,10 +106,6 @@ def aws_credentials(environ: Mapping[str, str]) -> AWSCredentials:
     )
 
 
-#: the standard regional endpoint, which AWS_REGION may point elsewhere
-_BEDROCK_ENDPOINT: Final = re.compile(r"^https://bedrock-runtime\.[a-z0-9-]+\.amazonaws\.com/?$")
-
-
 def with_credentials(model: Model, options: Options, environ: Mapping[str, str]) -> Options:
     """``options`` with the credentials filled from ``environ`` when the caller gave none.
 
@@ -118,30 +114,22 @@ def with_credentials(model: Model, options: Options, environ: Mapping[str, str])
     whose ``base_url`` is not the provider's default, or ``options.base_url``.
 
     Raises `MissingCredentials` (naming the variable) before any connection is
-    made. For Bedrock the AWS variables become ``options.aws_credentials``
-    (the keys the provider module signs with), and ``AWS_REGION`` (or
-    ``AWS_DEFAULT_REGION``) picks the regional endpoint unless the model names
-    its region or the caller chose a base URL.
+    made. A wire format with credentials of its own kind fills them itself (its
+    `WireFormat`'s ``credentials``: Bedrock's AWS variables and region).
     """
-    if model.api != "bedrock":
-        key = resolve_api_key(model, options, environ)
-        updates: dict[str, str] = {}
-        if key is not None and key != options.api_key:
-            updates["api_key"] = key
-        base_env, default = ENV_BASE_URLS.get(model.provider, ("", ""))
-        at_default = model.base_url.rstrip("/") in ("", default)
-        if base_env and at_default and not options.base_url and environ.get(base_env):
-            # an address the caller chose (Model.base_url, Options.base_url) wins
-            updates["base_url"] = environ[base_env]
-        return msgspec.structs.replace(options, **updates) if updates else options
-    changes: dict[str, object] = {}
-    if not options.api_key and options.aws_credentials is None:
-        changes["aws_credentials"] = aws_credentials(environ)
-    region = environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION")
-    standard = not model.base_url or _BEDROCK_ENDPOINT.match(model.base_url) is not None
-    if region and standard and not options.base_url and not (model.extra or {}).get("region"):
-        changes["base_url"] = f"https://bedrock-runtime.{region}.amazonaws.com"
-    return msgspec.structs.replace(options, **changes) if changes else options
+    own = wire_format(model.api).credentials
+    if own is not None:
+        return own(model, options, environ)
+    key = resolve_api_key(model, options, environ)
+    updates: dict[str, str] = {}
+    if key is not None and key != options.api_key:
+        updates["api_key"] = key
+    base_env, default = ENV_BASE_URLS.get(model.provider, ("", ""))
+    at_default = model.base_url.rstrip("/") in ("", default)
+    if base_env and at_default and not options.base_url and environ.get(base_env):
+        # an address the caller chose (Model.base_url, Options.base_url) wins
+        updates["base_url"] = environ[base_env]
+    return msgspec.structs.replace(options, **updates) if updates else options
 
 
 def missing_key_events(model: Model, exc: MissingCredentials) -> list[Event]:

@@ -1,7 +1,8 @@
 """`transcripts`: the bytes a provider would send for a drawn event stream.
 
-For each wire format this module knows what the format can carry (a
-`StreamShape`) and which encoder writes it. A `Transcript` pairs the events
+For each wire format its room says what the format can carry (a `StreamShape`'s
+knobs) and which encoder writes it (its `WireFormat`'s transcript fields); this
+module draws the streams and checks the round trip, naming no format. A `Transcript` pairs the events
 with the body, so ``replay(t.api, t.body, provider=t.provider)`` must give
 the same stream back: a round-trip property per format that checks our
 decoders against our encoders (and the other way round).
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 import msgspec
 from hypothesis import strategies as st
@@ -29,7 +30,6 @@ from streamfn.core import (
     Cost,
     Done,
     Error,
-    ErrorKind,
     Event,
     Start,
     TextEnd,
@@ -37,15 +37,7 @@ from streamfn.core import (
     ToolCallEnd,
     Usage,
 )
-from streamfn.core.dialects.agui import AGUIEncoder
-from streamfn.core.dialects.anthropic import AnthropicEncoder
-from streamfn.core.dialects.bedrock import BedrockEncoder
-from streamfn.core.dialects.gemini import GeminiEncoder
-from streamfn.core.dialects.ollama import OllamaEncoder
-from streamfn.core.dialects.openai_chat import OpenAIChatEncoder
-from streamfn.core.dialects.openai_responses import ResponsesEncoder
-from streamfn.core.dialects.proxy import encode_proxy_event
-from streamfn.core.dialects.ui_message_stream import UIMessageStreamEncoder
+from streamfn.core._wire_formats import API_MODULES, EventEncoder, wire_format
 
 from ._streams import StreamShape, event_streams
 
@@ -59,10 +51,6 @@ __all__ = [
 ]
 
 
-class _Encoder(Protocol):
-    def encode(self, event: Event) -> bytes: ...
-
-
 @dataclass(frozen=True)
 class WireFormat:
     """One wire format as a transcript source: what it carries and how it is written."""
@@ -71,7 +59,7 @@ class WireFormat:
     content_type: str
     shape: StreamShape
     #: the encoder for a stream, given its Start (whose response id it writes)
-    encoder: Callable[[Start], _Encoder]
+    encoder: Callable[[Start], EventEncoder]
     #: the format says where each block ends (True), or leaves blocks open until the
     #: stream ends (False: OpenAI chat chunks never close a tool call)
     block_ends: bool = True
@@ -96,143 +84,26 @@ class Transcript:
         return [("content-type", self.content_type)]
 
 
-def _responses_signature(kind: str, text: str, token: str) -> str:
-    """The reasoning JSON the openai-responses decoder makes from an encrypted item."""
-    summary = [{"type": "summary_text", "text": text}] if text else []
-    return msgspec.json.encode(
-        {"type": "reasoning", "encrypted_content": token, "summary": summary}
-    ).decode()
-
-
-# The kinds an in-stream error of every format reads back as (the others no
-# format can express: a decoder classifies the wording and the provider's code).
-_STREAMED: Final = StreamShape(
-    error_kinds=(
-        ErrorKind.THROTTLED,
-        ErrorKind.CONTEXT_OVERFLOW,
-        ErrorKind.AUTH,
-        ErrorKind.NETWORK,
+def _from_room(api: str) -> WireFormat | None:
+    """``api`` as a transcript source, as its room says (None: it writes none)."""
+    room = wire_format(api)
+    encoder = room.transcript_encoder
+    if encoder is None:
+        return None
+    return WireFormat(
+        api,
+        room.content_type,
+        StreamShape(**room.transcript_shape),
+        lambda start: encoder(start.response_id or ""),
+        block_ends=room.block_ends,
+        no_usage_on=room.no_usage_on,
     )
-)
-_UNSIGNED: Final = _STREAMED.with_(
-    thinking_signatures=False, text_signatures=False, tool_signatures=False, redacted_thinking=False
-)
 
+
+#: every wire format that writes transcripts, as its room describes it
 WIRE_FORMATS: Final[dict[str, WireFormat]] = {
-    "proxy": WireFormat(
-        "proxy",
-        "text/event-stream",
-        StreamShape(opaque="anthropic"),
-        lambda _: _Framed(encode_proxy_event),
-    ),
-    "openai-chat": WireFormat(
-        "openai-chat",
-        "text/event-stream",
-        _UNSIGNED.with_(
-            response_ids=True,
-            implicit_block_ends=True,
-            adjacent_same_kind=False,
-            usage_fields=frozenset({"input", "output", "cache_read", "reasoning"}),
-        ),
-        lambda s: OpenAIChatEncoder(
-            response_id=s.response_id or "", model="m", created=0, include_usage=True
-        ),
-        block_ends=False,
-    ),
-    "openai-responses": WireFormat(
-        "openai-responses",
-        "text/event-stream",
-        _UNSIGNED.with_(
-            response_ids=True,
-            thinking_signatures=True,
-            signer=_responses_signature,
-            opaque="openai-responses",
-            tool_use_iff_calls=True,
-            usage_fields=frozenset({"input", "output", "cache_read", "cache_write", "reasoning"}),
-        ),
-        lambda s: ResponsesEncoder(response_id=s.response_id or "", model="m"),
-    ),
-    "anthropic": WireFormat(
-        "anthropic",
-        "text/event-stream",
-        _STREAMED.with_(
-            response_ids=True,
-            text_signatures=False,
-            tool_signatures=False,
-            parallel_tool_calls=False,
-            opaque="anthropic",
-            usage_fields=frozenset({"input", "output", "cache_read", "cache_write"}),
-        ),
-        lambda s: AnthropicEncoder(message_id=s.response_id or "", model="m"),
-    ),
-    "gemini": WireFormat(
-        "gemini",
-        "text/event-stream",
-        _STREAMED.with_(
-            response_ids=True,
-            implicit_block_ends=True,
-            redacted_thinking=False,
-            adjacent_same_kind=False,
-            whole_tool_arguments=True,
-            parallel_tool_calls=False,
-            tool_use_iff_calls=True,
-            usage_fields=frozenset({"input", "output", "cache_read", "reasoning"}),
-        ),
-        lambda s: GeminiEncoder(response_id=s.response_id or "", model="m"),
-    ),
-    "ollama": WireFormat(
-        "ollama",
-        "application/x-ndjson",
-        _UNSIGNED.with_(
-            response_ids=False,
-            implicit_block_ends=True,
-            adjacent_same_kind=False,
-            whole_tool_arguments=True,
-            parallel_tool_calls=False,
-            tool_use_iff_calls=True,
-            usage_fields=frozenset({"input", "output"}),
-        ),
-        lambda _: OllamaEncoder(model="m"),
-    ),
-    "bedrock": WireFormat(
-        "bedrock",
-        "application/vnd.amazon.eventstream",
-        _STREAMED.with_(
-            response_ids=False,
-            text_signatures=False,
-            tool_signatures=False,
-            parallel_tool_calls=False,
-            usage_fields=frozenset({"input", "output", "cache_read", "cache_write"}),
-        ),
-        lambda _: BedrockEncoder(),
-    ),
-    # the front-end protocols (what `streamfn serve` answers on /v1/ui/chat and /v1/agui)
-    "ui-message-stream": WireFormat(
-        "ui-message-stream",
-        "text/event-stream",
-        _UNSIGNED.with_(response_ids=True, usage_fields=frozenset()),
-        lambda s: UIMessageStreamEncoder(message_id=s.response_id or ""),
-    ),
-    "agui": WireFormat(
-        "agui",
-        "text/event-stream",
-        StreamShape(
-            response_ids=True,
-            text_signatures=False,
-            tool_signatures=False,
-            redacted_thinking=False,
-            whole_tool_arguments=True,  # sent at the call's end, as the checks left them
-            parallel_tool_calls=False,
-        ),
-        lambda s: AGUIEncoder(thread_id="thread", run_id=s.response_id or "", message_id="msg"),
-        no_usage_on=frozenset({"length"}),
-    ),
+    api: wire for api in API_MODULES if (wire := _from_room(api)) is not None
 }
-
-
-class _Framed:
-    def __init__(self, frame: Callable[[Event], bytes]) -> None:
-        self.encode = frame
 
 
 def encode_body(api: str, events: list[Event]) -> bytes:

@@ -47,7 +47,7 @@ except ModuleNotFoundError as _missing:
     raise _missing_extra("python -m streamfn.fuzz.fuzz_providers", _missing, "fuzz") from None
 
 from streamfn.core import check_protocol, replay
-from streamfn.core._call import API_MODULES
+from streamfn.core._wire_formats import API_MODULES
 from streamfn.fuzz import _harness as harness
 from streamfn.fuzz import chunkings, mutations, same_stream, transcripts
 

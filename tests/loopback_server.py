@@ -275,3 +275,19 @@ def serve_cli(
         proc.wait(30)
         if proc.stderr is not None:
             proc.stderr.close()
+
+
+def ask_served(backend: Any, model: str, content: str = "hi") -> Any:
+    """The Chat Completions answer of ``backend`` served on a loopback server (behind the
+    server key), asked for ``model`` with the official openai SDK."""
+    import openai
+
+    from streamfn.asgi._backends import RouterBackend
+
+    with (
+        Server(App(RouterBackend(None, backend), ServerConfig(api_key=KEY))) as server,
+        openai.OpenAI(base_url=server.url + "/v1", api_key=KEY, max_retries=0) as client,
+    ):
+        return client.chat.completions.create(
+            model=model, messages=[{"role": "user", "content": content}]
+        )

@@ -4,8 +4,8 @@ A provider's API accepts a parameter for some of its models and answers 400
 for others (xAI takes ``reasoning_effort`` from grok-3-mini only; Claude 4.5
 refuses ``temperature`` with ``top_p``; Claude with thinking takes ``top_p``
 only between 0.95 and 1). Those rules are `Capabilities` records in
-``CAPABILITY_RULES`` (the table in `capability_rules`), matched by wire
-format and model-id family, so an unknown model of a known family gets its
+each wire format's table (its `WireFormat`'s ``capability_rules``, kept in its
+room), matched by model-id family, so an unknown model of a known family gets its
 family's rules. A
 `Model` may carry its own ``capabilities`` to override them.
 
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Final
 from msgspec.structs import replace
 
 from .._errors import UsageError
-from ._capability_rules import CAPABILITY_RULES
+from .._wire_formats import wire_format
 from ._capability_spec import SAMPLING_KNOBS, Capabilities, CapabilityRule
 
 if TYPE_CHECKING:
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from ._model_spec import Model
 
 __all__ = [
-    "CAPABILITY_RULES",
     "SAMPLING_KNOBS",
     "Capabilities",
     "CapabilityRule",
@@ -58,7 +57,7 @@ class UnsupportedInput(UsageError):
 
 _DEFAULT: Final = Capabilities()
 _compiled: dict[str, re.Pattern[str]] = {}
-_matched: dict[tuple[str, str, str, int, bool | None, int], Capabilities] = {}
+_matched: dict[tuple[str, str, str, bool | None, int], Capabilities] = {}
 _MATCHED_MAX: Final = 1024
 
 
@@ -67,13 +66,12 @@ def capabilities_for(model: Model) -> Capabilities:
     states applied, see `_with_stated_facts`), else permissive defaults.
 
     Building one request asks several times, so the family match is remembered
-    per (api, provider, id). ``CAPABILITY_RULES`` is meant as a constant; a rule
-    appended or removed at run time is still seen (the memo is keyed by its length).
+    per (api, provider, id).
     """
     if model.capabilities is not None:
         return model.capabilities
     stated = (model.temperature, model.max_output if model.source else 0)
-    key = (model.api, model.provider, model.id, len(CAPABILITY_RULES), *stated)
+    key = (model.api, model.provider, model.id, *stated)
     found = _matched.get(key)
     if found is None:
         if len(_matched) >= _MATCHED_MAX:
@@ -102,8 +100,8 @@ def _with_stated_facts(model: Model, family: Capabilities) -> Capabilities:
 
 
 def _match(model: Model) -> Capabilities:
-    """The first rule of ``CAPABILITY_RULES`` that fits the model, else the defaults."""
-    for rule in CAPABILITY_RULES:
+    """The first of its wire format's rules that fits the model, else the defaults."""
+    for rule in wire_format(model.api).capability_rules:
         if model.api not in rule.apis or (rule.providers and model.provider not in rule.providers):
             continue
         pattern = _compiled.get(rule.family)

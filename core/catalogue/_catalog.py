@@ -6,8 +6,8 @@ https://models.dev; see ``data/NOTICE``) by ``scripts/gen_catalog.py`` through
 temperature flags, image input, release dates and deprecations (with the
 end-of-life dates of Anthropic's SDK table) for every chat model of the
 providers below. What is ours stays here: each provider's name and endpoint.
-The request rules of each family live in `_capabilities` (``CAPABILITY_RULES``
-is still importable from here).
+The request rules of each family live in its wire format's room (`capabilities_for`
+reads them).
 
 Reading the packaged file is like importing a module: no environment, no
 clock. A newer catalogue (``streamfn models --refresh``) is read by the
@@ -21,14 +21,12 @@ from importlib import resources
 from typing import Any, Final
 
 from .._catalog_json import catalog_json
-from ._capabilities import CAPABILITY_RULES
 from ._catalog_build import check_catalog
 from ._model_spec import Model, PriceTier
 
 __all__ = [
     "BUILTIN_DOCUMENT",
     "BUILTIN_MODELS",
-    "CAPABILITY_RULES",
     "PROVIDER_URLS",
     "describe_source",
     "models_from_catalog",

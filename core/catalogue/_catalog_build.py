@@ -38,12 +38,13 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from .._errors import StreamfnError
+from .._wire_formats import API_MODULES, wire_format
 
 __all__ = [
     "CATALOG_FORMAT",
-    "SOURCES",
     "CatalogError",
     "build_catalog",
+    "catalog_sources",
     "check_catalog",
     "dump_catalog",
     "with_lifecycle_tables",
@@ -52,21 +53,16 @@ __all__ = [
 #: the document's format tag; a loader refuses any other
 CATALOG_FORMAT: Final = "streamfn-catalog/1"
 
-#: models.dev provider id -> (our provider name, the wire format we speak to it)
-SOURCES: Final[Mapping[str, tuple[str, str]]] = {
-    "openai": ("openai", "openai-chat"),
-    "anthropic": ("anthropic", "anthropic"),
-    "google": ("google", "gemini"),
-    "google-vertex": ("vertex", "gemini"),
-    "mistral": ("mistral", "openai-chat"),
-    "xai": ("xai", "openai-chat"),
-    "deepseek": ("deepseek", "openai-chat"),
-    "groq": ("groq", "openai-chat"),
-    "openrouter": ("openrouter", "openai-chat"),
-    "zai": ("zai", "openai-chat"),
-    "amazon-bedrock": ("bedrock", "bedrock"),
-    "azure": ("azure", "openai-chat"),
-}
+
+def catalog_sources() -> dict[str, tuple[str, str]]:
+    """models.dev provider id -> (our provider name, the wire format we speak to it): each
+    built-in format's ``catalog_sources`` (read when a catalogue is built, not before)."""
+    return {
+        source: (provider, api)
+        for api in API_MODULES
+        for source, provider in wire_format(api).catalog_sources.items()
+    }
+
 
 #: the fields every catalogue entry carries, and their types
 _FIELDS: Final[Mapping[str, type | tuple[type, ...]]] = {
@@ -150,8 +146,10 @@ def _tiers(cost: Mapping[str, Any]) -> list[list[float]]:
     return sorted(rows)
 
 
-def _entry(source: str, raw: Mapping[str, Any]) -> dict[str, Any]:
-    provider, api = SOURCES[source]
+def _entry(
+    source: str, raw: Mapping[str, Any], sources: Mapping[str, tuple[str, str]]
+) -> dict[str, Any]:
+    provider, api = sources[source]
     cost = raw.get("cost") or {}
     limit = raw.get("limit") or {}
     inputs = (raw.get("modalities") or {}).get("input", ())
@@ -249,7 +247,8 @@ def _read_models_dev(
     models: list[dict[str, Any]] = []
     dates: list[str] = []
     statuses: dict[tuple[str, str], str] = {}
-    for source in SOURCES:
+    sources = catalog_sources()
+    for source in sources:
         block = data.get(source)
         if not isinstance(block, Mapping) or not isinstance(block.get("models"), Mapping):
             continue
@@ -257,8 +256,8 @@ def _read_models_dev(
             try:
                 if not (isinstance(raw, Mapping) and "id" in raw and _served(source, raw)):
                     continue
-                models.append(_entry(source, raw))
-                statuses[SOURCES[source][0], str(raw["id"])] = str(raw.get("status") or "")
+                models.append(_entry(source, raw, sources))
+                statuses[sources[source][0], str(raw["id"])] = str(raw.get("status") or "")
             except (TypeError, ValueError, AttributeError, KeyError, OverflowError) as exc:
                 raise CatalogError(f"{source} model {key!r}: malformed ({exc!r})") from None
             dates.append(str(raw.get("last_updated") or raw.get("release_date") or ""))
@@ -290,7 +289,7 @@ def build_catalog(
     if not models:
         raise CatalogError(
             "the data lists none of the providers streamfn serves "
-            f"({', '.join(SOURCES)}); is it models.dev's api.json?"
+            f"({', '.join(catalog_sources())}); is it models.dev's api.json?"
         )
     listed = {(m["provider"], m["id"]) for m in models}
     models += [dict(m) for m in retained if (m["provider"], m["id"]) not in listed]

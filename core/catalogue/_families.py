@@ -13,7 +13,7 @@ likely behaves like, in this order:
 
 The caller copies that model's limits, prices, reasoning and temperature flags
 and says once, in a warning, what it assumed (`describe`). The request rules
-(`_capabilities.CAPABILITY_RULES`) match ids by family on their own. Pure: the
+(each wire format's ``capability_rules``) match ids by family on their own. Pure: the
 catalogue is passed in.
 """
 

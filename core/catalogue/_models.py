@@ -19,14 +19,13 @@ import msgspec
 
 from .._cli_words import cli_words
 from .._errors import UnknownModel
+from .._wire_formats import plugin_api_names
 from ._model_spec import Model, PriceTier, compute_cost
-from ._plugin_apis import plugin_api_names
 
 if TYPE_CHECKING:
     from ._families import Described
 
 __all__ = [
-    "API_NAMES",
     "BUILTIN",
     "LOCAL_DEFAULT_ID",
     "CatalogInfo",
@@ -47,22 +46,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("streamfn")
-
-#: The wire formats streamfn speaks; `Model.api` is one of these.
-API_NAMES = (
-    "openai-chat",
-    "openai-responses",
-    "anthropic",
-    "gemini",
-    "ollama",
-    "bedrock",
-    "proxy",
-    "agent-events",
-    "ui-message-stream",
-    "agui",
-    "local",
-)
-
 
 _REGISTRY: dict[str, Model] = {}
 #: the keys the catalogue in use put in the registry (a newer catalogue replaces them)

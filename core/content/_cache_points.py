@@ -20,7 +20,9 @@
 - **Gemini** caches implicitly (2.5+); there is nothing to send, and usage
   reports ``cachedContentTokenCount`` as ``cache_read`` like everywhere else.
 
-A mark's TTL is ``5m`` (the default, not sent) or ``1h``; Anthropic requires
+Each format's room writes the marks into its own body (`body_marks` says where);
+this module decides where they go. A mark's TTL is ``5m`` (the default, not
+sent) or ``1h``; Anthropic requires
 longer TTLs before shorter ones in prefix order, checked here with a clear error.
 Usage splits cache reads from writes on every provider and `compute_cost`
 prices each at the model's own rate.
@@ -28,16 +30,12 @@ prices each at the model's own rate.
 
 from __future__ import annotations
 
-import hashlib
 from typing import TYPE_CHECKING, Any, Final
-
-import msgspec
 
 from .._options import CachePoint, CacheSetting, CacheTTL
 from ..catalogue._capabilities import capabilities_for, unsupported
 
 if TYPE_CHECKING:
-    from .._messages import Context
     from .._options import Options
     from ..catalogue._models import Model
 
@@ -46,10 +44,8 @@ __all__ = [
     "CachePoint",
     "CacheSetting",
     "CacheTTL",
+    "body_marks",
     "breakpoints",
-    "mark_anthropic",
-    "mark_bedrock",
-    "prompt_cache_key",
 ]
 
 #: What ``cache="auto"`` marks (those present in the request).
@@ -111,9 +107,10 @@ def breakpoints(
     return ordered
 
 
-def _marks(
+def body_marks(
     model: Model, options: Options, body: dict[str, Any], tools: Any, system: Any
 ) -> list[tuple[str | int, CacheTTL]]:
+    """Where ``body`` (with its ``messages``) gets a cache mark, and its TTL."""
     return breakpoints(
         model,
         options,
@@ -121,66 +118,3 @@ def _marks(
         has_system=bool(system),
         turns=len(body.get("messages") or ()),
     )
-
-
-# Anthropic: cache_control on the last block of each marked part. Thinking blocks take
-# no cache_control, so a turn's mark goes on its last block of another kind.
-_ANTHROPIC_CACHEABLE: Final = frozenset(
-    {"text", "image", "document", "tool_use", "tool_result", "search_result"}
-)
-
-
-def mark_anthropic(body: dict[str, Any], model: Model, options: Options) -> None:
-    """Put ``cache_control`` marks into an Anthropic Messages ``body`` (in place)."""
-    marks = _marks(model, options, body, body.get("tools"), body.get("system"))
-    for at, ttl in marks:
-        control: dict[str, Any] = {"type": "ephemeral"}
-        if ttl == "1h":
-            control["ttl"] = "1h"
-        if at == "tools":
-            body["tools"][-1]["cache_control"] = control
-        elif at == "system":
-            system = body["system"]
-            if isinstance(system, str):
-                body["system"] = system = [{"type": "text", "text": system}]
-            system[-1]["cache_control"] = control
-        else:
-            assert isinstance(at, int)
-            turn = body["messages"][at]
-            if isinstance(turn["content"], str):
-                turn["content"] = [{"type": "text", "text": turn["content"]}]
-            for block in reversed(turn["content"]):
-                if block.get("type") in _ANTHROPIC_CACHEABLE:
-                    block["cache_control"] = control
-                    break
-
-
-def mark_bedrock(body: dict[str, Any], model: Model, options: Options) -> None:
-    """Insert Converse ``cachePoint`` blocks into ``body`` (in place)."""
-    config = body.get("toolConfig") or {}
-    marks = _marks(model, options, body, config.get("tools"), body.get("system"))
-    for at, ttl in marks:
-        point: dict[str, Any] = {"type": "default"}
-        if ttl == "1h":
-            point["ttl"] = "1h"
-        if at == "tools":
-            config["tools"].append({"cachePoint": point})
-        elif at == "system":
-            body["system"].append({"cachePoint": point})
-        else:
-            assert isinstance(at, int)
-            body["messages"][at]["content"].append({"cachePoint": point})
-
-
-def prompt_cache_key(context: Context, options: Options) -> str | None:
-    """OpenAI's ``prompt_cache_key``: the caller's ``cache_key``, else (``"auto"`` or
-    explicit points) a hash of what every request of a conversation starts with; None
-    when caching is off or left to the provider."""
-    if options.cache == "off":
-        return None
-    if options.cache_key is not None:
-        return options.cache_key
-    if options.cache is None:
-        return None
-    prefix = msgspec.json.encode([context.system_prompt, context.tools, context.messages[:1]])
-    return "streamfn-" + hashlib.sha256(prefix).hexdigest()[:32]

@@ -12,19 +12,20 @@ and nothing is sent.
 URLs are never fetched here or by the shells: a URL goes to the provider,
 which fetches it from its own network (Anthropic, OpenAI, Gemini). Where a
 provider takes no URLs (Bedrock, Ollama) the caller fetches and passes
-bytes. The per-format part builders (``anthropic_part`` ...) live here too,
-so each provider module has one call for every kind.
+bytes. What a wire format takes, and how a part is written in its body, is
+said in its room (its `WireFormat` and part builders); this module decides
+*what* and names no format.
 
 Documents inside tool results are sent only where the format has a place
-for them (Anthropic); elsewhere they are refused the same way.
+for them (``WireFormat.documents_in_tool_results``); elsewhere they are refused
+the same way.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import re
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from .._messages import (
     Context,
@@ -36,6 +37,7 @@ from .._messages import (
     UserContent,
     UserMessage,
 )
+from .._wire_formats import wire_format
 from ..catalogue._capabilities import UnsupportedInput, capabilities_for
 from ._server_tools import check_server_tools
 
@@ -45,31 +47,16 @@ if TYPE_CHECKING:
 __all__ = [
     "INPUT_KINDS",
     "UnsupportedInput",
-    "anthropic_part",
-    "bedrock_document",
     "check_inputs",
     "data_url",
-    "gemini_part",
+    "document_filename",
+    "document_text",
     "input_kind",
     "inputs_for",
-    "openai_chat_part",
-    "responses_part",
 ]
 
 #: every input kind, in the order errors list them
 INPUT_KINDS: Final = ("image", "image_url", "document", "document_url")
-
-#: the kinds each wire format takes when the model's capabilities do not say
-_DEFAULT_INPUTS: Final[dict[str, tuple[str, ...]]] = {
-    "anthropic": INPUT_KINDS,
-    "openai-responses": INPUT_KINDS,
-    "gemini": INPUT_KINDS,
-    "openai-chat": ("image", "image_url"),
-    "bedrock": ("image", "document"),
-    "ollama": ("image",),
-}
-#: OpenAI-compatible providers whose Chat Completions takes ``file`` parts (file_data)
-_CHAT_FILE_PROVIDERS: Final = frozenset({"openai", "azure", "openrouter"})
 
 
 def input_kind(part: ImageContent | DocumentContent) -> str:
@@ -82,10 +69,7 @@ def inputs_for(model: Model) -> tuple[str, ...]:
     declared = capabilities_for(model).inputs
     if declared is not None:
         return declared
-    kinds = _DEFAULT_INPUTS.get(model.api, INPUT_KINDS)
-    if model.api == "openai-chat" and model.provider in _CHAT_FILE_PROVIDERS:
-        kinds = (*kinds, "document")
-    return kinds
+    return wire_format(model.api).input_kinds(model)
 
 
 _REMEDY: Final = {
@@ -116,6 +100,7 @@ def check_inputs(context: Context, model: Model) -> None:
     `ServerTool` its format has no form for. Images are checked only where the model
     takes images at all (a text-only model has them dropped, as before)."""
     takes = inputs_for(model)
+    room = wire_format(model.api)
     for number, message in enumerate(context.messages):
         for part in _parts(message):
             if not isinstance(part, (ImageContent, DocumentContent)):
@@ -127,46 +112,14 @@ def check_inputs(context: Context, model: Model) -> None:
             if kind not in takes:
                 raise _refuse(model, kind, where)
             if isinstance(part, DocumentContent):
-                if isinstance(message, ToolResultMessage) and model.api != "anthropic":
+                if isinstance(message, ToolResultMessage) and not room.documents_in_tool_results:
                     raise UnsupportedInput(
                         f"{model.provider} ({model.api} API) takes no documents inside tool "
                         f"results ({where}); send the document in a user message instead"
                     )
-                _check_document_type(part, model, where)
+                if room.check_document is not None:
+                    room.check_document(part, where)
     check_server_tools([t for t in context.tools if isinstance(t, ServerTool)], model)
-
-
-#: Bedrock's document formats by MIME type (Converse DocumentBlock.format)
-_BEDROCK_FORMATS: Final = {
-    "application/pdf": "pdf",
-    "text/csv": "csv",
-    "application/msword": "doc",
-    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
-    "application/vnd.ms-excel": "xls",
-    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "xlsx",
-    "text/html": "html",
-    "text/plain": "txt",
-    "text/markdown": "md",
-}
-
-
-def _check_document_type(part: DocumentContent, model: Model, where: str) -> None:
-    mime = part.mime_type.lower()
-    if model.api == "bedrock" and mime not in _BEDROCK_FORMATS:
-        raise UnsupportedInput(
-            f"bedrock takes documents of types {', '.join(sorted(_BEDROCK_FORMATS))}, "
-            f"not {part.mime_type!r} ({where}); convert it to one of them"
-        )
-    if (
-        model.api == "anthropic"
-        and part.url is None
-        and mime != "application/pdf"
-        and not mime.startswith("text/")
-    ):
-        raise UnsupportedInput(
-            f"anthropic takes PDF or text documents, not {part.mime_type!r} ({where}); "
-            "convert it to PDF or extract its text"
-        )
 
 
 def data_url(part: ImageContent | DocumentContent) -> str:
@@ -182,100 +135,20 @@ _EXTENSIONS: Final = {
 }
 
 
-def _filename(part: DocumentContent, number: int = 0) -> str:
+def document_filename(part: DocumentContent, number: int = 0) -> str:
+    """The name a document goes by where a format wants one: its title, else a numbered
+    name with its type's extension."""
     if part.title:
         return part.title
     ext = _EXTENSIONS.get(part.mime_type.lower(), part.mime_type.rsplit("/", 1)[-1] or "bin")
     return f"document-{number + 1}.{ext}"
 
 
-# -- one builder per wire format -------------------------------------------------------
-
-
-def anthropic_part(part: ImageContent | DocumentContent) -> dict[str, Any]:
-    """An ``image`` or ``document`` block (base64, text or url source)."""
-    if isinstance(part, ImageContent):
-        if part.url is not None:
-            return {"type": "image", "source": {"type": "url", "url": part.url}}
-        source = {"type": "base64", "media_type": part.mime_type, "data": part.data}
-        return {"type": "image", "source": source}
-    block: dict[str, Any] = {"type": "document"}
-    if part.url is not None:
-        block["source"] = {"type": "url", "url": part.url}
-    elif part.mime_type.lower().startswith("text/"):
-        block["source"] = {"type": "text", "media_type": "text/plain", "data": _text(part)}
-    else:
-        block["source"] = {"type": "base64", "media_type": "application/pdf", "data": part.data}
-    if part.title:
-        block["title"] = part.title
-    return block
-
-
-def _text(part: DocumentContent) -> str:
+def document_text(part: DocumentContent) -> str:
+    """A text document's words (its ``data`` is base64 UTF-8), or `UnsupportedInput`."""
     try:
         return base64.b64decode(part.data, validate=True).decode("utf-8")
     except (binascii.Error, UnicodeDecodeError):
         raise UnsupportedInput(
             f"a {part.mime_type} document must be UTF-8 text in base64 ``data``"
         ) from None
-
-
-def openai_chat_part(part: ImageContent | DocumentContent, number: int = 0) -> dict[str, Any]:
-    """An ``image_url`` part (a URL or a data: URL) or a ``file`` part (file_data)."""
-    if isinstance(part, ImageContent):
-        return {"type": "image_url", "image_url": {"url": part.url or data_url(part)}}
-    return {
-        "type": "file",
-        "file": {"file_data": data_url(part), "filename": _filename(part, number)},
-    }
-
-
-def responses_part(part: ImageContent | DocumentContent, number: int = 0) -> dict[str, Any]:
-    """An ``input_image`` (``detail`` is required by the API's type) or ``input_file``."""
-    if isinstance(part, ImageContent):
-        url = part.url or data_url(part)
-        return {"type": "input_image", "image_url": url, "detail": "auto"}
-    if part.url is not None:
-        return {"type": "input_file", "file_url": part.url}
-    return {"type": "input_file", "file_data": data_url(part), "filename": _filename(part, number)}
-
-
-_IMAGE_EXTENSIONS: Final = {
-    "png": "image/png",
-    "jpg": "image/jpeg",
-    "jpeg": "image/jpeg",
-    "gif": "image/gif",
-    "webp": "image/webp",
-    "pdf": "application/pdf",
-}
-_EXTENSION: Final = re.compile(r"\.([A-Za-z0-9]+)(?:[?#].*)?$")
-
-
-def _url_mime(part: ImageContent | DocumentContent) -> str | None:
-    """The declared MIME type, else one guessed from the URL's extension."""
-    if part.mime_type:
-        return part.mime_type
-    match = _EXTENSION.search(part.url or "")
-    return _IMAGE_EXTENSIONS.get(match.group(1).lower()) if match else None
-
-
-def gemini_part(part: ImageContent | DocumentContent) -> dict[str, Any]:
-    """``inlineData`` for bytes, ``fileData`` (``fileUri``) for a URL."""
-    if part.url is not None:
-        data: dict[str, Any] = {"fileUri": part.url}
-        mime = _url_mime(part)
-        if mime:
-            data["mimeType"] = mime
-        return {"fileData": data}
-    return {"inlineData": {"mimeType": part.mime_type, "data": part.data}}
-
-
-_BEDROCK_NAME: Final = re.compile(r"[^A-Za-z0-9\-()\[\] ]+")
-
-
-def bedrock_document(part: DocumentContent, number: int) -> dict[str, Any]:
-    """A Converse ``document`` block; ``name`` keeps only the characters Bedrock allows
-    (letters, digits, spaces, hyphens, parentheses, brackets; no double spaces)."""
-    name = " ".join(_BEDROCK_NAME.sub(" ", part.title or "").split()) or f"document-{number + 1}"
-    fmt = _BEDROCK_FORMATS[part.mime_type.lower()]
-    return {"document": {"format": fmt, "name": name[:200], "source": {"bytes": part.data}}}

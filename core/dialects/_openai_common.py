@@ -12,17 +12,19 @@ contract reuses it for ``tokens_used``).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from typing import Any, Final
 
 import msgspec
 
 from streamfn.core._events import ErrorKind, Usage
-from streamfn.core._messages import Tool
+from streamfn.core._messages import Context, Tool
 from streamfn.core._options import Options, ThinkingLevel
 from streamfn.core.catalogue._capabilities import reasons
 from streamfn.core.catalogue._models import Model
 from streamfn.core.providers._base import bearer, request_headers
+from streamfn.core.providers._convert import id_digest
 
 __all__ = [
     "ERROR_CODES",
@@ -33,6 +35,8 @@ __all__ = [
     "error_text",
     "function_tools",
     "openai_headers",
+    "openai_tool_call_id",
+    "prompt_cache_key",
     "quirks_for",
     "signature_carrier",
     "thinking_on",
@@ -203,3 +207,25 @@ def function_tools(
         }
         for t in tools
     ]
+
+
+def openai_tool_call_id(tool_id: str) -> str:
+    """The id OpenAI accepts for a tool call first named ``tool_id``: at most 64
+    characters (ids from other providers can be longer)."""
+    if 0 < len(tool_id) <= 64:
+        return tool_id
+    return tool_id[:47] + "_" + id_digest(tool_id, 16) if tool_id else "call_empty"
+
+
+def prompt_cache_key(context: Context, options: Options) -> str | None:
+    """OpenAI's ``prompt_cache_key``: the caller's ``cache_key``, else (``"auto"`` or
+    explicit points) a hash of what every request of a conversation starts with; None
+    when caching is off or left to the provider."""
+    if options.cache == "off":
+        return None
+    if options.cache_key is not None:
+        return options.cache_key
+    if options.cache is None:
+        return None
+    prefix = msgspec.json.encode([context.system_prompt, context.tools, context.messages[:1]])
+    return "streamfn-" + hashlib.sha256(prefix).hexdigest()[:32]

@@ -58,14 +58,10 @@ __all__ = [
     "StructuredOutputUnsupported",
     "StructuredRequest",
     "answers_with_tool",
-    "anthropic_output_format",
     "attach_parsed",
-    "bedrock_text_format",
     "json_schema_of",
-    "openai_response_format",
     "output_schema",
     "parse_output",
-    "responses_text_format",
     "strict_schema",
     "structured_mode",
     "structured_request",
@@ -207,32 +203,3 @@ def structured_request(model: Model, context: Context, options: Options) -> Stru
     return StructuredRequest(
         context=context, options=options, native=output_schema(options.response_schema), mode=mode
     )
-
-
-def openai_response_format(out: OutputSchema) -> dict[str, Any]:
-    """Chat Completions ``response_format`` (OpenAI, Mistral, the compatible family)."""
-    schema, strict = strict_schema(out.schema)
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": out.name, "schema": schema, "strict": strict},
-    }
-
-
-def responses_text_format(out: OutputSchema) -> dict[str, Any]:
-    """Responses API ``text.format``."""
-    schema, strict = strict_schema(out.schema)
-    return {"type": "json_schema", "name": out.name, "schema": schema, "strict": strict}
-
-
-def anthropic_output_format(out: OutputSchema) -> dict[str, Any]:
-    """Messages API ``output_config.format`` (objects closed, as Anthropic requires)."""
-    return {"type": "json_schema", "schema": strict_schema(out.schema)[0]}
-
-
-def bedrock_text_format(out: OutputSchema) -> dict[str, Any]:
-    """Converse ``outputConfig.textFormat`` (the schema travels as a JSON string)."""
-    schema = msgspec.json.encode(strict_schema(out.schema)[0]).decode()
-    return {
-        "type": "json_schema",
-        "structure": {"jsonSchema": {"schema": schema, "name": out.name}},
-    }

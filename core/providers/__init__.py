@@ -8,6 +8,7 @@ built-in formats live in `streamfn.core.dialects`, one package each, and
 """
 
 from .._credentials import ENV_KEYS
+from ..content._server_tools import tool_objects
 from ._base import (
     SECRET_HEADERS,
     Emitter,
@@ -21,6 +22,7 @@ from ._base import (
     redact_headers,
     request_headers,
 )
+from ._convert import prepare_messages
 
 __all__ = [
     "ENV_KEYS",
@@ -33,6 +35,8 @@ __all__ = [
     "SSECall",
     "bearer",
     "json_request",
+    "prepare_messages",
     "redact_headers",
     "request_headers",
+    "tool_objects",
 ]

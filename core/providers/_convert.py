@@ -54,6 +54,7 @@ from .._messages import (
     UserMessage,
 )
 from .._options import Options
+from .._wire_formats import wire_format
 from ..catalogue._capabilities import capabilities_for, unsupported
 from ..catalogue._models import Model
 from ..content._documents import check_inputs, data_url
@@ -61,6 +62,7 @@ from ..content._documents import check_inputs, data_url
 __all__ = [
     "data_url",
     "forced_tool_choice",
+    "id_digest",
     "joined_text",
     "normalize_tool_call_id",
     "prepare_messages",
@@ -70,7 +72,6 @@ __all__ = [
 
 log = logging.getLogger("streamfn")
 
-_SAFE_ID: Final = re.compile(r"[^a-zA-Z0-9_-]")
 _ALNUM: Final = re.compile(r"[^a-zA-Z0-9]")
 
 MISSING_RESULT_TEXT: Final = "No result was recorded for this tool call."
@@ -118,32 +119,16 @@ def _without_images(content: list[UserContent], target: Model) -> list[UserConte
     return [p for p in content if not isinstance(p, ImageContent)]
 
 
-def _digest(text: str, length: int) -> str:
+def id_digest(text: str, length: int) -> str:
+    """A short hash of a tool-call id, for a rewritten id that stays unique."""
     return hashlib.sha256(text.encode()).hexdigest()[:length]
-
-
-def _anthropic_id(tool_id: str) -> str:
-    cleaned = _SAFE_ID.sub("_", tool_id)
-    if cleaned == tool_id and 0 < len(cleaned) <= 64:
-        return cleaned
-    if not cleaned:
-        return "call_" + _digest(tool_id, 16)
-    # Changed or too long: keep it readable and unique with a hash of the original.
-    return cleaned[:47] + "_" + _digest(tool_id, 16)
 
 
 def _mistral_id(tool_id: str) -> str:
     cleaned = _ALNUM.sub("", tool_id)
     if len(cleaned) == 9 and cleaned == tool_id:
         return cleaned
-    return _digest(tool_id, 9)
-
-
-def _openai_id(tool_id: str) -> str:
-    # OpenAI accepts up to 64 characters; ids from other providers can be longer.
-    if 0 < len(tool_id) <= 64:
-        return tool_id
-    return tool_id[:47] + "_" + _digest(tool_id, 16) if tool_id else "call_empty"
+    return id_digest(tool_id, 9)
 
 
 def _identity(tool_id: str) -> str:
@@ -153,11 +138,7 @@ def _identity(tool_id: str) -> str:
 def _id_rule(target: Model) -> Callable[[str], str]:
     if target.provider == "mistral":
         return _mistral_id
-    if target.api in ("anthropic", "bedrock"):
-        return _anthropic_id
-    if target.api in ("openai-chat", "openai-responses"):
-        return _openai_id
-    return _identity
+    return wire_format(target.api).tool_call_id or _identity
 
 
 def normalize_tool_call_id(tool_id: str, target: Model) -> str:
@@ -226,10 +207,12 @@ def _convert_assistant(
 
 
 def prepare_messages(context: Context, target: Model) -> list[Message]:
-    """``context.messages`` rewritten by the rules in this module's docstring.
+    """``context.messages`` made fit for ``target``: tool-call ids rewritten to the ones
+    its format accepts (its `WireFormat`'s ``tool_call_id``), thinking and images it
+    cannot take left out, missing tool results filled in.
 
     First, inputs and server tools the target cannot take are refused
-    (`UnsupportedInput`, before any request exists; see `streamfn.core.content._documents`).
+    (`UnsupportedInput`, before any request exists), as its format's `WireFormat` says.
     """
     check_inputs(context, target)
     ids: dict[str, str] = {}

@@ -71,6 +71,7 @@ from .._events import (
 )
 from .._messages import AssistantMessage, Context, TextContent
 from .._options import Options, RecoverMode
+from .._wire_formats import wire_format
 from ..catalogue._capabilities import capabilities_for
 from ..catalogue._model_spec import compute_cost
 from ..catalogue._models import Model
@@ -80,8 +81,6 @@ from ._pause_turn import summed
 
 __all__ = [
     "CHARS_PER_TOKEN",
-    "CONTINUE_SERVERS",
-    "RESUMABLE_PROVIDERS",
     "Splice",
     "background",
     "continue_request",
@@ -93,28 +92,22 @@ __all__ = [
 
 log = logging.getLogger("streamfn")
 
-#: providers whose Responses API keeps a background response to stream again
-RESUMABLE_PROVIDERS: Final = frozenset({"openai", "azure"})
-#: OpenAI-compatible servers that continue a final assistant message (vLLM, llama.cpp)
-CONTINUE_SERVERS: Final = frozenset({"vllm", "llamacpp"})
-
 
 def recovery_mode(model: Model, options: Options) -> RecoverMode | None:
     """The recovery ``options`` ask for, if ``model`` can have it; a warning says when not."""
     mode = options.recover
     if mode is None or options.max_recoveries <= 0:
         return None
+    room = wire_format(model.api)
     if mode == "resume":
-        if model.api == "openai-responses" and model.provider in RESUMABLE_PROVIDERS:
+        if room.resumes is not None and room.resumes(model):
             return mode
         why = "only OpenAI's Responses API (openai, azure) resumes a response"
     elif thinking_asked(options):
         why = "a prefill is refused with thinking on (Anthropic, llama.cpp)"
     elif not capabilities_for(model).prefill:
         why = "this model refuses a prefilled answer (Claude 4.6 and later)"
-    elif (model.api, model.provider) == ("anthropic", "anthropic") or (
-        model.api == "openai-chat" and model.provider in CONTINUE_SERVERS
-    ):
+    elif room.continues is not None and room.continues(model):
         return mode
     else:
         why = "only Anthropic and vLLM/llama.cpp servers continue a partial answer"
@@ -168,11 +161,11 @@ def continue_request(
     held = ""
     if not prefix.strip():  # nothing to go on from: the same request, nothing said twice
         return context, options, prefix
-    if model.api == "anthropic":
+    if wire_format(model.api).prefill:
         kept = prefix.rstrip()
         prefix, held = kept, prefix[len(kept) :]
     else:
-        extra = {"continue_final_message": True, "add_generation_prompt": False}
+        extra = dict(wire_format(model.api).continuation_body)
         merged = merge_extra_body(dict(options.extra_body or {}), extra)
         options = msgspec.structs.replace(options, extra_body=merged)
     partial = AssistantMessage(

@@ -22,13 +22,11 @@ import logging
 import re
 from typing import Final
 
-import msgspec
-
 from .._events import Error, ErrorKind
+from .._wire_formats import wire_format
 from ..catalogue._models import Model
 
 __all__ = [
-    "UPGRADABLE_PROVIDERS",
     "UpgradeKey",
     "needs_responses_api",
     "responses_model",
@@ -46,10 +44,6 @@ _RESPONSES_ONLY: Final = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 
-#: providers that serve the Responses API: only their 400 can mean "go there" (a
-#: third-party server's words, perhaps echoing a client's input, switch nothing)
-UPGRADABLE_PROVIDERS: Final = frozenset({"openai", "azure"})
-
 #: a remembered upgrade is for this model at this server
 UpgradeKey = tuple[str, str, str]
 
@@ -63,9 +57,11 @@ def needs_responses_api(error: Error) -> bool:
     )
 
 
-def responses_model(model: Model) -> Model:
-    """The same model, reached through the Responses API."""
-    return msgspec.structs.replace(model, api="openai-responses")
+def responses_model(model: Model) -> Model | None:
+    """The same model reached through the Responses API, where its format and provider
+    may send it there (its `WireFormat`'s ``upgrade``); None where they never do."""
+    upgrade = wire_format(model.api).upgrade
+    return upgrade(model) if upgrade is not None else None
 
 
 def upgrade_key(model: Model) -> UpgradeKey:

@@ -28,9 +28,9 @@ from streamfn.core import Context, Options, Usage, open_call
 from streamfn.core._credentials import AWSCredentials
 from streamfn.core.catalogue._capabilities import fit_max_tokens
 from streamfn.core.catalogue._catalog_build import (
-    SOURCES,
     CatalogError,
     build_catalog,
+    catalog_sources,
     check_catalog,
 )
 from streamfn.core.catalogue._models import Model, catalog_info, compute_cost, get_model, model
@@ -107,7 +107,7 @@ def _keys() -> Iterator[str]:
 
 def _current_chat_models_with_tools(data: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     """``(our provider:id, models.dev's record)`` for the models the issue is about."""
-    for source, (ours, _api) in SOURCES.items():
+    for source, (ours, _api) in catalog_sources().items():
         for raw in data[source]["models"].values():
             modalities = raw["modalities"]
             if not raw.get("tool_call") or raw.get("status") == "deprecated" or raw.get("provider"):

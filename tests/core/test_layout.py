@@ -13,6 +13,10 @@
 - each room in its house: no shell imports another shell (what they share is
   in ``io_common``), nothing imports the command line (``cli``, the composition
   root), and the local model holds no event-loop code;
+- a wire format is one room: no module outside ``core/dialects/<format>/`` (and the
+  registry's table of built-in formats) spells a format: its name where no provider
+  shares it, a ``.api`` compared with it, or its own body keys (``FORMAT_EXCEPTIONS``
+  names what is left, each with its reason);
 - the core never awaits: no ``async def``, ``await``, ``async for`` or
   ``async with`` under ``core/`` (the async client and its stages are in
   ``client/``; the core keeps the pure decisions they apply).
@@ -467,10 +471,134 @@ def serve_side_imports_on_client_side() -> list[str]:
 
 
 def test_every_wire_format_is_one_dialect_package() -> None:
-    from streamfn.core._call import API_MODULES
+    from streamfn.core._wire_formats import API_MODULES
 
     packages = {p.name for p in DIALECTS.iterdir() if (p / "__init__.py").exists()}
     assert set(API_MODULES.values()) <= packages
+
+
+#: what only a wire format's room may spell: its body keys that no other format shares
+#: (a feature module asks the room's `WireFormat` instead)
+FORMAT_BODY_KEYS = frozenset(
+    {
+        "cache_control",
+        "cachePoint",
+        "web_search_20250305",
+        "code_execution_20250825",
+        "code_interpreter",
+        "googleSearch",
+        "codeExecution",
+        "response_format",
+        "output_config",
+        "outputConfig",
+        "textFormat",
+        "url_citation",
+        "citations_delta",
+        "groundingMetadata",
+        "thinkingConfig",
+        "generationConfig",
+        "inlineData",
+        "input_image",
+        "input_file",
+        "content_block_delta",
+        "continue_final_message",
+        "web_search_options",
+    }
+)
+#: where a format may be spelled outside its room: the registry's table (one line per
+#: built-in format is its registration)
+FORMAT_REGISTRY = "core/_wire_formats.py"
+#: modules that still spell a wire format (path -> what is left there, and why)
+FORMAT_EXCEPTIONS: dict[str, str] = {
+    "core/_models.py": "left: the providers without catalogue entries say which format "
+    "their servers speak (_ENDPOINTS, _API_ALIASES, openai_compatible); resolving a name "
+    "must not import every room",
+    "fuzz/_fake_provider.py": "left: the fake provider's default format for a bare path, "
+    "and its responses-only fault, OpenAI's by nature (Chat Completions refused, the "
+    "Responses API answering)",
+    "core/serve/_replayed_search.py": "left: the server's reading of a client's replayed "
+    "Anthropic web-search blocks (drops their cache marks), for the anthropic room's "
+    "inbound side once a route is one record",
+    "core/serve/_client_inputs.py": "left: the server's check of a client's server tools "
+    "drops Anthropic's cache marks, for the anthropic room's inbound side",
+}
+
+
+def _is_api(node: ast.expr) -> bool:
+    return (isinstance(node, ast.Attribute) and node.attr == "api") or (
+        isinstance(node, ast.Name) and node.id == "api"
+    )
+
+
+def _strings(node: ast.expr) -> list[str]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, ast.Tuple | ast.Set | ast.List):
+        return [s for element in node.elts for s in _strings(element)]
+    return []
+
+
+def format_spellings(tree: ast.AST, formats: set[str], providers: set[str]) -> list[str]:
+    """Where ``tree`` spells a wire format: a format's name that is no provider's, a
+    ``.api`` compared with a format's name, or one of `FORMAT_BODY_KEYS`."""
+    own = formats - providers
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if node.value in own or node.value in FORMAT_BODY_KEYS:
+                found.append(f"{node.lineno}: {node.value!r}")
+        elif isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            if any(_is_api(side) for side in sides):
+                named = [s for side in sides for s in _strings(side) if s in formats]
+                found += [f"{node.lineno}: .api vs {name!r}" for name in named]
+    return found
+
+
+def _format_names() -> tuple[set[str], set[str]]:
+    from streamfn.core._credentials import ENV_KEYS
+    from streamfn.core._wire_formats import API_MODULES
+    from streamfn.core.catalogue._models import list_models
+
+    providers = {m.provider for m in list_models()} | set(ENV_KEYS)
+    return set(API_MODULES), providers
+
+
+def modules_spelling_a_format() -> dict[str, list[str]]:
+    formats, providers = _format_names()
+    found = {}
+    for rel, path in sources():
+        if rel.startswith("core/dialects/") or rel == FORMAT_REGISTRY:
+            continue
+        spelled = format_spellings(ast.parse(path.read_text()), formats, providers)
+        if spelled:
+            found[rel] = spelled
+    return found
+
+
+def test_no_module_outside_a_wire_formats_room_spells_it() -> None:
+    found = modules_spelling_a_format()
+    assert {rel: where for rel, where in found.items() if rel not in FORMAT_EXCEPTIONS} == {}
+    assert sorted(set(FORMAT_EXCEPTIONS) - set(found)) == []  # an entry that no longer applies
+
+
+def test_the_format_finder_sees_each_kind() -> None:
+    source = """
+if model.api == "anthropic": pass
+if api in ("gemini", "x"): pass
+body = {"openai-chat": 1, "thinkingConfig": 2}
+if model.provider == "anthropic": pass
+"""
+    found = format_spellings(
+        ast.parse(source), {"anthropic", "gemini", "openai-chat"}, {"anthropic"}
+    )
+    assert sorted(found) == [
+        "2: .api vs 'anthropic'",
+        "3: 'gemini'",  # no provider is named so here
+        "3: .api vs 'gemini'",
+        "4: 'openai-chat'",
+        "4: 'thinkingConfig'",
+    ]
 
 
 def test_no_dialect_client_side_imports_another_dialects_serve_side() -> None:

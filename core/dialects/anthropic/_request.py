@@ -26,11 +26,11 @@ from streamfn.core.catalogue._capabilities import (
     unsupported,
 )
 from streamfn.core.catalogue._models import Model
-from streamfn.core.content._cache_points import mark_anthropic
-from streamfn.core.content._documents import anthropic_part
 from streamfn.core.content._server_tools import tool_objects
 from streamfn.core.dialects._claude_thinking import claude_thinking
-from streamfn.core.json._structured import anthropic_output_format, structured_request
+from streamfn.core.dialects.anthropic._cache_marks import mark_anthropic
+from streamfn.core.dialects.anthropic._parts import anthropic_output_format, anthropic_part
+from streamfn.core.json._structured import structured_request
 from streamfn.core.providers._base import HTTPRequest, json_request, request_headers
 from streamfn.core.providers._convert import opaque_object, prepare_messages
 

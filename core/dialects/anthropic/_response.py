@@ -55,7 +55,7 @@ from streamfn.core._messages import Context
 from streamfn.core._options import Options
 from streamfn.core._protocol import OPAQUE, TEXT, THINKING, TOOL
 from streamfn.core.catalogue._models import Model
-from streamfn.core.content._citations import anthropic_citation
+from streamfn.core.dialects.anthropic._citations import anthropic_citation
 from streamfn.core.dialects.anthropic._request import build_request
 from streamfn.core.dialects.anthropic._tables import ERROR_STATUS, STOP_REASONS_READ
 from streamfn.core.json._structured import ANSWER_TOOL, answers_with_tool

@@ -44,11 +44,11 @@ from streamfn.core._messages import (
 from streamfn.core._options import AWSCredentials, Options, ThinkingLevel
 from streamfn.core.catalogue._capabilities import fit_max_tokens, fit_sampling
 from streamfn.core.catalogue._models import Model
-from streamfn.core.content._cache_points import mark_bedrock
-from streamfn.core.content._documents import bedrock_document
 from streamfn.core.dialects._claude_thinking import claude_thinking
+from streamfn.core.dialects.bedrock._cache_marks import mark_bedrock
+from streamfn.core.dialects.bedrock._parts import bedrock_document, bedrock_text_format
 from streamfn.core.dialects.bedrock._sigv4 import encode_path_segment, sign_request
-from streamfn.core.json._structured import bedrock_text_format, structured_request
+from streamfn.core.json._structured import structured_request
 from streamfn.core.providers._convert import opaque_object, prepare_messages
 from streamfn.core.providers._request import HTTPRequest, bearer, json_request, request_headers
 

@@ -31,8 +31,9 @@ from streamfn.core._events import (
     ToolCallStart,
     Usage,
 )
-from streamfn.core.content._citations import Citation, to_gemini_grounding
+from streamfn.core.content._citations import Citation
 from streamfn.core.dialects._cut import cut_error, unpaused
+from streamfn.core.dialects.gemini._citations import to_gemini_grounding
 
 __all__ = ["GeminiEncoder", "gemini_usage"]
 

@@ -38,8 +38,8 @@ from streamfn.core.catalogue._capabilities import (
     unsupported,
 )
 from streamfn.core.catalogue._models import Model
-from streamfn.core.content._documents import gemini_part
 from streamfn.core.content._server_tools import tool_objects
+from streamfn.core.dialects.gemini._parts import gemini_part
 from streamfn.core.json._structured import structured_request, without_refs
 from streamfn.core.providers._convert import joined_text, opaque_object, prepare_messages
 from streamfn.core.providers._request import HTTPRequest, bearer, json_request, request_headers

@@ -68,8 +68,8 @@ from streamfn.core._events import Error, StopReason, Usage
 from streamfn.core._messages import Context
 from streamfn.core._options import Options
 from streamfn.core.catalogue._models import Model
-from streamfn.core.content._citations import gemini_citations
 from streamfn.core.dialects.gemini._args import PartialArgsWriter
+from streamfn.core.dialects.gemini._citations import gemini_citations
 from streamfn.core.dialects.gemini._request import (
     DUMMY_THOUGHT_SIGNATURE,
     THINKING_BUDGETS,

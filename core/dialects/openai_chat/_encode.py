@@ -36,8 +36,8 @@ from streamfn.core._events import (
     Usage,
 )
 from streamfn.core._messages import AssistantMessage, TextContent
-from streamfn.core.content._citations import to_openai_annotation
 from streamfn.core.dialects._cut import cut_error, finish_word, unpaused
+from streamfn.core.dialects._openai_citations import to_openai_annotation
 from streamfn.core.dialects._openai_common import ERROR_CODES, signature_carrier
 from streamfn.core.dialects.openai_chat._tables import FINISH_REASONS
 from streamfn.core.wire._sse import encode_sse

@@ -28,18 +28,17 @@ from streamfn.core.catalogue._capabilities import (
     reasons,
 )
 from streamfn.core.catalogue._models import Model
-from streamfn.core.content._cache_points import prompt_cache_key
-from streamfn.core.content._documents import openai_chat_part
-from streamfn.core.content._server_tools import web_search_options
 from streamfn.core.dialects._openai_common import (
     Quirks,
     function_tools,
     openai_headers,
+    prompt_cache_key,
     quirks_for,
     signature_carrier,
     thinking_on,
 )
-from streamfn.core.json._structured import openai_response_format, structured_request
+from streamfn.core.dialects.openai_chat._parts import openai_chat_part, openai_response_format
+from streamfn.core.json._structured import structured_request
 from streamfn.core.providers._base import HTTPRequest, api_root, json_request
 from streamfn.core.providers._convert import joined_text, prepare_messages, tool_arguments
 
@@ -222,3 +221,11 @@ def build_request(model: Model, context: Context, options: Options) -> HTTPReque
     if quirks.prompt_cache_key and (key := prompt_cache_key(context, options)):
         body["prompt_cache_key"] = key
     return json_request(url, openai_headers(model, options, quirks), body, options)
+
+
+def web_search_options(context: Context) -> dict[str, Any] | None:
+    """Chat Completions' ``web_search_options`` for a ``web_search`` server tool."""
+    for tool in context.server_tools:
+        if tool.type == "web_search":
+            return dict(tool.config)
+    return None

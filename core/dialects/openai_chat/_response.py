@@ -53,7 +53,7 @@ from streamfn.core._events import Error, StopReason
 from streamfn.core._messages import Context
 from streamfn.core._options import Options
 from streamfn.core.catalogue._models import Model
-from streamfn.core.content._citations import openai_citation
+from streamfn.core.dialects._openai_citations import openai_citation
 from streamfn.core.dialects._openai_common import (
     Quirks,
     WireUsage,

@@ -39,8 +39,8 @@ from streamfn.core._events import (
     ToolCallStart,
     Usage,
 )
-from streamfn.core.content._citations import to_openai_annotation
 from streamfn.core.dialects._cut import CUT_STOP_REASONS, cut_error, unpaused
+from streamfn.core.dialects._openai_citations import to_openai_annotation
 from streamfn.core.dialects._openai_common import ERROR_CODES
 from streamfn.core.dialects.openai_chat._encode import openai_error_type
 

@@ -25,11 +25,15 @@ from streamfn.core._messages import (
 from streamfn.core._options import Options, ThinkingLevel
 from streamfn.core.catalogue._capabilities import effort_for_off, fit_effort, fit_sampling, reasons
 from streamfn.core.catalogue._models import Model
-from streamfn.core.content._cache_points import prompt_cache_key
-from streamfn.core.content._documents import responses_part
 from streamfn.core.content._server_tools import tool_objects
-from streamfn.core.dialects._openai_common import openai_headers, quirks_for, thinking_on
-from streamfn.core.json._structured import responses_text_format, structured_request
+from streamfn.core.dialects._openai_common import (
+    openai_headers,
+    prompt_cache_key,
+    quirks_for,
+    thinking_on,
+)
+from streamfn.core.dialects.openai_responses._parts import responses_part, responses_text_format
+from streamfn.core.json._structured import structured_request
 from streamfn.core.providers._base import HTTPRequest, api_root, json_request
 from streamfn.core.providers._convert import (
     joined_text,

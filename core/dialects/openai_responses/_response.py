@@ -40,7 +40,7 @@ from streamfn.core._events import Error, StopReason, Usage
 from streamfn.core._messages import Context
 from streamfn.core._options import Options
 from streamfn.core.catalogue._models import Model
-from streamfn.core.content._citations import openai_citation
+from streamfn.core.dialects._openai_citations import openai_citation
 from streamfn.core.dialects._openai_common import error_text
 from streamfn.core.dialects.openai_responses._request import build_request
 from streamfn.core.providers._base import HTTPRequest, SSECall
