@@ -8,7 +8,7 @@ several under one name are that name's deployments, tried by `failover` in the
 order of their `Pool`. Where a request goes and with which key is decided here,
 from the server's configuration; the client's options carry only generation knobs.
 How the server's attempts compose with the other ways of trying again:
-`streamfn.core._try_again`. Nothing
+`streamfn.core.stages._try_again`. Nothing
 here picks an event loop: the shell's client and the local model's backend
 are given by the composition root (``streamfn serve``).
 """
@@ -41,7 +41,6 @@ from streamfn.core import (
 )
 from streamfn.core._credentials import resolve_api_key
 from streamfn.core._options import client_fields
-from streamfn.core._spend import priced
 from streamfn.core.catalogue._models import LOCAL_DEFAULT_ID
 from streamfn.core.dialects._request_fields import ClientRequest
 from streamfn.core.serve._deployments import (
@@ -52,6 +51,7 @@ from streamfn.core.serve._deployments import (
     labels,
 )
 from streamfn.core.serve._replayed_turns import attribute_client_turns
+from streamfn.core.stages._spend import priced
 
 from ._contract import Backend, UnknownModelError, count_tokens, open_batches
 from ._failover import failover

@@ -4,7 +4,7 @@
 what order); this awaits the upstream streams it names. A deployment that fails
 before any output with a failure another try may fix hands the request to the
 next one; once output began the stream is that deployment's to the end, a cut
-answer included (the one rule of `streamfn.core._try_again`). When every
+answer included (the one rule of `streamfn.core.stages._try_again`). When every
 deployment rests, the answer is a 429 with the Retry-After of the soonest
 return, and no upstream request is made. The request's `Flight` names the
 deployment tried last (the one that answered, or the last that failed), for

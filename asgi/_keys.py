@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING, Final
 
 import msgspec
 
-from streamfn.core._spend import priced
 from streamfn.core.dialects._request_fields import ClientRequest
 from streamfn.core.serve import HTTPError
 from streamfn.core.serve._client_keys import client_refusal, unknown_client_key
 from streamfn.core.serve._reservation import most_cost, prompt_tokens
 from streamfn.core.serve._routes import presented_key
 from streamfn.core.serve._served import Route
+from streamfn.core.stages._spend import priced
 from streamfn.ledger import Admitted, ClientKey, Refused, Store
 from streamfn.ledger._admission import Window, decide
 from streamfn.ledger._secrets import hash_secret

@@ -54,8 +54,8 @@ from streamfn.core.stages._fallback import FallbackModel
 
 from ..core._call import Call, check_transport
 from ..core._count import require_counting
-from ..core._spend import SpendCap
 from ..core.http._steps import ReceiveAnswer, SendAnswer
+from ..core.stages._spend import SpendCap
 from ._batches import Batches, flattened
 from ._pipeline import CallOpener, Host, OpenStream, pipeline
 from ._pool import ConnT, Pool, PooledConnection

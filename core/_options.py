@@ -150,7 +150,7 @@ class Options(msgspec.Struct, kw_only=True):
     #: counted as the answer streams, over every request the call makes (retries,
     #: fallbacks, continued turns, recoveries); crossing it ends the stream with
     #: ``Error(kind=budget)`` and closes the connection, and a request whose input
-    #: alone would cross it is never sent. None: no cap. See `streamfn.core._spend`.
+    #: alone would cross it is never sent. None: no cap. See `streamfn.core.stages._spend`.
     max_cost: float | None = None
     # caps and timers enforced by the shells
     max_response_bytes: int = 256 << 20

@@ -5,7 +5,7 @@ attempt (`_attempt`) opens the provider call, asks for a connection, sends
 the request and reads the answer through an `Exchange` (a `SocketExchange` for
 ``Options(transport="websocket")``); `FirstOutputGate`
 decides, batch by batch, whether the caller sees the events or the attempt is
-dropped for a retry; a `Meter` (``Options.max_cost``, `streamfn.core._spend`) prices
+dropped for a retry; a `Meter` (``Options.max_cost``, `streamfn.core.stages._spend`) prices
 each request before it is sent and each batch as it arrives, and ends the stream
 with the connection closed once the call's spending cap is crossed. Nothing here reads a clock, the environment or a random
 source: the shell passes its monotonic ``clock``, ``wall_clock``, ``rand``
@@ -26,9 +26,9 @@ from .._events import Error, Event, Start
 from .._messages import Context
 from .._options import Options
 from .._redact import redact_url
-from .._spend import Meter, SpendCap
 from ..catalogue._models import Model
 from ..stages._retry import FirstOutputGate, Retry, RetryPolicy
+from ..stages._spend import Meter, SpendCap
 from ._exchange import Exchange
 from ._proxy_env import proxy_for
 from ._socket_exchange import SocketExchange

@@ -8,7 +8,7 @@ with a fake clock and every decision is a plain function of what happened.
 - **Choice**: the healthy deployment with the fewest requests in flight for its
   weight (``in_flight / weight``); ties go to the fewest requests so far for its
   weight (sequential traffic spreads by weight too), then to the file's order.
-- **Cooldown**: a failure another try may fix (`streamfn.core._try_again.tries_again`:
+- **Cooldown**: a failure another try may fix (`streamfn.core.stages._try_again.tries_again`:
   a 429, a 5xx, an overload, a timeout, a connection failure) rests that
   deployment for the upstream's Retry-After (up to `Cooldown.longest`) or
   `Cooldown.default` seconds. A name with a single deployment never rests: with
@@ -29,7 +29,7 @@ from urllib.parse import urlsplit, urlunsplit
 import msgspec
 
 from .._events import Error, ErrorKind
-from .._try_again import TRY_AGAIN_KINDS, tries_again
+from ..stages._try_again import TRY_AGAIN_KINDS, tries_again
 
 __all__ = ["Cooldown", "Deployment", "DeploymentHealth", "Pool", "labels", "shown_url"]
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 from .._count import estimate_tokens
 from .._events import Usage
 from .._messages import Context
-from .._spend import priced
 from ..catalogue._model_spec import Model, compute_cost
+from ..stages._spend import priced
 
 __all__ = ["most_cost", "prompt_tokens"]
 

@@ -17,7 +17,7 @@ every provider of a chain would leak it to all of them.
 
 `falls_back` is the pure decision; `streamfn.client._fallback.fall_back` is the
 clients' stage that applies it. How fallback composes with the other ways of trying
-again (deployments, retries, recovery) and what each costs: `streamfn.core._try_again`.
+again (deployments, retries, recovery) and what each costs: `streamfn.core.stages._try_again`.
 """
 
 from __future__ import annotations
@@ -29,15 +29,15 @@ from .._call import check_transport
 from .._credentials import MissingCredentials, with_credentials
 from .._events import Error, ErrorKind
 from .._options import Options
-from .._spend import require_prices
-from .._try_again import TRY_AGAIN_KINDS, tries_again
 from ..catalogue._models import Model
+from ._spend import require_prices
+from ._try_again import TRY_AGAIN_KINDS, tries_again
 
 __all__ = ["FallbackModel", "check_chain", "fallback", "falls_back"]
 
 log = logging.getLogger("streamfn")
 
-#: the kinds every layer that tries again before output acts on (`streamfn.core._try_again`)
+#: the kinds every layer that tries again before output acts on (`streamfn.core.stages._try_again`)
 DEFAULT_KINDS: frozenset[ErrorKind] = TRY_AGAIN_KINDS
 
 

@@ -36,7 +36,7 @@ At most ``Options.max_recoveries`` cuts are recovered per stream.
 request's events join it); `streamfn.client._recovery.recovering` is the clients'
 stage around one model's requests, made of `next_request` and `Splice`. Recovery is
 the one way of trying again that acts after output began; the others and the order
-of all of them: `streamfn.core._try_again`.
+of all of them: `streamfn.core.stages._try_again`.
 """
 
 from __future__ import annotations

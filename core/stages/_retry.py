@@ -12,7 +12,7 @@ first SSE event) can still be retried, and once anything else has been let
 through every later failure is handed to the caller as an `Error`.
 
 Where retrying sits among the other ways of trying again (deployments, fallback,
-recovery) and what each costs: `streamfn.core._try_again`.
+recovery) and what each costs: `streamfn.core.stages._try_again`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import msgspec
 from .._classify import retryable_status
 from .._events import Error, Event, Start
 from .._options import Options
-from .._try_again import tries_again
+from ._try_again import tries_again
 
 __all__ = ["FirstOutputGate", "Retry", "RetryPolicy", "retryable_status"]
 

@@ -25,8 +25,8 @@ from streamfn.core import (
     ToolCallDelta,
     Usage,
 )
-from streamfn.core._spend import Meter, SpendCap, dollars, priced
 from streamfn.core.catalogue._models import compute_cost
+from streamfn.core.stages._spend import Meter, SpendCap, dollars, priced
 
 MODEL = Model(
     id="m",

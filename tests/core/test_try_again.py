@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from streamfn.client._pipeline import STAGES
 from streamfn.core._events import Error, ErrorKind
-from streamfn.core._try_again import LAYERS, most_requests, tries_again
 from streamfn.core.catalogue._models import get_model
 from streamfn.core.serve._deployments import Cooldown, Deployment, Pool
 from streamfn.core.stages._fallback import fallback, falls_back
 from streamfn.core.stages._retry import RetryPolicy
+from streamfn.core.stages._try_again import LAYERS, most_requests, tries_again
 
 
 def test_the_client_stages_nest_in_the_layers_order() -> None:

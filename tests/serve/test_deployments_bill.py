@@ -20,9 +20,9 @@ from streamfn.asgi import App, ServerConfig
 from streamfn.asgi._backends import ProviderBackend, ServedModel
 from streamfn.asgi._observe import Flight
 from streamfn.core import Context, Model, Options, UserMessage
-from streamfn.core._try_again import most_requests
 from streamfn.core.catalogue._models import openai_compatible
 from streamfn.core.serve._deployments import Cooldown
+from streamfn.core.stages._try_again import most_requests
 
 # every test here runs on both shells (tests/serve/conftest.py)
 pytestmark = pytest.mark.usefixtures("shell")

@@ -38,12 +38,12 @@ from __future__ import annotations
 
 from typing import Final
 
-from ._count import CHARS_PER_TOKEN, estimate_tokens, text_tokens
-from ._errors import UsageError
-from ._events import Done, Error, Event, TextDelta, ThinkingDelta, ToolCallDelta, Usage
-from ._messages import Context
-from ._options import Options
-from .catalogue._model_spec import Model, compute_cost, rates_for
+from .._count import CHARS_PER_TOKEN, estimate_tokens, text_tokens
+from .._errors import UsageError
+from .._events import Done, Error, Event, TextDelta, ThinkingDelta, ToolCallDelta, Usage
+from .._messages import Context
+from .._options import Options
+from ..catalogue._model_spec import Model, compute_cost, rates_for
 
 __all__ = ["Meter", "SpendCap", "priced", "require_prices"]
 

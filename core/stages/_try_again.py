@@ -49,7 +49,7 @@ from __future__ import annotations
 
 from typing import Final, NamedTuple
 
-from ._events import Error, ErrorKind
+from .._events import Error, ErrorKind
 
 __all__ = ["LAYERS", "TRY_AGAIN_KINDS", "Layer", "most_requests", "tries_again"]
 
