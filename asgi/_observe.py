@@ -30,6 +30,7 @@ from streamfn.core._events import (
     Usage,
 )
 from streamfn.core._model_spec import Model
+from streamfn.core._spend import billable
 
 __all__ = ["Flight", "Flights", "Observer", "calling_as", "current_flight"]
 
@@ -92,10 +93,20 @@ class Flight:
             self.first_output = now
         if isinstance(last, Done):
             self.usage, self.cost, self.outcome = last.usage, last.cost, "ok"
+            self._keep_billable()
         elif isinstance(last, Error):
             self.usage = last.usage or self.usage
+            self._keep_billable()
             self.error = last.message
             self.outcome = "cut" if self.output_began else f"error:{last.kind or 'unknown'}"
+
+    def _keep_billable(self) -> None:
+        """The upstream's report within bounds (`billable`); a cost priced from one that
+        was not is dropped (the usage record prices the bounded counts afresh)."""
+        if self.usage is not None:
+            fit = billable(self.usage)
+            if fit is not self.usage:
+                self.usage, self.cost = fit, None
 
     def close(self, now: float, outcome: str | None = None) -> None:
         """The request ended at ``now``; ``outcome`` when the App knows better (a
