@@ -34,6 +34,7 @@ from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any, ClassVar
 
 from streamfn.core._events import Done, Error, Event, Start
+from streamfn.core.serve._client_keys import reservation_outlived
 from streamfn.core.serve._guard import cors_headers, header, preflight_headers
 from streamfn.core.serve._inbound import ClientRequest
 from streamfn.core.serve._log_text import loggable
@@ -428,6 +429,10 @@ class App:
                     async for batch in batches:
                         if not batch:  # a backend's empty read: nothing to hand on
                             continue
+                        if flight is not None and flight.outlived(time.time()):
+                            assert self.keys is not None  # only client keys' budgets expire
+                            await fail(reservation_outlived(self.keys.store.lease_ttl))
+                            break  # the upstream call closed with the stream
                         # only a batch's first event can be a Start, only its last an Error
                         started = note_start(batch[0]) or started  # for the answer's headers
                         last = batch[-1]

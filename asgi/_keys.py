@@ -42,7 +42,7 @@ from ._usage_recorder import UsageRecorder
 if TYPE_CHECKING:
     from ._app import App
 
-__all__ = ["KEY_CACHE_SECONDS", "ClientKeys", "allowed_models"]
+__all__ = ["KEY_CACHE_SECONDS", "LEASE_SHARE", "ClientKeys", "allowed_models"]
 
 log = logging.getLogger("streamfn")
 
@@ -50,6 +50,9 @@ log = logging.getLogger("streamfn")
 KEY_CACHE_SECONDS: Final = 1.0
 #: keys remembered at once (past it the memory starts again)
 _KEY_CACHE_SIZE: Final = 4096
+#: the share of the store's ``lease_ttl`` a stream under a reservation may run: it is
+#: cut before its reservation leaves the budget (and its record has time to settle)
+LEASE_SHARE: Final = 0.9
 #: the routes that need no client key (the operator's take the admin key, never one)
 _OPEN: Final = (Route.PREFLIGHT, Route.HEALTH, Route.ADMIN)
 
@@ -155,6 +158,7 @@ class ClientKeys:
         flight.lease = verdict.lease
         if verdict.cap is None:
             return request
+        flight.lease_until = now + self.store.lease_ttl * LEASE_SHARE
         # the stream ends with a budget error, its upstream call closed, past the cap
         options = msgspec.structs.replace(request.options, max_cost=verdict.cap)
         return msgspec.structs.replace(request, options=options)

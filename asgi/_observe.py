@@ -72,6 +72,9 @@ class Flight:
     error: str | None = field(default=None, repr=False)  # the client-facing message
     #: with client keys: the store's reservation for this request, settled when it ends
     lease: str | None = None
+    #: Unix seconds by which a stream under that reservation must end (the store lets
+    #: an unsettled reservation go after its ``lease_ttl``); None: no budget holds it
+    lease_until: float | None = None
     #: the model whose prices bill it (None: no prices known), and its input, estimated
     billed_by: Model | None = field(default=None, repr=False)
     prompt_estimate: int = 0
@@ -99,6 +102,10 @@ class Flight:
             self._keep_billable()
             self.error = last.message
             self.outcome = "cut" if self.output_began else f"error:{last.kind or 'unknown'}"
+
+    def outlived(self, now: float) -> bool:
+        """Whether the request has run past its reservation's time (``now``: Unix seconds)."""
+        return self.lease_until is not None and now >= self.lease_until
 
     def _keep_billable(self) -> None:
         """The upstream's report within bounds (`billable`); a cost priced from one that

@@ -345,6 +345,37 @@ def test_a_stream_that_crosses_its_budget_ends_with_an_error_and_its_upstream_ca
         _ask(client, "long")  # the budget is spent now: refused before any request
 
 
+def test_a_stream_ends_before_its_reservation_leaves_the_budget(
+    gateway: Gateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store lets a reservation nobody settled go after its ``lease_ttl`` (its
+    worker died): a stream still running then would spend outside the budget while
+    a second request is admitted against the money it holds. So the stream is cut
+    first. Here a reservation of 50 ms: its cap ($0.133, the model's 64 output tokens)
+    would cut the answer at its 64th delta, which the fake sends no sooner than 128 ms
+    in (`PACE` apart), so the reservation's time runs out first, whatever the load."""
+    monkeypatch.setattr(gateway.store, "lease_ttl", 0.05)
+    key, secret = gateway.key(budget=100.0)
+    seen: list[str] = []
+    with gateway.openai(secret) as client, pytest.raises(openai.APIError) as cut:
+        for chunk in client.chat.completions.create(
+            model="long",
+            messages=USER,
+            stream=True,
+        ):
+            seen += [chunk.choices[0].delta.content or ""] if chunk.choices else []
+    assert str(cut.value).startswith("cut: this answer ran for as long as its reservation")
+    assert len(seen) < LONG
+    deadline = time.monotonic() + 10  # a hang guard: the fake notices at its next send
+    while gateway.long not in gateway.upstream.paced and time.monotonic() < deadline:
+        time.sleep(0.005)
+    sent, left = gateway.upstream.paced.pop(gateway.long)
+    assert left and sent < LONG
+    wait_until(lambda: len(gateway.records(key)) == 1, 10)
+    [record] = gateway.records(key)
+    assert record.outcome in ("cut", "error:budget")  # settled: the reservation let go
+
+
 def test_a_name_with_deployments_is_budgeted_at_its_dearest_and_recorded_per_deployment(
     gateway: Gateway,
 ) -> None:
