@@ -10,8 +10,10 @@ never a request let through unchecked.
 
 A key found is remembered for at most `KEY_CACHE_SECONDS` (by a hash of its
 secret, never the secret): a revoked or rotated key is refused within that time
-by every worker, and admission itself reads the key afresh. Token counts need a
-usable key allowed the model, and neither count as a request nor spend budget.
+by every worker, and admission itself reads the key afresh. A token count is
+admitted like any request (it may ask the upstream's counting endpoint, on the
+operator's account): it counts against the key's requests per minute and needs a
+budget not spent, but reserves and spends nothing.
 """
 
 from __future__ import annotations
@@ -113,7 +115,7 @@ class ClientKeys:
                 self._known.clear()
             self._known[digest] = (now, found)
             key = found
-        refused = _unusable(key, None, time.time())
+        refused = _unusable(key, time.time())
         if refused is not None:
             raise client_refusal(refused.status, refused.reason, None)
         return key
@@ -133,30 +135,27 @@ class ClientKeys:
         flight.billed_by = model if model is not None and priced(model) else None
         flight.prompt_estimate = prompt = prompt_tokens(model, request.context)
         now = time.time()
-        verdict: Admitted | Refused | None
-        if kind is Route.COUNT:  # costs nothing: the key and the model only
-            verdict = _unusable(key, request.model, now)
-        else:
-            if self.recorder.behind:
-                flight.outcome = "refused:the usage store is behind"
-                raise HTTPError(
-                    503, "overloaded", "the gateway's usage store is behind; retry shortly", 1
-                )
-            estimate = most_cost(model, prompt, request.options.max_tokens)
-            try:
-                verdict = await self.app.runtime.to_thread(
-                    _admit, self.store, key, request.model, now, estimate
-                )
-            except Exception as exc:
-                flight.outcome = "error:store"
-                raise _store_down("admit a request", exc) from None
+        if self.recorder.behind:
+            flight.outcome = "refused:the usage store is behind"
+            raise HTTPError(
+                503, "overloaded", "the gateway's usage store is behind; retry shortly", 1
+            )
+        # a count reserves nothing but is a request against the key's rpm: it may ask
+        # the upstream's counting endpoint, on the operator's account, and takes a slot
+        counting = kind is Route.COUNT
+        estimate = 0.0 if counting else most_cost(model, prompt, request.options.max_tokens)
+        try:
+            verdict = await self.app.runtime.to_thread(
+                _admit, self.store, key, request.model, now, estimate
+            )
+        except Exception as exc:
+            flight.outcome = "error:store"
+            raise _store_down("admit a request", exc) from None
         if isinstance(verdict, Refused):
             flight.outcome = f"refused:{verdict.reason}"
             raise client_refusal(verdict.status, verdict.reason, verdict.retry_after)
-        if verdict is None:
-            return request
         flight.lease = verdict.lease
-        if verdict.cap is None:
+        if verdict.cap is None or counting:
             return request
         flight.lease_until = now + self.store.lease_ttl * LEASE_SHARE
         # the stream ends with a budget error, its upstream call closed, past the cap
@@ -182,11 +181,9 @@ def _admit(
     return store.admit(key, model, now=now, estimate=estimate)
 
 
-def _unusable(key: ClientKey, model: str | None, now: float) -> Refused | None:
-    """Why ``key`` may not be used now (for ``model``, when given), or None: the store's
-    own decision with the key's limits and budget left out (nothing is spent)."""
-    free = msgspec.structs.replace(
-        key, budget=None, rpm=None, tpm=None, models=key.models if model is not None else ()
-    )
-    verdict = decide(free, model or "", Window(), now=now, estimate=None, lease="")
+def _unusable(key: ClientKey, now: float) -> Refused | None:
+    """Why ``key`` may not be used now (revoked, expired), or None: the store's own
+    decision with the key's models, limits and budget left out (nothing is asked yet)."""
+    free = msgspec.structs.replace(key, budget=None, rpm=None, tpm=None, models=())
+    verdict = decide(free, "", Window(), now=now, estimate=None, lease="")
     return verdict if isinstance(verdict, Refused) else None

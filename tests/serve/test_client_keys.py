@@ -210,20 +210,26 @@ def _post(url: str, path: str, secret: str, body: dict[str, object]) -> tuple[in
     return status, data
 
 
-def test_token_counts_need_a_usable_key_and_spend_nothing(gateway: Gateway) -> None:
-    key, secret = gateway.key(rpm=1, budget=1.0, models=["priced"])
+def test_token_counts_need_a_usable_key_count_against_rpm_and_spend_nothing(
+    gateway: Gateway,
+) -> None:
+    """A count may ask the upstream's counting endpoint (on the operator's account,
+    in one of the server's slots): a key's requests per minute hold it too."""
+    key, secret = gateway.key(rpm=2, budget=1.0, models=["priced"])
     body = {"model": "priced", "messages": USER}
-    for _ in range(3):  # counts are no requests against rpm, nor spend
-        status, _ = _post(gateway.server.url, "/v1/messages/count_tokens", secret, body)
-        assert status == 200
     status, _ = _post(gateway.server.url, "/v1/messages/count_tokens", "sfn-nobody", body)
     assert status == 401
     other = {"model": "unpriced", "messages": USER}
     status, _ = _post(gateway.server.url, "/v1/messages/count_tokens", secret, other)
     assert status == 403
+    for _ in range(2):
+        status, _ = _post(gateway.server.url, "/v1/messages/count_tokens", secret, body)
+        assert status == 200
+    status, _ = _post(gateway.server.url, "/v1/messages/count_tokens", secret, body)
+    assert status == 429  # unlimited counts: unlimited upstream calls on one key
+    with gateway.openai(secret) as client, pytest.raises(openai.RateLimitError):
+        _ask(client)  # the minute's two requests were the counts
     assert gateway.store.spent(key.id, now=time.time()) == 0.0
-    with gateway.openai(secret) as client:
-        assert _ask(client)  # the one request a minute is still there
 
 
 def test_the_model_list_shows_a_key_its_own_models(gateway: Gateway) -> None:
