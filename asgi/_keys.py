@@ -158,6 +158,7 @@ class ClientKeys:
         if verdict.cap is None or counting:
             return request
         flight.lease_until = now + self.store.lease_ttl * LEASE_SHARE
+        flight.reserved = verdict.cap
         # the stream ends with a budget error, its upstream call closed, past the cap
         options = msgspec.structs.replace(request.options, max_cost=verdict.cap)
         return msgspec.structs.replace(request, options=options)

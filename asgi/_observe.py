@@ -75,6 +75,8 @@ class Flight:
     #: Unix seconds by which a stream under that reservation must end (the store lets
     #: an unsettled reservation go after its ``lease_ttl``); None: no budget holds it
     lease_until: float | None = None
+    #: US dollars that reservation holds (the stream's cap), None without a budget
+    reserved: float | None = None
     #: the model whose prices bill it (None: no prices known), and its input, estimated
     billed_by: Model | None = field(default=None, repr=False)
     prompt_estimate: int = 0

@@ -8,9 +8,11 @@ record, so the request's spend would go unrecorded. Each is taken within bounds.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from streamfn.asgi._observe import Flight
@@ -83,3 +85,23 @@ def test_a_negative_report_gives_max_cost_nothing_back(usage: Usage) -> None:
         [TextDelta(index=0, delta="abcd"), Done(usage=usage)]
     )
     assert cap.spent >= 0
+
+
+@pytest.mark.parametrize("outcome", ["disconnected", "cut"])
+def test_a_reasoning_answer_ended_unreported_is_charged_its_reservation(outcome: str) -> None:
+    """A reasoning model bills the tokens it thought before its first visible word;
+    a client that ends the stream there (or a cap that cuts it) leaves no usage report,
+    and the streamed text counts none of them: the record holds the reservation."""
+    thinker = msgspec.structs.replace(MODEL, reasoning=True)
+    flight = Flight(
+        id="req_1", route="/v1/chat/completions", model="priced", stream=True,
+        arrived=time.time(), started=0.0, key_id="key_1", billed_by=thinker,
+        lease="l1", reserved=0.25, prompt_estimate=5,
+    )  # fmt: skip
+    flight.note([Start(), TextDelta(index=0, delta="The")], 0.5)
+    flight.close(1.0, outcome)
+    record = usage_record(flight)
+    assert record.outcome == outcome and record.cost == 0.25
+    plain = dataclasses.replace(flight, billed_by=MODEL)  # its text is its output
+    estimated = compute_cost(MODEL, Usage(input=5, output=1)).total
+    assert usage_record(plain).cost == pytest.approx(estimated)
