@@ -56,11 +56,13 @@ def _used(flight: Flight) -> Usage | None:
 
 
 def _unseen_reasoning(flight: Flight, model: Model) -> bool:
-    """Whether ``flight`` ended with no usage report from a model that may have reasoned
+    """Whether ``flight`` ended with no usage report after its upstream took it (its
+    `Start`, which comes with the upstream's status), on a model that may have reasoned
     unseen: the streamed text then says nothing of the reasoning tokens billed before
     it (a client could end every stream at its first word and pay for none), so it
     is charged its reservation, the most it could cost."""
-    return model.reasoning and flight.outcome in ("disconnected", "cut")
+    answered = flight.provider is not None
+    return model.reasoning and answered and flight.outcome in ("disconnected", "cut")
 
 
 def usage_record(flight: Flight) -> UsageRecord:
