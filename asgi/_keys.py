@@ -10,7 +10,9 @@ never a request let through unchecked.
 
 A key found is remembered for at most `KEY_CACHE_SECONDS` (by a hash of its
 secret, never the secret): a revoked or rotated key is refused within that time
-by every worker, and admission itself reads the key afresh. A token count is
+by every worker, and admission itself reads the key afresh. A secret no key has
+is remembered as long (a client retrying a stale key asks the store once a
+second), and text not shaped like a secret is refused without asking at all. A token count is
 admitted like any request (it may ask the upstream's counting endpoint, on the
 operator's account): it counts against the key's requests per minute and needs a
 budget not spent, but reserves and spends nothing.
@@ -35,7 +37,7 @@ from streamfn.core.serve._served import Route
 from streamfn.core.serve._status import HTTPError
 from streamfn.ledger import Admitted, ClientKey, Refused, Store
 from streamfn.ledger._admission import Window, decide
-from streamfn.ledger._secrets import hash_secret
+from streamfn.ledger._secrets import hash_secret, well_formed
 
 from ._contract import Backend
 from ._observe import Flight, Observer
@@ -79,8 +81,9 @@ class ClientKeys:
         self.app = app
         self.store = store
         self.recorder = UsageRecorder(store)
-        #: hash of a secret -> (when it was looked up, on the runtime's clock; its key)
-        self._known: dict[bytes, tuple[float, ClientKey]] = {}
+        #: hash of a secret -> (when it was looked up, on the runtime's clock; its key,
+        #: None: no key has it)
+        self._known: dict[bytes, tuple[float, ClientKey | None]] = {}
 
     @property
     def observers(self) -> Iterable[Observer]:
@@ -94,27 +97,26 @@ class ClientKeys:
         if chosen in _OPEN:
             return None
         secret = presented_key(headers)
-        if not secret:
+        if not secret or not well_formed(secret):
             raise unknown_client_key()
         runtime = self.app.runtime
         now = runtime.clock()
         digest = hashlib.sha256(secret).digest()
         known = self._known.get(digest)
         if known is not None and now - known[0] < KEY_CACHE_SECONDS:
-            key = known[1]
+            found = known[1]
         else:
             given = secret.decode("latin-1")
             try:
                 found = await runtime.to_thread(self.store.key_for_secret, given)
             except Exception as exc:
                 raise _store_down("look a key up", exc, given) from None
-            if found is None:
-                self._known.pop(digest, None)
-                raise unknown_client_key()
             if len(self._known) >= _KEY_CACHE_SIZE:
                 self._known.clear()
             self._known[digest] = (now, found)
-            key = found
+        if found is None:
+            raise unknown_client_key()
+        key = found
         refused = _unusable(key, time.time())
         if refused is not None:
             raise client_refusal(refused.status, refused.reason, None)

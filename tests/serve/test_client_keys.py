@@ -232,6 +232,31 @@ def test_token_counts_need_a_usable_key_count_against_rpm_and_spend_nothing(
     assert gateway.store.spent(key.id, now=time.time()) == 0.0
 
 
+def test_a_flood_of_keys_nobody_has_costs_the_store_little(
+    gateway: Gateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each lookup takes a thread and a query: text not shaped like a secret (a
+    provider's key sent by mistake) asks the store nothing, and a stale secret
+    retried (a rotated key in a script's loop) asks it once a second."""
+    asked: list[str] = []
+    find = gateway.store.key_for_secret
+    monkeypatch.setattr(
+        gateway.store, "key_for_secret", lambda secret: asked.append(secret) or find(secret)
+    )
+    body = {"model": "priced", "messages": USER}
+    stale = "sfn-" + secrets.token_urlsafe(32)
+    for secret in ("sk-proj-" + "x" * 40, "sfn-" + "x" * 42 + "!", "sfn-short"):
+        for _ in range(3):
+            assert _post(gateway.server.url, "/v1/chat/completions", secret, body)[0] == 401
+    assert asked == []
+    for _ in range(10):
+        assert _post(gateway.server.url, "/v1/chat/completions", stale, body)[0] == 401
+    assert 1 <= len(asked) < 10  # once a second: ten requests take far less than nine
+    _, secret = gateway.key()
+    with gateway.openai(secret) as client:
+        assert _ask(client)  # a real key is found as before
+
+
 def test_the_model_list_shows_a_key_its_own_models(gateway: Gateway) -> None:
     _, secret = gateway.key(models=["unpriced"])
     with gateway.openai(secret) as client:
