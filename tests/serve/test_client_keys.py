@@ -343,6 +343,24 @@ def test_no_key_in_any_log_record_or_answer(
             assert leaked[4:20].encode() not in text  # nor a piece of it
 
 
+def _cut_long(
+    gateway: Gateway, secret: str, **extra: Any
+) -> tuple[list[str], openai.APIError, tuple[int, bool]]:
+    """The long answer streamed on ``secret`` until the gateway cuts it: the text seen,
+    the client's error, and what the fake sent (its events, whether the gateway hung up)."""
+    gateway.upstream.paced.pop(gateway.long, None)
+    seen: list[str] = []
+    with gateway.openai(secret) as client, pytest.raises(openai.APIError) as cut:
+        for chunk in client.chat.completions.create(
+            model="long", messages=USER, stream=True, **extra
+        ):
+            seen += [chunk.choices[0].delta.content or ""] if chunk.choices else []
+    deadline = time.monotonic() + 10  # a hang guard: the fake notices at its next send
+    while gateway.long not in gateway.upstream.paced and time.monotonic() < deadline:
+        time.sleep(0.005)
+    return seen, cut.value, gateway.upstream.paced[gateway.long]
+
+
 def test_a_stream_that_crosses_its_budget_ends_with_an_error_and_its_upstream_cancelled(
     gateway: Gateway,
 ) -> None:
@@ -351,22 +369,10 @@ def test_a_stream_that_crosses_its_budget_ends_with_an_error_and_its_upstream_ca
     few milliseconds, finds the connection closed long before its 2000 are out."""
     key, secret = gateway.key(budget=1.0)
     gateway.spend(key, 1.0 - 0.015)
-    seen: list[str] = []
-    with gateway.openai(secret) as client, pytest.raises(openai.APIError) as cut:
-        for chunk in client.chat.completions.create(
-            model="long",
-            messages=USER,
-            stream=True,
-            max_tokens=32,  # type: ignore[arg-type]
-        ):
-            seen += [chunk.choices[0].delta.content or ""] if chunk.choices else []
+    seen, cut, (sent, left) = _cut_long(gateway, secret, max_tokens=32)
     assert "".join(seen) == "abcd" * 6
-    assert str(cut.value).startswith("cut: this answer reached what this server lets")
-    assert "max_cost" not in str(cut.value)  # the server's cap, not the client's option
-    deadline = time.monotonic() + 10  # a hang guard: the fake notices at its next send
-    while gateway.long not in gateway.upstream.paced and time.monotonic() < deadline:
-        time.sleep(0.005)
-    sent, left = gateway.upstream.paced[gateway.long]
+    assert str(cut).startswith("cut: this answer reached what this server lets")
+    assert "max_cost" not in str(cut)  # the server's cap, not the client's option
     assert left and sent < LONG
     wait_until(lambda: len(gateway.records(key)) == 2, 10)
     [record] = [r for r in gateway.records(key) if r.model == "long"]
@@ -387,20 +393,9 @@ def test_a_stream_ends_before_its_reservation_leaves_the_budget(
     in (`PACE` apart), so the reservation's time runs out first, whatever the load."""
     monkeypatch.setattr(gateway.store, "lease_ttl", 0.05)
     key, secret = gateway.key(budget=100.0)
-    seen: list[str] = []
-    with gateway.openai(secret) as client, pytest.raises(openai.APIError) as cut:
-        for chunk in client.chat.completions.create(
-            model="long",
-            messages=USER,
-            stream=True,
-        ):
-            seen += [chunk.choices[0].delta.content or ""] if chunk.choices else []
-    assert str(cut.value).startswith("cut: this answer ran for as long as its reservation")
+    seen, cut, (sent, left) = _cut_long(gateway, secret)
+    assert str(cut).startswith("cut: this answer ran for as long as its reservation")
     assert len(seen) < LONG
-    deadline = time.monotonic() + 10  # a hang guard: the fake notices at its next send
-    while gateway.long not in gateway.upstream.paced and time.monotonic() < deadline:
-        time.sleep(0.005)
-    sent, left = gateway.upstream.paced.pop(gateway.long)
     assert left and sent < LONG
     wait_until(lambda: len(gateway.records(key)) == 1, 10)
     [record] = gateway.records(key)
