@@ -72,7 +72,7 @@ from ._failures import backend_failure
 from ._health import send_health
 from ._intake import body_chunks, receive_body
 from ._keys import ClientKeys, allowed_models
-from ._messages import Receive, Send, send_json, start_sse, watch_disconnect
+from ._messages import Receive, Send, send_json, serve_lifespan, start_sse, watch_disconnect
 from ._metrics import send_metrics
 from ._observe import Flight, Flights, Observer, current_flight
 from ._resolve import Resolver, check_input_urls, system_resolver
@@ -192,7 +192,7 @@ class App:
     # -- ASGI entry -------------------------------------------------------------
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            await self._lifespan(receive, send)
+            await serve_lifespan(receive, send, self.shutdown)
             return
         if scope["type"] == "websocket":  # its handshake answer names a request id too
             await serve_socket(self, scope, receive, answer_headers(send, [], self.stamps))
@@ -249,16 +249,6 @@ class App:
         ``key`` with client keys (None: the operator's own, from an admin route)."""
         run = functools.partial(self._run, receive, send, served)
         await self._admitted(served, self._body(receive), run, key)
-
-    async def _lifespan(self, receive: Receive, send: Send) -> None:
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await self.shutdown()
-                await send({"type": "lifespan.shutdown.complete"})
-                return
 
     # -- shutdown ---------------------------------------------------------------------
     def begin_shutdown(self) -> None:
