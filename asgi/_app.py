@@ -35,6 +35,7 @@ from typing import Any, ClassVar
 
 from streamfn.core import Done, Error, Event, Start
 from streamfn.core.serve import HTTPError, parse_request
+from streamfn.core.serve._client_keys import reservation_outlived
 from streamfn.core.serve._guard import cors_headers, header, preflight_headers
 from streamfn.core.serve._inbound import ClientRequest
 from streamfn.core.serve._log_text import loggable
@@ -70,7 +71,7 @@ from ._failures import backend_failure
 from ._health import send_health
 from ._intake import body_chunks, receive_body
 from ._keys import ClientKeys, allowed_models
-from ._messages import Receive, Send, send_json, start_sse, watch_disconnect
+from ._messages import Receive, Send, send_json, serve_lifespan, start_sse, watch_disconnect
 from ._metrics import send_metrics
 from ._observe import Flight, Flights, Observer, current_flight
 from ._resolve import Resolver, check_input_urls, system_resolver
@@ -190,7 +191,7 @@ class App:
     # -- ASGI entry -------------------------------------------------------------
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            await self._lifespan(receive, send)
+            await serve_lifespan(receive, send, self.shutdown)
             return
         if scope["type"] == "websocket":  # its handshake answer names a request id too
             await serve_socket(self, scope, receive, answer_headers(send, [], self.stamps))
@@ -247,16 +248,6 @@ class App:
         ``key`` with client keys (None: the operator's own, from an admin route)."""
         run = functools.partial(self._run, receive, send, served)
         await self._admitted(served, self._body(receive), run, key)
-
-    async def _lifespan(self, receive: Receive, send: Send) -> None:
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await self.shutdown()
-                await send({"type": "lifespan.shutdown.complete"})
-                return
 
     # -- shutdown ---------------------------------------------------------------------
     def begin_shutdown(self) -> None:
@@ -427,6 +418,10 @@ class App:
                     async for batch in batches:
                         if not batch:  # a backend's empty read: nothing to hand on
                             continue
+                        if flight is not None and flight.outlived(time.time()):
+                            assert self.keys is not None  # only client keys' budgets expire
+                            await fail(reservation_outlived(self.keys.store.lease_ttl))
+                            break  # the upstream call closed with the stream
                         # only a batch's first event can be a Start, only its last an Error
                         started = note_start(batch[0]) or started  # for the answer's headers
                         last = batch[-1]

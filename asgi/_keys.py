@@ -10,8 +10,12 @@ never a request let through unchecked.
 
 A key found is remembered for at most `KEY_CACHE_SECONDS` (by a hash of its
 secret, never the secret): a revoked or rotated key is refused within that time
-by every worker, and admission itself reads the key afresh. Token counts need a
-usable key allowed the model, and neither count as a request nor spend budget.
+by every worker, and admission itself reads the key afresh. A secret no key has
+is remembered as long (a client retrying a stale key asks the store once a
+second), and text not shaped like a secret is refused without asking at all. A token count is
+admitted like any request (it may ask the upstream's counting endpoint, on the
+operator's account): it counts against the key's requests per minute and needs a
+budget not spent, but reserves and spends nothing.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from streamfn.core.serve._served import Route
 from streamfn.core.stages._spend import priced
 from streamfn.ledger import Admitted, ClientKey, Refused, Store
 from streamfn.ledger._admission import Window, decide
-from streamfn.ledger._secrets import hash_secret
+from streamfn.ledger._secrets import hash_secret, well_formed
 
 from ._contract import Backend
 from ._observe import Flight, Observer
@@ -42,7 +46,7 @@ from ._usage_recorder import UsageRecorder
 if TYPE_CHECKING:
     from ._app import App
 
-__all__ = ["KEY_CACHE_SECONDS", "ClientKeys", "allowed_models"]
+__all__ = ["KEY_CACHE_SECONDS", "LEASE_SHARE", "ClientKeys", "allowed_models"]
 
 log = logging.getLogger("streamfn")
 
@@ -50,6 +54,9 @@ log = logging.getLogger("streamfn")
 KEY_CACHE_SECONDS: Final = 1.0
 #: keys remembered at once (past it the memory starts again)
 _KEY_CACHE_SIZE: Final = 4096
+#: the share of the store's ``lease_ttl`` a stream under a reservation may run: it is
+#: cut before its reservation leaves the budget (and its record has time to settle)
+LEASE_SHARE: Final = 0.9
 #: the routes that need no client key (the operator's take the admin key, never one)
 _OPEN: Final = (Route.PREFLIGHT, Route.HEALTH, Route.ADMIN)
 
@@ -74,8 +81,9 @@ class ClientKeys:
         self.app = app
         self.store = store
         self.recorder = UsageRecorder(store)
-        #: hash of a secret -> (when it was looked up, on the runtime's clock; its key)
-        self._known: dict[bytes, tuple[float, ClientKey]] = {}
+        #: hash of a secret -> (when it was looked up, on the runtime's clock; its key,
+        #: None: no key has it)
+        self._known: dict[bytes, tuple[float, ClientKey | None]] = {}
 
     @property
     def observers(self) -> Iterable[Observer]:
@@ -89,28 +97,27 @@ class ClientKeys:
         if chosen in _OPEN:
             return None
         secret = presented_key(headers)
-        if not secret:
+        if not secret or not well_formed(secret):
             raise unknown_client_key()
         runtime = self.app.runtime
         now = runtime.clock()
         digest = hashlib.sha256(secret).digest()
         known = self._known.get(digest)
         if known is not None and now - known[0] < KEY_CACHE_SECONDS:
-            key = known[1]
+            found = known[1]
         else:
             given = secret.decode("latin-1")
             try:
                 found = await runtime.to_thread(self.store.key_for_secret, given)
             except Exception as exc:
                 raise _store_down("look a key up", exc, given) from None
-            if found is None:
-                self._known.pop(digest, None)
-                raise unknown_client_key()
             if len(self._known) >= _KEY_CACHE_SIZE:
                 self._known.clear()
             self._known[digest] = (now, found)
-            key = found
-        refused = _unusable(key, None, time.time())
+        if found is None:
+            raise unknown_client_key()
+        key = found
+        refused = _unusable(key, time.time())
         if refused is not None:
             raise client_refusal(refused.status, refused.reason, None)
         return key
@@ -130,31 +137,30 @@ class ClientKeys:
         flight.billed_by = model if model is not None and priced(model) else None
         flight.prompt_estimate = prompt = prompt_tokens(model, request.context)
         now = time.time()
-        verdict: Admitted | Refused | None
-        if kind is Route.COUNT:  # costs nothing: the key and the model only
-            verdict = _unusable(key, request.model, now)
-        else:
-            if self.recorder.behind:
-                flight.outcome = "refused:the usage store is behind"
-                raise HTTPError(
-                    503, "overloaded", "the gateway's usage store is behind; retry shortly", 1
-                )
-            estimate = most_cost(model, prompt, request.options.max_tokens)
-            try:
-                verdict = await self.app.runtime.to_thread(
-                    _admit, self.store, key, request.model, now, estimate
-                )
-            except Exception as exc:
-                flight.outcome = "error:store"
-                raise _store_down("admit a request", exc) from None
+        if self.recorder.behind:
+            flight.outcome = "refused:the usage store is behind"
+            raise HTTPError(
+                503, "overloaded", "the gateway's usage store is behind; retry shortly", 1
+            )
+        # a count reserves nothing but is a request against the key's rpm: it may ask
+        # the upstream's counting endpoint, on the operator's account, and takes a slot
+        counting = kind is Route.COUNT
+        estimate = 0.0 if counting else most_cost(model, prompt, request.options.max_tokens)
+        try:
+            verdict = await self.app.runtime.to_thread(
+                _admit, self.store, key, request.model, now, estimate
+            )
+        except Exception as exc:
+            flight.outcome = "error:store"
+            raise _store_down("admit a request", exc) from None
         if isinstance(verdict, Refused):
             flight.outcome = f"refused:{verdict.reason}"
             raise client_refusal(verdict.status, verdict.reason, verdict.retry_after)
-        if verdict is None:
-            return request
         flight.lease = verdict.lease
-        if verdict.cap is None:
+        if verdict.cap is None or counting:
             return request
+        flight.lease_until = now + self.store.lease_ttl * LEASE_SHARE
+        flight.reserved = verdict.cap
         # the stream ends with a budget error, its upstream call closed, past the cap
         options = msgspec.structs.replace(request.options, max_cost=verdict.cap)
         return msgspec.structs.replace(request, options=options)
@@ -178,11 +184,9 @@ def _admit(
     return store.admit(key, model, now=now, estimate=estimate)
 
 
-def _unusable(key: ClientKey, model: str | None, now: float) -> Refused | None:
-    """Why ``key`` may not be used now (for ``model``, when given), or None: the store's
-    own decision with the key's limits and budget left out (nothing is spent)."""
-    free = msgspec.structs.replace(
-        key, budget=None, rpm=None, tpm=None, models=key.models if model is not None else ()
-    )
-    verdict = decide(free, model or "", Window(), now=now, estimate=None, lease="")
+def _unusable(key: ClientKey, now: float) -> Refused | None:
+    """Why ``key`` may not be used now (revoked, expired), or None: the store's own
+    decision with the key's models, limits and budget left out (nothing is asked yet)."""
+    free = msgspec.structs.replace(key, budget=None, rpm=None, tpm=None, models=())
+    verdict = decide(free, "", Window(), now=now, estimate=None, lease="")
     return verdict if isinstance(verdict, Refused) else None

@@ -17,6 +17,7 @@ __all__ = [
     "Send",
     "adding_headers",
     "send_json",
+    "serve_lifespan",
     "start_sse",
     "watch_disconnect",
 ]
@@ -26,6 +27,20 @@ log = logging.getLogger("streamfn")
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
+
+
+async def serve_lifespan(
+    receive: Receive, send: Send, shutdown: Callable[[], Awaitable[None]]
+) -> None:
+    """The ASGI lifespan protocol: started at once, ``shutdown`` awaited at its end."""
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await shutdown()
+            await send({"type": "lifespan.shutdown.complete"})
+            return
 
 
 async def start_sse(send: Send, extra: list[tuple[bytes, bytes]] | None = None) -> None:

@@ -30,6 +30,7 @@ from streamfn.core import (
     ToolCallDelta,
     Usage,
 )
+from streamfn.core.stages._spend import billable
 
 __all__ = ["Flight", "Flights", "Observer", "calling_as", "current_flight"]
 
@@ -71,6 +72,11 @@ class Flight:
     error: str | None = field(default=None, repr=False)  # the client-facing message
     #: with client keys: the store's reservation for this request, settled when it ends
     lease: str | None = None
+    #: Unix seconds by which a stream under that reservation must end (the store lets
+    #: an unsettled reservation go after its ``lease_ttl``); None: no budget holds it
+    lease_until: float | None = None
+    #: US dollars that reservation holds (the stream's cap), None without a budget
+    reserved: float | None = None
     #: the model whose prices bill it (None: no prices known), and its input, estimated
     billed_by: Model | None = field(default=None, repr=False)
     prompt_estimate: int = 0
@@ -92,10 +98,24 @@ class Flight:
             self.first_output = now
         if isinstance(last, Done):
             self.usage, self.cost, self.outcome = last.usage, last.cost, "ok"
+            self._keep_billable()
         elif isinstance(last, Error):
             self.usage = last.usage or self.usage
+            self._keep_billable()
             self.error = last.message
             self.outcome = "cut" if self.output_began else f"error:{last.kind or 'unknown'}"
+
+    def outlived(self, now: float) -> bool:
+        """Whether the request has run past its reservation's time (``now``: Unix seconds)."""
+        return self.lease_until is not None and now >= self.lease_until
+
+    def _keep_billable(self) -> None:
+        """The upstream's report within bounds (`billable`); a cost priced from one that
+        was not is dropped (the usage record prices the bounded counts afresh)."""
+        if self.usage is not None:
+            fit = billable(self.usage)
+            if fit is not self.usage:
+                self.usage, self.cost = fit, None
 
     def close(self, now: float, outcome: str | None = None) -> None:
         """The request ended at ``now``; ``outcome`` when the App knows better (a

@@ -25,7 +25,7 @@ import threading
 import time
 from typing import Final
 
-from streamfn.core import Usage
+from streamfn.core import Model, Usage
 from streamfn.core._count import text_tokens
 from streamfn.core.catalogue._model_spec import compute_cost
 from streamfn.ledger import Store, UsageRecord
@@ -55,6 +55,16 @@ def _used(flight: Flight) -> Usage | None:
     return Usage(input=flight.prompt_estimate, output=text_tokens(flight.output_chars))
 
 
+def _unseen_reasoning(flight: Flight, model: Model) -> bool:
+    """Whether ``flight`` ended with no usage report after its upstream took it (its
+    `Start`, which comes with the upstream's status), on a model that may have reasoned
+    unseen: the streamed text then says nothing of the reasoning tokens billed before
+    it (a client could end every stream at its first word and pay for none), so it
+    is charged its reservation, the most it could cost."""
+    answered = flight.provider is not None
+    return model.reasoning and answered and flight.outcome in ("disconnected", "cut")
+
+
 def usage_record(flight: Flight) -> UsageRecord:
     """The record of a closed ``flight``: who, which model, the tokens of each kind, the
     cost (None where the model has no prices), latency, first output and outcome."""
@@ -66,6 +76,8 @@ def usage_record(flight: Flight) -> UsageRecord:
             cost = flight.cost.total
         else:
             cost = 0.0 if used is None else compute_cost(model, used).total
+            if _unseen_reasoning(flight, model) and flight.reserved is not None:
+                cost = max(cost, flight.reserved)
     used = used or Usage()
     return UsageRecord(
         at=flight.arrived,

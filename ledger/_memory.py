@@ -28,7 +28,7 @@ class MemoryStore(KeyMaking):
     """`Store` in memory, safe to call from several threads."""
 
     def __init__(self, *, lease_ttl: float = DEFAULT_LEASE_TTL) -> None:
-        self._lease_ttl = lease_ttl
+        self.lease_ttl = lease_ttl
         self._lock = threading.Lock()
         self._keys: dict[str, ClientKey] = {}
         self._hashes: dict[str, str] = {}  # key id -> hash of its secret
@@ -97,7 +97,7 @@ class MemoryStore(KeyMaking):
             )
             if isinstance(verdict, Admitted):
                 self._admitted[key.id] = [*arrivals, now]
-                self._leases[verdict.lease] = (key.id, verdict.cap or 0.0, now + self._lease_ttl)
+                self._leases[verdict.lease] = (key.id, verdict.cap or 0.0, now + self.lease_ttl)
             return verdict
 
     def settle(self, lease: str | None, record: UsageRecord) -> None:

@@ -11,14 +11,23 @@ from __future__ import annotations
 import hashlib
 import secrets
 
-__all__ = ["PREFIX", "hash_secret", "new_key_id", "new_secret"]
+__all__ = ["PREFIX", "hash_secret", "new_key_id", "new_secret", "well_formed"]
 
 PREFIX = "sfn-"
+#: the characters of `secrets.token_urlsafe`
+_URLSAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 
 
 def new_secret() -> str:
     """A fresh client key secret."""
     return PREFIX + secrets.token_urlsafe(32)
+
+
+def well_formed(presented: bytes) -> bool:
+    """Whether ``presented`` has the shape of a secret `new_secret` makes (any other
+    text is no key, found without asking a store)."""
+    body = presented[len(PREFIX) :]
+    return presented.startswith(PREFIX.encode()) and len(body) == 43 and _URLSAFE.issuperset(body)
 
 
 def new_key_id() -> str:

@@ -89,7 +89,7 @@ class SqlStore(KeyMaking):
         self._failures = failures  # the driver's errors of the engine, not of the SQL
         self._dialect = dialect
         self._label = label  # what repr and errors show: the location, password redacted
-        self._lease_ttl = lease_ttl
+        self.lease_ttl = lease_ttl
         self._pid = os.getpid()
         self._local = threading.local()
         self._lock = threading.Lock()
@@ -198,7 +198,7 @@ class SqlStore(KeyMaking):
                     conn,
                     "INSERT INTO ledger_leases (lease, key_id, at, reserved, expires_at,"
                     " settled) VALUES (?, ?, ?, ?, ?, 0)",
-                    (lease, key.id, now, verdict.cap or 0.0, now + self._lease_ttl),
+                    (lease, key.id, now, verdict.cap or 0.0, now + self.lease_ttl),
                 )
         return verdict
 

@@ -32,6 +32,11 @@ Grouping: TypeAlias = Literal["key", "model", "day", "deployment"]
 class Store(Protocol):
     """Client keys, admission and the usage record, behind one interface."""
 
+    #: seconds a reservation holds from its admission when nobody settles it: a
+    #: request still running then must end (`streamfn.asgi` cuts its stream) or its
+    #: reservation would leave the budget while it still spends
+    lease_ttl: float
+
     def create_key(
         self,
         name: str,

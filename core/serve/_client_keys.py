@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from typing import Final
 
+from .._events import Error
 from ._status import HTTPError
 
-__all__ = ["UNKNOWN_CLIENT_KEY", "client_refusal", "unknown_client_key"]
+__all__ = ["UNKNOWN_CLIENT_KEY", "client_refusal", "reservation_outlived", "unknown_client_key"]
 
 #: the 401 of a gateway with client keys, for a request with no key or one it has not
 UNKNOWN_CLIENT_KEY: Final = (
@@ -37,3 +38,13 @@ def client_refusal(status: int, reason: str, retry_after: float | None) -> HTTPE
     use or a spent budget, 429 with ``Retry-After`` for its requests or tokens per minute."""
     kind = _KINDS.get(status, "forbidden")
     return HTTPError(status, kind, reason, retry_after=retry_after if status == 429 else None)
+
+
+def reservation_outlived(seconds: float) -> Error:
+    """The end of a stream that ran as long as its reservation against its key's budget
+    holds (``seconds``): past it the budget would no longer count what the stream spends."""
+    return Error.budget(
+        f"cut: this answer ran for as long as its reservation against the client key's "
+        f"budget holds ({seconds:g} s), so the upstream call was cancelled; continue the "
+        "conversation in a new request"
+    )

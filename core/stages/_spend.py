@@ -45,10 +45,30 @@ from .._messages import Context
 from .._options import Options
 from ..catalogue._model_spec import Model, compute_cost, rates_for
 
-__all__ = ["Meter", "SpendCap", "priced", "require_prices"]
+__all__ = ["MOST_TOKENS", "Meter", "SpendCap", "billable", "priced", "require_prices"]
 
 #: the events whose text is output the provider bills as it generates it
 _DELTAS: Final = (TextDelta, ThinkingDelta, ToolCallDelta)
+#: the most tokens of one kind a report is taken to hold: far past any real answer,
+#: far below the 64-bit integers a database column holds
+MOST_TOKENS: Final = 10**12
+
+
+def billable(reported: Usage) -> Usage:
+    """``reported`` fit to bill: each count within 0 and `MOST_TOKENS`. A provider's
+    report is upstream text: a negative count would price below zero (money given
+    back to a budget), a huge one overflow a store's integer column."""
+    counts = (reported.input, reported.output, reported.cache_read, reported.cache_write)
+    if all(0 <= n <= MOST_TOKENS for n in (*counts, reported.reasoning, reported.total)):
+        return reported
+    fit = [min(max(n, 0), MOST_TOKENS) for n in counts]
+    return Usage(
+        input=fit[0],
+        output=fit[1],
+        cache_read=fit[2],
+        cache_write=fit[3],
+        reasoning=min(max(reported.reasoning, 0), fit[1]),
+    )
 
 
 def priced(model: Model) -> bool:
@@ -183,7 +203,7 @@ class Meter:
         self.settled = True
         estimate = self.estimate() if self.answered else 0.0
         if reported is not None and reported.total:
-            cost = compute_cost(self._model, reported).total
+            cost = compute_cost(self._model, billable(reported)).total
             # a finished answer's report is the bill; a cut one's may stop short
             self._cap.spent += cost if final else max(cost, estimate)
         else:

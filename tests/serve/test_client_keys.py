@@ -210,20 +210,51 @@ def _post(url: str, path: str, secret: str, body: dict[str, object]) -> tuple[in
     return status, data
 
 
-def test_token_counts_need_a_usable_key_and_spend_nothing(gateway: Gateway) -> None:
-    key, secret = gateway.key(rpm=1, budget=1.0, models=["priced"])
+def test_token_counts_need_a_usable_key_count_against_rpm_and_spend_nothing(
+    gateway: Gateway,
+) -> None:
+    """A count may ask the upstream's counting endpoint (on the operator's account,
+    in one of the server's slots): a key's requests per minute hold it too."""
+    key, secret = gateway.key(rpm=2, budget=1.0, models=["priced"])
     body = {"model": "priced", "messages": USER}
-    for _ in range(3):  # counts are no requests against rpm, nor spend
-        status, _ = _post(gateway.server.url, "/v1/messages/count_tokens", secret, body)
-        assert status == 200
     status, _ = _post(gateway.server.url, "/v1/messages/count_tokens", "sfn-nobody", body)
     assert status == 401
     other = {"model": "unpriced", "messages": USER}
     status, _ = _post(gateway.server.url, "/v1/messages/count_tokens", secret, other)
     assert status == 403
+    for _ in range(2):
+        status, _ = _post(gateway.server.url, "/v1/messages/count_tokens", secret, body)
+        assert status == 200
+    status, _ = _post(gateway.server.url, "/v1/messages/count_tokens", secret, body)
+    assert status == 429  # unlimited counts: unlimited upstream calls on one key
+    with gateway.openai(secret) as client, pytest.raises(openai.RateLimitError):
+        _ask(client)  # the minute's two requests were the counts
     assert gateway.store.spent(key.id, now=time.time()) == 0.0
+
+
+def test_a_flood_of_keys_nobody_has_costs_the_store_little(
+    gateway: Gateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each lookup takes a thread and a query: text not shaped like a secret (a
+    provider's key sent by mistake) asks the store nothing, and a stale secret
+    retried (a rotated key in a script's loop) asks it once a second."""
+    asked: list[str] = []
+    find = gateway.store.key_for_secret
+    monkeypatch.setattr(
+        gateway.store, "key_for_secret", lambda secret: asked.append(secret) or find(secret)
+    )
+    body = {"model": "priced", "messages": USER}
+    stale = "sfn-" + secrets.token_urlsafe(32)
+    for secret in ("sk-proj-" + "x" * 40, "sfn-" + "x" * 42 + "!", "sfn-short"):
+        for _ in range(3):
+            assert _post(gateway.server.url, "/v1/chat/completions", secret, body)[0] == 401
+    assert asked == []
+    for _ in range(10):
+        assert _post(gateway.server.url, "/v1/chat/completions", stale, body)[0] == 401
+    assert 1 <= len(asked) < 10  # once a second: ten requests take far less than nine
+    _, secret = gateway.key()
     with gateway.openai(secret) as client:
-        assert _ask(client)  # the one request a minute is still there
+        assert _ask(client)  # a real key is found as before
 
 
 def test_the_model_list_shows_a_key_its_own_models(gateway: Gateway) -> None:
@@ -312,6 +343,24 @@ def test_no_key_in_any_log_record_or_answer(
             assert leaked[4:20].encode() not in text  # nor a piece of it
 
 
+def _cut_long(
+    gateway: Gateway, secret: str, **extra: Any
+) -> tuple[list[str], openai.APIError, tuple[int, bool]]:
+    """The long answer streamed on ``secret`` until the gateway cuts it: the text seen,
+    the client's error, and what the fake sent (its events, whether the gateway hung up)."""
+    gateway.upstream.paced.pop(gateway.long, None)
+    seen: list[str] = []
+    with gateway.openai(secret) as client, pytest.raises(openai.APIError) as cut:
+        for chunk in client.chat.completions.create(
+            model="long", messages=USER, stream=True, **extra
+        ):
+            seen += [chunk.choices[0].delta.content or ""] if chunk.choices else []
+    deadline = time.monotonic() + 10  # a hang guard: the fake notices at its next send
+    while gateway.long not in gateway.upstream.paced and time.monotonic() < deadline:
+        time.sleep(0.005)
+    return seen, cut.value, gateway.upstream.paced[gateway.long]
+
+
 def test_a_stream_that_crosses_its_budget_ends_with_an_error_and_its_upstream_cancelled(
     gateway: Gateway,
 ) -> None:
@@ -320,22 +369,10 @@ def test_a_stream_that_crosses_its_budget_ends_with_an_error_and_its_upstream_ca
     few milliseconds, finds the connection closed long before its 2000 are out."""
     key, secret = gateway.key(budget=1.0)
     gateway.spend(key, 1.0 - 0.015)
-    seen: list[str] = []
-    with gateway.openai(secret) as client, pytest.raises(openai.APIError) as cut:
-        for chunk in client.chat.completions.create(
-            model="long",
-            messages=USER,
-            stream=True,
-            max_tokens=32,  # type: ignore[arg-type]
-        ):
-            seen += [chunk.choices[0].delta.content or ""] if chunk.choices else []
+    seen, cut, (sent, left) = _cut_long(gateway, secret, max_tokens=32)
     assert "".join(seen) == "abcd" * 6
-    assert str(cut.value).startswith("cut: this answer reached what this server lets")
-    assert "max_cost" not in str(cut.value)  # the server's cap, not the client's option
-    deadline = time.monotonic() + 10  # a hang guard: the fake notices at its next send
-    while gateway.long not in gateway.upstream.paced and time.monotonic() < deadline:
-        time.sleep(0.005)
-    sent, left = gateway.upstream.paced[gateway.long]
+    assert str(cut).startswith("cut: this answer reached what this server lets")
+    assert "max_cost" not in str(cut)  # the server's cap, not the client's option
     assert left and sent < LONG
     wait_until(lambda: len(gateway.records(key)) == 2, 10)
     [record] = [r for r in gateway.records(key) if r.model == "long"]
@@ -343,6 +380,26 @@ def test_a_stream_that_crosses_its_budget_ends_with_an_error_and_its_upstream_ca
     assert 0.015 < record.cost <= 0.015 + DELTA_COST  # overspent by one delta at most
     with gateway.openai(secret) as client, pytest.raises(openai.PermissionDeniedError):
         _ask(client, "long")  # the budget is spent now: refused before any request
+
+
+def test_a_stream_ends_before_its_reservation_leaves_the_budget(
+    gateway: Gateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store lets a reservation nobody settled go after its ``lease_ttl`` (its
+    worker died): a stream still running then would spend outside the budget while
+    a second request is admitted against the money it holds. So the stream is cut
+    first. Here a reservation of 50 ms: its cap ($0.133, the model's 64 output tokens)
+    would cut the answer at its 64th delta, which the fake sends no sooner than 128 ms
+    in (`PACE` apart), so the reservation's time runs out first, whatever the load."""
+    monkeypatch.setattr(gateway.store, "lease_ttl", 0.05)
+    key, secret = gateway.key(budget=100.0)
+    seen, cut, (sent, left) = _cut_long(gateway, secret)
+    assert str(cut).startswith("cut: this answer ran for as long as its reservation")
+    assert len(seen) < LONG
+    assert left and sent < LONG
+    wait_until(lambda: len(gateway.records(key)) == 1, 10)
+    [record] = gateway.records(key)
+    assert record.outcome in ("cut", "error:budget")  # settled: the reservation let go
 
 
 def test_a_name_with_deployments_is_budgeted_at_its_dearest_and_recorded_per_deployment(
