@@ -16,6 +16,7 @@ from ._call import open_call, register_api, replay
 from ._capabilities import UnsupportedInput
 from ._capability_spec import Capabilities
 from ._catalog_build import CatalogError
+from ._compiled import hot_path_compiled as _hot_path_compiled
 from ._completion import raise_for_error
 from ._count import TokenCount, estimate_tokens, open_count, token_count
 from ._credentials import with_credentials
@@ -82,7 +83,12 @@ from ._tool_checks import ToolCallChecks, ToolCallRepair
 # a handler, Python would print the library's warnings on stderr by itself
 _logging.getLogger("streamfn").addHandler(_logging.NullHandler())
 
+#: True when the streaming hot path runs compiled by mypyc (an opted-in build), False
+#: when it runs as pure Python; ``streamfn --version`` says the same
+COMPILED: bool = _hot_path_compiled()
+
 __all__ = [
+    "COMPILED",
     "HERMES",
     "LLAMA_FUNCTION",
     "AWSCredentials",
