@@ -11,6 +11,7 @@ here instead of passing as compiled.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.util
 import os
@@ -67,6 +68,33 @@ def test_each_glob_and_each_pure_exception_names_a_file() -> None:
     assert "streamfn.core.wire._sse" in modules and "streamfn.core._emitter" in modules
     assert "streamfn.core.wire._eventstream" not in modules  # the pure list is honoured
     assert not [name for name in modules if name.endswith("__init__")]
+
+
+#: the annotations mypyc gives a compiled class as they are: plain classes
+PLAIN = {"str", "int", "float", "bool", "bytes", "msgspec.Raw"}
+
+
+def test_no_compiled_module_defines_a_struct_msgspec_could_not_read() -> None:
+    """mypyc gives a compiled module's class annotations as classes (`type` for
+    ``str | None``); a msgspec struct with such a field would decode nothing in the
+    compiled build, so its structs live in a pure module (``_response_structs.py``)."""
+    setup = _setup_module()
+    unreadable = []
+    for path in setup.compiled_files({"tool": {"streamfn": {"compiled": _listed()}}}):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        classes = [node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
+        structs = {"msgspec.Struct", "Struct"}
+        for _ in classes:  # a struct may derive from a struct defined above it
+            structs |= {c.name for c in classes if {ast.unparse(b) for b in c.bases} & structs}
+        for cls in classes:
+            if cls.name in structs:
+                fields = [s for s in cls.body if isinstance(s, ast.AnnAssign)]
+                unreadable += [
+                    f"{path.name}:{field.lineno} {cls.name}: {ast.unparse(field.annotation)}"
+                    for field in fields
+                    if ast.unparse(field.annotation) not in PLAIN
+                ]
+    assert not unreadable, unreadable
 
 
 def test_the_build_that_runs_is_the_one_ci_asked_for() -> None:

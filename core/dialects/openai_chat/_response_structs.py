@@ -1,9 +1,7 @@
 """OpenAI Chat Completions' streamed chunks as msgspec structs: only the fields we read.
 
-Kept apart from the response machine (`_response.py`) so that module can be compiled
-with mypyc (pyproject.toml's [tool.streamfn.compiled]) while these stay pure Python:
-msgspec reads a struct's field types from its annotations, and mypyc would hand it a
-bare `type` for `str | None`.
+Pure Python beside a compiled `_response.py`: pyproject.toml's
+[tool.streamfn.compiled] says why structs stay out of compiled modules.
 """
 
 from __future__ import annotations
