@@ -10,7 +10,9 @@ put first on ``PYTHONPATH``, as ``.ci/run`` does), and optionally ``--baseline``
 another build unpacked the same way (e.g. the main branch's, to show the pure path
 is no slower). Each child prints its times as ratios to the floor (msgspec alone,
 timed in the same child), so a ratio holds up under a load that shifts between
-children; each cell prints the best ratio over the rounds.
+children; each cell prints the best ratio over the rounds. The last column is the
+compiled build's ``unframed`` (its provider loop on pre-split payloads: what
+``events`` would cost if finding the events in the reads were free).
 """
 
 from __future__ import annotations
@@ -72,13 +74,14 @@ def main() -> None:
     )
     print()
     heads = [f"{mode} events | {mode} +fold" for mode in modes]
-    print(f"| stream | chunks | {' | '.join(heads)} |")
-    print("|---|---|" + "---|---|" * len(modes))
+    print(f"| stream | chunks | {' | '.join(heads)} | compiled unframed |")
+    print("|---|---|" + "---|---|" * len(modes) + "---|")
     for key in best["pure"]:
         cells = []
         for mode in modes:
             row = best[mode][key]
             cells += [f"{row[COLUMNS.index('events')]:.2f}", f"{row[COLUMNS.index('+fold')]:.2f}"]
+        cells.append(f"{best['compiled'][key][COLUMNS.index('unframed')]:.2f}")
         print(f"| {key[0]} | {key[1]} | {' | '.join(cells)} |")
 
 
