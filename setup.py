@@ -116,6 +116,8 @@ class BuildHotPath(build_ext):
         try:
             super().run()
         except Exception as error:  # CCompilerError, DistutilsExecError, PlatformError...
+            for extension in self.extensions:  # none half-built ships: all pure, or none
+                Path(self.get_ext_fullpath(extension.name)).unlink(missing_ok=True)
             self.warn(
                 f"compiling the hot path failed ({type(error).__name__}: {error}); "
                 "installing it as pure Python (the same modules, slower); "
