@@ -56,6 +56,7 @@ examples:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from streamfn.core._compiled import hot_path_compiled
     from streamfn.core._version import installed_version
 
     parser = argparse.ArgumentParser(
@@ -63,7 +64,10 @@ def build_parser() -> argparse.ArgumentParser:
         description=_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"streamfn {installed_version()}")
+    build = "compiled" if hot_path_compiled() else "pure Python"
+    parser.add_argument(
+        "--version", action="version", version=f"streamfn {installed_version()} ({build})"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in commands().values():
         child = sub.add_parser(

@@ -13,6 +13,7 @@ import logging as _logging
 
 from ._accumulate import Accumulator, accumulate, check_protocol
 from ._call import open_call, register_api, replay
+from ._compiled import hot_path_compiled as _hot_path_compiled
 from ._completion import raise_for_error
 from ._count import TokenCount, estimate_tokens, open_count, token_count
 from ._credentials import with_credentials
@@ -91,7 +92,12 @@ from .stages._tool_checks import ToolCallChecks, ToolCallRepair
 # a handler, Python would print the library's warnings on stderr by itself
 _logging.getLogger("streamfn").addHandler(_logging.NullHandler())
 
+#: True when the streaming hot path runs compiled by mypyc (an opted-in build), False
+#: when it runs as pure Python; ``streamfn --version`` says the same
+COMPILED: bool = _hot_path_compiled()
+
 __all__ = [
+    "COMPILED",
     "HERMES",
     "LLAMA_FUNCTION",
     "AWSCredentials",

@@ -58,35 +58,6 @@ class _Block(msgspec.Struct, gc=False):
     index: int
 
 
-def _streamed_delta(
-    kind: str, make: Callable[[int, str], Event], doc: str
-) -> Callable[[Emitter, Hashable, str], None]:
-    """The one body of `Emitter.text` and `Emitter.thinking`: ``kind``'s delta into the
-    block open under ``key``, opening one (and closing what ``key`` had) if needed.
-
-    A finished emitter has no open blocks (done/error clear them), so a block found
-    open means the stream is live; the content cap is counted inline."""
-
-    def delta_into(self: Emitter, key: Hashable, delta: str) -> None:
-        block = self._open.get(key)
-        if block is not None and block.kind == kind:
-            index = block.index
-        else:
-            opened = self._start_stream(key, kind)
-            if opened is None:
-                return
-            index = opened
-        if delta:
-            self._content_bytes += len(delta)
-            if self._max_content is None or self._content_bytes <= self._max_content:
-                self.events.append(make(index, delta))
-            else:
-                self._over_limit()
-
-    delta_into.__doc__ = doc
-    return delta_into
-
-
 class Emitter:
     """Turns a provider's keyed block updates into a valid event sequence.
 
@@ -168,14 +139,35 @@ class Emitter:
             )
         )
 
-    # text() and thinking() are the hot path: one dict lookup per delta, one body for
-    # both (`_streamed_delta`), made per kind so that neither pays a call to share it
-    text = _streamed_delta(
-        TEXT, TextDelta, "Append ``delta`` to ``key``'s text block (opened if needed)."
-    )
-    thinking = _streamed_delta(
-        THINKING, ThinkingDelta, "Append ``delta`` to ``key``'s thinking block (opened if needed)."
-    )
+    def text(self, key: Hashable, delta: str) -> None:
+        """Append ``delta`` to ``key``'s text block (opened if needed)."""
+        self._delta(key, delta, TEXT, TextDelta)
+
+    def thinking(self, key: Hashable, delta: str) -> None:
+        """Append ``delta`` to ``key``'s thinking block (opened if needed)."""
+        self._delta(key, delta, THINKING, ThinkingDelta)
+
+    def _delta(
+        self, key: Hashable, delta: str, kind: str, make: Callable[[int, str], Event]
+    ) -> None:
+        """The one body of `text` and `thinking`: ``kind``'s delta into the block open
+        under ``key``, opening one (and closing what ``key`` had) if needed. A finished
+        emitter has no open blocks (done/error clear them), so a block found open means
+        the stream is live; the content cap is counted inline."""
+        block = self._open.get(key)
+        if block is not None and block.kind == kind:
+            index = block.index
+        else:
+            opened = self._start_stream(key, kind)
+            if opened is None:
+                return
+            index = opened
+        if delta:
+            self._content_bytes += len(delta)
+            if self._max_content is None or self._content_bytes <= self._max_content:
+                self.events.append(make(index, delta))
+            else:
+                self._over_limit()
 
     def texts(self, key: Hashable, deltas: list[str]) -> None:
         """`text` for each of ``deltas`` in order, in one call (a provider's run)."""

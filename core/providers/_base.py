@@ -69,6 +69,17 @@ __all__ = [
 log = logging.getLogger("streamfn")
 
 FrameT = TypeVar("FrameT")
+_C = TypeVar("_C")
+
+# The call classes below are compiled in an opted-in build (pyproject.toml's
+# [tool.streamfn.compiled]) and subclassed by providers that are not (plugins, the
+# other dialects): mypyc allows that only when asked, by this decorator.
+try:  # installed with mypy: what mypyc reads when it compiles this module
+    from mypy_extensions import mypyc_attr
+except ImportError:  # a plain install: the decorator does nothing
+
+    def mypyc_attr(*attrs: str, **kwattrs: object) -> Callable[[_C], _C]:
+        return lambda cls: cls
 
 
 _AWAITING: Final = "awaiting_response"
@@ -79,6 +90,7 @@ _SNIPPET_CHARS: Final = 200
 _DONE: Final = "done"
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class ProviderCall(abc.ABC):
     """The sans-I/O call object: ``request`` out, response bytes in, events out.
 
@@ -339,6 +351,7 @@ def _matches(ctype: str, accepted: tuple[str, ...]) -> bool:
     return base in accepted
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class FramedCall(ProviderCall, Generic[FrameT]):
     """A provider whose body is a sequence of frames cut by one wire decoder.
 
@@ -406,6 +419,7 @@ def sse_decoder(options: Options) -> SSEDecoder:
     )
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class SSECall(FramedCall[ServerSentEvent | SSEComment]):
     """A provider whose body is ``text/event-stream``; comments (keep-alives) are skipped.
 
@@ -468,6 +482,7 @@ class SSECall(FramedCall[ServerSentEvent | SSEComment]):
         raise NotImplementedError(f"{type(self).__name__} must define on_run: {_PATHS}")
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class NDJSONCall(FramedCall[bytes]):
     """A provider whose body is newline-delimited JSON (Ollama)."""
 

@@ -35,7 +35,8 @@ def test_the_version_comes_from_the_package_metadata() -> None:
     assert streamfn.core.__version__ == version("streamfn")
     assert installed_version("streamfn-no-such-distribution") == UNKNOWN_VERSION
     done = _run("-m", "streamfn.cli", "--version")
-    assert done.returncode == 0 and done.stdout == f"streamfn {version('streamfn')}\n"
+    build = "compiled" if streamfn.core.COMPILED else "pure Python"
+    assert done.returncode == 0 and done.stdout == f"streamfn {version('streamfn')} ({build})\n"
 
 
 def test_python_dash_m_streamfn_is_the_command() -> None:

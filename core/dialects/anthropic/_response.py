@@ -49,6 +49,7 @@ from typing import Any, Final
 
 import msgspec
 
+import streamfn.core.dialects.anthropic._response_structs as structs
 from streamfn.core._classify import classify_stream_error
 from streamfn.core._events import Error, StopReason, Usage
 from streamfn.core._messages import Context
@@ -69,68 +70,8 @@ log = logging.getLogger("streamfn")
 _JSON: Final = msgspec.json.Encoder()
 
 
-# ---------------------------------------------------------------------------
-# Response: wire structs (only the fields we read; everything else is skipped)
-# ---------------------------------------------------------------------------
-
-
-_NO_RAW: Final = msgspec.Raw()
-
-
-class _Delta(msgspec.Struct, gc=False):
-    type: str = ""
-    text: str | None = None
-    thinking: str | None = None
-    signature: str | None = None
-    partial_json: str | None = None
-    stop_reason: str | None = None
-    citation: Any = None
-
-
-class _Usage(msgspec.Struct, gc=False):
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cache_creation_input_tokens: int | None = None
-    cache_read_input_tokens: int | None = None
-
-
-class _Message(msgspec.Struct, gc=False):
-    id: str | None = None
-    model: str | None = None
-    usage: _Usage | None = None
-
-
-class _ErrorBody(msgspec.Struct, gc=False):
-    type: str = ""
-    message: str = ""
-
-
-class _Event(msgspec.Struct, gc=False):
-    type: str
-    index: int | None = None
-    delta: _Delta | None = None
-    content_block: msgspec.Raw = _NO_RAW  # empty when absent (Raw cannot be Optional)
-    message: _Message | None = None
-    usage: _Usage | None = None
-    error: _ErrorBody | None = None
-
-
-class _BlockHead(msgspec.Struct, gc=False):
-    """The ``content_block`` of ``content_block_start``, for the block types we interpret."""
-
-    type: str
-    text: str = ""
-    thinking: str = ""
-    signature: str = ""
-    data: str = ""
-    id: str = ""
-    name: str = ""
-    input: msgspec.Raw = _NO_RAW
-    citations: list[Any] | None = None
-
-
-_decode_event: Final = msgspec.json.Decoder(_Event).decode
-_decode_head: Final = msgspec.json.Decoder(_BlockHead).decode
+_decode_event: Final = structs.decode_event
+_decode_head: Final = structs.decode_head
 _decode_object: Final = msgspec.json.Decoder(dict[str, Any]).decode
 
 #: what each wire block index holds: the protocol's block kinds, plus Anthropic's
@@ -196,7 +137,7 @@ class AnthropicCall(SSECall):
         run_kind: str | None = None
         for data in datas:
             try:
-                wire: _Event | None = _decode_event(data)
+                wire: structs.WireEvent | None = _decode_event(data)
             except Exception:  # invalid UTF-8 or a fault: decided below
                 wire = None
             if wire is not None and wire.type == "content_block_delta":
@@ -252,7 +193,7 @@ class AnthropicCall(SSECall):
             emit.tool_deltas(index, pending)
         pending.clear()
 
-    def _on_wire(self, wire: _Event) -> None:
+    def _on_wire(self, wire: structs.WireEvent) -> None:
         kind = wire.type
         if kind == "content_block_delta":
             self._delta(wire)
@@ -281,7 +222,7 @@ class AnthropicCall(SSECall):
             log.debug("anthropic: ignoring event type %r", kind)
 
     # -- blocks ---------------------------------------------------------------
-    def _start(self, wire: _Event) -> None:
+    def _start(self, wire: structs.WireEvent) -> None:
         index = _index(wire)
         if index in self._kinds:
             raise ValueError(f"content block {index} started twice")
@@ -321,7 +262,7 @@ class AnthropicCall(SSECall):
             self._kinds[index] = _OPAQUE
             self._opaque[index] = _Opaque(bytes(raw), block_type)
 
-    def _delta(self, wire: _Event) -> None:
+    def _delta(self, wire: structs.WireEvent) -> None:
         index = _index(wire)
         delta = wire.delta
         if delta is None:
@@ -374,7 +315,7 @@ class AnthropicCall(SSECall):
             signature = self._signatures.pop(index, None) or None
             self.emit.end(index, signature=signature, redacted=kind == _REDACTED)
 
-    def _usage(self, wire: _Usage) -> None:
+    def _usage(self, wire: structs.Usage) -> None:
         old = self.usage
         self.usage = Usage(
             input=old.input if wire.input_tokens is None else wire.input_tokens,
@@ -428,7 +369,7 @@ class AnthropicCall(SSECall):
             log.warning("anthropic: unknown stop_reason %r read as stop", reason)
             self.finish(StopReason.STOP)
 
-    def _stream_error(self, error: _ErrorBody | None) -> None:
+    def _stream_error(self, error: structs.ErrorBody | None) -> None:
         if error is None:
             self.fail(Error.protocol(f"{self.model.provider}: error event without an error"))
             return
@@ -440,7 +381,7 @@ class AnthropicCall(SSECall):
         )
 
 
-def _index(wire: _Event) -> int:
+def _index(wire: structs.WireEvent) -> int:
     if wire.index is None:
         raise ValueError(f"{wire.type} without an index")
     return wire.index

@@ -43,10 +43,11 @@ Decisions a caller can rely on (each one is a choice the wire leaves open):
 from __future__ import annotations
 
 import logging
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 
+import streamfn.core.dialects.openai_chat._response_structs as structs
 from streamfn.core._classify import classify_message, classify_stream_error
 from streamfn.core._emitter import Emitter
 from streamfn.core._events import Error, StopReason
@@ -56,7 +57,6 @@ from streamfn.core.catalogue._models import Model
 from streamfn.core.dialects._openai_citations import openai_citation
 from streamfn.core.dialects._openai_common import (
     Quirks,
-    WireUsage,
     call_signature,
     convert_usage,
     error_text,
@@ -71,84 +71,11 @@ __all__ = ["OpenAIChatCall", "Quirks", "build_request", "open_call", "quirks_for
 
 log = logging.getLogger("streamfn")
 
-
-# ---------------------------------------------------------------------------
-# Response: wire structs (only the fields we read; everything else is skipped)
-# ---------------------------------------------------------------------------
-
-
-class _Function(msgspec.Struct, gc=False):
-    name: str | None = None
-    arguments: str | None = None
+_decode_chunk: Final = structs.decode_chunk
+_decode_hot: Final = structs.decode_hot
+_decode_error: Final = structs.decode_error
 
 
-class _ToolCallDelta(msgspec.Struct, gc=False):
-    index: int | None = None
-    id: str | None = None
-    function: _Function | None = None
-    extra_content: Any = None  # Gemini's carrier of a thought signature (`call_signature`)
-
-
-class _Part(msgspec.Struct, gc=False):
-    """Mistral's typed content chunk: ``text``, or ``thinking`` holding text chunks."""
-
-    type: str = ""
-    text: str | None = None
-    thinking: list[_Part] | str | None = None
-
-
-class _ReasoningDetail(msgspec.Struct, gc=False):
-    signature: str | None = None
-
-
-class _Delta(msgspec.Struct, gc=False):
-    content: str | list[_Part] | None = None
-    reasoning_content: str | None = None
-    reasoning: str | None = None
-    refusal: str | None = None
-    tool_calls: list[_ToolCallDelta] | None = None
-    reasoning_details: list[_ReasoningDetail] | None = None
-    annotations: list[Any] | None = None  # url_citation (search models)
-
-
-class _Choice(msgspec.Struct, gc=False):
-    index: int = 0
-    delta: _Delta | None = None
-    finish_reason: str | None = None
-
-
-class _XGroq(msgspec.Struct, gc=False):
-    usage: WireUsage | None = None
-
-
-class _ErrorBody(msgspec.Struct, gc=False):
-    message: str | None = None
-    code: str | int | None = None
-    type: str | None = None
-    status_code: int | None = None
-
-
-class _HotChunk(msgspec.Struct, gc=False):
-    """A chunk without its id: what the hot loop decodes once the id is known."""
-
-    choices: list[_Choice] | None = None
-    usage: WireUsage | None = None
-    x_groq: _XGroq | None = None
-    error: _ErrorBody | str | None = None
-
-
-class _Chunk(_HotChunk, gc=False):
-    id: str | None = None
-    model: str | None = None
-
-
-class _ErrorEnvelope(msgspec.Struct, gc=False):
-    error: _ErrorBody | str | None = None
-
-
-_decode_chunk: Final = msgspec.json.Decoder(_Chunk).decode
-_decode_hot: Final = msgspec.json.Decoder(_HotChunk).decode
-_decode_error: Final = msgspec.json.Decoder(_ErrorEnvelope).decode
 
 #: the emitter key of the open text or thinking block (one suffices: a closed block is never
 #: continued, a new one gets a new index, and one kind closes when the other starts under it)
@@ -226,7 +153,7 @@ class OpenAIChatCall(SSECall):
         hot = self.response_id is not None  # until then every chunk goes the general way
         for data in datas:
             try:
-                chunk: _HotChunk | None = (_decode_hot if hot else _decode_chunk)(data)
+                chunk: structs.HotChunk | None = (_decode_hot if hot else _decode_chunk)(data)
             except Exception:  # [DONE], invalid UTF-8, a fault: _on_raw decides
                 chunk = None
             if hot and chunk is not None and chunk.usage is None and chunk.x_groq is None:
@@ -284,9 +211,9 @@ class OpenAIChatCall(SSECall):
             decode_data(_decode_chunk if self.response_id is None else _decode_hot, data)
         )
 
-    def _on_chunk(self, chunk: _HotChunk) -> bool:
+    def _on_chunk(self, chunk: structs.HotChunk) -> bool:
         """A decoded chunk the general way; True once the stream is finished."""
-        if self.response_id is None and isinstance(chunk, _Chunk) and chunk.id:
+        if self.response_id is None and isinstance(chunk, structs.Chunk) and chunk.id:
             self.response_id = chunk.id
             self.response_model = chunk.model or None
         if (
@@ -303,7 +230,7 @@ class OpenAIChatCall(SSECall):
                 self._finish_reason = choice.finish_reason
         return self.emit.finished
 
-    def _chunk_extras(self, chunk: _HotChunk) -> bool:
+    def _chunk_extras(self, chunk: structs.HotChunk) -> bool:
         """Usage and in-stream errors; True when the chunk ended the stream."""
         usage = chunk.usage
         if usage is None and chunk.x_groq is not None:
@@ -329,7 +256,7 @@ class OpenAIChatCall(SSECall):
             self._complete()
 
     # -- deltas ---------------------------------------------------------------
-    def _on_delta(self, delta: _Delta) -> None:
+    def _on_delta(self, delta: structs.Delta) -> None:
         reasoning = delta.reasoning_content or delta.reasoning
         if reasoning:
             self._thinking(reasoning)
@@ -352,7 +279,7 @@ class OpenAIChatCall(SSECall):
         if delta.annotations:
             self.emit.cite(_SEGMENT, map(openai_citation, delta.annotations))
 
-    def _parts(self, parts: list[_Part]) -> None:
+    def _parts(self, parts: list[structs.Part]) -> None:
         for part in parts:
             if part.type == "text":
                 if part.text:
@@ -372,7 +299,7 @@ class OpenAIChatCall(SSECall):
         self.emit.thinking(_SEGMENT, delta)
 
     # -- tool calls -----------------------------------------------------------
-    def _slot(self, fragment: _ToolCallDelta) -> _ToolSlot:
+    def _slot(self, fragment: structs.ToolCallDelta) -> _ToolSlot:
         index, wire_id = fragment.index, fragment.id
         if index is not None:
             slot = self._tool_by_index.get(index)
@@ -398,7 +325,7 @@ class OpenAIChatCall(SSECall):
         self._tool_by_id[slot.id] = slot
         return slot
 
-    def _tool_fragment(self, fragment: _ToolCallDelta) -> None:
+    def _tool_fragment(self, fragment: structs.ToolCallDelta) -> None:
         slot = self._slot(fragment)
         self.emit.sign(slot.key, call_signature(fragment.extra_content))
         function = fragment.function
@@ -459,7 +386,7 @@ class OpenAIChatCall(SSECall):
             error = None
         self._fail_with(error if error is not None else data.strip() or "unknown error")
 
-    def _fail_with(self, error: _ErrorBody | str) -> None:
+    def _fail_with(self, error: structs.ErrorBody | str) -> None:
         provider = self.model.provider
         if isinstance(error, str):
             self.fail(classify_stream_error(f"{provider}: {error}"))
