@@ -16,7 +16,7 @@ import os
 import secrets
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager, nullcontext, suppress
 from typing import Any, Protocol
 
 import msgspec
@@ -93,6 +93,9 @@ class SqlStore(KeyMaking):
         self._pid = os.getpid()
         self._local = threading.local()
         self._lock = threading.Lock()
+        #: this process's writers take turns here when the engine lets one write at a
+        #: time (SQLite): a thread waits on a lock, not in the driver's sleeping retries
+        self._writing = threading.Lock() if dialect.lock_key is None else None
         self._connections: list[Connection] = []
         self._closed = False
         self._migrate()
@@ -173,24 +176,11 @@ class SqlStore(KeyMaking):
                 " AND (settled = 1 OR expires_at <= ?)",
                 (key.id, since, now),
             )
-            leases = self._run(
-                conn,
-                "SELECT at, reserved, settled, expires_at FROM ledger_leases WHERE key_id = ?",
-                (key.id,),
-            ).fetchall()
-            tokens = self._run(
-                conn,
-                "SELECT ended, input_tokens + cached_tokens + output_tokens FROM ledger_usage"
-                " WHERE key_id = ? AND ended > ?",
-                (key.id, since),
-            ).fetchall()
             window = Window(
-                requests=[at for at, _, _, _ in leases if at > since],
-                tokens=[(at, n) for at, n in tokens],
+                requests=self._arrivals(conn, current, since),
+                tokens=self._tokens(conn, current, since),
                 spent=self._spent(conn, key.id, period_start(current.period, now)),
-                reserved=sum(
-                    held for _, held, settled, until in leases if not settled and until > now
-                ),
+                reserved=self._reserved(conn, key.id, now),
             )
             verdict = decide(current, model, window, now=now, estimate=estimate, lease=lease)
             if isinstance(verdict, Admitted):
@@ -327,7 +317,11 @@ class SqlStore(KeyMaking):
     @contextmanager
     def _write(self, lock: str | None = None) -> Iterator[Connection]:
         """One write transaction (admissions of the key ``lock`` take turns in it)."""
-        conn = self._conn()
+        with self._writing or nullcontext():
+            conn = self._conn()
+            yield from self._transaction(conn, lock)
+
+    def _transaction(self, conn: Connection, lock: str | None) -> Iterator[Connection]:
         self._run(conn, self._dialect.begin_write)
         try:
             if lock is not None and self._dialect.lock_key is not None:
@@ -338,6 +332,47 @@ class SqlStore(KeyMaking):
                 conn.execute("ROLLBACK")
             raise
         self._run(conn, "COMMIT")
+
+    # Admission reads aggregates, not the window's rows: a key serving hundreds of
+    # requests a second would otherwise read every lease and record of the last
+    # minute on each admission. What `decide` needs is kept exactly.
+
+    def _arrivals(self, conn: Connection, key: ClientKey, since: float) -> list[float]:
+        """The newest ``key.rpm`` arrivals in the window (none without a limit): enough
+        for `decide` to count the limit and find when the oldest of them leaves."""
+        if key.rpm is None:
+            return []
+        rows = self._run(
+            conn,
+            "SELECT at FROM ledger_leases WHERE key_id = ? AND at > ? ORDER BY at DESC LIMIT ?",
+            (key.id, since, key.rpm),
+        ).fetchall()
+        return [at for (at,) in rows]
+
+    def _tokens(
+        self, conn: Connection, key: ClientKey, since: float
+    ) -> list[tuple[float, int]]:
+        """The (end, tokens) of the window's settled requests (none without a limit)."""
+        if key.tpm is None:
+            return []
+        rows = self._run(
+            conn,
+            "SELECT ended, input_tokens + cached_tokens + output_tokens FROM ledger_usage"
+            " WHERE key_id = ? AND ended > ?",
+            (key.id, since),
+        ).fetchall()
+        return [(at, n) for at, n in rows]
+
+    def _reserved(self, conn: Connection, key_id: str, now: float) -> float:
+        """The money the key's requests in flight hold (their leases unsettled, unexpired);
+        ``settled = 0`` as the open-leases index is written, so the engine uses it."""
+        row = self._run(
+            conn,
+            "SELECT SUM(reserved) FROM ledger_leases"
+            " WHERE key_id = ? AND settled = 0 AND expires_at > ?",
+            (key_id, now),
+        ).fetchone()
+        return float(row[0] or 0.0)
 
     def _existing(self, conn: Connection, key_id: str) -> None:
         if not self._run(conn, "SELECT 1 FROM ledger_keys WHERE id = ?", (key_id,)).fetchall():

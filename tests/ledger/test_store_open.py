@@ -58,7 +58,7 @@ def test_the_file_is_its_owners_and_in_wal_mode_and_survives_a_restart(tmp_path:
     again.close()
     with sqlite3.connect(tmp_path / "state" / "gateway.db") as raw:
         assert raw.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-        assert raw.execute("SELECT version FROM ledger_schema").fetchall() == [(1,)]
+        assert raw.execute("SELECT version FROM ledger_schema").fetchall() == [(2,)]
     raw.close()
 
 
