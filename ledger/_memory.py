@@ -106,6 +106,10 @@ class MemoryStore(KeyMaking):
                 self._leases.pop(lease, None)
             self._records.append(record)
 
+    def settle_many(self, settled: Sequence[tuple[str | None, UsageRecord]]) -> None:
+        for lease, record in settled:
+            self.settle(lease, record)
+
     def spent(self, key_id: str, *, now: float) -> float:
         with self._lock:
             return self._spent(key_id, period_start(self._key(key_id).period, now))

@@ -17,7 +17,7 @@ import secrets
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext, suppress
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import msgspec
 
@@ -25,7 +25,7 @@ from ._admission import WINDOW, Window, decide
 from ._dialect import Dialect
 from ._key_making import KeyMaking
 from ._periods import period_start
-from ._records import Admitted, ClientKey, Refused, UsageRecord
+from ._records import Admitted, ClientKey, Period, Refused, UsageRecord
 from ._report import SUMMED
 from ._schema import MIGRATIONS, SCHEMA_TABLE, migration
 from ._secrets import hash_secret, new_secret
@@ -49,6 +49,10 @@ _USAGE_COLUMNS = (
     "latency",
     "first_token",
     "outcome",
+)
+_INSERT_USAGE = (
+    f"INSERT INTO ledger_usage ({', '.join(_USAGE_COLUMNS)}, ended)"
+    f" VALUES ({', '.join('?' for _ in _USAGE_COLUMNS)}, ?)"
 )
 #: the most characters of client text (a model name, a route) a usage record keeps
 TEXT_LIMIT = 512
@@ -193,23 +197,25 @@ class SqlStore(KeyMaking):
         return verdict
 
     def settle(self, lease: str | None, record: UsageRecord) -> None:
+        self.settle_many([(lease, record)])
+
+    def settle_many(self, settled: Sequence[tuple[str | None, UsageRecord]]) -> None:
+        # one transaction for them all: a busy gateway's records cost one commit a batch
+        periods: dict[str, Period | None] = {}  # key id -> its budget's period (None: unknown)
         with self._write() as conn:
-            if lease is not None:
-                self._run(conn, "UPDATE ledger_leases SET settled = 1 WHERE lease = ?", (lease,))
-            if record.key_id is not None and record.cost:
-                self._add_spend(conn, record.key_id, record.at, record.cost)
-            self._run(
-                conn,
-                f"INSERT INTO ledger_usage ({', '.join(_USAGE_COLUMNS)}, ended)"
-                f" VALUES ({', '.join('?' for _ in _USAGE_COLUMNS)}, ?)",
-                (
-                    *(
-                        stored_text(value) if isinstance(value, str) else value
-                        for value in (getattr(record, name) for name in _USAGE_COLUMNS)
-                    ),
-                    record.at + record.latency,
-                ),
-            )
+            for lease, record in settled:
+                if lease is not None:
+                    self._run(
+                        conn, "UPDATE ledger_leases SET settled = 1 WHERE lease = ?", (lease,)
+                    )
+                if record.key_id is not None and record.cost:
+                    if record.key_id not in periods:
+                        periods[record.key_id] = self._period(conn, record.key_id)
+                    period = periods[record.key_id]
+                    if period is not None:  # a key this store does not hold: no budget
+                        since = period_start(period, record.at)
+                        self._add_spend(conn, record.key_id, since, record.cost)
+                self._run(conn, _INSERT_USAGE, _usage_row(record))
 
     def spent(self, key_id: str, *, now: float) -> float:
         conn = self._conn()
@@ -388,16 +394,18 @@ class SqlStore(KeyMaking):
         ).fetchone()
         return float(row[0]) if row else 0.0
 
-    def _add_spend(self, conn: Connection, key_id: str, at: float, cost: float) -> None:
-        """Count ``cost`` in the period of the key's budget that holds ``at``."""
+    def _period(self, conn: Connection, key_id: str) -> Period | None:
+        """The period of the key's budget (None: a key this store does not hold)."""
         rows = self._run(conn, "SELECT period FROM ledger_keys WHERE id = ?", (key_id,)).fetchall()
-        if not rows:  # a record of a key this store does not hold: nothing to budget
-            return
+        return cast("Period", rows[0][0]) if rows else None
+
+    def _add_spend(self, conn: Connection, key_id: str, since: float, cost: float) -> None:
+        """Count ``cost`` in the key's budget period that began at ``since``."""
         self._run(
             conn,
             "INSERT INTO ledger_spend (key_id, since, spent) VALUES (?, ?, ?)"
             " ON CONFLICT (key_id, since) DO UPDATE SET spent = ledger_spend.spent + ?",
-            (key_id, period_start(rows[0][0], at), cost, cost),
+            (key_id, since, cost, cost),
         )
 
     def _migrate(self) -> None:
@@ -427,6 +435,18 @@ def stored_text(text: str) -> str:
     most `TEXT_LIMIT` characters, a cut one ending in ``…``."""
     text = text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
     return text if len(text) <= TEXT_LIMIT else text[: TEXT_LIMIT - 1] + "…"
+
+
+def _usage_row(record: UsageRecord) -> tuple[object, ...]:
+    """``record``'s values for `_INSERT_USAGE`: its text as a column holds it, and when
+    it ended (its tokens count against tokens per minute from then)."""
+    return (
+        *(
+            stored_text(value) if isinstance(value, str) else value
+            for value in (getattr(record, name) for name in _USAGE_COLUMNS)
+        ),
+        record.at + record.latency,
+    )
 
 
 def _in_range(since: float, until: float, key_id: str | None) -> tuple[str, tuple[object, ...]]:

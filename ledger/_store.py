@@ -79,6 +79,11 @@ class Store(Protocol):
         never admitted, e.g. a refusal worth recording)."""
         ...
 
+    def settle_many(self, settled: Sequence[tuple[str | None, UsageRecord]]) -> None:
+        """`settle` each (lease, record) of ``settled``, all or none: one transaction,
+        so a busy gateway's recorder pays one commit a batch, not one a request."""
+        ...
+
     def spent(self, key_id: str, *, now: float) -> float:
         """What ``key_id`` spent in its current period (settled requests only)."""
         ...

@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from streamfn.ledger import (
@@ -202,4 +203,17 @@ def test_a_forked_child_connects_afresh(tmp_path: Path) -> None:
     os.close(read)
     os.waitpid(pid, 0)
     assert store._conn() is parent and store.list_keys() == [key]
+    store.close()
+
+
+def test_settling_many_keeps_all_or_none(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "gateway.db")
+    key, _ = store.create_key("ci", now=NOW, budget=1.0)
+    lease = store.admit(key, "m", now=NOW, estimate=0.5)
+    assert isinstance(lease, Admitted)
+    good = UsageRecord(at=NOW, key_id=key.id, route="/v1/chat/completions", model="m", cost=0.25)
+    bad = msgspec.structs.replace(good, outcome=None)  # type: ignore[arg-type]
+    with pytest.raises(sqlite3.IntegrityError):
+        store.settle_many([(lease.lease, good), (None, bad)])
+    assert store.records(since=0, until=NOW + 1) == [] and store.spent(key.id, now=NOW) == 0.0
     store.close()
