@@ -8,6 +8,7 @@ import stat
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -216,4 +217,39 @@ def test_settling_many_keeps_all_or_none(tmp_path: Path) -> None:
     with pytest.raises(sqlite3.IntegrityError):
         store.settle_many([(lease.lease, good), (None, bad)])
     assert store.records(since=0, until=NOW + 1) == [] and store.spent(key.id, now=NOW) == 0.0
+    store.close()
+
+
+class CountingSQLite(SQLiteStore):
+    """Counts the SQLite virtual machine's steps (in hundreds): work, not time."""
+
+    steps = 0
+
+    def _open(self) -> Any:
+        conn = super()._open()
+        conn.set_progress_handler(self._step, 100)  # type: ignore[attr-defined]
+        return conn
+
+    def _step(self) -> int:
+        self.steps += 1
+        return 0  # go on
+
+
+def test_admission_costs_the_same_however_many_requests_the_minute_held(tmp_path: Path) -> None:
+    store = CountingSQLite(tmp_path / "gateway.db")
+    key, _ = store.create_key("ci", now=NOW, budget=1e6)
+
+    def admit_and_settle(n: int, at: float) -> int:
+        """Steps of the last of ``n`` admissions (each settled) at ``at``."""
+        for _ in range(n):
+            store.steps = 0
+            verdict = store.admit(key, "m", now=at, estimate=0.001)
+            assert isinstance(verdict, Admitted)
+            used = UsageRecord(at=at, key_id=key.id, route="r", model="m", cost=0.001)
+            store.settle(verdict.lease, used)
+        return store.steps
+
+    few = admit_and_settle(10, NOW)
+    many = admit_and_settle(3000, NOW + 1)
+    assert many <= 2 * few + 2  # reading every lease of the minute: hundreds of times more
     store.close()
