@@ -270,6 +270,19 @@ class SqlStore(KeyMaking):
         ]
         return sorted(found, key=lambda row: tuple(str(row[field]) for field in by))
 
+    def prune(self, *, before: float) -> int:
+        with self._write() as conn:
+            gone = self._run(
+                conn, "SELECT COUNT(*) FROM ledger_usage WHERE at < ?", (before,)
+            ).fetchone()
+            self._run(conn, "DELETE FROM ledger_usage WHERE at < ?", (before,))
+            self._run(
+                conn,
+                "DELETE FROM ledger_leases WHERE at < ? AND (settled = 1 OR expires_at <= ?)",
+                (before, before),
+            )
+        return int(gone[0])
+
     def close(self) -> None:
         with self._lock:
             self._closed = True

@@ -107,6 +107,12 @@ class Store(Protocol):
         known prices, whose cost is not counted)."""
         ...
 
+    def prune(self, *, before: float) -> int:
+        """Forget the usage records of requests that arrived before ``before`` (and the
+        settled reservations of then); how many records went. Spend totals are kept
+        apart from the records, so every budget's period stays whole."""
+        ...
+
     def close(self) -> None:
         """Release the connection(s); the store is not used afterwards."""
         ...

@@ -231,3 +231,21 @@ def test_settling_many_at_once_is_settling_each(store: Store) -> None:
         (r for _, r in batch), key=lambda r: (r.at, r.key_id or "")
     )
     store.settle_many([])
+
+
+def test_pruning_forgets_old_records_and_keeps_each_periods_spend(store: Store) -> None:
+    monthly, _ = store.create_key("ci", now=T0 - 400 * DAY, budget=100.0, period="month")
+    forever, _ = store.create_key("all", now=T0 - 400 * DAY, budget=100.0, period="total")
+    early = T0 - 2.5 * DAY  # this month, before the cut
+    for key in (monthly, forever):
+        for at, cost in [(T0 - 365 * DAY, 8.0), (early, 4.0), (T0 - DAY, 2.0), (T0, 1.0)]:
+            store.settle(None, record(key.id, at, cost=cost))
+    assert store.prune(before=T0 - 2 * DAY) == 4  # each key's last year and early records
+    assert sorted(r.at for r in store.records(since=0, until=T0 + 1)) == [T0 - DAY] * 2 + [T0] * 2
+    assert store.spent(monthly.id, now=T0) == 7.0 and store.spent(forever.id, now=T0) == 15.0
+    # a reservation in flight holds its money through a prune that passes its arrival
+    in_flight = admitted(store.admit(monthly, "m", now=T0 - 100, estimate=0.5))
+    assert store.prune(before=T0) == 2
+    assert admitted(store.admit(monthly, "m", now=T0, estimate=100.0)).cap == 100.0 - 7.0 - 0.5
+    store.settle(in_flight.lease, record(monthly.id, T0 - 100, cost=0.25))
+    assert store.spent(monthly.id, now=T0) == 7.25
