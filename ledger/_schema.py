@@ -77,6 +77,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # admission sums what the requests in flight hold: those rows only, not the
         # minute's settled ones kept for the requests-per-minute window
         "CREATE INDEX ledger_leases_open ON ledger_leases (key_id) WHERE settled = 0",
+        # settling deletes the leases no admission reads any more, by age
+        "CREATE INDEX ledger_leases_at ON ledger_leases (at)",
     ),
 )
 

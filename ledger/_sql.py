@@ -50,6 +50,15 @@ _USAGE_COLUMNS = (
     "first_token",
     "outcome",
 )
+#: a key, the money its requests in flight hold, and its spend in the period that
+#: began at a given second (parameters: id, now, id, period's start, id)
+_ADMISSION = (
+    f"SELECT {_KEY_COLUMNS},"
+    " (SELECT SUM(reserved) FROM ledger_leases"
+    "  WHERE key_id = ? AND settled = 0 AND expires_at > ?),"
+    " (SELECT spent FROM ledger_spend WHERE key_id = ? AND since = ?)"
+    " FROM ledger_keys WHERE id = ?"
+)
 _INSERT_USAGE = (
     f"INSERT INTO ledger_usage ({', '.join(_USAGE_COLUMNS)}, ended)"
     f" VALUES ({', '.join('?' for _ in _USAGE_COLUMNS)}, ?)"
@@ -74,6 +83,7 @@ class Connection(Protocol):
     """What the store needs of a DB-API connection in autocommit mode."""
 
     def execute(self, sql: Any, params: Sequence[object] = ..., /) -> Cursor: ...
+    def cursor(self) -> Any: ...
     def close(self) -> None: ...
 
 
@@ -169,22 +179,24 @@ class SqlStore(KeyMaking):
     ) -> Admitted | Refused:
         lease = "l" + secrets.token_hex(8)
         since = now - WINDOW
+        start = period_start(key.period, now)
         with self._write(lock=key.id) as conn:
-            rows = self._run(
-                conn, f"SELECT {_KEY_COLUMNS} FROM ledger_keys WHERE id = ?", (key.id,)
-            ).fetchall()
-            current = _key(rows[0]) if rows else key  # a revocation since the caller looked
-            self._run(
-                conn,
-                "DELETE FROM ledger_leases WHERE key_id = ? AND at <= ?"
-                " AND (settled = 1 OR expires_at <= ?)",
-                (key.id, since, now),
-            )
+            # the key as it is now (a revocation since the caller looked), what its
+            # requests in flight hold and its period's spend: one round trip
+            row = self._run(
+                conn, _ADMISSION, (key.id, now, key.id, start, key.id)
+            ).fetchone()
+            if row is None:  # a key this store does not hold: as the caller saw it
+                current, reserved, spent = key, self._reserved(conn, key.id, now), None
+            else:
+                current, reserved, spent = _key(row[:-2]), float(row[-2] or 0.0), row[-1]
+            if spent is None or current.period != key.period:
+                spent = self._spent(conn, key.id, period_start(current.period, now))
             window = Window(
                 requests=self._arrivals(conn, current, since),
                 tokens=self._tokens(conn, current, since),
-                spent=self._spent(conn, key.id, period_start(current.period, now)),
-                reserved=self._reserved(conn, key.id, now),
+                spent=float(spent),
+                reserved=reserved,
             )
             verdict = decide(current, model, window, now=now, estimate=estimate, lease=lease)
             if isinstance(verdict, Admitted):
@@ -201,21 +213,37 @@ class SqlStore(KeyMaking):
 
     def settle_many(self, settled: Sequence[tuple[str | None, UsageRecord]]) -> None:
         # one transaction for them all: a busy gateway's records cost one commit a batch
+        if not settled:
+            return
         periods: dict[str, Period | None] = {}  # key id -> its budget's period (None: unknown)
+        spend: dict[tuple[str, float], float] = {}  # (key id, period's start) -> cost
         with self._write() as conn:
-            for lease, record in settled:
-                if lease is not None:
-                    self._run(
-                        conn, "UPDATE ledger_leases SET settled = 1 WHERE lease = ?", (lease,)
-                    )
+            for _, record in settled:
                 if record.key_id is not None and record.cost:
                     if record.key_id not in periods:
                         periods[record.key_id] = self._period(conn, record.key_id)
                     period = periods[record.key_id]
                     if period is not None:  # a key this store does not hold: no budget
-                        since = period_start(period, record.at)
-                        self._add_spend(conn, record.key_id, since, record.cost)
-                self._run(conn, _INSERT_USAGE, _usage_row(record))
+                        counted = (record.key_id, period_start(period, record.at))
+                        spend[counted] = spend.get(counted, 0.0) + record.cost
+            leases = [(lease,) for lease, _ in settled if lease is not None]
+            self._run_many(conn, "UPDATE ledger_leases SET settled = 1 WHERE lease = ?", leases)
+            self._run_many(
+                conn,
+                "INSERT INTO ledger_spend (key_id, since, spent) VALUES (?, ?, ?)"
+                " ON CONFLICT (key_id, since) DO UPDATE SET spent = ledger_spend.spent + ?",
+                [(key_id, since, cost, cost) for (key_id, since), cost in spend.items()],
+            )
+            self._run_many(conn, _INSERT_USAGE, [_usage_row(record) for _, record in settled])
+            # the leases admission no longer reads: settled ones past the requests-per-
+            # minute window, and expired ones (as of the latest end in the batch: never
+            # later than now)
+            latest = max(record.at + record.latency for _, record in settled)
+            self._run(
+                conn,
+                "DELETE FROM ledger_leases WHERE at <= ? AND (settled = 1 OR expires_at <= ?)",
+                (latest - WINDOW, latest),
+            )
 
     def spent(self, key_id: str, *, now: float) -> float:
         conn = self._conn()
@@ -315,16 +343,35 @@ class SqlStore(KeyMaking):
         try:
             return conn.execute(self._dialect.sql(sql), params)
         except self._failures as exc:
-            if getattr(self._local, "conn", None) is conn:
-                self._local.conn = None
-                with self._lock:
-                    if conn in self._connections:
-                        self._connections.remove(conn)
-                with suppress(Exception):
-                    conn.close()
+            self._forget(conn)
             raise StoreError(
                 f"the usage store {self._label} failed: {self._explain(exc)}"
             ) from None
+
+    def _run_many(
+        self, conn: Connection, sql: str, params: Sequence[Sequence[object]]
+    ) -> None:
+        """`_run` ``sql`` once per parameter row, in as few round trips as the driver
+        makes (psycopg pipelines them)."""
+        if not params:
+            return
+        try:
+            conn.cursor().executemany(self._dialect.sql(sql), params)
+        except self._failures as exc:
+            self._forget(conn)
+            raise StoreError(
+                f"the usage store {self._label} failed: {self._explain(exc)}"
+            ) from None
+
+    def _forget(self, conn: Connection) -> None:
+        """Drop this thread's broken connection: its next call connects afresh."""
+        if getattr(self._local, "conn", None) is conn:
+            self._local.conn = None
+            with self._lock:
+                if conn in self._connections:
+                    self._connections.remove(conn)
+            with suppress(Exception):
+                conn.close()
 
     def _explain(self, exc: BaseException) -> str:
         """What the driver said, fit to show (a subclass removes what must not be)."""
@@ -411,15 +458,6 @@ class SqlStore(KeyMaking):
         """The period of the key's budget (None: a key this store does not hold)."""
         rows = self._run(conn, "SELECT period FROM ledger_keys WHERE id = ?", (key_id,)).fetchall()
         return cast("Period", rows[0][0]) if rows else None
-
-    def _add_spend(self, conn: Connection, key_id: str, since: float, cost: float) -> None:
-        """Count ``cost`` in the key's budget period that began at ``since``."""
-        self._run(
-            conn,
-            "INSERT INTO ledger_spend (key_id, since, spent) VALUES (?, ?, ?)"
-            " ON CONFLICT (key_id, since) DO UPDATE SET spent = ledger_spend.spent + ?",
-            (key_id, since, cost, cost),
-        )
 
     def _migrate(self) -> None:
         with self._write(lock="ledger_schema") as conn:
