@@ -27,7 +27,8 @@ interleaved round-robin, ``--rounds`` times each:
 - with ``--before SRC``, ``streamfn before``: the same server run from
   another source tree (``SRC/streamfn`` importable as ``streamfn``, e.g. an
   extracted ``git archive`` of the base commit), so a change is measured
-  against its base in one interleaved run on the same load;
+  against its base in one interleaved run on the same load (with ``--keys``,
+  ``streamfn keys before`` too);
 - ``litellm``: ``litellm --config`` with one ``openai/`` model on the upstream
   (LiteLLM's proxy, pinned: ``litellm[proxy]==1.106.2``, in a venv of its own
   because its pins conflict with the project's; ``--litellm`` names its
@@ -414,12 +415,24 @@ def start_litellm(exe: str, upstream: int, port: int, workdir: Path) -> subproce
     )
 
 
-def _client_key(home: Path, url: str | None = None) -> tuple[str, str]:
+def _client_key(
+    home: Path, url: str | None = None, source: Path | None = None
+) -> tuple[str, str]:
     """A store (``url``, else a SQLite file in ``home``) holding one client key with a
-    budget no run spends: its URL and the key's secret."""
+    budget no run spends: its URL and the key's secret. ``source``: made by the
+    streamfn there (a store's schema is its streamfn's)."""
+    url = url or f"sqlite://{home / 'keys.db'}"
+    if source is not None:
+        made = subprocess.run(
+            [sys.executable, "-c", "import sys, time; from streamfn.ledger import open_store; "
+             "s = open_store(sys.argv[1]); print(s.create_key('bench', now=time.time(), "
+             "budget=1e6)[1]); s.close()", url],
+            env=dict(os.environ, PYTHONPATH=str(source)), check=True, capture_output=True,
+            text=True,
+        )  # fmt: skip
+        return url, made.stdout.strip()
     from streamfn.ledger import open_store
 
-    url = url or f"sqlite://{home / 'keys.db'}"
     store = open_store(url)
     try:
         _, secret = store.create_key("bench", now=time.time(), budget=1e6)
@@ -493,6 +506,9 @@ def main() -> None:
         if args.keys:
             gateways["streamfn keys"] = (1, None)
             stores["streamfn keys"] = (None, ())
+            if args.before is not None:
+                gateways["streamfn keys before"] = (1, args.before.resolve())
+                stores["streamfn keys before"] = (None, ())
         if args.keys_postgres:
             gateways["streamfn keys pg"] = (1, None)
             stores["streamfn keys pg"] = _postgres(later)
@@ -504,7 +520,7 @@ def main() -> None:
             home.mkdir()
             store, token = (None, "bench")
             if name in stores:
-                store, token = _client_key(home, stores[name][0])
+                store, token = _client_key(home, stores[name][0], source)
             procs[name] = start_streamfn(upstream_port, port, home, workers, source, store)
             _wait_ready(port, procs[name])
             charged = (procs[name].pid, *stores.get(name, (None, ()))[1])
