@@ -82,13 +82,18 @@ class SlowStore(MemoryStore):
         super().settle(lease, record)
 
 
+def _close_flights(recorder: UsageRecorder, n: int) -> None:
+    """``n`` requests end and reach ``recorder``."""
+    for i in range(n):
+        flight = _flight(id=f"req_{i}")
+        flight.close(11.0, "ok")
+        recorder.closed(flight)
+
+
 def test_shutdown_keeps_every_record_queued_and_a_full_queue_says_it_is_behind() -> None:
     store = SlowStore()
     recorder = UsageRecorder(store, max_waiting=10)
-    for i in range(6):
-        flight = _flight(id=f"req_{i}")
-        flight.close(11.0, "ok")
-        recorder.closed(flight)  # returns at once, the store waiting
+    _close_flights(recorder, 6)  # returns at once, the store waiting
     assert recorder.behind  # half the queue: the gateway admits no more requests
     store.gate.set()
     recorder.close()
@@ -146,10 +151,7 @@ class CountingStore(SlowStore):
 def test_records_waiting_together_are_settled_in_one_transaction() -> None:
     store = CountingStore()
     recorder = UsageRecorder(store, max_waiting=1000)
-    for i in range(300):
-        flight = _flight(id=f"req_{i}")
-        flight.close(11.0, "ok")
-        recorder.closed(flight)
+    _close_flights(recorder, 300)
     store.gate.set()  # the first record was taken alone; the 299 behind it wait together
     recorder.close()
     assert sum(store.batches) == 300 and len(store.records(since=0, until=1e9)) == 300
