@@ -29,45 +29,20 @@ from ._records import Admitted, ClientKey, Period, Refused, UsageRecord
 from ._report import SUMMED
 from ._schema import MIGRATIONS, SCHEMA_TABLE, migration
 from ._secrets import hash_secret, new_secret
+from ._sql_text import (
+    ADMISSION,
+    GROUPS,
+    INSERT_USAGE,
+    KEY_COLUMNS,
+    USAGE_COLUMNS,
+    in_range,
+    key_of,
+    stored_text,
+    usage_row,
+)
 from ._store import DEFAULT_LEASE_TTL, Grouping
 
-__all__ = ["TEXT_LIMIT", "Connection", "SqlStore", "StoreError", "stored_text"]
-
-_KEY_COLUMNS = "id, name, created_at, models, budget, period, rpm, tpm, expires_at, revoked_at"
-_USAGE_COLUMNS = (
-    "at",
-    "key_id",
-    "route",
-    "model",
-    "deployment",
-    "input_tokens",
-    "cached_tokens",
-    "cache_write_tokens",
-    "output_tokens",
-    "reasoning_tokens",
-    "cost",
-    "latency",
-    "first_token",
-    "outcome",
-)
-#: a key, the money its requests in flight hold, and its spend in the period that
-#: began at a given second (parameters: id, now, id, period's start, id)
-_ADMISSION = (
-    f"SELECT {_KEY_COLUMNS},"
-    " (SELECT SUM(reserved) FROM ledger_leases"
-    "  WHERE key_id = ? AND settled = 0 AND expires_at > ?),"
-    " (SELECT spent FROM ledger_spend WHERE key_id = ? AND since = ?)"
-    " FROM ledger_keys WHERE id = ?"
-)
-_INSERT_USAGE = (
-    f"INSERT INTO ledger_usage ({', '.join(_USAGE_COLUMNS)}, ended)"
-    f" VALUES ({', '.join('?' for _ in _USAGE_COLUMNS)}, ?)"
-)
-#: the most characters of client text (a model name, a route) a usage record keeps
-TEXT_LIMIT = 512
-#: the grouping columns `report` may use: constants, never client text
-_GROUPS: dict[str, str] = {"key": "key_id", "model": "model", "deployment": "deployment"}
-
+__all__ = ["Connection", "SqlStore", "StoreError"]
 
 class StoreError(Exception):
     """The usage store cannot be opened or reached; the message names the cause and the
@@ -156,20 +131,20 @@ class SqlStore(KeyMaking):
             self._run(conn, "UPDATE ledger_keys SET revoked_at = ? WHERE id = ?", (now, key_id))
 
     def list_keys(self) -> list[ClientKey]:
-        rows = self._query(f"SELECT {_KEY_COLUMNS} FROM ledger_keys ORDER BY created_at, seq")
-        return [_key(row) for row in rows]
+        rows = self._query(f"SELECT {KEY_COLUMNS} FROM ledger_keys ORDER BY created_at, seq")
+        return [key_of(row) for row in rows]
 
     def key_for_secret(self, secret: str) -> ClientKey | None:
         # looked up by hash through the index: timing reveals at most how a hash of the
         # caller's own guess compares, nothing about a stored secret
         wanted = hash_secret(secret)
         rows = self._query(
-            f"SELECT {_KEY_COLUMNS}, secret_hash FROM ledger_keys WHERE secret_hash = ?",
+            f"SELECT {KEY_COLUMNS}, secret_hash FROM ledger_keys WHERE secret_hash = ?",
             (wanted,),
         )
         for row in rows:
             if hmac.compare_digest(row[-1], wanted):
-                return _key(row[:-1])
+                return key_of(row[:-1])
         return None
 
     # -- admission and usage
@@ -184,12 +159,12 @@ class SqlStore(KeyMaking):
             # the key as it is now (a revocation since the caller looked), what its
             # requests in flight hold and its period's spend: one round trip
             row = self._run(
-                conn, _ADMISSION, (key.id, now, key.id, start, key.id)
+                conn, ADMISSION, (key.id, now, key.id, start, key.id)
             ).fetchone()
             if row is None:  # a key this store does not hold: as the caller saw it
                 current, reserved, spent = key, self._reserved(conn, key.id, now), None
             else:
-                current, reserved, spent = _key(row[:-2]), float(row[-2] or 0.0), row[-1]
+                current, reserved, spent = key_of(row[:-2]), float(row[-2] or 0.0), row[-1]
             if spent is None or current.period != key.period:
                 spent = self._spent(conn, key.id, period_start(current.period, now))
             window = Window(
@@ -234,7 +209,7 @@ class SqlStore(KeyMaking):
                 " ON CONFLICT (key_id, since) DO UPDATE SET spent = ledger_spend.spent + ?",
                 [(key_id, since, cost, cost) for (key_id, since), cost in spend.items()],
             )
-            self._run_many(conn, _INSERT_USAGE, [_usage_row(record) for _, record in settled])
+            self._run_many(conn, INSERT_USAGE, [usage_row(record) for _, record in settled])
             # the leases admission no longer reads: settled ones past the requests-per-
             # minute window, and expired ones (as of the latest end in the batch: never
             # later than now)
@@ -255,13 +230,13 @@ class SqlStore(KeyMaking):
     def records(
         self, *, since: float, until: float, key_id: str | None = None, limit: int = 1000
     ) -> list[UsageRecord]:
-        in_range, params = _in_range(since, until, key_id)
+        where, params = in_range(since, until, key_id)
         rows = self._query(
-            f"SELECT {', '.join(_USAGE_COLUMNS)} FROM ledger_usage"
-            f" WHERE {in_range} ORDER BY at DESC, seq LIMIT ?",
+            f"SELECT {', '.join(USAGE_COLUMNS)} FROM ledger_usage"
+            f" WHERE {where} ORDER BY at DESC, seq LIMIT ?",
             (*params, limit),
         )
-        return [UsageRecord(**dict(zip(_USAGE_COLUMNS, row, strict=True))) for row in rows]
+        return [UsageRecord(**dict(zip(USAGE_COLUMNS, row, strict=True))) for row in rows]
 
     def report(
         self,
@@ -271,15 +246,15 @@ class SqlStore(KeyMaking):
         until: float,
         key_id: str | None = None,
     ) -> list[dict[str, object]]:
-        groups = [self._dialect.day if field == "day" else _GROUPS[field] for field in by]
+        groups = [self._dialect.day if field == "day" else GROUPS[field] for field in by]
         sums = ", ".join(f"CAST(SUM({name}) AS BIGINT)" for name in SUMMED)
-        in_range, params = _in_range(since, until, key_id)
+        where, params = in_range(since, until, key_id)
         rows = self._query(
             f"SELECT {''.join(g + ', ' for g in groups)}COUNT(*), {sums},"
             " SUM(COALESCE(cost, 0.0)),"
             " CAST(SUM(CASE WHEN outcome = 'ok' THEN 0 ELSE 1 END) AS BIGINT),"
             " CAST(SUM(CASE WHEN cost IS NULL THEN 1 ELSE 0 END) AS BIGINT)"
-            f" FROM ledger_usage WHERE {in_range}"
+            f" FROM ledger_usage WHERE {where}"
             + (f" GROUP BY {', '.join(groups)}" if groups else ""),
             params,
         )
@@ -478,47 +453,3 @@ class SqlStore(KeyMaking):
                 self._run(
                     conn, "INSERT INTO ledger_schema (version) VALUES (?)", (len(MIGRATIONS),)
                 )
-
-
-def stored_text(text: str) -> str:
-    """``text`` as a column can hold it, whoever wrote it (a client names the model):
-    no NUL (PostgreSQL refuses it), no lone surrogate (no encoding has it), and at
-    most `TEXT_LIMIT` characters, a cut one ending in ``…``."""
-    text = text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
-    return text if len(text) <= TEXT_LIMIT else text[: TEXT_LIMIT - 1] + "…"
-
-
-def _usage_row(record: UsageRecord) -> tuple[object, ...]:
-    """``record``'s values for `_INSERT_USAGE`: its text as a column holds it, and when
-    it ended (its tokens count against tokens per minute from then)."""
-    return (
-        *(
-            stored_text(value) if isinstance(value, str) else value
-            for value in (getattr(record, name) for name in _USAGE_COLUMNS)
-        ),
-        record.at + record.latency,
-    )
-
-
-def _in_range(since: float, until: float, key_id: str | None) -> tuple[str, tuple[object, ...]]:
-    """The usage rows in ``[since, until)`` (of ``key_id`` only, if given): a condition
-    and its parameters."""
-    if key_id is None:
-        return "at >= ? AND at < ?", (since, until)
-    return "at >= ? AND at < ? AND key_id = ?", (since, until, key_id)
-
-
-def _key(row: Sequence[Any]) -> ClientKey:
-    key_id, name, created_at, models, budget, period, rpm, tpm, expires_at, revoked_at = row
-    return ClientKey(
-        id=key_id,
-        name=name,
-        created_at=created_at,
-        models=tuple(msgspec.json.decode(models)),
-        budget=budget,
-        period=period,
-        rpm=rpm,
-        tpm=tpm,
-        expires_at=expires_at,
-        revoked_at=revoked_at,
-    )
