@@ -210,14 +210,14 @@ class SqlStore(KeyMaking):
                 [(key_id, since, cost, cost) for (key_id, since), cost in spend.items()],
             )
             self._run_many(conn, INSERT_USAGE, [usage_row(record) for _, record in settled])
-            # the leases admission no longer reads: settled ones past the requests-per-
-            # minute window, and expired ones (as of the latest end in the batch: never
-            # later than now)
-            latest = max(record.at + record.latency for _, record in settled)
+            # housekeeping: the leases admission no longer reads (settled ones past the
+            # requests-per-minute window, expired ones), as of the batch's latest end a
+            # window ago, so a host whose clock runs ahead takes nothing still counted
+            past = max(record.at + record.latency for _, record in settled) - WINDOW
             self._run(
                 conn,
                 "DELETE FROM ledger_leases WHERE at <= ? AND (settled = 1 OR expires_at <= ?)",
-                (latest - WINDOW, latest),
+                (past, past),
             )
 
     def spent(self, key_id: str, *, now: float) -> float:
