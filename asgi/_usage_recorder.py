@@ -1,8 +1,9 @@
 """Usage on record: each request a gateway with client keys served, kept in its store.
 
 An `Observer` that turns each closed `Flight` into a `UsageRecord` and hands it to
-one worker thread, which settles it in the store (`Store.settle`: the record kept,
-the request's reservation freed). The event loop never waits on the database: a
+one worker thread, which settles it in the store (`Store.settle_many`: the record
+kept, the request's reservation freed), with every other record waiting by then
+in the same transaction. The event loop never waits on the database: a
 record waits in a bounded queue, and while that queue is half full the gateway
 admits no new request (`UsageRecorder.behind`: a 503 until the store catches up),
 so no answer is ever served off the record. A failing store is logged (the error's
@@ -40,6 +41,8 @@ log = logging.getLogger("streamfn")
 MAX_WAITING_RECORDS: Final = 10_000
 #: seconds between a failed settle and the next try (then the record is given up)
 _RETRIES: Final = (0.1, 0.5, 2.0)
+#: the most records settled in one transaction
+_BATCH: Final = 256
 #: seconds the shutdown waits for the records still queued
 _FLUSH_WAIT: Final = 60.0
 
@@ -149,22 +152,30 @@ class UsageRecorder:
 
     def _drain(self) -> None:
         while True:
-            item = self._queue.get()
-            if item is None:
+            batch = [self._queue.get()]
+            while len(batch) < _BATCH:  # whatever else waits: settled in one transaction
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            settled = [item for item in batch if item is not None]
+            if settled:
+                self._settle(settled)
+            if len(settled) < len(batch):  # the shutdown's mark: everything before it kept
                 return
-            self._settle(*item)
 
-    def _settle(self, lease: str | None, record: UsageRecord) -> None:
+    def _settle(self, settled: list[tuple[str | None, UsageRecord]]) -> None:
         for wait in (*_RETRIES, None):
             try:
-                self.store.settle(lease, record)
+                self.store.settle_many(settled)
                 return
-            except Exception as exc:  # the store's words name no key; the record none either
+            except Exception as exc:  # the store's words name no key; the records none either
                 if wait is None:
-                    self.lost += 1
+                    self.lost += len(settled)
                     log.error(
-                        "usage record of key %s lost: the store failed (%s: %s)",
-                        record.key_id,
+                        "%d usage records (keys %s) lost: the store failed (%s: %s)",
+                        len(settled),
+                        ", ".join(sorted({str(record.key_id) for _, record in settled})),
                         type(exc).__name__,
                         exc,
                     )

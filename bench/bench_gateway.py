@@ -19,12 +19,16 @@ interleaved round-robin, ``--rounds`` times each:
 - with ``--keys``, ``streamfn keys``: the same with client keys (``--store``, a
   SQLite file): every request looked up, admitted against a key with a budget
   (so its stream is metered against its reservation) and recorded;
+- with ``--keys-postgres``, ``streamfn keys pg``: the same with the keys on a
+  PostgreSQL server started for the run (Debian's binaries, as the tests start
+  one: a private socket, ``fsync=off``); the server's CPU is charged to it too;
 - with ``--workers N``, ``streamfn xN``: the same with ``--workers N``
   (scale-out on this machine: throughput and p99 against one process);
 - with ``--before SRC``, ``streamfn before``: the same server run from
   another source tree (``SRC/streamfn`` importable as ``streamfn``, e.g. an
   extracted ``git archive`` of the base commit), so a change is measured
-  against its base in one interleaved run on the same load;
+  against its base in one interleaved run on the same load (with ``--keys``,
+  ``streamfn keys before`` too);
 - ``litellm``: ``litellm --config`` with one ``openai/`` model on the upstream
   (LiteLLM's proxy, pinned: ``litellm[proxy]==1.106.2``, in a venv of its own
   because its pins conflict with the project's; ``--litellm`` names its
@@ -32,7 +36,7 @@ interleaved round-robin, ``--rounds`` times each:
 
 Reported per target, best round of each: requests/s at 50 concurrent clients;
 the gateway's CPU-seconds per 1,000 streamed deltas at c=50 (its whole
-process tree, from /proc); time to first token (first non-empty content
+process tree, from /proc), and per request; time to first token (first non-empty content
 delta) p50 at c=1 and p99 at c=50, and what the gateway adds to the direct
 figure of the same round. Every response is checked: 200 deltas whose text
 equals the upstream's.
@@ -55,6 +59,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -301,8 +306,8 @@ def load(
 # -- gateways ------------------------------------------------------------------------------
 
 
-def _tree_cpu(pid: int) -> float:
-    """CPU seconds (user + system) of ``pid`` and every live descendant."""
+def _tree_cpu(*pids: int) -> float:
+    """CPU seconds (user + system) of ``pids`` and every live descendant."""
     tick = os.sysconf("SC_CLK_TCK")
     children: dict[int, list[int]] = {}
     stats: dict[int, float] = {}
@@ -315,7 +320,7 @@ def _tree_cpu(pid: int) -> float:
             continue
         children.setdefault(int(fields[1]), []).append(int(entry))
         stats[int(entry)] = (int(fields[11]) + int(fields[12])) / tick
-    total, todo = 0.0, [pid]
+    total, todo = 0.0, list(pids)
     while todo:
         p = todo.pop()
         total += stats.get(p, 0.0)
@@ -373,6 +378,18 @@ def start_streamfn(
     return subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+def _postgres(later: ExitStack) -> tuple[str, tuple[int, ...]]:
+    """A PostgreSQL server for the run (stopped by ``later``): a fresh database's URL,
+    and the server's pid (its process tree is charged with the gateway's)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from postgres_server import postgres_server
+
+    server = later.enter_context(postgres_server())
+    url = server.fresh_database()
+    pid = int((server.socket_dir / "data" / "postmaster.pid").read_text().split()[0])
+    return url, (pid,)
+
+
 def start_litellm(exe: str, upstream: int, port: int, workdir: Path) -> subprocess.Popen[bytes]:
     config = workdir / "litellm.yaml"
     config.write_text(
@@ -398,12 +415,24 @@ def start_litellm(exe: str, upstream: int, port: int, workdir: Path) -> subproce
     )
 
 
-def _client_key(home: Path) -> tuple[str, str]:
-    """A SQLite store in ``home`` holding one client key with a budget no run spends:
-    its URL and the key's secret."""
+def _client_key(
+    home: Path, url: str | None = None, source: Path | None = None
+) -> tuple[str, str]:
+    """A store (``url``, else a SQLite file in ``home``) holding one client key with a
+    budget no run spends: its URL and the key's secret. ``source``: made by the
+    streamfn there (a store's schema is its streamfn's)."""
+    url = url or f"sqlite://{home / 'keys.db'}"
+    if source is not None:
+        made = subprocess.run(
+            [sys.executable, "-c", "import sys, time; from streamfn.ledger import open_store; "
+             "s = open_store(sys.argv[1]); print(s.create_key('bench', now=time.time(), "
+             "budget=1e6)[1]); s.close()", url],
+            env=dict(os.environ, PYTHONPATH=str(source)), check=True, capture_output=True,
+            text=True,
+        )  # fmt: skip
+        return url, made.stdout.strip()
     from streamfn.ledger import open_store
 
-    url = f"sqlite://{home / 'keys.db'}"
     store = open_store(url)
     try:
         _, secret = store.create_key("bench", now=time.time(), budget=1e6)
@@ -443,6 +472,11 @@ def main() -> None:
     parser.add_argument(
         "--keys", action="store_true", help="also run streamfn with client keys and usage records"
     )
+    parser.add_argument(
+        "--keys-postgres",
+        action="store_true",
+        help="also run streamfn with client keys on a PostgreSQL server started for the run",
+    )
     args = parser.parse_args()
     if args.no_litellm:
         args.litellm = ""
@@ -458,31 +492,44 @@ def main() -> None:
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-gateway-"))
     procs: dict[str, subprocess.Popen[bytes]] = {}
-    #: name: (port, model, pid of the process tree to charge, bearer token)
-    targets: dict[str, tuple[int, str, int | None, str]] = {
-        "direct": (upstream_port, "gpt-4o-mini", upstream.pid, "bench")
+    #: name: (port, model, pids of the process trees to charge, bearer token)
+    targets: dict[str, tuple[int, str, tuple[int, ...], str]] = {
+        "direct": (upstream_port, "gpt-4o-mini", (upstream.pid or 0,), "bench")
     }
+    #: name: (store URL, pids its engine runs as, charged to it too)
+    stores: dict[str, tuple[str | None, tuple[int, ...]]] = {}
+    later = ExitStack()
     try:
         gateways: dict[str, tuple[int, Path | None]] = {"streamfn": (1, None)}
         if args.before is not None:
             gateways["streamfn before"] = (1, args.before.resolve())
         if args.keys:
             gateways["streamfn keys"] = (1, None)
+            stores["streamfn keys"] = (None, ())
+            if args.before is not None:
+                gateways["streamfn keys before"] = (1, args.before.resolve())
+                stores["streamfn keys before"] = (None, ())
+        if args.keys_postgres:
+            gateways["streamfn keys pg"] = (1, None)
+            stores["streamfn keys pg"] = _postgres(later)
         if args.workers > 1:
             gateways[f"streamfn x{args.workers}"] = (args.workers, None)
         for name, (workers, source) in gateways.items():
             port = _free_port()
             home = workdir / name.replace(" ", "-")
             home.mkdir()
-            store, token = _client_key(home) if name == "streamfn keys" else (None, "bench")
+            store, token = (None, "bench")
+            if name in stores:
+                store, token = _client_key(home, stores[name][0], source)
             procs[name] = start_streamfn(upstream_port, port, home, workers, source, store)
             _wait_ready(port, procs[name])
-            targets[name] = (port, "bench", procs[name].pid, token)
+            charged = (procs[name].pid, *stores.get(name, (None, ()))[1])
+            targets[name] = (port, "bench", charged, token)
         if args.litellm:
             port = _free_port()
             procs["litellm"] = start_litellm(args.litellm, upstream_port, port, workdir)
             _wait_ready(port, procs["litellm"])
-            targets["litellm"] = (port, "bench", procs["litellm"].pid, LITELLM_KEY)
+            targets["litellm"] = (port, "bench", (procs["litellm"].pid,), LITELLM_KEY)
         else:
             print("litellm not found (--litellm PATH): measuring streamfn and direct only")
         with ProcessPoolExecutor(1, mp_context=ctx) as pool:
@@ -502,13 +549,14 @@ def main() -> None:
                 proc.wait()
         upstream.terminate()
         upstream.join()
+        later.close()
         shutil.rmtree(workdir, ignore_errors=True)
     report(rows, args)
 
 
 def run_rounds(
     pool: ProcessPoolExecutor,
-    targets: dict[str, tuple[int, str, int | None, str]],
+    targets: dict[str, tuple[int, str, tuple[int, ...], str]],
     args: argparse.Namespace,
     expected_text: str,
 ) -> dict[str, list[dict[str, float]]]:
@@ -518,11 +566,11 @@ def run_rounds(
         # each round in another order: no target always runs right after the same one
         shift = round_ % len(names)
         for name in names[shift:] + names[:shift]:
-            port, model, pid, token = targets[name]
+            port, model, pids, token = targets[name]
             c1 = pool.submit(load, port, model, 1, 60.0, args.c1_requests, token).result()
-            before = _tree_cpu(pid) if pid else 0.0
+            before = _tree_cpu(*pids)
             c50 = pool.submit(load, port, model, args.clients, args.seconds, 10**9, token).result()
-            cpu = (_tree_cpu(pid) if pid else 0.0) - before
+            cpu = _tree_cpu(*pids) - before
             if set(c1["texts"] + c50["texts"]) != {expected_text}:
                 raise SystemExit(f"{name}: a response's text differs from the upstream's")
             if set(c50["deltas"]) != {N_DELTAS}:
@@ -555,9 +603,10 @@ def report(rows: dict[str, list[dict[str, float]]], args: argparse.Namespace) ->
     print()
     print(
         f"| target | req/s c={args.clients} | CPU-s per 1k deltas | us CPU per delta | "
+        "us CPU per request | "
         f"TTFT p50 c=1 (added) | TTFT p99 c={args.clients} (added) |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     direct = rows["direct"]
     for name, runs in rows.items():
         rps = max(r["rps"] for r in runs)
@@ -569,7 +618,7 @@ def report(rows: dict[str, list[dict[str, float]]], args: argparse.Namespace) ->
         extra = "" if name == "direct" else f" (+{added_p50:.2f})"
         extra99 = "" if name == "direct" else f" (+{added_p99:.1f})"
         print(
-            f"| {name} | {rps:,.0f} | {cpu:.4f} | {cpu * 1000:.1f} | "
+            f"| {name} | {rps:,.0f} | {cpu:.4f} | {cpu * 1000:.1f} | {cpu * N_DELTAS * 1000:,.0f} | "
             f"{p50:.2f} ms{extra} | {p99:.1f} ms{extra99} |"
         )
     best = {name: max(r["rps"] for r in runs) for name, runs in rows.items()}

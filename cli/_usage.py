@@ -2,13 +2,17 @@
 
 Rows are grouped by any of key, model, day (UTC) and deployment, over a time
 range (default: the last 30 days), and end with a total; ``--json`` prints the
-same numbers for a script. Cost counts priced requests only: requests of a model
+same numbers for a script. ``--prune-before`` forgets the records older than a
+moment instead (the table of use grows with every request); what each key spent
+in its budget's period is kept apart from the records, so budgets stay whole.
+Cost counts priced requests only: requests of a model
 with no known prices are counted as ``unpriced``, and the table says how many.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import time
 from collections.abc import Sequence
@@ -23,6 +27,8 @@ from ._table import Column, fit, terminal_width
 __all__ = ["COMMAND"]
 
 GROUPINGS: Final = get_args(Grouping)
+#: the records a prune always keeps: the last day's (seconds)
+_KEEP_AT_LEAST: Final = 86400.0
 NUMBERS: Final = (
     ("requests", "requests", 0),
     ("input_tokens", "input", 0),
@@ -51,6 +57,8 @@ examples:
       one key's spend by model since a date
   streamfn usage --by key,day --json | jq '.total.cost'
       the same numbers as JSON
+  streamfn usage --prune-before 90d
+      forget the records older than 90 days (budgets' spend is kept)
 """
 
 
@@ -82,12 +90,20 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         "--until", metavar="WHEN", help="a date, or a span ago such as 1d (default: now)"
     )
     parser.add_argument("--key", metavar="ID", help="one key's usage only (key_…)")
+    parser.add_argument(
+        "--prune-before",
+        metavar="WHEN",
+        help="delete the records from before WHEN (90d, or a date; at least a day ago) "
+        "instead of reporting; spend totals of budgets are kept",
+    )
     add_store(parser)
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
 def _run(args: argparse.Namespace) -> int:
     now = time.time()
+    if args.prune_before is not None:
+        return _prune(args, now)
     since = since_time("--since", args.since, now)
     until = now + 1 if args.until is None else since_time("--until", args.until, now)
     if until <= since:
@@ -106,6 +122,26 @@ def _run(args: argparse.Namespace) -> int:
         print("no usage in this range")
         return EXIT_OK
     _table(args.by, rows, total, names)
+    return EXIT_OK
+
+
+def _prune(args: argparse.Namespace, now: float) -> int:
+    """Forget the records before ``--prune-before``: never the last day's, which the
+    tokens-per-minute limits and the dashboard read."""
+    before = since_time("--prune-before", args.prune_before, now)
+    if before > now - _KEEP_AT_LEAST:
+        raise CommandError(
+            f"--prune-before {args.prune_before!r} is less than a day ago: give 1d or more "
+            "(the last day's records are the limits' and the dashboard's)",
+            EXIT_USAGE,
+        )
+    with opened(args) as store:
+        gone = store.prune(before=before)
+    day = dt.datetime.fromtimestamp(before, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    if args.json:
+        print(json.dumps({"pruned": gone, "before": before}))
+    else:
+        print(f"{gone:,} usage records from before {day} deleted; spend totals kept")
     return EXIT_OK
 
 

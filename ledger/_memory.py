@@ -36,6 +36,8 @@ class MemoryStore(KeyMaking):
         # lease -> (key id, reserved, when it expires unsettled)
         self._leases: dict[str, tuple[str, float, float]] = {}
         self._records: list[UsageRecord] = []
+        #: (key id, its period's first second) -> spent: kept apart, as records go
+        self._spend: dict[tuple[str, float], float] = {}
         self._next_lease = 0
 
     def _add_key(self, key: ClientKey, secret_hash: str) -> None:
@@ -105,6 +107,14 @@ class MemoryStore(KeyMaking):
             if lease is not None:
                 self._leases.pop(lease, None)
             self._records.append(record)
+            key = self._keys.get(record.key_id or "")
+            if key is not None and record.cost:
+                since = (key.id, period_start(key.period, record.at))
+                self._spend[since] = self._spend.get(since, 0.0) + record.cost
+
+    def settle_many(self, settled: Sequence[tuple[str | None, UsageRecord]]) -> None:
+        for lease, record in settled:
+            self.settle(lease, record)
 
     def spent(self, key_id: str, *, now: float) -> float:
         with self._lock:
@@ -131,6 +141,12 @@ class MemoryStore(KeyMaking):
     ) -> list[dict[str, object]]:
         return totals(self.records(since=since, until=until, key_id=key_id, limit=2**62), by)
 
+    def prune(self, *, before: float) -> int:
+        with self._lock:
+            kept = [r for r in self._records if r.at >= before]
+            gone, self._records = len(self._records) - len(kept), kept
+        return gone
+
     def close(self) -> None:
         pass
 
@@ -141,4 +157,4 @@ class MemoryStore(KeyMaking):
             raise LookupError(f"no client key has the id {key_id!r}") from None
 
     def _spent(self, key_id: str, since: float) -> float:
-        return sum(r.cost or 0.0 for r in self._records if r.key_id == key_id and r.at >= since)
+        return self._spend.get((key_id, since), 0.0)

@@ -73,6 +73,13 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE INDEX ledger_usage_at ON ledger_usage (at)",
     ),
+    (
+        # admission sums what the requests in flight hold: those rows only, not the
+        # minute's settled ones kept for the requests-per-minute window
+        "CREATE INDEX ledger_leases_open ON ledger_leases (key_id) WHERE settled = 0",
+        # settling deletes the leases no admission reads any more, by age
+        "CREATE INDEX ledger_leases_at ON ledger_leases (at)",
+    ),
 )
 
 

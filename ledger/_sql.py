@@ -16,8 +16,8 @@ import os
 import secrets
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
-from typing import Any, Protocol
+from contextlib import contextmanager, nullcontext, suppress
+from typing import Any, Protocol, cast
 
 import msgspec
 
@@ -25,36 +25,24 @@ from ._admission import WINDOW, Window, decide
 from ._dialect import Dialect
 from ._key_making import KeyMaking
 from ._periods import period_start
-from ._records import Admitted, ClientKey, Refused, UsageRecord
+from ._records import Admitted, ClientKey, Period, Refused, UsageRecord
 from ._report import SUMMED
 from ._schema import MIGRATIONS, SCHEMA_TABLE, migration
 from ._secrets import hash_secret, new_secret
+from ._sql_text import (
+    ADMISSION,
+    GROUPS,
+    INSERT_USAGE,
+    KEY_COLUMNS,
+    USAGE_COLUMNS,
+    in_range,
+    key_of,
+    stored_text,
+    usage_row,
+)
 from ._store import DEFAULT_LEASE_TTL, Grouping
 
-__all__ = ["TEXT_LIMIT", "Connection", "SqlStore", "StoreError", "stored_text"]
-
-_KEY_COLUMNS = "id, name, created_at, models, budget, period, rpm, tpm, expires_at, revoked_at"
-_USAGE_COLUMNS = (
-    "at",
-    "key_id",
-    "route",
-    "model",
-    "deployment",
-    "input_tokens",
-    "cached_tokens",
-    "cache_write_tokens",
-    "output_tokens",
-    "reasoning_tokens",
-    "cost",
-    "latency",
-    "first_token",
-    "outcome",
-)
-#: the most characters of client text (a model name, a route) a usage record keeps
-TEXT_LIMIT = 512
-#: the grouping columns `report` may use: constants, never client text
-_GROUPS: dict[str, str] = {"key": "key_id", "model": "model", "deployment": "deployment"}
-
+__all__ = ["Connection", "SqlStore", "StoreError"]
 
 class StoreError(Exception):
     """The usage store cannot be opened or reached; the message names the cause and the
@@ -70,6 +58,7 @@ class Connection(Protocol):
     """What the store needs of a DB-API connection in autocommit mode."""
 
     def execute(self, sql: Any, params: Sequence[object] = ..., /) -> Cursor: ...
+    def cursor(self) -> Any: ...
     def close(self) -> None: ...
 
 
@@ -93,6 +82,9 @@ class SqlStore(KeyMaking):
         self._pid = os.getpid()
         self._local = threading.local()
         self._lock = threading.Lock()
+        #: this process's writers take turns here when the engine lets one write at a
+        #: time (SQLite): a thread waits on a lock, not in the driver's sleeping retries
+        self._writing = threading.Lock() if dialect.lock_key is None else None
         self._connections: list[Connection] = []
         self._closed = False
         self._migrate()
@@ -139,20 +131,20 @@ class SqlStore(KeyMaking):
             self._run(conn, "UPDATE ledger_keys SET revoked_at = ? WHERE id = ?", (now, key_id))
 
     def list_keys(self) -> list[ClientKey]:
-        rows = self._query(f"SELECT {_KEY_COLUMNS} FROM ledger_keys ORDER BY created_at, seq")
-        return [_key(row) for row in rows]
+        rows = self._query(f"SELECT {KEY_COLUMNS} FROM ledger_keys ORDER BY created_at, seq")
+        return [key_of(row) for row in rows]
 
     def key_for_secret(self, secret: str) -> ClientKey | None:
         # looked up by hash through the index: timing reveals at most how a hash of the
         # caller's own guess compares, nothing about a stored secret
         wanted = hash_secret(secret)
         rows = self._query(
-            f"SELECT {_KEY_COLUMNS}, secret_hash FROM ledger_keys WHERE secret_hash = ?",
+            f"SELECT {KEY_COLUMNS}, secret_hash FROM ledger_keys WHERE secret_hash = ?",
             (wanted,),
         )
         for row in rows:
             if hmac.compare_digest(row[-1], wanted):
-                return _key(row[:-1])
+                return key_of(row[:-1])
         return None
 
     # -- admission and usage
@@ -162,35 +154,24 @@ class SqlStore(KeyMaking):
     ) -> Admitted | Refused:
         lease = "l" + secrets.token_hex(8)
         since = now - WINDOW
+        start = period_start(key.period, now)
         with self._write(lock=key.id) as conn:
-            rows = self._run(
-                conn, f"SELECT {_KEY_COLUMNS} FROM ledger_keys WHERE id = ?", (key.id,)
-            ).fetchall()
-            current = _key(rows[0]) if rows else key  # a revocation since the caller looked
-            self._run(
-                conn,
-                "DELETE FROM ledger_leases WHERE key_id = ? AND at <= ?"
-                " AND (settled = 1 OR expires_at <= ?)",
-                (key.id, since, now),
-            )
-            leases = self._run(
-                conn,
-                "SELECT at, reserved, settled, expires_at FROM ledger_leases WHERE key_id = ?",
-                (key.id,),
-            ).fetchall()
-            tokens = self._run(
-                conn,
-                "SELECT ended, input_tokens + cached_tokens + output_tokens FROM ledger_usage"
-                " WHERE key_id = ? AND ended > ?",
-                (key.id, since),
-            ).fetchall()
+            # the key as it is now (a revocation since the caller looked), what its
+            # requests in flight hold and its period's spend: one round trip
+            row = self._run(
+                conn, ADMISSION, (key.id, now, key.id, start, key.id)
+            ).fetchone()
+            if row is None:  # a key this store does not hold: as the caller saw it
+                current, reserved, spent = key, self._reserved(conn, key.id, now), None
+            else:
+                current, reserved, spent = key_of(row[:-2]), float(row[-2] or 0.0), row[-1]
+            if spent is None or current.period != key.period:
+                spent = self._spent(conn, key.id, period_start(current.period, now))
             window = Window(
-                requests=[at for at, _, _, _ in leases if at > since],
-                tokens=[(at, n) for at, n in tokens],
-                spent=self._spent(conn, key.id, period_start(current.period, now)),
-                reserved=sum(
-                    held for _, held, settled, until in leases if not settled and until > now
-                ),
+                requests=self._arrivals(conn, current, since),
+                tokens=self._tokens(conn, current, since),
+                spent=float(spent),
+                reserved=reserved,
             )
             verdict = decide(current, model, window, now=now, estimate=estimate, lease=lease)
             if isinstance(verdict, Admitted):
@@ -203,22 +184,40 @@ class SqlStore(KeyMaking):
         return verdict
 
     def settle(self, lease: str | None, record: UsageRecord) -> None:
+        self.settle_many([(lease, record)])
+
+    def settle_many(self, settled: Sequence[tuple[str | None, UsageRecord]]) -> None:
+        # one transaction for them all: a busy gateway's records cost one commit a batch
+        if not settled:
+            return
+        periods: dict[str, Period | None] = {}  # key id -> its budget's period (None: unknown)
+        spend: dict[tuple[str, float], float] = {}  # (key id, period's start) -> cost
         with self._write() as conn:
-            if lease is not None:
-                self._run(conn, "UPDATE ledger_leases SET settled = 1 WHERE lease = ?", (lease,))
-            if record.key_id is not None and record.cost:
-                self._add_spend(conn, record.key_id, record.at, record.cost)
+            for _, record in settled:
+                if record.key_id is not None and record.cost:
+                    if record.key_id not in periods:
+                        periods[record.key_id] = self._period(conn, record.key_id)
+                    period = periods[record.key_id]
+                    if period is not None:  # a key this store does not hold: no budget
+                        counted = (record.key_id, period_start(period, record.at))
+                        spend[counted] = spend.get(counted, 0.0) + record.cost
+            leases = [(lease,) for lease, _ in settled if lease is not None]
+            self._run_many(conn, "UPDATE ledger_leases SET settled = 1 WHERE lease = ?", leases)
+            self._run_many(
+                conn,
+                "INSERT INTO ledger_spend (key_id, since, spent) VALUES (?, ?, ?)"
+                " ON CONFLICT (key_id, since) DO UPDATE SET spent = ledger_spend.spent + ?",
+                [(key_id, since, cost, cost) for (key_id, since), cost in spend.items()],
+            )
+            self._run_many(conn, INSERT_USAGE, [usage_row(record) for _, record in settled])
+            # housekeeping: the leases admission no longer reads (settled ones past the
+            # requests-per-minute window, expired ones), as of the batch's latest end a
+            # window ago, so a host whose clock runs ahead takes nothing still counted
+            past = max(record.at + record.latency for _, record in settled) - WINDOW
             self._run(
                 conn,
-                f"INSERT INTO ledger_usage ({', '.join(_USAGE_COLUMNS)}, ended)"
-                f" VALUES ({', '.join('?' for _ in _USAGE_COLUMNS)}, ?)",
-                (
-                    *(
-                        stored_text(value) if isinstance(value, str) else value
-                        for value in (getattr(record, name) for name in _USAGE_COLUMNS)
-                    ),
-                    record.at + record.latency,
-                ),
+                "DELETE FROM ledger_leases WHERE at <= ? AND (settled = 1 OR expires_at <= ?)",
+                (past, past),
             )
 
     def spent(self, key_id: str, *, now: float) -> float:
@@ -231,13 +230,13 @@ class SqlStore(KeyMaking):
     def records(
         self, *, since: float, until: float, key_id: str | None = None, limit: int = 1000
     ) -> list[UsageRecord]:
-        in_range, params = _in_range(since, until, key_id)
+        where, params = in_range(since, until, key_id)
         rows = self._query(
-            f"SELECT {', '.join(_USAGE_COLUMNS)} FROM ledger_usage"
-            f" WHERE {in_range} ORDER BY at DESC, seq LIMIT ?",
+            f"SELECT {', '.join(USAGE_COLUMNS)} FROM ledger_usage"
+            f" WHERE {where} ORDER BY at DESC, seq LIMIT ?",
             (*params, limit),
         )
-        return [UsageRecord(**dict(zip(_USAGE_COLUMNS, row, strict=True))) for row in rows]
+        return [UsageRecord(**dict(zip(USAGE_COLUMNS, row, strict=True))) for row in rows]
 
     def report(
         self,
@@ -247,15 +246,15 @@ class SqlStore(KeyMaking):
         until: float,
         key_id: str | None = None,
     ) -> list[dict[str, object]]:
-        groups = [self._dialect.day if field == "day" else _GROUPS[field] for field in by]
+        groups = [self._dialect.day if field == "day" else GROUPS[field] for field in by]
         sums = ", ".join(f"CAST(SUM({name}) AS BIGINT)" for name in SUMMED)
-        in_range, params = _in_range(since, until, key_id)
+        where, params = in_range(since, until, key_id)
         rows = self._query(
             f"SELECT {''.join(g + ', ' for g in groups)}COUNT(*), {sums},"
             " SUM(COALESCE(cost, 0.0)),"
             " CAST(SUM(CASE WHEN outcome = 'ok' THEN 0 ELSE 1 END) AS BIGINT),"
             " CAST(SUM(CASE WHEN cost IS NULL THEN 1 ELSE 0 END) AS BIGINT)"
-            f" FROM ledger_usage WHERE {in_range}"
+            f" FROM ledger_usage WHERE {where}"
             + (f" GROUP BY {', '.join(groups)}" if groups else ""),
             params,
         )
@@ -273,6 +272,19 @@ class SqlStore(KeyMaking):
             if row[n]  # no group: an empty range still yields one all-NULL row
         ]
         return sorted(found, key=lambda row: tuple(str(row[field]) for field in by))
+
+    def prune(self, *, before: float) -> int:
+        with self._write() as conn:
+            gone = self._run(
+                conn, "SELECT COUNT(*) FROM ledger_usage WHERE at < ?", (before,)
+            ).fetchone()
+            self._run(conn, "DELETE FROM ledger_usage WHERE at < ?", (before,))
+            self._run(
+                conn,
+                "DELETE FROM ledger_leases WHERE at < ? AND (settled = 1 OR expires_at <= ?)",
+                (before, before),
+            )
+        return int(gone[0])
 
     def close(self) -> None:
         with self._lock:
@@ -306,16 +318,35 @@ class SqlStore(KeyMaking):
         try:
             return conn.execute(self._dialect.sql(sql), params)
         except self._failures as exc:
-            if getattr(self._local, "conn", None) is conn:
-                self._local.conn = None
-                with self._lock:
-                    if conn in self._connections:
-                        self._connections.remove(conn)
-                with suppress(Exception):
-                    conn.close()
+            self._forget(conn)
             raise StoreError(
                 f"the usage store {self._label} failed: {self._explain(exc)}"
             ) from None
+
+    def _run_many(
+        self, conn: Connection, sql: str, params: Sequence[Sequence[object]]
+    ) -> None:
+        """`_run` ``sql`` once per parameter row, in as few round trips as the driver
+        makes (psycopg pipelines them)."""
+        if not params:
+            return
+        try:
+            conn.cursor().executemany(self._dialect.sql(sql), params)
+        except self._failures as exc:
+            self._forget(conn)
+            raise StoreError(
+                f"the usage store {self._label} failed: {self._explain(exc)}"
+            ) from None
+
+    def _forget(self, conn: Connection) -> None:
+        """Drop this thread's broken connection: its next call connects afresh."""
+        if getattr(self._local, "conn", None) is conn:
+            self._local.conn = None
+            with self._lock:
+                if conn in self._connections:
+                    self._connections.remove(conn)
+            with suppress(Exception):
+                conn.close()
 
     def _explain(self, exc: BaseException) -> str:
         """What the driver said, fit to show (a subclass removes what must not be)."""
@@ -327,7 +358,11 @@ class SqlStore(KeyMaking):
     @contextmanager
     def _write(self, lock: str | None = None) -> Iterator[Connection]:
         """One write transaction (admissions of the key ``lock`` take turns in it)."""
-        conn = self._conn()
+        with self._writing or nullcontext():
+            conn = self._conn()
+            yield from self._transaction(conn, lock)
+
+    def _transaction(self, conn: Connection, lock: str | None) -> Iterator[Connection]:
         self._run(conn, self._dialect.begin_write)
         try:
             if lock is not None and self._dialect.lock_key is not None:
@@ -338,6 +373,47 @@ class SqlStore(KeyMaking):
                 conn.execute("ROLLBACK")
             raise
         self._run(conn, "COMMIT")
+
+    # Admission reads aggregates, not the window's rows: a key serving hundreds of
+    # requests a second would otherwise read every lease and record of the last
+    # minute on each admission. What `decide` needs is kept exactly.
+
+    def _arrivals(self, conn: Connection, key: ClientKey, since: float) -> list[float]:
+        """The newest ``key.rpm`` arrivals in the window (none without a limit): enough
+        for `decide` to count the limit and find when the oldest of them leaves."""
+        if key.rpm is None:
+            return []
+        rows = self._run(
+            conn,
+            "SELECT at FROM ledger_leases WHERE key_id = ? AND at > ? ORDER BY at DESC LIMIT ?",
+            (key.id, since, key.rpm),
+        ).fetchall()
+        return [at for (at,) in rows]
+
+    def _tokens(
+        self, conn: Connection, key: ClientKey, since: float
+    ) -> list[tuple[float, int]]:
+        """The (end, tokens) of the window's settled requests (none without a limit)."""
+        if key.tpm is None:
+            return []
+        rows = self._run(
+            conn,
+            "SELECT ended, input_tokens + cached_tokens + output_tokens FROM ledger_usage"
+            " WHERE key_id = ? AND ended > ?",
+            (key.id, since),
+        ).fetchall()
+        return [(at, n) for at, n in rows]
+
+    def _reserved(self, conn: Connection, key_id: str, now: float) -> float:
+        """The money the key's requests in flight hold (their leases unsettled, unexpired);
+        ``settled = 0`` as the open-leases index is written, so the engine uses it."""
+        row = self._run(
+            conn,
+            "SELECT SUM(reserved) FROM ledger_leases"
+            " WHERE key_id = ? AND settled = 0 AND expires_at > ?",
+            (key_id, now),
+        ).fetchone()
+        return float(row[0] or 0.0)
 
     def _existing(self, conn: Connection, key_id: str) -> None:
         if not self._run(conn, "SELECT 1 FROM ledger_keys WHERE id = ?", (key_id,)).fetchall():
@@ -353,17 +429,10 @@ class SqlStore(KeyMaking):
         ).fetchone()
         return float(row[0]) if row else 0.0
 
-    def _add_spend(self, conn: Connection, key_id: str, at: float, cost: float) -> None:
-        """Count ``cost`` in the period of the key's budget that holds ``at``."""
+    def _period(self, conn: Connection, key_id: str) -> Period | None:
+        """The period of the key's budget (None: a key this store does not hold)."""
         rows = self._run(conn, "SELECT period FROM ledger_keys WHERE id = ?", (key_id,)).fetchall()
-        if not rows:  # a record of a key this store does not hold: nothing to budget
-            return
-        self._run(
-            conn,
-            "INSERT INTO ledger_spend (key_id, since, spent) VALUES (?, ?, ?)"
-            " ON CONFLICT (key_id, since) DO UPDATE SET spent = ledger_spend.spent + ?",
-            (key_id, period_start(rows[0][0], at), cost, cost),
-        )
+        return cast("Period", rows[0][0]) if rows else None
 
     def _migrate(self) -> None:
         with self._write(lock="ledger_schema") as conn:
@@ -384,35 +453,3 @@ class SqlStore(KeyMaking):
                 self._run(
                     conn, "INSERT INTO ledger_schema (version) VALUES (?)", (len(MIGRATIONS),)
                 )
-
-
-def stored_text(text: str) -> str:
-    """``text`` as a column can hold it, whoever wrote it (a client names the model):
-    no NUL (PostgreSQL refuses it), no lone surrogate (no encoding has it), and at
-    most `TEXT_LIMIT` characters, a cut one ending in ``…``."""
-    text = text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
-    return text if len(text) <= TEXT_LIMIT else text[: TEXT_LIMIT - 1] + "…"
-
-
-def _in_range(since: float, until: float, key_id: str | None) -> tuple[str, tuple[object, ...]]:
-    """The usage rows in ``[since, until)`` (of ``key_id`` only, if given): a condition
-    and its parameters."""
-    if key_id is None:
-        return "at >= ? AND at < ?", (since, until)
-    return "at >= ? AND at < ? AND key_id = ?", (since, until, key_id)
-
-
-def _key(row: Sequence[Any]) -> ClientKey:
-    key_id, name, created_at, models, budget, period, rpm, tpm, expires_at, revoked_at = row
-    return ClientKey(
-        id=key_id,
-        name=name,
-        created_at=created_at,
-        models=tuple(msgspec.json.decode(models)),
-        budget=budget,
-        period=period,
-        rpm=rpm,
-        tpm=tpm,
-        expires_at=expires_at,
-        revoked_at=revoked_at,
-    )

@@ -84,6 +84,11 @@ class Store(Protocol):
         never admitted, e.g. a refusal worth recording)."""
         ...
 
+    def settle_many(self, settled: Sequence[tuple[str | None, UsageRecord]]) -> None:
+        """`settle` each (lease, record) of ``settled``, all or none: one transaction,
+        so a busy gateway's recorder pays one commit a batch, not one a request."""
+        ...
+
     def spent(self, key_id: str, *, now: float) -> float:
         """What ``key_id`` spent in its current period (settled requests only)."""
         ...
@@ -105,6 +110,12 @@ class Store(Protocol):
         """Totals grouped by ``by`` (of ``key_id``'s requests only, if given): requests,
         each token kind, cost, errors, and ``unpriced`` (requests of a model with no
         known prices, whose cost is not counted)."""
+        ...
+
+    def prune(self, *, before: float) -> int:
+        """Forget the usage records of requests that arrived before ``before`` (and the
+        settled reservations of then); how many records went. Spend totals are kept
+        apart from the records, so every budget's period stays whole."""
         ...
 
     def close(self) -> None:

@@ -146,3 +146,20 @@ def test_help_teaches_with_examples(argv: tuple[str, ...], capsys: Capture) -> N
     assert "--store" in out or "create" in out
     if argv[-2] != "create":
         assert "examples:" in out and "streamfn " + argv[0] in out
+
+
+def test_prune_before_forgets_old_records_and_keeps_the_periods_spend(
+    store_path: Path, capsys: Capture
+) -> None:
+    now = time.time()
+    store = SQLiteStore(store_path)
+    key, _ = store.create_key("ci", now=now - 400 * 86400, budget=100.0, period="total")
+    for at in (now - 200 * 86400, now - 100 * 86400, now - 3600):
+        store.settle(None, UsageRecord(at=at, key_id=key.id, route="/r", model="a", cost=1.0))
+    code, out, _ = run(capsys, "usage", "--prune-before", "90d", "--store", str(store_path))
+    assert code == EXIT_OK and out.startswith("2 usage records from before ")
+    assert [r.at for r in store.records(since=0, until=now + 1)] == [now - 3600]
+    assert store.spent(key.id, now=now) == 3.0  # the budget's period keeps its spend
+    code, _, err = run(capsys, "usage", "--prune-before", "12h", "--store", str(store_path))
+    assert code == EXIT_USAGE and "less than a day ago" in err and err.count("\n") == 1
+    store.close()

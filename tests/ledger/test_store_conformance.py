@@ -210,3 +210,42 @@ def test_report_equals_the_reference_totals(store: Store, by: tuple[str, ...]) -
     assert store.report(by, since=T0 + 50 * DAY, until=T0 + 60 * DAY) == []  # type: ignore[arg-type]
     one = store.report(by, since=T0, until=T0 + 5 * DAY, key_id=key.id)  # type: ignore[arg-type]
     assert one == totals(rows[:2], by)  # type: ignore[arg-type]
+
+
+def test_settling_many_at_once_is_settling_each(store: Store) -> None:
+    key, _ = store.create_key("ci", now=T0, budget=1.0, period="day", tpm=10_000)
+    a = admitted(store.admit(key, "m", now=T0, estimate=0.5))
+    b = admitted(store.admit(key, "m", now=T0 + 1, estimate=0.25))
+    batch = [
+        (a.lease, record(key.id, T0, cost=0.125, output_tokens=100)),
+        (b.lease, record(key.id, T0 + 1, cost=0.0625, output_tokens=50)),
+        (None, record(key.id, T0 - 2 * DAY, cost=0.5)),  # yesterday: not today's spend
+        (None, record("k-unknown", T0, cost=0.5)),  # a key the store does not hold
+    ]
+    store.settle_many(batch)
+    assert store.spent(key.id, now=T0 + 2) == 0.1875
+    # both reservations freed: what is left of the budget is the whole cap again
+    assert admitted(store.admit(key, "m", now=T0 + 2, estimate=1.0)).cap == 1.0 - 0.1875
+    kept = store.records(since=0, until=T0 + DAY)
+    assert sorted(kept, key=lambda r: (r.at, r.key_id or "")) == sorted(
+        (r for _, r in batch), key=lambda r: (r.at, r.key_id or "")
+    )
+    store.settle_many([])
+
+
+def test_pruning_forgets_old_records_and_keeps_each_periods_spend(store: Store) -> None:
+    monthly, _ = store.create_key("ci", now=T0 - 400 * DAY, budget=100.0, period="month")
+    forever, _ = store.create_key("all", now=T0 - 400 * DAY, budget=100.0, period="total")
+    early = T0 - 2.5 * DAY  # this month, before the cut
+    for key in (monthly, forever):
+        for at, cost in [(T0 - 365 * DAY, 8.0), (early, 4.0), (T0 - DAY, 2.0), (T0, 1.0)]:
+            store.settle(None, record(key.id, at, cost=cost))
+    assert store.prune(before=T0 - 2 * DAY) == 4  # each key's last year and early records
+    assert sorted(r.at for r in store.records(since=0, until=T0 + 1)) == [T0 - DAY] * 2 + [T0] * 2
+    assert store.spent(monthly.id, now=T0) == 7.0 and store.spent(forever.id, now=T0) == 15.0
+    # a reservation in flight holds its money through a prune that passes its arrival
+    in_flight = admitted(store.admit(monthly, "m", now=T0 - 100, estimate=0.5))
+    assert store.prune(before=T0) == 2
+    assert admitted(store.admit(monthly, "m", now=T0, estimate=100.0)).cap == 100.0 - 7.0 - 0.5
+    store.settle(in_flight.lease, record(monthly.id, T0 - 100, cost=0.25))
+    assert store.spent(monthly.id, now=T0) == 7.25

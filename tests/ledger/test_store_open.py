@@ -8,7 +8,9 @@ import stat
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import msgspec
 import pytest
 
 from streamfn.ledger import (
@@ -58,7 +60,7 @@ def test_the_file_is_its_owners_and_in_wal_mode_and_survives_a_restart(tmp_path:
     again.close()
     with sqlite3.connect(tmp_path / "state" / "gateway.db") as raw:
         assert raw.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-        assert raw.execute("SELECT version FROM ledger_schema").fetchall() == [(1,)]
+        assert raw.execute("SELECT version FROM ledger_schema").fetchall() == [(2,)]
     raw.close()
 
 
@@ -202,4 +204,52 @@ def test_a_forked_child_connects_afresh(tmp_path: Path) -> None:
     os.close(read)
     os.waitpid(pid, 0)
     assert store._conn() is parent and store.list_keys() == [key]
+    store.close()
+
+
+def test_settling_many_keeps_all_or_none(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "gateway.db")
+    key, _ = store.create_key("ci", now=NOW, budget=1.0)
+    lease = store.admit(key, "m", now=NOW, estimate=0.5)
+    assert isinstance(lease, Admitted)
+    good = UsageRecord(at=NOW, key_id=key.id, route="/v1/chat/completions", model="m", cost=0.25)
+    bad = msgspec.structs.replace(good, outcome=None)  # type: ignore[arg-type]
+    with pytest.raises(sqlite3.IntegrityError):
+        store.settle_many([(lease.lease, good), (None, bad)])
+    assert store.records(since=0, until=NOW + 1) == [] and store.spent(key.id, now=NOW) == 0.0
+    store.close()
+
+
+class CountingSQLite(SQLiteStore):
+    """Counts the SQLite virtual machine's steps (in hundreds): work, not time."""
+
+    steps = 0
+
+    def _open(self) -> Any:
+        conn = super()._open()
+        conn.set_progress_handler(self._step, 100)  # type: ignore[attr-defined]
+        return conn
+
+    def _step(self) -> int:
+        self.steps += 1
+        return 0  # go on
+
+
+def test_admission_costs_the_same_however_many_requests_the_minute_held(tmp_path: Path) -> None:
+    store = CountingSQLite(tmp_path / "gateway.db")
+    key, _ = store.create_key("ci", now=NOW, budget=1e6)
+
+    def admit_and_settle(n: int, at: float) -> int:
+        """Steps of the last of ``n`` admissions (each settled) at ``at``."""
+        for _ in range(n):
+            store.steps = 0
+            verdict = store.admit(key, "m", now=at, estimate=0.001)
+            assert isinstance(verdict, Admitted)
+            used = UsageRecord(at=at, key_id=key.id, route="r", model="m", cost=0.001)
+            store.settle(verdict.lease, used)
+        return store.steps
+
+    few = admit_and_settle(10, NOW)
+    many = admit_and_settle(3000, NOW + 1)
+    assert many <= 2 * few + 2  # reading every lease of the minute: hundreds of times more
     store.close()

@@ -4,6 +4,7 @@ reach a store that is slow, failing or far behind, without the event loop waitin
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 
 import pytest
 
@@ -81,13 +82,18 @@ class SlowStore(MemoryStore):
         super().settle(lease, record)
 
 
+def _close_flights(recorder: UsageRecorder, n: int) -> None:
+    """``n`` requests end and reach ``recorder``."""
+    for i in range(n):
+        flight = _flight(id=f"req_{i}")
+        flight.close(11.0, "ok")
+        recorder.closed(flight)
+
+
 def test_shutdown_keeps_every_record_queued_and_a_full_queue_says_it_is_behind() -> None:
     store = SlowStore()
     recorder = UsageRecorder(store, max_waiting=10)
-    for i in range(6):
-        flight = _flight(id=f"req_{i}")
-        flight.close(11.0, "ok")
-        recorder.closed(flight)  # returns at once, the store waiting
+    _close_flights(recorder, 6)  # returns at once, the store waiting
     assert recorder.behind  # half the queue: the gateway admits no more requests
     store.gate.set()
     recorder.close()
@@ -127,3 +133,26 @@ def test_a_store_that_quotes_the_key_in_its_error_has_it_hidden_in_the_log(
     assert refusal.status == 503 and secret not in refusal.message
     [said] = [r.getMessage() for r in caplog.records]
     assert secret not in said and hash_secret(secret) not in said and "bad *** ***" in said
+
+
+class CountingStore(SlowStore):
+    """Counts the transactions its records were settled in."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[int] = []
+
+    def settle_many(self, settled: Sequence[tuple[str | None, UsageRecord]]) -> None:
+        self.gate.wait(30)
+        self.batches.append(len(settled))
+        super().settle_many(settled)
+
+
+def test_records_waiting_together_are_settled_in_one_transaction() -> None:
+    store = CountingStore()
+    recorder = UsageRecorder(store, max_waiting=1000)
+    _close_flights(recorder, 300)
+    store.gate.set()  # the first record was taken alone; the 299 behind it wait together
+    recorder.close()
+    assert sum(store.batches) == 300 and len(store.records(since=0, until=1e9)) == 300
+    assert len(store.batches) <= 3 and recorder.lost == 0
