@@ -116,10 +116,3 @@ def compute_cost(model: Model, usage: Usage) -> Cost:
         cache_read=usage.cache_read * rates[2] * m,
         cache_write=usage.cache_write * rates[3] * m,
     )
-    m = 1e-6
-    return Cost(
-        input=usage.input * rates[0] * m,
-        output=usage.output * rates[1] * m,
-        cache_read=usage.cache_read * rates[2] * m,
-        cache_write=usage.cache_write * rates[3] * m,
-    )
