@@ -25,7 +25,9 @@ from streamfn.asgi._metrics import Metrics
 ADMIN = "admin-secret-for-tests"
 
 
-def scrape(url: str, key: str | None = ADMIN) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+def scrape(
+    url: str, key: str | None = ADMIN
+) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     """Every sample of a scrape: (name, sorted labels) -> value."""
     request = urllib.request.Request(url + "/metrics")
     if key is not None:
@@ -71,7 +73,9 @@ def test_a_scrape_counts_requests_tokens_and_outcomes(served: Server) -> None:
             list(client.chat.completions.create(model="demo-text", messages=USER, stream=True))  # type: ignore[arg-type]
         with pytest.raises(openai.APIError):
             for _ in client.chat.completions.create(
-                model="demo-midstream", messages=USER, stream=True  # type: ignore[arg-type]
+                model="demo-midstream",
+                messages=USER,
+                stream=True,  # type: ignore[arg-type]
             ):
                 pass
     wait_until(lambda: not served.app.flights.running, 10)
@@ -80,12 +84,16 @@ def test_a_scrape_counts_requests_tokens_and_outcomes(served: Server) -> None:
     assert sample(after, "streamfn_errors_total", model="demo-midstream", outcome="cut") >= 1
     # the fake's usage: 12 input, 4 output, 3 cache reads per answer
     tokens = "streamfn_tokens_total"
-    assert sample(after, tokens, model="demo-text", kind="input") - sample(
-        before, tokens, model="demo-text", kind="input"
-    ) == 36
-    assert sample(after, tokens, model="demo-text", kind="cache_read") - sample(
-        before, tokens, model="demo-text", kind="cache_read"
-    ) == 9
+    assert (
+        sample(after, tokens, model="demo-text", kind="input")
+        - sample(before, tokens, model="demo-text", kind="input")
+        == 36
+    )
+    assert (
+        sample(after, tokens, model="demo-text", kind="cache_read")
+        - sample(before, tokens, model="demo-text", kind="cache_read")
+        == 9
+    )
     first = "streamfn_first_output_seconds_count"
     assert sample(after, first, model="demo-text") - sample(before, first, model="demo-text") == 3
     assert sample(after, "streamfn_request_duration_seconds_count", model="demo-text") >= 3
@@ -159,10 +167,49 @@ def test_workers_add_up_in_every_scrape(tmp_path: Path) -> None:
             assert answers == 8
             # each scrape lands on either worker; each must see all eight
             for _ in range(6):
-                got = sample(scrape(url), "streamfn_requests_total", model="team-fast", outcome="ok")
+                got = sample(
+                    scrape(url), "streamfn_requests_total", model="team-fast", outcome="ok"
+                )
                 assert got == 8
         finally:
             proc.terminate()
             proc.wait(30)
             if proc.stderr is not None:
                 proc.stderr.close()
+
+
+def test_each_label_set_is_looked_up_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """prometheus_client's ``labels`` validates and locks on every call; the observer
+    asks it once per label set and reuses the child (a request's eight lookups
+    are dict hits from the second request on), and the counts still add up."""
+    from streamfn.asgi._observe import Flight
+    from streamfn.core._events import Usage
+
+    metrics = Metrics()
+    asked: list[tuple[str, ...]] = []
+    for metric in (metrics.requests, metrics.in_flight, metrics.duration, metrics.tokens):
+        real = metric.labels
+        monkeypatch.setattr(
+            metric, "labels", lambda *values, real=real: asked.append(values) or real(*values)
+        )
+    for n in range(5):
+        flight = Flight(
+            id=f"r{n}",
+            route="/v1/chat/completions",
+            model="m",
+            stream=True,
+            arrived=0.0,
+            started=0.0,
+        )
+        metrics.opened(flight)
+        flight.usage, flight.outcome, flight.ended = Usage(input=3, output=7), "ok", 0.5
+        metrics.closed(flight)
+    assert len(asked) == len(set(asked)) == 5  # in flight, requests, duration, 2 token kinds
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(metrics.render().decode())
+        for s in family.samples
+    }
+    assert sample(samples, "streamfn_requests_total", outcome="ok") == 5
+    assert sample(samples, "streamfn_tokens_total", kind="output") == 35
+    assert sample(samples, "streamfn_streams_in_flight") == 0
