@@ -35,10 +35,7 @@ import asyncio
 import multiprocessing as mp
 import os
 import resource
-import shutil
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -48,18 +45,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.bench_gateway import (
-    N_DELTAS,
-    _free_port,
-    _serve_upstream,
-    _tree_cpu,
-    _use_uvloop,
-    _wait_ready,
-    chat_payload,
-    exchange,
-    request_bytes,
-    start_streamfn,
-)
+from bench import bench_gateway as gw
 
 
 def _raise_fd_limit() -> int:
@@ -71,8 +57,8 @@ def _raise_fd_limit() -> int:
 
 def streams(port: int, model: str, clients: int, seconds: float) -> dict[str, Any]:
     """``clients`` connections streaming back to back: every inter-read gap, deltas."""
-    _use_uvloop()
-    request = request_bytes(port, chat_payload(model), "bench")
+    gw._use_uvloop()
+    request = gw.request_bytes(port, gw.chat_payload(model), "bench")
     gaps: list[float] = []
     deltas: list[int] = []
 
@@ -83,7 +69,7 @@ def streams(port: int, model: str, clients: int, seconds: float) -> dict[str, An
         try:
             while time.perf_counter() < deadline:
                 t0 = time.perf_counter()
-                _, count, _, pending = await exchange(
+                _, count, _, pending = await gw.exchange(
                     reader, writer, request, pending, t0, gaps, text=False
                 )
                 deltas.append(count)
@@ -102,8 +88,8 @@ def hold(port: int, count: int, ready: Any, release: Any, results: Any) -> None:
     """``count`` streams open at once (at most 64 connecting at a time); ``ready``
     is set when each has its first token; all close when ``release`` is set."""
     _raise_fd_limit()
-    _use_uvloop()
-    request = request_bytes(port, chat_payload("bench"), "bench")
+    gw._use_uvloop()
+    request = gw.request_bytes(port, gw.chat_payload("bench"), "bench")
 
     async def main() -> None:
         gate = asyncio.Semaphore(64)  # within the listen backlogs
@@ -166,29 +152,21 @@ class Rig:
 
     def __init__(self, pace: float, workers: int, flags: tuple[str, ...]) -> None:
         ctx = mp.get_context("spawn")
-        self.upstream_port = _free_port()
+        self.upstream_port = gw._free_port()
         self.upstream = ctx.Process(
-            target=_serve_upstream, args=(self.upstream_port, None, pace), daemon=True
+            target=gw._serve_upstream, args=(self.upstream_port, None, pace), daemon=True
         )
         self.upstream.start()
-        _wait_ready(self.upstream_port, None)
+        gw._wait_ready(self.upstream_port, None)
         self.workdir = Path(tempfile.mkdtemp(prefix="bench-capacity-"))
-        self.port = _free_port()
-        self.gateway = start_streamfn(
+        self.port = gw._free_port()
+        self.gateway = gw.start_streamfn(
             self.upstream_port, self.port, self.workdir, workers, None, flags
         )
-        _wait_ready(self.port, self.gateway)
+        gw._wait_ready(self.port, self.gateway)
 
     def close(self) -> None:
-        self.gateway.send_signal(signal.SIGINT)
-        try:
-            self.gateway.wait(30)
-        except subprocess.TimeoutExpired:
-            self.gateway.kill()
-            self.gateway.wait()
-        self.upstream.terminate()
-        self.upstream.join()
-        shutil.rmtree(self.workdir, ignore_errors=True)
+        gw.stop([self.gateway], self.upstream, self.workdir)
 
 
 def _trial(
@@ -199,10 +177,10 @@ def _trial(
         ("streamfn", rig.port, "bench", rig.gateway.pid),
         ("direct", rig.upstream_port, "gpt-4o-mini", rig.upstream.pid or 0),
     ):
-        cpu = _tree_cpu(pid)
+        cpu = gw._tree_cpu(pid)
         got = pool.submit(streams, port, model, n, args.seconds).result()
-        cpu = _tree_cpu(pid) - cpu
-        if set(got["deltas"]) - {N_DELTAS}:
+        cpu = gw._tree_cpu(pid) - cpu
+        if set(got["deltas"]) - {gw.N_DELTAS}:
             raise SystemExit(f"{name} at {n} streams: an answer lost deltas")
         row[f"{name}_p99"] = statistics.quantiles(got["gaps"], n=100)[98] * 1e3
         row[f"{name}_p50"] = statistics.median(got["gaps"]) * 1e3

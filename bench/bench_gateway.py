@@ -51,6 +51,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -430,6 +431,21 @@ def start_litellm(exe: str, upstream: int, port: int, workdir: Path) -> subproce
     )
 
 
+def stop(gateways: Iterable[subprocess.Popen[bytes]], upstream: Any, workdir: Path) -> None:
+    """Stop the gateways (SIGINT, then kill after 15 s), the upstream, and remove ``workdir``."""
+    for proc in gateways:
+        proc.send_signal(signal.SIGINT)
+    for proc in gateways:
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    upstream.terminate()
+    upstream.join()
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
 # -- driver ---------------------------------------------------------------------------------
 
 
@@ -504,17 +520,7 @@ def main() -> None:
                     raise SystemExit(f"{name} did not stream the upstream's answer")
             rows = run_rounds(pool, targets, args, expected_text)
     finally:
-        for proc in procs.values():
-            proc.send_signal(signal.SIGINT)
-        for proc in procs.values():
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        upstream.terminate()
-        upstream.join()
-        shutil.rmtree(workdir, ignore_errors=True)
+        stop(procs.values(), upstream, workdir)
     report(rows, args)
 
 

@@ -37,8 +37,6 @@ import argparse
 import asyncio
 import multiprocessing as mp
 import os
-import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -62,6 +60,7 @@ from bench.bench_gateway import (
     load,
     request_bytes,
     start_streamfn,
+    stop,
 )
 
 Connection = tuple[asyncio.StreamReader, asyncio.StreamWriter, bytes]
@@ -173,17 +172,7 @@ def main() -> None:
                 rows.append((fraction, rate, runs))
                 print(".", end="", flush=True)
     finally:
-        for proc in procs.values():
-            proc.send_signal(signal.SIGINT)
-        for proc in procs.values():
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        upstream.terminate()
-        upstream.join()
-        shutil.rmtree(workdir, ignore_errors=True)
+        stop(procs.values(), upstream, workdir)
     print()
     report(rows, capacity, args)
 
