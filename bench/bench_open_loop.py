@@ -149,8 +149,10 @@ def main() -> None:
             for port, model, _ in targets.values():  # warm up
                 pool.submit(load, port, model, 2, 30.0, 3).result()
             capacity: dict[str, float] = {name: 0.0 for name in gateways}
-            for _ in range(args.rounds):
-                for name in gateways:
+            order = list(gateways)
+            for round_ in range(args.rounds):  # each round in another order
+                shift = round_ % len(order)
+                for name in order[shift:] + order[:shift]:
                     port, model, _ = targets[name]
                     got = pool.submit(load, port, model, args.clients, args.seconds, 10**9).result()
                     capacity[name] = max(capacity[name], len(got["ttft"]) / got["wall"])
