@@ -25,9 +25,7 @@ from streamfn.asgi._metrics import Metrics
 ADMIN = "admin-secret-for-tests"
 
 
-def scrape(
-    url: str, key: str | None = ADMIN
-) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+def scrape(url: str, key: str | None = ADMIN) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     """Every sample of a scrape: (name, sorted labels) -> value."""
     request = urllib.request.Request(url + "/metrics")
     if key is not None:
@@ -73,9 +71,7 @@ def test_a_scrape_counts_requests_tokens_and_outcomes(served: Server) -> None:
             list(client.chat.completions.create(model="demo-text", messages=USER, stream=True))  # type: ignore[arg-type]
         with pytest.raises(openai.APIError):
             for _ in client.chat.completions.create(
-                model="demo-midstream",
-                messages=USER,
-                stream=True,  # type: ignore[arg-type]
+                model="demo-midstream", messages=USER, stream=True  # type: ignore[arg-type]
             ):
                 pass
     wait_until(lambda: not served.app.flights.running, 10)
@@ -84,16 +80,12 @@ def test_a_scrape_counts_requests_tokens_and_outcomes(served: Server) -> None:
     assert sample(after, "streamfn_errors_total", model="demo-midstream", outcome="cut") >= 1
     # the fake's usage: 12 input, 4 output, 3 cache reads per answer
     tokens = "streamfn_tokens_total"
-    assert (
-        sample(after, tokens, model="demo-text", kind="input")
-        - sample(before, tokens, model="demo-text", kind="input")
-        == 36
-    )
-    assert (
-        sample(after, tokens, model="demo-text", kind="cache_read")
-        - sample(before, tokens, model="demo-text", kind="cache_read")
-        == 9
-    )
+    assert sample(after, tokens, model="demo-text", kind="input") - sample(
+        before, tokens, model="demo-text", kind="input"
+    ) == 36
+    assert sample(after, tokens, model="demo-text", kind="cache_read") - sample(
+        before, tokens, model="demo-text", kind="cache_read"
+    ) == 9
     first = "streamfn_first_output_seconds_count"
     assert sample(after, first, model="demo-text") - sample(before, first, model="demo-text") == 3
     assert sample(after, "streamfn_request_duration_seconds_count", model="demo-text") >= 3
@@ -167,9 +159,7 @@ def test_workers_add_up_in_every_scrape(tmp_path: Path) -> None:
             assert answers == 8
             # each scrape lands on either worker; each must see all eight
             for _ in range(6):
-                got = sample(
-                    scrape(url), "streamfn_requests_total", model="team-fast", outcome="ok"
-                )
+                got = sample(scrape(url), "streamfn_requests_total", model="team-fast", outcome="ok")
                 assert got == 8
         finally:
             proc.terminate()
