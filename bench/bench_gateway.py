@@ -58,6 +58,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
@@ -178,59 +179,90 @@ async def _one_client(
     count: int,
     out: list[tuple[float, int, str]],
 ) -> None:
-    """One keep-alive connection, requests back to back; a small HTTP/1.1 reader
-    (content-length or chunked) so the load generator costs little per delta."""
+    """One keep-alive connection, requests back to back."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    request = (
-        b"POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1:%d\r\n"
-        b"content-type: application/json\r\nauthorization: Bearer %s\r\n"
-        b"content-length: %d\r\n\r\n%s" % (port, token.encode(), len(payload), payload)
-    )
+    request = request_bytes(port, payload, token)
     done = 0
     pending = b""
     try:
         while done < count and time.perf_counter() < deadline:
             t0 = time.perf_counter()
-            writer.write(request)
-            buffer = pending
-            while (end := buffer.find(b"\r\n\r\n")) < 0:
-                buffer += await _read(reader)
-            head, body = buffer[:end].decode("latin-1"), buffer[end + 4 :]
-            status = int(head.split(" ", 2)[1])
-            length = re.search(r"(?i)\ncontent-length:\s*(\d+)", head)
-            chunked = re.search(r"(?i)\ntransfer-encoding:\s*chunked", head) is not None
-            first = 0.0
-            pieces = [body]
-            seen = len(body)
-            if _CONTENT.search(body):
-                first = time.perf_counter() - t0
-            while True:
-                if chunked:
-                    tail = b"".join(pieces[-2:])[-7:]
-                    if tail.endswith(b"0\r\n\r\n") and _chunked_done(pieces):
-                        break
-                elif length is not None:
-                    if seen >= int(length.group(1)):
-                        break
-                else:
-                    raise RuntimeError(f"a response without length or chunking: {head!r}")
-                data = await _read(reader)
-                if not first and _CONTENT.search(pieces[-1][-32:] + data):
-                    first = time.perf_counter() - t0
-                pieces.append(data)
-                seen += len(data)
-            raw = b"".join(pieces)
-            if chunked:
-                body, pending = _dechunk(raw)
-            else:
-                size = int(length.group(1)) if length else len(raw)
-                body, pending = raw[:size], raw[size:]
-            if status != 200:
-                raise RuntimeError(f"HTTP {status}: {body[:300]!r}")
-            out.append((first, len(_CONTENT.findall(body)), _text(body) if not done else ""))
+            first, deltas, text, pending = await exchange(
+                reader, writer, request, pending, t0, text=not done
+            )
+            out.append((first, deltas, text))
             done += 1
     finally:
         writer.close()
+
+
+def request_bytes(port: int, payload: bytes, token: str) -> bytes:
+    """A streamed chat completion request of ``payload`` (keep-alive)."""
+    return (
+        b"POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1:%d\r\n"
+        b"content-type: application/json\r\nauthorization: Bearer %s\r\n"
+        b"content-length: %d\r\n\r\n%s" % (port, token.encode(), len(payload), payload)
+    )
+
+
+async def exchange(
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    request: bytes,
+    pending: bytes,
+    t0: float,
+    gaps: list[float] | None = None,
+    text: bool = True,
+) -> tuple[float, int, str, bytes]:
+    """One request on a keep-alive connection, read with a small HTTP/1.1 reader
+    (content-length or chunked) so the load generator costs little per delta:
+    (seconds from ``t0`` to the first content delta, deltas, answer text, bytes of
+    the next response; the text only with ``text``). ``gaps``: the seconds between reads after the first
+    content delta go there (a paced stream's inter-token delays)."""
+    writer.write(request)
+    buffer = pending
+    while (end := buffer.find(b"\r\n\r\n")) < 0:
+        buffer += await _read(reader)
+    head, body = buffer[:end].decode("latin-1"), buffer[end + 4 :]
+    status = int(head.split(" ", 2)[1])
+    length = re.search(r"(?i)\ncontent-length:\s*(\d+)", head)
+    chunked = re.search(r"(?i)\ntransfer-encoding:\s*chunked", head) is not None
+    first = 0.0
+    pieces = [body]
+    seen = len(body)
+    last = 0.0
+    if _CONTENT.search(body):
+        last = time.perf_counter()
+        first = last - t0
+    while True:
+        if chunked:
+            tail = b"".join(pieces[-2:])[-7:]
+            if tail.endswith(b"0\r\n\r\n") and _chunked_done(pieces):
+                break
+        elif length is not None:
+            if seen >= int(length.group(1)):
+                break
+        else:
+            raise RuntimeError(f"a response without length or chunking: {head!r}")
+        data = await _read(reader)
+        if first and gaps is not None:
+            now = time.perf_counter()
+            gaps.append(now - last)
+            last = now
+        elif not first and _CONTENT.search(pieces[-1][-32:] + data):
+            last = time.perf_counter()
+            first = last - t0
+        pieces.append(data)
+        seen += len(data)
+    raw = b"".join(pieces)
+    if chunked:
+        body, pending = _dechunk(raw)
+    else:
+        size = int(length.group(1)) if length else len(raw)
+        body, pending = raw[:size], raw[size:]
+    if status != 200:
+        raise RuntimeError(f"HTTP {status}: {body[:300]!r}")
+    return first, len(_CONTENT.findall(body)), _text(body) if text else "", pending
 
 
 async def _read(reader: asyncio.StreamReader) -> bytes:
@@ -276,14 +308,19 @@ def _text(body: bytes) -> str:
     return "".join(parts)
 
 
+def chat_payload(model: str) -> bytes:
+    """The body every request sends: a one-line chat, streamed."""
+    return json.dumps(
+        {"model": model, "stream": True, "messages": [{"role": "user", "content": "Hi"}]}
+    ).encode()
+
+
 def load(
     port: int, model: str, clients: int, seconds: float, count: int, token: str = "bench"
 ) -> dict[str, Any]:
     """``clients`` keep-alive clients for ``seconds`` (or ``count`` requests each)."""
     _use_uvloop()
-    payload = json.dumps(
-        {"model": model, "stream": True, "messages": [{"role": "user", "content": "Hi"}]}
-    ).encode()
+    payload = chat_payload(model)
     results: list[tuple[float, int, str]] = []
 
     async def main() -> float:
@@ -360,10 +397,11 @@ def start_streamfn(
     workers: int = 1,
     source: Path | None = None,
     store: str | None = None,
+    flags: tuple[str, ...] = (),
 ) -> subprocess.Popen[bytes]:
     """``streamfn serve --no-local --config`` on ``port``; ``source``: a directory
     whose ``streamfn`` package is run instead of the installed one; ``store``: client
-    keys kept there."""
+    keys kept there; ``flags``: more of ``serve``'s flags."""
     config = workdir / "gateway.toml"
     config.write_text(GATEWAY_TOML.format(port=upstream))
     env = dict(os.environ, BENCH_UPSTREAM_KEY="bench-upstream-key")
@@ -373,7 +411,7 @@ def start_streamfn(
         env["PYTHONPATH"] = str(source)
         args = [sys.executable, "-c", "import sys, streamfn.cli as c; sys.exit(c.main())"]
     args += ["serve", "--no-local", "--port", str(port), "--config", str(config)]
-    args += ["--workers", str(workers)]
+    args += ["--workers", str(workers), *flags]
     args += ["--store", store] if store is not None else []
     return subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
@@ -439,6 +477,21 @@ def _client_key(
     finally:
         store.close()
     return url, secret
+
+
+def stop(gateways: Iterable[subprocess.Popen[bytes]], upstream: Any, workdir: Path) -> None:
+    """Stop the gateways (SIGINT, then kill after 15 s), the upstream, and remove ``workdir``."""
+    for proc in gateways:
+        proc.send_signal(signal.SIGINT)
+    for proc in gateways:
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    upstream.terminate()
+    upstream.join()
+    shutil.rmtree(workdir, ignore_errors=True)
 
 
 # -- driver ---------------------------------------------------------------------------------
@@ -539,18 +592,10 @@ def main() -> None:
                     raise SystemExit(f"{name} did not stream the upstream's answer")
             rows = run_rounds(pool, targets, args, expected_text)
     finally:
-        for proc in procs.values():
-            proc.send_signal(signal.SIGINT)
-        for proc in procs.values():
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        upstream.terminate()
-        upstream.join()
-        later.close()
-        shutil.rmtree(workdir, ignore_errors=True)
+        try:
+            stop(procs.values(), upstream, workdir)
+        finally:
+            later.close()
     report(rows, args)
 
 

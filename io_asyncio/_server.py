@@ -31,6 +31,53 @@ class _Tasks:
         self.tasks.append(asyncio.ensure_future(fn(*args)))
 
 
+class LoopFlag:
+    """A one-shot event for asyncio, cheaper than ``asyncio.Event`` where the gateway
+    waits once per streamed delta (the mailbox's reader): a list of futures, no lock
+    object, and `AsyncioRuntime.wait` times it out with one loop timer instead of an
+    ``asyncio.timeout`` block (its context object, its reschedule and the
+    cancellation it turns into ``TimeoutError``)."""
+
+    __slots__ = ("_is_set", "_waiters")
+
+    def __init__(self) -> None:
+        self._is_set = False
+        self._waiters: list[asyncio.Future[None]] = []
+
+    def set(self) -> None:
+        if not self._is_set:
+            self._is_set = True
+            for waiter in self._waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+    def is_set(self) -> bool:
+        return self._is_set
+
+    async def wait(self) -> bool:
+        if not self._is_set:
+            await self._until(None)
+        return True
+
+    async def _until(self, timeout: float | None) -> None:
+        """Wait until set, at most ``timeout`` seconds (None: no limit)."""
+        loop = asyncio.get_running_loop()
+        waiter = loop.create_future()
+        self._waiters.append(waiter)
+        timer = None if timeout is None else loop.call_later(timeout, _expire, waiter)
+        try:
+            await waiter
+        finally:
+            if timer is not None:
+                timer.cancel()
+            self._waiters.remove(waiter)
+
+
+def _expire(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
 class AsyncioRuntime:
     """The `Runtime` on asyncio's running loop."""
 
@@ -40,12 +87,16 @@ class AsyncioRuntime:
         self._system: set[asyncio.Future[None]] = set()
 
     def flag(self) -> Flag:
-        return asyncio.Event()
+        return LoopFlag()
 
     async def wait(self, flag: Flag, timeout: float | None) -> bool:
         if timeout is None:
             await flag.wait()
             return True
+        if type(flag) is LoopFlag:
+            if not flag.is_set():
+                await flag._until(timeout)
+            return flag.is_set()
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(timeout):
                 await flag.wait()

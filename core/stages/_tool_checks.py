@@ -106,6 +106,9 @@ _MORE_OUTPUT: Final = (
     ToolCallStart,
     ToolCallDelta,
 )
+#: the deltas of prose and thinking (most of a stream): with no call held, `feeding`
+#: passes them on after one set lookup, without the isinstance chain of the others
+_PLAIN_DELTAS: Final = frozenset({TextDelta, ThinkingDelta})
 
 
 def _after_blanks(text: str, at: int) -> int:
@@ -232,6 +235,9 @@ class ToolCallChecks:
         """`feed`, pausing between slices of the schema checks."""
         out: list[Event] = []
         for event in events:
+            if type(event) in _PLAIN_DELTAS and not self._held:
+                out.append(event)  # the common case: nothing to check, nothing held
+                continue
             item: Event | _Held = event
             if isinstance(event, (ToolCallDelta, ToolCallStart)):
                 self._calls.add(event)

@@ -199,3 +199,40 @@ def test_each_deployment_shows_its_rest_and_load() -> None:
     assert samples[("streamfn_deployment_resting_seconds", "east")] == 4.5
     assert samples[("streamfn_deployment_resting_seconds", "west")] == 0
     assert samples[("streamfn_deployment_in_flight", "west")] == 2
+
+
+def test_each_label_set_is_looked_up_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """prometheus_client's ``labels`` validates and locks on every call; the observer
+    asks it once per label set and reuses the child (a request's eight lookups
+    are dict hits from the second request on), and the counts still add up."""
+    from streamfn.asgi._observe import Flight
+    from streamfn.core._events import Usage
+
+    metrics = Metrics()
+    asked: list[tuple[str, ...]] = []
+    for metric in (metrics.requests, metrics.in_flight, metrics.duration, metrics.tokens):
+        real = metric.labels
+        monkeypatch.setattr(
+            metric, "labels", lambda *values, real=real: asked.append(values) or real(*values)
+        )
+    for n in range(5):
+        flight = Flight(
+            id=f"r{n}",
+            route="/v1/chat/completions",
+            model="m",
+            stream=True,
+            arrived=0.0,
+            started=0.0,
+        )
+        metrics.opened(flight)
+        flight.usage, flight.outcome, flight.ended = Usage(input=3, output=7), "ok", 0.5
+        metrics.closed(flight)
+    assert len(asked) == len(set(asked)) == 5  # in flight, requests, duration, 2 token kinds
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(metrics.render().decode())
+        for s in family.samples
+    }
+    assert sample(samples, "streamfn_requests_total", outcome="ok") == 5
+    assert sample(samples, "streamfn_tokens_total", kind="output") == 35
+    assert sample(samples, "streamfn_streams_in_flight") == 0
