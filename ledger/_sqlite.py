@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from pathlib import Path
 
 from ._dialect import SQLITE
@@ -59,7 +60,7 @@ class SQLiteStore(SqlStore):
                 isolation_level=None,  # transactions are the store's own BEGIN/COMMIT
                 check_same_thread=False,  # each thread has its own; close() ends them all
             )
-            conn.execute("PRAGMA journal_mode=WAL")
+            self._wal(conn)
             conn.execute("PRAGMA synchronous=NORMAL")  # durable at each WAL checkpoint
             conn.execute("PRAGMA foreign_keys=ON")
         except sqlite3.DatabaseError as exc:
@@ -68,3 +69,17 @@ class SQLiteStore(SqlStore):
                 "Give another path (--store, or STREAMFN_STORE)"
             ) from None
         return conn
+
+    def _wal(self, conn: Connection) -> None:
+        """Switch to WAL. Workers opening a new store at once race for this switch, and
+        SQLite answers the losers "database is locked" at once, without its busy
+        handler: so the switch is tried again until the busy timeout."""
+        deadline = time.monotonic() + self._busy_timeout
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.01)
