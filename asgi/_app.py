@@ -409,6 +409,8 @@ class App:
             if not await slots.acquire():
                 await fail(shutting_down())
                 return
+            if flight is not None:
+                flight.dispatched = True  # from here the upstream may be billing
             self.active += 1
             try:
                 model = request.model

@@ -129,13 +129,13 @@ class ClientKeys:
         refusal as the client's error, recorded on ``flight``. Before any upstream request.
         ``key`` None: the operator's own request (the dashboard's playground, behind the
         admin key): not limited, recorded without a key."""
-        if key is None:
-            return request
-        flight.key_id, flight.key_name = key.id, key.name
         billing = getattr(self.app.backend, "billing_model", None)
         model = None if billing is None else billing(request.model)
         flight.billed_by = model if model is not None and priced(model) else None
         flight.prompt_estimate = prompt = prompt_tokens(model, request.context)
+        if key is None:  # priced all the same, so the playground's spend shows
+            return request
+        flight.key_id, flight.key_name = key.id, key.name
         now = time.time()
         if self.recorder.behind:
             flight.outcome = "refused:the usage store is behind"

@@ -66,6 +66,10 @@ class Flight:
     usage: Usage | None = None
     cost: Cost | None = None
     output_began: bool = False
+    #: the request left for its backend (a slot was free): the upstream may bill it
+    dispatched: bool = False
+    #: the upstream answered (a `Start`)
+    answered: bool = False
     #: ``ok``, ``cut``, ``error:<kind>``, ``refused:<reason>`` or ``disconnected``;
     #: None while it runs
     outcome: str | None = None
@@ -89,6 +93,7 @@ class Flight:
         first, last = batch[0], batch[-1]
         if isinstance(first, Start):
             self.provider = first.provider or self.provider
+            self.answered = True
         self.deltas += len(batch)
         for event in batch:
             if isinstance(event, _DELTAS):

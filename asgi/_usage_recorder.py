@@ -48,13 +48,16 @@ _FLUSH_WAIT: Final = 60.0
 
 
 def _used(flight: Flight) -> Usage | None:
-    """What ``flight`` used: its reported usage, else its estimate when it went upstream
-    and never said (the client went away, a cut without usage), else None (nothing)."""
-    if flight.usage is not None:
-        return flight.usage
-    went_up = flight.lease is not None or flight.output_began
-    if flight.outcome not in ("disconnected", "cut") or not went_up:
-        return None
+    """What ``flight`` used: its reported usage, else its estimate when it left for its
+    upstream and never said (the client went away, a cut without usage, or a whole
+    answer from a server that reports none: it is billed all the same), else what it
+    reported (None, or nothing)."""
+    reported = flight.usage
+    if reported is not None and reported.total:
+        return reported
+    went_up = flight.dispatched or flight.answered or flight.output_began
+    if not went_up or flight.outcome not in ("ok", "disconnected", "cut"):
+        return reported
     return Usage(input=flight.prompt_estimate, output=text_tokens(flight.output_chars))
 
 
@@ -64,8 +67,7 @@ def _unseen_reasoning(flight: Flight, model: Model) -> bool:
     unseen: the streamed text then says nothing of the reasoning tokens billed before
     it (a client could end every stream at its first word and pay for none), so it
     is charged its reservation, the most it could cost."""
-    answered = flight.provider is not None
-    return model.reasoning and answered and flight.outcome in ("disconnected", "cut")
+    return model.reasoning and flight.answered and flight.outcome in ("disconnected", "cut")
 
 
 def usage_record(flight: Flight) -> UsageRecord:
@@ -75,7 +77,7 @@ def usage_record(flight: Flight) -> UsageRecord:
     model = flight.billed_by
     cost: float | None = None
     if model is not None:
-        if flight.cost is not None and flight.outcome == "ok":
+        if flight.cost is not None and flight.outcome == "ok" and used is flight.usage:
             cost = flight.cost.total
         else:
             cost = 0.0 if used is None else compute_cost(model, used).total
@@ -109,6 +111,8 @@ class UsageRecorder:
         self._queue: queue.Queue[tuple[str | None, UsageRecord] | None] = queue.Queue(max_waiting)
         #: records given up on (the queue full, or the store failing every try)
         self.lost = 0
+        #: refusals not recorded while the store was behind
+        self.refusals_skipped = 0
         self._worker = threading.Thread(target=self._drain, name="streamfn-usage", daemon=True)
         self._worker.start()
         self._closed = False
@@ -124,6 +128,12 @@ class UsageRecorder:
         pass
 
     def closed(self, flight: Flight) -> None:
+        refused = flight.lease is None and (flight.outcome or "").startswith("refused:")
+        if refused and self.behind:
+            # the room left is for the records of requests that spent: a refusal
+            # spent nothing, and a client retrying fast must not crowd them out
+            self.refusals_skipped += 1
+            return
         try:
             self._queue.put_nowait((flight.lease, usage_record(flight)))
         except queue.Full:

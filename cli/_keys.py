@@ -44,7 +44,7 @@ examples:
   streamfn keys list
       every key: models, budget, spent this period, limits, expiry
   streamfn keys rotate key_1a2b3c4d5e6f
-      a new secret for the same key; the old one stops working at once
+      a new secret for the same key; the old one stops working within a second
   streamfn keys revoke key_1a2b3c4d5e6f
       the key stops working at once, on every worker and host
 """

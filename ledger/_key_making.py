@@ -26,7 +26,14 @@ class KeyMaking(ABC):
         tpm: int | None = None,
         expires_at: float | None = None,
     ) -> tuple[ClientKey, str]:
-        """A new key and its secret (the only time the secret is seen)."""
+        """A new key and its secret (the only time the secret is seen); a limit of 0
+        requests or tokens a minute, or a negative budget, is a `ValueError` (a key
+        that may do nothing is a revoked one)."""
+        for limit, value in (("rpm", rpm), ("tpm", tpm)):
+            if value is not None and (isinstance(value, bool) or value < 1):
+                raise ValueError(f"{limit} must be 1 or more (or None: no limit), got {value!r}")
+        if budget is not None and not budget >= 0:
+            raise ValueError(f"budget must be 0 or more US dollars (or None), got {budget!r}")
         key = ClientKey(
             id=new_key_id(),
             name=name,

@@ -98,7 +98,7 @@ def test_a_reasoning_answer_ended_unreported_is_charged_its_reservation(outcome:
         arrived=time.time(), started=0.0, key_id="key_1", billed_by=thinker,
         lease="l1", reserved=0.25, prompt_estimate=5,
     )  # fmt: skip
-    queued = dataclasses.replace(flight)
+    queued = dataclasses.replace(flight, dispatched=True)
     queued.close(1.0, outcome)  # gone before its upstream answered: nothing reasoned
     assert usage_record(queued).cost == compute_cost(MODEL, Usage(input=5)).total
     flight.note([Start(provider="openai"), TextDelta(index=0, delta="The")], 0.5)

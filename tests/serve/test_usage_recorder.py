@@ -156,3 +156,50 @@ def test_records_waiting_together_are_settled_in_one_transaction() -> None:
     recorder.close()
     assert sum(store.batches) == 300 and len(store.records(since=0, until=1e9)) == 300
     assert len(store.batches) <= 3 and recorder.lost == 0
+
+
+def test_a_whole_answer_from_a_server_that_reports_no_usage_is_billed_its_estimate() -> None:
+    """An upstream that never sends usage (an OpenAI-compatible server ignoring
+    ``include_usage``, or a hostile one) must not make every answer free."""
+    flight = _flight(
+        usage=Usage(), cost=Cost(), prompt_estimate=7, output_chars=40, output_began=True
+    )
+    flight.answered = True
+    flight.close(11.0, "ok")
+    record = usage_record(flight)
+    assert (record.input_tokens, record.output_tokens) == (7, 10)
+    assert record.cost == 7 + 2 * 10 and record.outcome == "ok"
+
+
+def test_a_client_that_leaves_before_the_upstream_answered_is_not_billed() -> None:
+    """Admitted (a lease) but gone while waiting for a slot: nothing went upstream
+    (one that left for its upstream is billed its input: see the hostile-usage tests)."""
+    flight = _flight(prompt_estimate=7)
+    flight.close(11.0)
+    record = usage_record(flight)
+    assert record.outcome == "disconnected" and record.cost == 0.0
+    assert record.input_tokens == 0
+
+
+def test_refusals_wait_for_no_room_while_the_store_is_behind() -> None:
+    """A client retrying fast into refusals must not crowd out the records of requests
+    that spent: while the store is behind, a refusal is counted, not queued."""
+    store = SlowStore()
+    recorder = UsageRecorder(store, max_waiting=10)
+    _close_flights(recorder, 6)  # behind now
+    for i in range(20):
+        refused = _flight(id=f"refused_{i}", lease=None)
+        refused.close(10.1, "refused:this key's limit of 5 requests per minute is reached")
+        recorder.closed(refused)
+    assert recorder.refusals_skipped == 20 and recorder.lost == 0
+    _close_flights(recorder, 3)  # what spent still has room
+    store.gate.set()
+    recorder.close()
+    assert len(store.records(since=0, until=1e9)) == 9 and recorder.lost == 0
+
+
+def test_a_key_that_may_do_nothing_is_refused_when_made() -> None:
+    store = MemoryStore()
+    for limits in ({"rpm": 0}, {"tpm": 0}, {"budget": -1.0}):
+        with pytest.raises(ValueError, match="must be"):
+            store.create_key("k", now=0.0, **limits)  # type: ignore[arg-type]
