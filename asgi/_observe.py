@@ -65,7 +65,6 @@ class Flight:
     deltas: int = 0
     usage: Usage | None = None
     cost: Cost | None = None
-    output_began: bool = False
     #: the request left for its backend (a slot was free): the upstream may bill it
     dispatched: bool = False
     #: the upstream answered (a `Start`)
@@ -98,8 +97,7 @@ class Flight:
         for event in batch:
             if isinstance(event, _DELTAS):
                 self.output_chars += len(event.delta)
-        if not self.output_began and any(not isinstance(e, (Start, Error)) for e in batch):
-            self.output_began = True
+        if self.first_output is None and any(not isinstance(e, (Start, Error)) for e in batch):
             self.first_output = now
         if isinstance(last, Done):
             self.usage, self.cost, self.outcome = last.usage, last.cost, "ok"
@@ -130,6 +128,11 @@ class Flight:
             self.outcome = outcome
         elif self.outcome is None:
             self.outcome = "disconnected"
+
+    @property
+    def output_began(self) -> bool:
+        """Whether any of the answer reached the client (its first output is timed)."""
+        return self.first_output is not None
 
     @property
     def latency(self) -> float | None:

@@ -40,7 +40,6 @@ def test_a_whole_answer_is_its_reported_usage_and_cost() -> None:
     flight = _flight(
         usage=Usage(input=3, output=2, cache_read=5, reasoning=1),
         cost=Cost(input=3.0, output=4.0, cache_read=0.5),
-        output_began=True,
         first_output=10.5,
     )
     flight.close(12.0, "ok")
@@ -53,7 +52,7 @@ def test_a_whole_answer_is_its_reported_usage_and_cost() -> None:
 def test_a_client_that_leaves_mid_answer_is_billed_what_was_generated() -> None:
     """Going away before the usage arrives must not make an answer free: the input
     estimated at admission and the output streamed so far, at 4 characters a token."""
-    flight = _flight(prompt_estimate=7, output_chars=41, output_began=True)
+    flight = _flight(prompt_estimate=7, output_chars=41, first_output=10.5)
     flight.close(11.0)
     record = usage_record(flight)
     assert record.outcome == "disconnected"
@@ -162,7 +161,7 @@ def test_a_whole_answer_from_a_server_that_reports_no_usage_is_billed_its_estima
     """An upstream that never sends usage (an OpenAI-compatible server ignoring
     ``include_usage``, or a hostile one) must not make every answer free."""
     flight = _flight(
-        usage=Usage(), cost=Cost(), prompt_estimate=7, output_chars=40, output_began=True
+        usage=Usage(), cost=Cost(), prompt_estimate=7, output_chars=40, first_output=10.5
     )
     flight.answered = True
     flight.close(11.0, "ok")
