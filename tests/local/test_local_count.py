@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("ctranslate2")
+pytest.importorskip("ctranslate2", reason="the local model's extra: pip install -e '.[local]'")
 
 import trio
 from tiny_model import build_tiny_model
