@@ -9,6 +9,7 @@ checks, tracing) are one ordered list, `STAGES` in `client/_pipeline.py`.
 """
 
 from ._base import Ambient, ClientBase, ClientSettings
+from ._functions import ShellFunctions
 from ._partial_output import partial_outputs
 from ._pool import Pool, PooledConnection
 
@@ -18,5 +19,6 @@ __all__ = [
     "ClientSettings",
     "Pool",
     "PooledConnection",
+    "ShellFunctions",
     "partial_outputs",
 ]

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
-from streamfn.client import ClientBase
-from streamfn.core import AssistantMessage, Context, Error, Event, Model, Options, TokenCount
+from streamfn.client import ClientBase, ShellFunctions
+from streamfn.core import Context, Error, Event, Model, Options
 from streamfn.core.http import (
     EXPIRED,
     Connect,
@@ -145,56 +145,9 @@ class Client(ClientBase[Connection]):
             return EXPIRED
 
 
-_default: Client | None = None
-
-
-def default_client() -> Client:
-    """The client behind the module-level functions.
-
-    It keeps no idle connections: it cannot know when the caller's event
-    loop ends, and a pooled socket must not outlive it. Create a `Client`
-    for keep-alive reuse.
-    """
-    global _default
-    if _default is None:
-        _default = Client(max_idle_per_host=0)
-    return _default
-
-
-def stream(
-    model: Model,
-    context: Context,
-    options: Options | None = None,
-    *,
-    raise_on_error: bool = False,
-) -> AbstractAsyncContextManager[AsyncIterator[Event]]:
-    """Stream one assistant turn: ``async with stream(m, ctx) as events: async for ev in events``.
-
-    A failure is the last event, an `Error`; ``raise_on_error=True`` raises `StreamError`
-    instead (see `ClientBase.stream`)."""
-    return default_client().stream(model, context, options, raise_on_error=raise_on_error)
-
-
-async def complete(
-    model: Model,
-    context: Context,
-    options: Options | None = None,
-    *,
-    raise_on_error: bool = True,
-) -> AssistantMessage:
-    """The whole assistant turn as one message; an `Error` raises `CompletionError`
-    (``raise_on_error=False`` returns the message with ``error_message`` set)."""
-    return await default_client().complete(model, context, options, raise_on_error=raise_on_error)
-
-
-async def count_tokens(
-    model: Model,
-    context: Context,
-    options: Options | None = None,
-    *,
-    estimate: bool = False,
-) -> TokenCount:
-    """How many input tokens ``context`` is for ``model``, asked of the provider (the
-    local model: its tokenizer); ``estimate=True`` accepts a marked estimate where the
-    provider cannot count."""
-    return await default_client().count_tokens(model, context, options, estimate=estimate)
+# the module-level functions, written once for both event-loop shells
+_functions = ShellFunctions(lambda: Client(max_idle_per_host=0))
+default_client = _functions.default_client
+stream = _functions.stream
+complete = _functions.complete
+count_tokens = _functions.count_tokens

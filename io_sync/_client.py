@@ -13,6 +13,7 @@ KeyboardInterrupt inside a blocking read) closes its socket at once.
 
 from __future__ import annotations
 
+import functools
 import socket
 import sys
 import time
@@ -237,19 +238,14 @@ class Client:
         return _run(self._loop.count_tokens(model, context, options, estimate=estimate))
 
 
-_default: Client | None = None
-
-
+@functools.cache
 def default_client() -> Client:
     """The client behind the module-level functions.
 
     It keeps no idle connections, like the async shells' default clients:
     nothing would close them. Create a `Client` for keep-alive reuse.
     """
-    global _default
-    if _default is None:
-        _default = Client(max_idle_per_host=0)
-    return _default
+    return Client(max_idle_per_host=0)
 
 
 def stream(
