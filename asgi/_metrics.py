@@ -92,6 +92,13 @@ class Metrics:
             (*labels, "outcome"),
             registry=into,
         )
+        self.repeats = prom.Counter(
+            "streamfn_refusals_repeated",
+            "Refusals answered from the client key's remembered refusal (within its "
+            "Retry-After): counted in streamfn_requests, with no usage record of their own",
+            labels,
+            registry=into,
+        )
         self.in_flight = prom.Gauge(
             "streamfn_streams_in_flight",
             "Requests being served now",
@@ -122,6 +129,8 @@ class Metrics:
         child(self.requests, *labels, outcome).inc()
         if outcome != "ok":
             child(self.errors, *labels, outcome).inc()
+            if flight.repeat:
+                child(self.repeats, *labels).inc()
         if flight.latency is not None:
             child(self.duration, *labels).observe(flight.latency)
         if flight.time_to_first_output is not None:

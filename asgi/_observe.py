@@ -73,6 +73,9 @@ class Flight:
     #: None while it runs
     outcome: str | None = None
     error: str | None = field(default=None, repr=False)  # the client-facing message
+    #: a refusal answered from the key's remembered one (its Retry-After not over):
+    #: the store not asked, no usage record queued; `/metrics` counts it
+    repeat: bool = False
     #: with client keys: the store's reservation for this request, settled when it ends
     lease: str | None = None
     #: Unix seconds by which a stream under that reservation must end (the store lets
