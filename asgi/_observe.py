@@ -111,10 +111,6 @@ class Flight:
             self.error = last.message
             self.outcome = "cut" if self.output_began else f"error:{last.kind or 'unknown'}"
 
-    def outlived(self, now: float) -> bool:
-        """Whether the request has run past its reservation's time (``now``: Unix seconds)."""
-        return self.lease_until is not None and now >= self.lease_until
-
     def _keep_billable(self) -> None:
         """The upstream's report within bounds (`billable`); a cost priced from one that
         was not is dropped (the usage record prices the bounded counts afresh)."""

@@ -531,3 +531,29 @@ def test_one_key_hammering_past_its_rpm_fails_no_other_keys_request(
     outcomes = sorted(r.outcome for r in store.records(since=0, until=2e9, key_id=hammer.id))
     assert outcomes == ["ok", "refused:this key's limit of 1 requests per minute is reached"]
     assert app.keys is not None and app.keys.recorder.refusals_repeated == 39
+
+
+def test_a_stream_without_a_budget_ends_at_the_servers_longest_stream(gateway: Gateway) -> None:
+    """An upstream that keeps sending (here a delta every few milliseconds for seconds
+    on end; one just inside its idle timeout, again and again, is the same) never
+    trips the idle timer: the server's bound on a stream ends it, in the client's
+    dialect, naming the bound and how to raise it, its upstream call closed."""
+    store = MemoryStore()
+    key, secret = store.create_key("free", now=time.time())  # no budget: no reservation
+    app = App(gateway.server.app.backend, ServerConfig(max_stream_seconds=1.0), store=store)
+    gateway.upstream.paced.pop(gateway.long, None)
+    seen: list[str] = []
+    with Server(app) as server:
+        client = openai.OpenAI(base_url=server.url + "/v1", api_key=secret, max_retries=0)
+        with client, pytest.raises(openai.APIError) as cut:
+            for chunk in client.chat.completions.create(model="long", messages=USER, stream=True):
+                seen += [chunk.choices[0].delta.content or ""] if chunk.choices else []
+        wait_until(lambda: gateway.long in gateway.upstream.paced, 10)
+        wait_until(lambda: len(store.records(since=0, until=2e9)) == 1, 10)
+    said = str(cut.value)
+    assert said.startswith("cut: this answer ran for as long as this server lets a stream run")
+    assert "(1 s)" in said and "--max-stream-seconds" in said
+    sent, left = gateway.upstream.paced[gateway.long]
+    assert left and sent < LONG and 0 < len(seen) < LONG  # 2000 deltas take 4 s at least
+    [record] = store.records(since=0, until=2e9, key_id=key.id)
+    assert record.outcome == "cut"

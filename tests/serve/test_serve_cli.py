@@ -338,3 +338,24 @@ def test_send_timeout_and_max_connections_reach_both_shells(
     assert "--send-timeout" in capsys.readouterr().err
     with pytest.raises(ValueError, match="send_timeout"):
         ServerConfig(send_timeout=0)
+
+
+def test_the_longest_stream_is_the_servers_flag_and_cannot_be_switched_off(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import argparse
+
+    from streamfn.cli import _serve as serve
+    from streamfn.cli import _serve_flags as serve_flags
+
+    parser = argparse.ArgumentParser()
+    serve_flags.configure(parser)
+    for argv, expected in ((["--max-stream-seconds", "60"], 60.0), ([], 900.0)):
+        app = serve._app(parser.parse_args(argv), EventsBackend(STREAMS))
+        assert app.config.max_stream_seconds == expected
+    with pytest.raises(SystemExit) as exited:
+        _serve("--no-local", "--max-stream-seconds", "0")
+    assert exited.value.code == 2
+    assert "--max-stream-seconds" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="max_stream_seconds"):
+        ServerConfig(max_stream_seconds=0)
