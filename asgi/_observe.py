@@ -59,6 +59,8 @@ class Flight:
     key_id: str | None = None
     key_name: str | None = None
     deployment: str | None = None
+    #: the deployments that failed over before ``deployment``, in order
+    tried: list[str] = field(default_factory=list)
     provider: str | None = None
     first_output: float | None = None  # runtime clock
     ended: float | None = None  # runtime clock

@@ -53,6 +53,11 @@ _BATCH: Final = 256
 _FLUSH_WAIT: Final = 60.0
 
 
+def _went_up(flight: Flight) -> bool:
+    """Whether ``flight`` left for its upstream (which may bill it from then)."""
+    return flight.dispatched or flight.answered or flight.output_began
+
+
 def _used(flight: Flight) -> Usage | None:
     """What ``flight`` used: its reported usage, else its estimate when it left for its
     upstream and never said (the client went away, a cut without usage, or a whole
@@ -61,8 +66,7 @@ def _used(flight: Flight) -> Usage | None:
     reported = flight.usage
     if reported is not None and reported.total:
         return reported
-    went_up = flight.dispatched or flight.answered or flight.output_began
-    if not went_up or flight.outcome not in ("ok", "disconnected", "cut"):
+    if not _went_up(flight) or flight.outcome not in ("ok", "disconnected", "cut"):
         return reported
     return Usage(input=flight.prompt_estimate, output=text_tokens(flight.output_chars))
 
@@ -78,8 +82,10 @@ def _unseen_reasoning(flight: Flight, model: Model) -> bool:
 
 def usage_record(flight: Flight) -> UsageRecord:
     """The record of a closed ``flight``: who, which model, the tokens of each kind, the
-    cost (None where the model has no prices), latency, first output and outcome."""
+    cost (None where the model has no prices), latency, first output and outcome,
+    whether that usage is an estimate, and the upstreams it was sent to."""
     used = _used(flight)
+    estimated = used is not None and used is not flight.usage
     model = flight.billed_by
     cost: float | None = None
     if model is not None:
@@ -88,7 +94,7 @@ def usage_record(flight: Flight) -> UsageRecord:
         else:
             cost = 0.0 if used is None else compute_cost(model, used).total
             if _unseen_reasoning(flight, model) and flight.reserved is not None:
-                cost = max(cost, flight.reserved)
+                estimated, cost = estimated or flight.reserved > cost, max(cost, flight.reserved)
     used = used or Usage()
     return UsageRecord(
         at=flight.arrived,
@@ -105,6 +111,9 @@ def usage_record(flight: Flight) -> UsageRecord:
         latency=flight.latency or 0.0,
         first_token=flight.time_to_first_output,
         outcome=flight.outcome or "disconnected",
+        estimated=estimated,
+        attempts=len(flight.tried) + _went_up(flight),
+        tried=tuple(flight.tried),
     )
 
 

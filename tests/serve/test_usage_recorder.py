@@ -228,3 +228,25 @@ def test_refusals_take_a_quarter_of_the_queue_at_most_and_never_make_it_behind()
     store.gate.set()
     recorder.close()
     assert len(store.records(since=0, until=1e9)) == 31 and recorder.lost == 0
+
+
+def test_a_record_says_whether_its_usage_is_an_estimate() -> None:
+    reported = _flight(usage=Usage(input=3, output=2), cost=Cost(input=3.0, output=4.0))
+    reported.answered = True
+    reported.close(11.0, "ok")
+    guessed = _flight(prompt_estimate=7, output_chars=40, first_output=10.5)
+    guessed.answered = True
+    guessed.close(11.0, "ok")
+    refused = _flight(lease=None)
+    refused.close(10.1, "refused:this key's budget for the month is spent")
+    records = [usage_record(f) for f in (reported, guessed, refused)]
+    assert [r.estimated for r in records] == [False, True, False]
+    assert [r.attempts for r in records] == [1, 1, 0]  # a refusal never left the gateway
+
+
+def test_a_request_that_failed_over_keeps_every_deployment_it_tried() -> None:
+    flight = _flight(deployment="third", tried=["first", "second"], usage=Usage(input=3))
+    flight.answered = True
+    flight.close(11.0, "ok")
+    record = usage_record(flight)
+    assert (record.deployment, record.attempts, record.tried) == ("third", 3, ("first", "second"))
