@@ -87,7 +87,7 @@ from ._runtime import (
 )
 from ._socket import serve_socket
 from ._stamps import SystemStamps
-from ._stream_limit import stream_limit
+from ._stream_limit import within_limit
 from ._whole import send_whole
 
 __all__ = ["App"]
@@ -411,7 +411,6 @@ class App:
                 return
             if flight is not None:
                 flight.dispatched = True  # from here the upstream may be billing
-            limit = stream_limit(self, flight)
             self.active += 1
 
             async def relay() -> None:
@@ -439,12 +438,8 @@ class App:
                                     continue
                         if not mailbox.offer(batch):
                             await mailbox.put(batch)
-            try:  # one timer for the whole stream: the upstream call closed with it
-                await self.runtime.within(max(0.0, limit.deadline - clock()), relay)
-            except TimeoutError:
-                if clock() < limit.deadline:  # the backend's own, not the bound's
-                    raise
-                await fail(limit.error)
+            try:
+                await within_limit(self, flight, relay, fail)  # one timer for the whole stream
             finally:
                 self.active -= 1
                 slots.release()

@@ -14,6 +14,7 @@ closed with it, and the record says ``cut`` (or the error, before any output).
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from streamfn.core import Error
@@ -24,7 +25,7 @@ from ._observe import Flight
 if TYPE_CHECKING:
     from ._app import App
 
-__all__ = ["StreamLimit", "outlasted", "stream_limit"]
+__all__ = ["StreamLimit", "outlasted", "stream_limit", "within_limit"]
 
 
 class StreamLimit:
@@ -58,3 +59,21 @@ def stream_limit(app: App, flight: Flight | None) -> StreamLimit:
         if by_lease < limit.deadline:
             limit = StreamLimit(by_lease, reservation_outlived(app.keys.store.lease_ttl))
     return limit
+
+
+async def within_limit(
+    app: App,
+    flight: Flight | None,
+    relay: Callable[[], Awaitable[None]],
+    fail: Callable[[Error], Awaitable[None]],
+) -> None:
+    """``await relay()`` within ``flight``'s `stream_limit`; past it, the relay cancelled
+    (its upstream call closed with it), ``fail`` with the limit's `Error`."""
+    limit = stream_limit(app, flight)
+    clock = app.runtime.clock
+    try:
+        await app.runtime.within(max(0.0, limit.deadline - clock()), relay)
+    except TimeoutError:
+        if clock() < limit.deadline:  # the backend's own, not the bound's
+            raise
+        await fail(limit.error)

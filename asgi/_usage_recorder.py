@@ -17,8 +17,9 @@ At shutdown the queue is flushed before the store is closed.
 What a request used comes from its answer: the usage the provider reported and its
 cost. An answer that never reported (the client went away, a cut without usage) is
 billed its estimate: the input estimated at admission and the output streamed so
-far at four characters a token (`text_tokens`), so leaving early never
-spends less than was generated.
+far at four characters a token (`Flight.counted`: the spending cap's own count
+where one meters the stream), so leaving early never spends less than was
+generated.
 """
 
 from __future__ import annotations
@@ -68,7 +69,15 @@ def _used(flight: Flight) -> Usage | None:
         return reported
     if not _went_up(flight) or flight.outcome not in ("ok", "disconnected", "cut"):
         return reported
-    return Usage(input=flight.prompt_estimate, output=text_tokens(flight.output_chars))
+    return Usage(input=flight.prompt_estimate, output=_output(flight))
+
+
+def _output(flight: Flight) -> int:
+    """The output ``flight`` streamed, in estimated tokens: the spending cap's own count
+    where one meters the stream (one count for the cut and the record), else the
+    characters it saw at four a token."""
+    counted = flight.counted
+    return text_tokens(flight.output_chars) if counted is None else counted
 
 
 def _unseen_reasoning(flight: Flight, model: Model) -> bool:

@@ -30,6 +30,7 @@ from loopback_server import Server, provider_backend, wait_until
 
 from streamfn.asgi import App, ServedModel, ServerConfig, _usage_recorder
 from streamfn.asgi._keys import KEY_CACHE_SECONDS
+from streamfn.asgi._observe import Flight
 from streamfn.core import Model
 from streamfn.fuzz._fake_bodies import openai_body
 from streamfn.ledger import ClientKey, MemoryStore, UsageRecord
@@ -372,7 +373,17 @@ def test_a_stream_that_crosses_its_budget_ends_with_an_error_and_its_upstream_ca
     few milliseconds, finds the connection closed long before its 2000 are out."""
     key, secret = gateway.key(budget=1.0)
     gateway.spend(key, 1.0 - 0.015)
-    seen, cut, (sent, left) = _cut_long(gateway, secret, max_tokens=32)
+    flights: list[Flight] = []
+    watch = Watch(flights)
+    gateway.server.app.flights.observers.append(watch)
+    try:
+        seen, cut, (sent, left) = _cut_long(gateway, secret, max_tokens=32)
+    finally:
+        gateway.server.app.flights.observers.remove(watch)
+    [flight] = flights
+    # one count of the output: the cap's meter's, which the record reads too
+    assert flight.spend is not None and flight.spend.streamed == 6
+    assert flight.output_chars == 0 and flight.counted == 6
     assert "".join(seen) == "abcd" * 6
     assert str(cut).startswith("cut: this answer reached what this server lets")
     assert "max_cost" not in str(cut)  # the server's cap, not the client's option
@@ -481,6 +492,19 @@ def test_a_rotated_keys_old_secret_is_refused_within_a_second(gateway: Gateway) 
         _ask(client)
     with gateway.openai(new) as client:
         assert _ask(client)
+
+
+class Watch:
+    """An observer keeping each flight as it closes."""
+
+    def __init__(self, flights: list[Flight]) -> None:
+        self.flights = flights
+
+    def opened(self, flight: Flight) -> None:
+        pass
+
+    def closed(self, flight: Flight) -> None:
+        self.flights.append(flight)
 
 
 class GatedStore(MemoryStore):
