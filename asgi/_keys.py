@@ -12,12 +12,13 @@ A key found is remembered for at most `KEY_CACHE_SECONDS` (by a hash of its
 secret, never the secret): a revoked or rotated key is refused within that time
 by every worker, and admission itself reads the key afresh. A secret no key has
 is remembered as long (a client retrying a stale key asks the store once a
-second), and text not shaped like a secret is refused without asking at all. A refusal
-of admission is remembered too, by key and model, until its Retry-After (a second
-when it has none): a client retrying into it is answered from memory, asking the
-store nothing and queueing no usage record (`Flight.repeat`: counted on `/metrics`),
-so one key hammering past its limit cannot load the store nor crowd the records of
-the requests that spent. A token count is
+second), and text not shaped like a secret is refused without asking at all. A 429
+(requests or tokens per minute) is remembered too, by key and model, until its
+Retry-After: a client retrying into it is answered from memory, asking the store
+nothing and queueing no usage record (`Flight.repeat`: counted on `/metrics`), so
+one key hammering past its limit cannot load the store nor crowd the records of the
+requests that spent. A refusal without a Retry-After (a budget spent while others'
+reservations are held, a model not allowed) is asked afresh: it may lift at once. A token count is
 admitted like any request (it may ask the upstream's counting endpoint, on the
 operator's account): it counts against the key's requests per minute and needs a
 budget not spent, but reserves and spends nothing.
@@ -89,7 +90,7 @@ class ClientKeys:
         #: hash of a secret -> (when it was looked up, on the runtime's clock; its key,
         #: None: no key has it)
         self._known: dict[bytes, tuple[float, ClientKey | None]] = {}
-        #: (key id, model) -> (Unix seconds until which the store's refusal holds, it)
+        #: (key id, model) -> (Unix seconds until which the store's 429 holds, it)
         self._refused: dict[tuple[str, str], tuple[float, Refused]] = {}
 
     @property
@@ -148,8 +149,7 @@ class ClientKeys:
         if remembered is not None and now < remembered[0]:  # the same answer, from memory
             until, held = remembered
             flight.outcome, flight.repeat = f"refused:{held.reason}", True
-            retry_after = None if held.retry_after is None else max(1.0, until - now)
-            raise client_refusal(held.status, held.reason, retry_after)
+            raise client_refusal(held.status, held.reason, max(1.0, until - now))
         if self.recorder.behind:
             flight.outcome = "refused:the usage store is behind"
             raise HTTPError(
@@ -167,7 +167,8 @@ class ClientKeys:
             flight.outcome = "error:store"
             raise _store_down("admit a request", exc) from None
         if isinstance(verdict, Refused):
-            self._remember(key.id, request.model, verdict, now)
+            if verdict.retry_after is not None:  # a 429: the same answer until then
+                self._remember(key.id, request.model, verdict, now)
             flight.outcome = f"refused:{verdict.reason}"
             raise client_refusal(verdict.status, verdict.reason, verdict.retry_after)
         flight.lease = verdict.lease
@@ -180,13 +181,12 @@ class ClientKeys:
         return msgspec.structs.replace(request, options=options)
 
     def _remember(self, key_id: str, model: str, verdict: Refused, now: float) -> None:
-        """Hold ``verdict`` for ``key_id``'s requests of ``model`` until its Retry-After,
-        else a second (as long as a key found is taken as it was)."""
+        """Hold ``verdict`` for ``key_id``'s requests of ``model`` until its Retry-After."""
         if len(self._refused) >= _KEY_CACHE_SIZE:
             self._refused = {k: v for k, v in self._refused.items() if v[0] > now}
             if len(self._refused) >= _KEY_CACHE_SIZE:
                 self._refused.clear()
-        until = now + (verdict.retry_after or KEY_CACHE_SECONDS)
+        until = now + (verdict.retry_after or 0.0)
         self._refused[(key_id, model)] = (until, verdict)
 
     def close(self) -> None:
