@@ -134,7 +134,8 @@ def deployments_view(backend: object) -> dict[str, Any]:
 
 def usage_view(store: Store | None, *, now: float, since: float, bucket: Bucket) -> dict[str, Any]:
     """Spend and tokens per key and per model in ``bucket``-long columns from ``since``
-    (rounded down to a whole bucket, UTC) to ``now``.
+    (rounded down to a whole bucket, UTC) to ``now``, and ``estimated_cost``: how much
+    of that spend is the gateway's estimate (answers whose upstream reported no usage).
 
     Daily columns come from `Store.report` (grouped by the store, complete); hourly ones
     from `Store.records`, at most `MAX_RECORDS` of them: past that ``partial`` is true
@@ -163,19 +164,21 @@ def usage_view(store: Store | None, *, now: float, since: float, bucket: Bucket)
         records = store.records(since=start, until=now + 1, limit=MAX_RECORDS)
         partial = len(records) >= MAX_RECORDS
         cells = _record_cells(records, start, size)
+    by_key = _series(cells, "key", count, lambda k: names.get(k, k) if k else "(no key)")
     return {
         "store": True,
         "bucket": bucket,
         "starts": [start + i * size for i in range(count)],
         "labels": [_label(start + i * size, bucket) for i in range(count)],
         "partial": partial,
-        "by_key": _series(cells, "key", count, lambda k: names.get(k, k) if k else "(no key)"),
+        "by_key": by_key,
         "by_model": _series(cells, "model", count, str),
+        "estimated_cost": sum(sum(series["estimated"]) for series in by_key),
     }
 
 
-#: one total: (column, "key" or "model", the key id or model, cost, tokens)
-_Cell = tuple[int, str, "str | None", float, int]
+#: one total: (column, "key" or "model", the key id or model, cost, tokens, estimated cost)
+_Cell = tuple[int, str, "str | None", float, int, float]
 _TOKENS: Final = ("input_tokens", "cached_tokens", "cache_write_tokens", "output_tokens")
 
 
@@ -184,7 +187,11 @@ def _record_cells(records: Iterable[UsageRecord], start: float, size: int) -> li
     for r in records:
         column, cost = int((r.at - start) // size), r.cost or 0.0
         tokens = sum(getattr(r, name) for name in _TOKENS)
-        cells += [(column, "key", r.key_id, cost, tokens), (column, "model", r.model, cost, tokens)]
+        guessed = cost if r.estimated else 0.0
+        cells += [
+            (column, "key", r.key_id, cost, tokens, guessed),
+            (column, "model", r.model, cost, tokens, guessed),
+        ]
     return cells
 
 
@@ -196,9 +203,9 @@ def _report_cells(store: Store, start: float, now: float, size: int) -> list[_Ce
             column = int((day.timestamp() - start) // size)
             tokens = sum(_number(row[name]) for name in _TOKENS)
             name = row[by]
-            cells.append(
-                (column, by, None if name is None else str(name), _number(row["cost"]), int(tokens))
-            )
+            named = None if name is None else str(name)
+            guessed = _number(row["estimated_cost"])
+            cells.append((column, by, named, _number(row["cost"]), int(tokens), guessed))
     return cells
 
 
@@ -209,18 +216,26 @@ def _number(value: object) -> float:
 def _series(
     cells: list[_Cell], by: str, count: int, label: Callable[[Any], str]
 ) -> list[dict[str, Any]]:
-    """One series per key (or model): its cost and tokens in each column, largest
-    spender first."""
+    """One series per key (or model): its cost, tokens and estimated cost in each
+    column, largest spender first."""
     series: dict[object, dict[str, Any]] = {}
-    for column, kind, name, cost, tokens in cells:
+    for column, kind, name, cost, tokens, guessed in cells:
         if kind != by:
             continue
         row = series.setdefault(
-            name, {"id": name, "label": label(name), "cost": [0.0] * count, "tokens": [0] * count}
+            name,
+            {
+                "id": name,
+                "label": label(name),
+                "cost": [0.0] * count,
+                "tokens": [0] * count,
+                "estimated": [0.0] * count,
+            },
         )
         if 0 <= column < count:
             row["cost"][column] += cost
             row["tokens"][column] += tokens
+            row["estimated"][column] += guessed
     return sorted(series.values(), key=lambda s: (-sum(s["cost"]), -sum(s["tokens"]), s["label"]))
 
 

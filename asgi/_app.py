@@ -35,7 +35,6 @@ from typing import Any, ClassVar
 
 from streamfn.core import Done, Error, Event, Start
 from streamfn.core.serve import HTTPError, parse_request
-from streamfn.core.serve._client_keys import reservation_outlived
 from streamfn.core.serve._guard import cors_headers, header, preflight_headers
 from streamfn.core.serve._inbound import ClientRequest
 from streamfn.core.serve._log_text import loggable
@@ -88,6 +87,7 @@ from ._runtime import (
 )
 from ._socket import serve_socket
 from ._stamps import SystemStamps
+from ._stream_limit import within_limit
 from ._whole import send_whole
 
 __all__ = ["App"]
@@ -412,18 +412,15 @@ class App:
             if flight is not None:
                 flight.dispatched = True  # from here the upstream may be billing
             self.active += 1
-            try:
-                model = request.model
-                first_output = True
+
+            async def relay() -> None:
+                nonlocal started
+                first_output, model = True, request.model
                 opened = open_batches(self.backend, model, request.context, request.options)
                 async with opened as batches:
                     async for batch in batches:
                         if not batch:  # a backend's empty read: nothing to hand on
                             continue
-                        if flight is not None and flight.outlived(time.time()):
-                            assert self.keys is not None  # only client keys' budgets expire
-                            await fail(reservation_outlived(self.keys.store.lease_ttl))
-                            break  # the upstream call closed with the stream
                         # only a batch's first event can be a Start, only its last an Error
                         started = note_start(batch[0]) or started  # for the answer's headers
                         last = batch[-1]
@@ -441,6 +438,8 @@ class App:
                                     continue
                         if not mailbox.offer(batch):
                             await mailbox.put(batch)
+            try:
+                await within_limit(self, flight, relay, fail)  # one timer for the whole stream
             finally:
                 self.active -= 1
                 slots.release()

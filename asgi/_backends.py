@@ -55,6 +55,7 @@ from streamfn.core.stages._spend import priced
 
 from ._contract import Backend, UnknownModelError, count_tokens, open_batches
 from ._failover import failover
+from ._observe import current_flight
 from ._upstream_text import UpstreamText, configured_keys
 
 __all__ = [
@@ -288,7 +289,10 @@ class ProviderBackend:
     ) -> AbstractAsyncContextManager[AsyncIterator[list[Event]]]:
         resolved, options, text = self._upstream(model, served, options)
         context = attribute_client_turns(context, resolved)  # keeps their signatures
-        return text.wrap_batches(self.client.stream_batches(resolved, context, options))
+        # the cap's meters count the output once, for the cut and the record alike
+        flight = current_flight()
+        keep = None if flight is None else flight.metered_by
+        return text.wrap_batches(self.client._batches(resolved, context, options, keep))
 
     def _failover(
         self, pool: Pool[ServedModel], context: Context, options: Options

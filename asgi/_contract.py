@@ -116,7 +116,10 @@ class ServerConfig(msgspec.Struct, kw_only=True):
     ``send_timeout`` bounds that wait: when a write waits and the client takes
     no bytes of the response for that long, the server (its own hypercorn
     hosting, either shell) resets the connection, which cancels the upstream
-    call and frees the slot. Must be more than 0.
+    call and frees the slot. Must be more than 0. ``max_stream_seconds`` bounds a
+    request from its arrival to its end, however its upstream paces it (one delta
+    just inside its idle timeout, again and again): then the stream ends with a
+    terminal error naming the bound, and its upstream call is closed.
     """
 
     api_key: str | None = None
@@ -132,6 +135,7 @@ class ServerConfig(msgspec.Struct, kw_only=True):
     head_wait: float = 1.0
     body_timeout: float = 30.0
     send_timeout: float = 30.0
+    max_stream_seconds: float = 900.0
     shutdown_grace: float = 10.0
     allowed_hosts: tuple[str, ...] | None = LOOPBACK_HOSTS
     cors_origins: tuple[str, ...] = ()
@@ -147,6 +151,10 @@ class ServerConfig(msgspec.Struct, kw_only=True):
     default_model: str | None = None
 
     def __post_init__(self) -> None:
+        if not self.max_stream_seconds > 0:
+            raise ValueError(
+                f"max_stream_seconds must be more than 0 seconds, got {self.max_stream_seconds}"
+            )
         if not self.send_timeout > 0:
             raise ValueError(f"send_timeout must be more than 0 seconds, got {self.send_timeout}")
         if self.admin_key is not None and self.admin_key == self.api_key:

@@ -8,7 +8,8 @@ answer included (the one rule of `streamfn.core.stages._try_again`). When every
 deployment rests, the answer is a 429 with the Retry-After of the soonest
 return, and no upstream request is made. The request's `Flight` names the
 deployment tried last (the one that answered, or the last that failed), for
-metrics and the usage record.
+metrics and the usage record, and the ones that failed before it (``tried``): the
+record keeps them, so a deployment's failed attempts show in the usage report.
 """
 
 from __future__ import annotations
@@ -66,6 +67,8 @@ async def failover(
             continue
         pool.began(index)
         if flight is not None:
+            if flight.deployment is not None:  # the one before failed over
+                flight.tried.append(flight.deployment)
             flight.deployment = deployment.label
         try:
             async with opened as batches:

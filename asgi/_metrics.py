@@ -49,6 +49,10 @@ _DEPLOYMENT_GAUGES: Final[tuple[tuple[str, str, Literal["max", "livesum"]], ...]
     ),
     ("streamfn_deployment_in_flight", "Requests a deployment is answering now", "livesum"),
 )
+_REPEATS_DOC: Final = (
+    "Refusals answered from the client key's remembered refusal (within its Retry-After): "
+    "counted in streamfn_requests, with no usage record of their own"
+)
 _COST_DOC: Final = "Cost of the answers served, in US dollars, from the catalogue's prices"
 
 
@@ -92,6 +96,7 @@ class Metrics:
             (*labels, "outcome"),
             registry=into,
         )
+        self.repeats = prom.Counter("streamfn_refusals_repeated", _REPEATS_DOC, labels, registry=into)
         self.in_flight = prom.Gauge(
             "streamfn_streams_in_flight",
             "Requests being served now",
@@ -122,6 +127,8 @@ class Metrics:
         child(self.requests, *labels, outcome).inc()
         if outcome != "ok":
             child(self.errors, *labels, outcome).inc()
+            if flight.repeat:
+                child(self.repeats, *labels).inc()
         if flight.latency is not None:
             child(self.duration, *labels).observe(flight.latency)
         if flight.time_to_first_output is not None:

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from streamfn.core import (
     Cost,
@@ -31,6 +31,9 @@ from streamfn.core import (
     Usage,
 )
 from streamfn.core.stages._spend import billable
+
+if TYPE_CHECKING:
+    from streamfn.core.stages._spend import SpendCap
 
 __all__ = ["Flight", "Flights", "Observer", "calling_as", "current_flight"]
 
@@ -59,6 +62,8 @@ class Flight:
     key_id: str | None = None
     key_name: str | None = None
     deployment: str | None = None
+    #: the deployments that failed over before ``deployment``, in order
+    tried: list[str] = field(default_factory=list)
     provider: str | None = None
     first_output: float | None = None  # runtime clock
     ended: float | None = None  # runtime clock
@@ -73,6 +78,9 @@ class Flight:
     #: None while it runs
     outcome: str | None = None
     error: str | None = field(default=None, repr=False)  # the client-facing message
+    #: a refusal answered from the key's remembered one (its Retry-After not over):
+    #: the store not asked, no usage record queued; `/metrics` counts it
+    repeat: bool = False
     #: with client keys: the store's reservation for this request, settled when it ends
     lease: str | None = None
     #: Unix seconds by which a stream under that reservation must end (the store lets
@@ -84,8 +92,12 @@ class Flight:
     billed_by: Model | None = field(default=None, repr=False)
     prompt_estimate: int = 0
     #: characters of text, thinking and tool arguments streamed: the output's estimate
-    #: when the answer never reports its usage (the client went away)
+    #: when the answer never reports its usage (the client went away), counted here
+    #: only while no spending cap meters the stream (`output_estimate`)
     output_chars: int = 0
+    #: the spending cap of the stream's upstream call (set by the backend), whose meters
+    #: count the output already
+    spend: SpendCap | None = field(default=None, repr=False)
 
     def note(self, batch: Sequence[Event], now: float) -> None:
         """Take in one batch of the answer's events as it goes to the client."""
@@ -94,9 +106,11 @@ class Flight:
             self.provider = first.provider or self.provider
             self.answered = True
         self.deltas += len(batch)
-        for event in batch:
-            if isinstance(event, _DELTAS):
-                self.output_chars += len(event.delta)
+        spend = self.spend
+        if spend is None or not spend.metering:  # else the cap's meters count it
+            for event in batch:
+                if isinstance(event, _DELTAS):
+                    self.output_chars += len(event.delta)
         if self.first_output is None and any(not isinstance(e, (Start, Error)) for e in batch):
             self.first_output = now
         if isinstance(last, Done):
@@ -107,10 +121,6 @@ class Flight:
             self._keep_billable()
             self.error = last.message
             self.outcome = "cut" if self.output_began else f"error:{last.kind or 'unknown'}"
-
-    def outlived(self, now: float) -> bool:
-        """Whether the request has run past its reservation's time (``now``: Unix seconds)."""
-        return self.lease_until is not None and now >= self.lease_until
 
     def _keep_billable(self) -> None:
         """The upstream's report within bounds (`billable`); a cost priced from one that
@@ -128,6 +138,17 @@ class Flight:
             self.outcome = outcome
         elif self.outcome is None:
             self.outcome = "disconnected"
+
+    def metered_by(self, spend: SpendCap | None) -> None:
+        """The spending cap of the stream's upstream call (None: uncapped)."""
+        self.spend = spend
+
+    @property
+    def counted(self) -> int | None:
+        """The output tokens the spending cap's meters counted, where they meter the
+        stream (None: the characters here are the count)."""
+        spend = self.spend
+        return spend.streamed if spend is not None and spend.metering else None
 
     @property
     def output_began(self) -> bool:

@@ -4,17 +4,22 @@ An `Observer` that turns each closed `Flight` into a `UsageRecord` and hands it 
 one worker thread, which settles it in the store (`Store.settle_many`: the record
 kept, the request's reservation freed), with every other record waiting by then
 in the same transaction. The event loop never waits on the database: a
-record waits in a bounded queue, and while that queue is half full the gateway
-admits no new request (`UsageRecorder.behind`: a 503 until the store catches up),
-so no answer is ever served off the record. A failing store is logged (the error's
+record waits in a bounded queue, and while the records of admitted requests fill
+half of it the gateway admits no new request (`UsageRecorder.behind`: a 503 until
+the store catches up), so no answer is ever served off the record. Refusals (which
+spent nothing) wait in a room of their own, a quarter as large, and never count
+towards ``behind``: past it they are counted (`UsageRecorder.refusals_skipped`), not
+queued, and a refusal answered from a key's remembered one (`Flight.repeat`) is
+never queued (`UsageRecorder.refusals_repeated`; `/metrics` counts each request). A failing store is logged (the error's
 type and words, never a key) and retried a few times; it never breaks a response.
 At shutdown the queue is flushed before the store is closed.
 
 What a request used comes from its answer: the usage the provider reported and its
 cost. An answer that never reported (the client went away, a cut without usage) is
 billed its estimate: the input estimated at admission and the output streamed so
-far at four characters a token (`text_tokens`), so leaving early never
-spends less than was generated.
+far at four characters a token (`Flight.counted`: the spending cap's own count
+where one meters the stream), so leaving early never spends less than was
+generated.
 """
 
 from __future__ import annotations
@@ -39,12 +44,19 @@ log = logging.getLogger("streamfn")
 
 #: records that may wait for the store; past half of it no request is admitted
 MAX_WAITING_RECORDS: Final = 10_000
+#: refusals may wait in a room of a quarter of that, on top: never in spent requests' room
+_REFUSALS_SHARE: Final = 4
 #: seconds between a failed settle and the next try (then the record is given up)
 _RETRIES: Final = (0.1, 0.5, 2.0)
 #: the most records settled in one transaction
 _BATCH: Final = 256
 #: seconds the shutdown waits for the records still queued
 _FLUSH_WAIT: Final = 60.0
+
+
+def _went_up(flight: Flight) -> bool:
+    """Whether ``flight`` left for its upstream (which may bill it from then)."""
+    return flight.dispatched or flight.answered or flight.output_began
 
 
 def _used(flight: Flight) -> Usage | None:
@@ -55,10 +67,17 @@ def _used(flight: Flight) -> Usage | None:
     reported = flight.usage
     if reported is not None and reported.total:
         return reported
-    went_up = flight.dispatched or flight.answered or flight.output_began
-    if not went_up or flight.outcome not in ("ok", "disconnected", "cut"):
+    if not _went_up(flight) or flight.outcome not in ("ok", "disconnected", "cut"):
         return reported
-    return Usage(input=flight.prompt_estimate, output=text_tokens(flight.output_chars))
+    return Usage(input=flight.prompt_estimate, output=_output(flight))
+
+
+def _output(flight: Flight) -> int:
+    """The output ``flight`` streamed, in estimated tokens: the spending cap's own count
+    where one meters the stream (one count for the cut and the record), else the
+    characters it saw at four a token."""
+    counted = flight.counted
+    return text_tokens(flight.output_chars) if counted is None else counted
 
 
 def _unseen_reasoning(flight: Flight, model: Model) -> bool:
@@ -72,8 +91,10 @@ def _unseen_reasoning(flight: Flight, model: Model) -> bool:
 
 def usage_record(flight: Flight) -> UsageRecord:
     """The record of a closed ``flight``: who, which model, the tokens of each kind, the
-    cost (None where the model has no prices), latency, first output and outcome."""
+    cost (None where the model has no prices), latency, first output and outcome,
+    whether that usage is an estimate, and the upstreams it was sent to."""
     used = _used(flight)
+    estimated = used is not None and used is not flight.usage
     model = flight.billed_by
     cost: float | None = None
     if model is not None:
@@ -82,7 +103,7 @@ def usage_record(flight: Flight) -> UsageRecord:
         else:
             cost = 0.0 if used is None else compute_cost(model, used).total
             if _unseen_reasoning(flight, model) and flight.reserved is not None:
-                cost = max(cost, flight.reserved)
+                estimated, cost = estimated or flight.reserved > cost, max(cost, flight.reserved)
     used = used or Usage()
     return UsageRecord(
         at=flight.arrived,
@@ -99,20 +120,38 @@ def usage_record(flight: Flight) -> UsageRecord:
         latency=flight.latency or 0.0,
         first_token=flight.time_to_first_output,
         outcome=flight.outcome or "disconnected",
+        estimated=estimated,
+        attempts=len(flight.tried) + _went_up(flight),
+        tried=tuple(flight.tried),
     )
+
+
+def _refusal(lease: str | None, outcome: str) -> bool:
+    """Whether a request that ended with ``outcome`` was refused before it spent."""
+    return lease is None and outcome.startswith("refused:")
 
 
 class UsageRecorder:
     """Settles each closed flight's record in ``store`` from one worker thread."""
 
-    def __init__(self, store: Store, *, max_waiting: int = MAX_WAITING_RECORDS) -> None:
+    def __init__(self, store: Store, *, max_waiting: int | None = None) -> None:
         self.store = store
-        self.max_waiting = max_waiting
-        self._queue: queue.Queue[tuple[str | None, UsageRecord] | None] = queue.Queue(max_waiting)
+        self.max_waiting = MAX_WAITING_RECORDS if max_waiting is None else max_waiting
+        #: the refusals that may wait, on top of ``max_waiting``
+        self.refusal_room = self.max_waiting // _REFUSALS_SHARE
+        self._queue: queue.Queue[tuple[str | None, UsageRecord] | None] = queue.Queue(
+            self.max_waiting + self.refusal_room
+        )
         #: records given up on (the queue full, or the store failing every try)
         self.lost = 0
-        #: refusals not recorded while the store was behind
+        #: refusals not recorded: their share of the queue full
         self.refusals_skipped = 0
+        #: refusals answered from a key's remembered one, never queued
+        self.refusals_repeated = 0
+        #: refusals queued (by the loop) and taken from the queue (by the worker):
+        #: each written by one thread only, their difference is what waits
+        self._refusals_queued = 0
+        self._refusals_taken = 0
         self._worker = threading.Thread(target=self._drain, name="streamfn-usage", daemon=True)
         self._worker.start()
         self._closed = False
@@ -121,22 +160,29 @@ class UsageRecorder:
 
     @property
     def behind(self) -> bool:
-        """Whether the store is so far behind that no request should be admitted."""
-        return self._queue.qsize() * 2 >= self.max_waiting
+        """Whether the store is so far behind that no request should be admitted: the
+        records of requests admitted fill half the queue (refusals are not counted)."""
+        refusals = self._refusals_queued - self._refusals_taken
+        return (self._queue.qsize() - refusals) * 2 >= self.max_waiting
 
     def opened(self, flight: Flight) -> None:
         pass
 
     def closed(self, flight: Flight) -> None:
-        refused = flight.lease is None and (flight.outcome or "").startswith("refused:")
-        if refused and self.behind:
-            # the room left is for the records of requests that spent: a refusal
-            # spent nothing, and a client retrying fast must not crowd them out
+        if flight.repeat:
+            self.refusals_repeated += 1
+            return
+        refused = _refusal(flight.lease, flight.outcome or "")
+        # the room is for the records of requests that spent: a refusal spent
+        # nothing, and clients retrying fast must not crowd them out
+        if refused and self._refusals_queued - self._refusals_taken >= self.refusal_room:
             self.refusals_skipped += 1
             return
+        self._refusals_queued += refused  # before the worker can take it
         try:
             self._queue.put_nowait((flight.lease, usage_record(flight)))
         except queue.Full:
+            self._refusals_queued -= refused
             self.lost += 1
             log.error(
                 "usage record of request %s (key %s) lost: %d records wait for the store",
@@ -169,6 +215,7 @@ class UsageRecorder:
                 except queue.Empty:
                     break
             settled = [item for item in batch if item is not None]
+            self._refusals_taken += sum(_refusal(lease, r.outcome) for lease, r in settled)
             if settled:
                 self._settle(settled)
             if len(settled) < len(batch):  # the shutdown's mark: everything before it kept

@@ -140,7 +140,11 @@ async function refreshUsage() {
     note.textContent = usage.message;
     return;
   }
-  note.textContent = usage.partial ? "Only the newest records were read: the oldest hours are short." : "";
+  const notes = usage.partial ? ["Only the newest records were read: the oldest hours are short."] : [];
+  if (usage.estimated_cost > 0) {
+    notes.push(money(usage.estimated_cost) + " of this spend is estimated: upstreams that reported no usage.");
+  }
+  note.textContent = notes.join(" ");
   const tokens = (v) => Math.round(v).toLocaleString("en");
   for (const [by, series] of [["key", usage.by_key], ["model", usage.by_model]]) {
     drawChart($("chart-cost-" + by), $("legend-cost-" + by), usage, series, "cost", money);

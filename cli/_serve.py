@@ -196,6 +196,7 @@ def _app(args: argparse.Namespace, backend: Any, store: Any = None) -> Any:
             head_wait=args.head_wait,
             body_timeout=args.body_timeout,
             send_timeout=args.send_timeout,
+            max_stream_seconds=args.max_stream_seconds,
             shutdown_grace=args.shutdown_grace,
             allowed_hosts=allowed,
             cors_origins=tuple(args.cors_origin),

@@ -186,6 +186,14 @@ def _add_timeouts(parser: argparse.ArgumentParser) -> None:
         "then its connection is reset and its model call cancelled (default 30)",
     )
     add(
+        "--max-stream-seconds",
+        metavar="SECONDS",
+        type=seconds(zero=False),
+        default=900.0,
+        help="seconds a request may run from its arrival to its end, however its upstream "
+        "paces it; then its stream ends with an error naming this flag (default 900)",
+    )
+    add(
         "--head-wait",
         metavar="SECONDS",
         type=seconds(zero=True),

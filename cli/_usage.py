@@ -7,6 +7,11 @@ moment instead (the table of use grows with every request); what each key spent
 in its budget's period is kept apart from the records, so budgets stay whole.
 Cost counts priced requests only: requests of a model
 with no known prices are counted as ``unpriced``, and the table says how many.
+A request whose upstream reported no usage is billed the gateway's estimate: the
+``estimated`` column is the part of the cost that is estimated, and the table
+says how many requests and tokens that is. ``failovers`` counts the attempts
+that failed over to another deployment: grouped by deployment, on the one that
+failed (a deployment no request ended on still gets its row).
 """
 
 from __future__ import annotations
@@ -39,7 +44,13 @@ NUMBERS: Final = (
     ("cost", "cost", 0),
     ("errors", "errors", 1),
     ("unpriced", "unpriced", 5),
+    ("estimated_cost", "estimated", 6),
+    ("failovers", "failovers", 7),
 )
+#: summed into the total, shown under the table
+_NOTED: Final = ("estimated", "estimated_tokens")
+#: the numbers in US dollars
+_MONEY: Final = ("cost", "estimated_cost")
 
 DESCRIPTION: Final = """\
 Usage totals from the store `streamfn serve` records every request in: requests,
@@ -146,12 +157,13 @@ def _prune(args: argparse.Namespace, now: float) -> int:
 
 
 def _total(rows: list[dict[str, object]]) -> dict[str, object]:
-    total = {name: sum(cast(int, row[name]) for row in rows) for name, _, _ in NUMBERS}
-    return {**total, "cost": float(total["cost"])}
+    names = [name for name, _, _ in NUMBERS] + list(_NOTED)
+    total = {name: sum(cast(int, row[name]) for row in rows) for name in names}
+    return {**total, **{name: float(total[name]) for name in _MONEY}}
 
 
 def _cell(name: str, value: object) -> str:
-    if name == "cost":
+    if name in _MONEY:
         return money(cast(float, value))
     return f"{value:,}"
 
@@ -188,6 +200,12 @@ def _table(
         print(
             f"{total['unpriced']} requests were of models with no known prices: "
             "their cost is not in these totals"
+        )
+    if total["estimated"]:
+        print(
+            f"{total['estimated']} requests were billed an estimate (their upstream reported "
+            f"no usage): {total['estimated_tokens']:,} tokens and "
+            f"{money(cast(float, total['estimated_cost']))} of these totals"
         )
 
 

@@ -316,10 +316,18 @@ class ClientBase(Generic[ConnT], abc.ABC):
 
     @asynccontextmanager
     async def _batches(
-        self, model: Model, context: Context, options: Options
+        self,
+        model: Model,
+        context: Context,
+        options: Options,
+        keep: Callable[[SpendCap | None], None] | None = None,
     ) -> AsyncIterator[Batches]:
-        # one spending cap for every request the call makes (``Options.max_cost``)
-        batches = self._pipeline(SpendCap.of(options))(model, context, options, open_call)
+        # one spending cap for every request the call makes (``Options.max_cost``); the
+        # gateway ``keep``s it: its usage record reads the meters' count of the output
+        spend = SpendCap.of(options)
+        if keep is not None:
+            keep(spend)
+        batches = self._pipeline(spend)(model, context, options, open_call)
         try:
             yield batches
         finally:

@@ -45,7 +45,12 @@ class UsageRecord(msgspec.Struct, frozen=True, kw_only=True):
     ``outcome`` is ``ok`` (a whole answer), ``cut`` (an error after output began),
     ``error:<kind>`` (an error before any output), ``refused:<reason>`` (refused by
     the ledger: no upstream request) or ``disconnected`` (the client went away).
-    ``cost`` is None where the model has no known prices.
+    ``cost`` is None where the model has no known prices. ``estimated``: the upstream
+    reported no usage, so the tokens and cost are the gateway's estimate (the input
+    counted at admission, the output from the streamed text). ``attempts`` is how many
+    upstreams the request was sent to (0: refused, or gone before it left the gateway;
+    more than 1: it failed over), ``tried`` the deployments that failed before the one
+    in ``deployment``, in order.
     """
 
     at: float  # when the request arrived
@@ -62,6 +67,9 @@ class UsageRecord(msgspec.Struct, frozen=True, kw_only=True):
     latency: float = 0.0  # seconds from arrival to the end
     first_token: float | None = None  # seconds from arrival to the first output
     outcome: str = "ok"
+    estimated: bool = False
+    attempts: int = 1
+    tried: tuple[str, ...] = ()
 
 
 class Admitted(msgspec.Struct, frozen=True, kw_only=True):

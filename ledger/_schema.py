@@ -80,6 +80,14 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # settling deletes the leases no admission reads any more, by age
         "CREATE INDEX ledger_leases_at ON ledger_leases (at)",
     ),
+    (
+        # a record billed at the gateway's estimate (its upstream reported no usage), and
+        # the upstreams a request was sent to: the deployments that failed over before
+        # the one it names (a JSON list); rows kept before these columns were one attempt
+        "ALTER TABLE ledger_usage ADD COLUMN estimated INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE ledger_usage ADD COLUMN attempts BIGINT NOT NULL DEFAULT 1",
+        "ALTER TABLE ledger_usage ADD COLUMN tried TEXT NOT NULL DEFAULT '[]'",
+    ),
 )
 
 

@@ -26,7 +26,7 @@ from ._dialect import Dialect
 from ._key_making import KeyMaking
 from ._periods import period_start
 from ._records import Admitted, ClientKey, Period, Refused, UsageRecord
-from ._report import SUMMED
+from ._report import ESTIMATED_TOKENS, SUMMED, with_failovers
 from ._schema import MIGRATIONS, SCHEMA_TABLE, migration
 from ._secrets import hash_secret, new_secret
 from ._sql_text import (
@@ -37,12 +37,14 @@ from ._sql_text import (
     USAGE_COLUMNS,
     in_range,
     key_of,
+    record_of,
     stored_text,
     usage_row,
 )
 from ._store import DEFAULT_LEASE_TTL, Grouping
 
 __all__ = ["Connection", "SqlStore", "StoreError"]
+
 
 class StoreError(Exception):
     """The usage store cannot be opened or reached; the message names the cause and the
@@ -158,9 +160,7 @@ class SqlStore(KeyMaking):
         with self._write(lock=key.id) as conn:
             # the key as it is now (a revocation since the caller looked), what its
             # requests in flight hold and its period's spend: one round trip
-            row = self._run(
-                conn, ADMISSION, (key.id, now, key.id, start, key.id)
-            ).fetchone()
+            row = self._run(conn, ADMISSION, (key.id, now, key.id, start, key.id)).fetchone()
             if row is None:  # a key this store does not hold: as the caller saw it
                 current, reserved, spent = key, self._reserved(conn, key.id, now), None
             else:
@@ -236,7 +236,7 @@ class SqlStore(KeyMaking):
             f" WHERE {where} ORDER BY at DESC, seq LIMIT ?",
             (*params, limit),
         )
-        return [UsageRecord(**dict(zip(USAGE_COLUMNS, row, strict=True))) for row in rows]
+        return [record_of(row) for row in rows]
 
     def report(
         self,
@@ -248,30 +248,47 @@ class SqlStore(KeyMaking):
     ) -> list[dict[str, object]]:
         groups = [self._dialect.day if field == "day" else GROUPS[field] for field in by]
         sums = ", ".join(f"CAST(SUM({name}) AS BIGINT)" for name in SUMMED)
+        guessed = " + ".join(ESTIMATED_TOKENS)
         where, params = in_range(since, until, key_id)
+        grouped = f" GROUP BY {', '.join(groups)}" if groups else ""
         rows = self._query(
             f"SELECT {''.join(g + ', ' for g in groups)}COUNT(*), {sums},"
             " SUM(COALESCE(cost, 0.0)),"
             " CAST(SUM(CASE WHEN outcome = 'ok' THEN 0 ELSE 1 END) AS BIGINT),"
-            " CAST(SUM(CASE WHEN cost IS NULL THEN 1 ELSE 0 END) AS BIGINT)"
-            f" FROM ledger_usage WHERE {where}"
-            + (f" GROUP BY {', '.join(groups)}" if groups else ""),
+            " CAST(SUM(CASE WHEN cost IS NULL THEN 1 ELSE 0 END) AS BIGINT),"
+            " CAST(SUM(estimated) AS BIGINT),"
+            f" CAST(SUM(CASE WHEN estimated = 1 THEN {guessed} ELSE 0 END) AS BIGINT),"
+            " SUM(CASE WHEN estimated = 1 THEN COALESCE(cost, 0.0) ELSE 0.0 END)"
+            f" FROM ledger_usage WHERE {where}{grouped}",
             params,
         )
         n = len(by)
-        found = [
+        found: list[dict[str, object]] = [
             {
                 **dict(zip(by, row[:n], strict=True)),
                 "requests": row[n],
                 **dict(zip(SUMMED, row[n + 1 : n + 1 + len(SUMMED)], strict=True)),
-                "cost": float(row[-3]),
-                "errors": row[-2],
-                "unpriced": row[-1],
+                "cost": float(row[-6]),
+                "errors": row[-5],
+                "unpriced": row[-4],
+                "estimated": row[-3],
+                "estimated_tokens": row[-2],
+                "estimated_cost": float(row[-1]),
             }
             for row in rows
             if row[n]  # no group: an empty range still yields one all-NULL row
         ]
-        return sorted(found, key=lambda row: tuple(str(row[field]) for field in by))
+        # the requests that failed over, by the deployments that failed, counted there
+        failed = self._query(
+            f"SELECT {''.join(g + ', ' for g in groups)}tried, COUNT(*) FROM ledger_usage"
+            f" WHERE {where} AND tried <> '[]' GROUP BY {''.join(g + ', ' for g in groups)}tried",
+            params,
+        )
+        return with_failovers(
+            found,
+            by,
+            ((tuple(row[:n]), msgspec.json.decode(row[n]), row[n + 1]) for row in failed),
+        )
 
     def prune(self, *, before: float) -> int:
         with self._write() as conn:
@@ -323,9 +340,7 @@ class SqlStore(KeyMaking):
                 f"the usage store {self._label} failed: {self._explain(exc)}"
             ) from None
 
-    def _run_many(
-        self, conn: Connection, sql: str, params: Sequence[Sequence[object]]
-    ) -> None:
+    def _run_many(self, conn: Connection, sql: str, params: Sequence[Sequence[object]]) -> None:
         """`_run` ``sql`` once per parameter row, in as few round trips as the driver
         makes (psycopg pipelines them)."""
         if not params:
@@ -390,9 +405,7 @@ class SqlStore(KeyMaking):
         ).fetchall()
         return [at for (at,) in rows]
 
-    def _tokens(
-        self, conn: Connection, key: ClientKey, since: float
-    ) -> list[tuple[float, int]]:
+    def _tokens(self, conn: Connection, key: ClientKey, since: float) -> list[tuple[float, int]]:
         """The (end, tokens) of the window's settled requests (none without a limit)."""
         if key.tpm is None:
             return []

@@ -23,6 +23,7 @@ __all__ = [
     "USAGE_COLUMNS",
     "in_range",
     "key_of",
+    "record_of",
     "stored_text",
     "usage_row",
 ]
@@ -43,6 +44,9 @@ USAGE_COLUMNS = (
     "latency",
     "first_token",
     "outcome",
+    "estimated",
+    "attempts",
+    "tried",
 )
 #: a key, the money its requests in flight hold, and its spend in the period that
 #: began at a given second (parameters: id, now, id, period's start, id)
@@ -72,15 +76,31 @@ def stored_text(text: str) -> str:
 
 
 def usage_row(record: UsageRecord) -> tuple[object, ...]:
-    """``record``'s values for `INSERT_USAGE`: its text as a column holds it, and when
-    it ended (its tokens count against tokens per minute from then)."""
+    """``record``'s values for `INSERT_USAGE`: its text as a column holds it (a flag as
+    0 or 1, the deployments tried as a JSON list), and when it ended (its tokens count
+    against tokens per minute from then)."""
     return (
-        *(
-            stored_text(value) if isinstance(value, str) else value
-            for value in (getattr(record, name) for name in USAGE_COLUMNS)
-        ),
+        *(_column(getattr(record, name)) for name in USAGE_COLUMNS),
         record.at + record.latency,
     )
+
+
+def _column(value: object) -> object:
+    if isinstance(value, str):
+        return stored_text(value)
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, tuple):
+        return msgspec.json.encode([stored_text(str(item)) for item in value]).decode()
+    return value
+
+
+def record_of(row: Sequence[Any]) -> UsageRecord:
+    """The `UsageRecord` of a row of `USAGE_COLUMNS`."""
+    fields = dict(zip(USAGE_COLUMNS, row, strict=True))
+    fields["estimated"] = bool(fields["estimated"])
+    fields["tried"] = tuple(msgspec.json.decode(fields["tried"]))
+    return UsageRecord(**fields)
 
 
 def in_range(since: float, until: float, key_id: str | None) -> tuple[str, tuple[object, ...]]:

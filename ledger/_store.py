@@ -108,8 +108,10 @@ class Store(Protocol):
         key_id: str | None = None,
     ) -> list[dict[str, object]]:
         """Totals grouped by ``by`` (of ``key_id``'s requests only, if given): requests,
-        each token kind, cost, errors, and ``unpriced`` (requests of a model with no
-        known prices, whose cost is not counted)."""
+        each token kind, cost, errors, ``unpriced`` (requests of a model with no
+        known prices, whose cost is not counted), how much is the gateway's estimate
+        (``estimated`` requests, ``estimated_tokens``, ``estimated_cost``) and
+        ``failovers`` (attempts that failed over: by deployment, on the one that failed)."""
         ...
 
     def prune(self, *, before: float) -> int:

@@ -75,7 +75,8 @@ class GatedBackend(EventsBackend):
 
 def seeded_store(now: float) -> MemoryStore:
     """Two keys and a model's use over the last three hours (alice spends in two of
-    them, bob in one), one record of an hour too old to show in a two-hour window."""
+    them, bob in one), one record of an hour too old to show in a two-hour window;
+    alice's latest was billed an estimate (its upstream reported no usage)."""
     store = MemoryStore()
     alice, _ = store.create_key("alice", now=now - 10 * HOUR)
     bob, _ = store.create_key("bob", now=now - 10 * HOUR)
@@ -95,6 +96,7 @@ def seeded_store(now: float) -> MemoryStore:
                 input_tokens=tokens - 10,
                 output_tokens=10,
                 cost=cost,
+                estimated=cost == 0.25,
             ),
         )
     return store

@@ -96,13 +96,18 @@ def dollars(amount: float) -> str:
 
 class SpendCap:
     """What one call may spend (``cap``, US dollars) and what its finished requests
-    have cost (``spent``), shared by all of them."""
+    have cost (``spent``), shared by all of them.
 
-    __slots__ = ("cap", "spent")
+    Its meters' running figure, `streamed`, is the one count of a capped call's
+    output: a gateway records it as the output of an answer that never reported its
+    usage, rather than counting every delta a second time."""
+
+    __slots__ = ("_meters", "cap", "spent")
 
     def __init__(self, cap: float) -> None:
         self.cap = cap
         self.spent = 0.0
+        self._meters: list[Meter] = []
 
     @classmethod
     def of(cls, options: Options) -> SpendCap | None:
@@ -112,7 +117,21 @@ class SpendCap:
     def meter(self, model: Model, context: Context, options: Options) -> Meter:
         """A meter for one request to ``model``; `UsageError` for a model without prices."""
         require_prices(model)
-        return Meter(self, model, context, options)
+        meter = Meter(self, model, context, options)
+        self._meters.append(meter)
+        return meter
+
+    @property
+    def metering(self) -> bool:
+        """Whether a request of the call is metered (the local model's never are)."""
+        return bool(self._meters)
+
+    @property
+    def streamed(self) -> int:
+        """The output tokens the call's requests streamed so far, as the cap counts them:
+        each text, thinking or tool-argument delta at `CHARS_PER_TOKEN` characters a
+        token, rounded up."""
+        return sum(meter.output for meter in self._meters)
 
 
 class Meter:
@@ -148,6 +167,11 @@ class Meter:
         self.answered = False
         #: its cost is in the call's total
         self.settled = False
+
+    @property
+    def output(self) -> int:
+        """The output tokens this request streamed so far, estimated (see `count`)."""
+        return self._output
 
     def answer(self, status: int | None) -> None:
         """The upstream's HTTP status (101: a WebSocket's turn), once known."""

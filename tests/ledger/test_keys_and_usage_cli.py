@@ -163,3 +163,40 @@ def test_prune_before_forgets_old_records_and_keeps_the_periods_spend(
     code, _, err = run(capsys, "usage", "--prune-before", "12h", "--store", str(store_path))
     assert code == EXIT_USAGE and "less than a day ago" in err and err.count("\n") == 1
     store.close()
+
+
+def test_usage_says_how_much_is_estimated_and_where_attempts_failed_over(
+    store_path: Path, capsys: Capture
+) -> None:
+    store = SQLiteStore(store_path)
+    day = dt.datetime(2026, 5, 1, tzinfo=dt.UTC).timestamp()
+    for deployment, cost, estimated, tried in [
+        ("east", 0.5, False, ()),
+        ("east", 0.25, True, ("west",)),  # west failed first; east answered, no usage
+        ("west", 2.0, False, ()),
+    ]:
+        store.settle(
+            None,
+            UsageRecord(
+                at=day, key_id=None, route="/v1/messages", model="a", deployment=deployment,
+                input_tokens=100, output_tokens=20, cost=cost, estimated=estimated,
+                attempts=1 + len(tried), tried=tried,
+            ),
+        )  # fmt: skip
+    store.close()
+    window = ("--since", "2026-05-01", "--until", "2026-05-10", "--store", str(store_path))
+    report = json.loads(run(capsys, "usage", "--by", "deployment", "--json", *window)[1])
+    rows = {row["deployment"]: row for row in report["rows"]}
+    assert (rows["east"]["estimated"], rows["east"]["estimated_cost"]) == (1, 0.25)
+    assert (rows["west"]["requests"], rows["west"]["failovers"]) == (1, 1)
+    total = report["total"]
+    assert (total["estimated"], total["estimated_tokens"], total["estimated_cost"]) == (
+        1,
+        120,
+        0.25,
+    )
+    assert total["failovers"] == 1 and total["cost"] == 2.75
+    out = run(capsys, "usage", "--by", "deployment", *window)[1]
+    header = out.splitlines()[0].split()
+    assert header[-2:] == ["estimated", "failovers"]
+    assert "1 requests were billed an estimate" in out and "120 tokens and $0.2500" in out

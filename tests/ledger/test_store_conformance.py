@@ -176,6 +176,7 @@ def test_records_round_trip_filter_and_order(store: Store) -> None:
             at=T0 + 1, key_id=key.id, route="/v1/messages", model=hostile, deployment="east",
             input_tokens=10, cached_tokens=20, cache_write_tokens=30, output_tokens=40,
             reasoning_tokens=5, cost=0.125, latency=1.5, first_token=0.25, outcome="cut",
+            estimated=True, attempts=3, tried=("west", hostile),
         ),
         record(key.id, T0 + 3, outcome="error:timeout"),
         record(None, T0 + 2),
@@ -196,17 +197,29 @@ def test_report_equals_the_reference_totals(store: Store, by: tuple[str, ...]) -
     key, _ = store.create_key("ci", now=T0)
     other, _ = store.create_key("other", now=T0)
     rows = [
-        record(key.id, T0, model="a", deployment="east", input_tokens=3, cost=0.5),
+        record(
+            key.id, T0, model="a", deployment="east", input_tokens=3, cost=0.5, attempts=3,
+            tried=("south", "west"),
+        ),
         record(key.id, T0 + DAY, model="b", output_tokens=7, cost=None, outcome="cut"),
-        record(other.id, T0 + 2 * DAY, model="a", deployment="west", cached_tokens=2, cost=0.25),
+        record(
+            other.id, T0 + 2 * DAY, model="a", deployment="west", cached_tokens=2, cost=0.25,
+            estimated=True, attempts=2, tried=("south",),
+        ),
         record(None, T0 + 2 * DAY + 5, model="a", reasoning_tokens=4, cache_write_tokens=1),
         record(key.id, T0 + 10 * DAY, model="a", cost=8.0),  # outside the range
-    ]
+    ]  # fmt: skip
     for r in rows:
         store.settle(None, r)
     report = store.report(by, since=T0, until=T0 + 5 * DAY)  # type: ignore[arg-type]
     assert report == totals(rows[:4], by)  # type: ignore[arg-type]
     assert report and sum(row["requests"] for row in report) == 4  # type: ignore[misc]
+    assert sum(row["failovers"] for row in report) == 3  # type: ignore[misc]
+    assert sum(row["estimated"] for row in report) == 1  # type: ignore[misc]
+    assert sum(row["estimated_cost"] for row in report) == 0.25  # type: ignore[misc]
+    if by == ("deployment",):  # each failed attempt on the deployment that failed
+        failed = {row["deployment"]: (row["requests"], row["failovers"]) for row in report}
+        assert failed == {None: (2, 0), "east": (1, 0), "south": (0, 2), "west": (1, 1)}
     assert store.report(by, since=T0 + 50 * DAY, until=T0 + 60 * DAY) == []  # type: ignore[arg-type]
     one = store.report(by, since=T0, until=T0 + 5 * DAY, key_id=key.id)  # type: ignore[arg-type]
     assert one == totals(rows[:2], by)  # type: ignore[arg-type]

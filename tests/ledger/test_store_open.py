@@ -60,7 +60,7 @@ def test_the_file_is_its_owners_and_in_wal_mode_and_survives_a_restart(tmp_path:
     again.close()
     with sqlite3.connect(tmp_path / "state" / "gateway.db") as raw:
         assert raw.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-        assert raw.execute("SELECT version FROM ledger_schema").fetchall() == [(2,)]
+        assert raw.execute("SELECT version FROM ledger_schema").fetchall() == [(3,)]
     raw.close()
 
 
@@ -252,4 +252,43 @@ def test_admission_costs_the_same_however_many_requests_the_minute_held(tmp_path
     few = admit_and_settle(10, NOW)
     many = admit_and_settle(3000, NOW + 1)
     assert many <= 2 * few + 2  # reading every lease of the minute: hundreds of times more
+    store.close()
+
+
+def test_a_store_made_before_estimates_and_failovers_were_recorded_opens_and_keeps_its_rows(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A database of the schema before the ``estimated``, ``attempts`` and ``tried``
+    columns (made here by the migrations of then) is migrated when opened: its rows
+    read as they were (one attempt, reported usage), and new rows keep the new fields."""
+    from streamfn.ledger import _schema, _sql
+
+    monkeypatch.setattr(_sql, "MIGRATIONS", _schema.MIGRATIONS[:2])
+    old = open_store(url)
+    with old._write() as conn:  # type: ignore[attr-defined]
+        old._run(  # type: ignore[attr-defined]
+            conn,
+            "INSERT INTO ledger_usage (at, key_id, route, model, deployment, input_tokens,"
+            " cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens, cost,"
+            " latency, first_token, outcome, ended) VALUES (?, NULL, '/r', 'm', 'east', 3, 0,"
+            " 0, 4, 0, 0.5, 1.0, NULL, 'ok', ?)",
+            (NOW, NOW + 1),
+        )
+    old.close()
+    monkeypatch.setattr(_sql, "MIGRATIONS", _schema.MIGRATIONS)
+    store = open_store(url)
+    new = UsageRecord(
+        at=NOW + 5, key_id=None, route="/r", model="m", deployment="west", cost=0.25,
+        estimated=True, attempts=2, tried=("east",),
+    )  # fmt: skip
+    store.settle(None, new)
+    [kept, before] = store.records(since=0, until=NOW + 60)
+    assert kept == new
+    assert (before.estimated, before.attempts, before.tried, before.input_tokens) == (
+        False, 1, (), 3,
+    )  # fmt: skip
+    [row] = store.report([], since=0, until=NOW + 60)
+    assert (row["requests"], row["estimated"], row["estimated_cost"], row["failovers"]) == (
+        2, 1, 0.25, 1,
+    )  # fmt: skip
     store.close()

@@ -119,6 +119,9 @@ def test_usage_per_key_and_model_by_the_hour_and_the_day(
     daily = _get(server, f"/admin/api/usage?since={int(time.time() - 3 * 86400)}&bucket=day")
     days = {s["label"]: s for s in daily.json()["by_key"]}
     assert sum(days["bob"]["cost"]) == 10.0 and sum(days["alice"]["tokens"]) == 140
+    # how much of the spend is the gateway's estimate, by the hour and by the day
+    assert hourly["estimated_cost"] == daily.json()["estimated_cost"] == 0.25
+    assert sum(keys["alice"]["estimated"]) == 0.25 and sum(keys["bob"]["estimated"]) == 0
     for bad in (
         "since=nope",
         f"since={time.time() + 60:.0f}",

@@ -15,6 +15,7 @@ import http.client
 import json
 import logging
 import secrets
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -27,8 +28,9 @@ import pytest
 from fake_provider import FakeProvider
 from loopback_server import Server, provider_backend, wait_until
 
-from streamfn.asgi import App, ServedModel, ServerConfig
+from streamfn.asgi import App, ServedModel, ServerConfig, _usage_recorder
 from streamfn.asgi._keys import KEY_CACHE_SECONDS
+from streamfn.asgi._observe import Flight
 from streamfn.core import Model
 from streamfn.fuzz._fake_bodies import openai_body
 from streamfn.ledger import ClientKey, MemoryStore, UsageRecord
@@ -369,7 +371,17 @@ def test_a_stream_that_crosses_its_budget_ends_with_an_error_and_its_upstream_ca
     few milliseconds, finds the connection closed long before its 2000 are out."""
     key, secret = gateway.key(budget=1.0)
     gateway.spend(key, 1.0 - 0.015)
-    seen, cut, (sent, left) = _cut_long(gateway, secret, max_tokens=32)
+    flights: list[Flight] = []
+    watch = Watch(flights)
+    gateway.server.app.flights.observers.append(watch)
+    try:
+        seen, cut, (sent, left) = _cut_long(gateway, secret, max_tokens=32)
+    finally:
+        gateway.server.app.flights.observers.remove(watch)
+    [flight] = flights
+    # one count of the output: the cap's meter's, which the record reads too
+    assert flight.spend is not None and flight.spend.streamed == 6
+    assert flight.output_chars == 0 and flight.counted == 6
     assert "".join(seen) == "abcd" * 6
     assert str(cut).startswith("cut: this answer reached what this server lets")
     assert "max_cost" not in str(cut)  # the server's cap, not the client's option
@@ -478,3 +490,92 @@ def test_a_rotated_keys_old_secret_is_refused_within_a_second(gateway: Gateway) 
         _ask(client)
     with gateway.openai(new) as client:
         assert _ask(client)
+
+
+class Watch:
+    """An observer keeping each flight as it closes."""
+
+    def __init__(self, flights: list[Flight]) -> None:
+        self.flights = flights
+
+    def opened(self, flight: Flight) -> None:
+        pass
+
+    def closed(self, flight: Flight) -> None:
+        self.flights.append(flight)
+
+
+class GatedStore(MemoryStore):
+    """Keeps records only when let (``gate``), counting each admission it is asked."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self.admissions = 0
+
+    def admit(self, key: ClientKey, model: str, *, now: float, estimate: float | None) -> Any:
+        self.admissions += 1
+        return super().admit(key, model, now=now, estimate=estimate)
+
+    def settle_many(self, settled: Any) -> None:
+        self.gate.wait(30)
+        super().settle_many(settled)
+
+
+def test_one_key_hammering_past_its_rpm_fails_no_other_keys_request(
+    gateway: Gateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A key refused for its requests per minute is answered from memory until its
+    Retry-After: no store query, no usage record queued. So its retries, however
+    fast, never fill the recorder's queue (a store that keeps nothing for now, with
+    room for eight records) and another key is served and recorded as ever."""
+    monkeypatch.setattr(_usage_recorder, "MAX_WAITING_RECORDS", 8)
+    store = GatedStore()
+    hammer, hammer_secret = store.create_key("hammer", now=time.time(), rpm=1)
+    other, other_secret = store.create_key("other", now=time.time())
+    app = App(gateway.server.app.backend, ServerConfig(), store=store)
+    body = {"model": "priced", "messages": USER, "max_tokens": 16}
+    path = "/v1/chat/completions"
+    try:
+        with Server(app) as server:
+            assert _post(server.url, path, hammer_secret, body)[0] == 200
+            statuses = [_post(server.url, path, hammer_secret, body)[0] for _ in range(40)]
+            assert statuses == [429] * 40
+            assert store.admissions == 2  # the first admission and the first refusal
+            assert _post(server.url, path, other_secret, body)[0] == 200
+            store.gate.set()
+            wait_until(lambda: len(store.records(since=0, until=time.time() + 60)) == 3, 10)
+    finally:
+        store.gate.set()
+    assert [r.outcome for r in store.records(since=0, until=time.time() + 60, key_id=other.id)] == [
+        "ok"
+    ]
+    outcomes = sorted(r.outcome for r in store.records(since=0, until=2e9, key_id=hammer.id))
+    assert outcomes == ["ok", "refused:this key's limit of 1 requests per minute is reached"]
+    assert app.keys is not None and app.keys.recorder.refusals_repeated == 39
+
+
+def test_a_stream_without_a_budget_ends_at_the_servers_longest_stream(gateway: Gateway) -> None:
+    """An upstream that keeps sending (here a delta every few milliseconds for seconds
+    on end; one just inside its idle timeout, again and again, is the same) never
+    trips the idle timer: the server's bound on a stream ends it, in the client's
+    dialect, naming the bound and how to raise it, its upstream call closed."""
+    store = MemoryStore()
+    key, secret = store.create_key("free", now=time.time())  # no budget: no reservation
+    app = App(gateway.server.app.backend, ServerConfig(max_stream_seconds=1.0), store=store)
+    gateway.upstream.paced.pop(gateway.long, None)
+    seen: list[str] = []
+    with Server(app) as server:
+        client = openai.OpenAI(base_url=server.url + "/v1", api_key=secret, max_retries=0)
+        with client, pytest.raises(openai.APIError) as cut:
+            for chunk in client.chat.completions.create(model="long", messages=USER, stream=True):
+                seen += [chunk.choices[0].delta.content or ""] if chunk.choices else []
+        wait_until(lambda: gateway.long in gateway.upstream.paced, 10)
+        wait_until(lambda: len(store.records(since=0, until=2e9)) == 1, 10)
+    said = str(cut.value)
+    assert said.startswith("cut: this answer ran for as long as this server lets a stream run")
+    assert "(1 s)" in said and "--max-stream-seconds" in said
+    sent, left = gateway.upstream.paced[gateway.long]
+    assert left and sent < LONG and 0 < len(seen) < LONG  # 2000 deltas take 4 s at least
+    [record] = store.records(since=0, until=2e9, key_id=key.id)
+    assert record.outcome == "cut"

@@ -135,6 +135,9 @@ def test_the_charts_draw_the_stores_records(page: sync_api.Page) -> None:
         assert abs(ratio - 4) < 0.01  # bars drawn to scale: $1.00 against $0.25
         expect(bob.locator("title")).to_have_text(f"bob, {late}: $1.00")
         expect(page.locator("#legend-cost-key li")).to_have_text(["bob $1.00", "alice $0.750"])
+        expect(page.locator("#usage-note")).to_have_text(
+            "$0.250 of this spend is estimated: upstreams that reported no usage."
+        )
         page.select_option("#window", "2592000:day")  # a month by the day: bob's old $9 too
         expect(page.locator('#chart-cost-key rect.bar[data-series="bob"]')).to_have_count(2)
         expect(page.locator("#legend-cost-key li").first).to_have_text("bob $10.00")

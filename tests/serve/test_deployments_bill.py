@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import http.client
 import json
+import time
 from collections.abc import Iterator
 from contextlib import AsyncExitStack
 
 import pytest
 from fake_provider import FakeProvider
-from loopback_server import KEY, Server, provider_backend
+from loopback_server import KEY, Server, provider_backend, wait_until
 
 from streamfn.asgi import App, ServerConfig
 from streamfn.asgi._backends import ProviderBackend, ServedModel
@@ -23,6 +24,7 @@ from streamfn.core import Context, Model, Options, UserMessage
 from streamfn.core.catalogue._models import openai_compatible
 from streamfn.core.serve._deployments import Cooldown
 from streamfn.core.stages._try_again import most_requests
+from streamfn.ledger import MemoryStore
 
 # every test here runs on both shells (tests/serve/conftest.py)
 pytestmark = pytest.mark.usefixtures("shell")
@@ -85,11 +87,11 @@ def _hits(upstream: FakeProvider, tokens: list[str]) -> list[int]:
     return [upstream.hits(token) for token in tokens]
 
 
-def _ask(server: Server, *, stream: bool = False) -> tuple[int, str, bytes]:
+def _ask(server: Server, *, stream: bool = False, key: str = KEY) -> tuple[int, str, bytes]:
     """One chat completion: its status, Retry-After and body."""
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
     try:
-        headers = {"authorization": f"Bearer {KEY}", "content-type": "application/json"}
+        headers = {"authorization": f"Bearer {key}", "content-type": "application/json"}
         body = {"model": "pool", "messages": USER, "stream": stream}
         conn.request("POST", "/v1/chat/completions", json.dumps(body), headers)
         response = conn.getresponse()
@@ -127,20 +129,39 @@ def test_a_failure_before_output_costs_one_request_on_the_next_deployment(
 def test_each_request_is_recorded_with_the_deployment_that_answered(
     upstream: FakeProvider,
 ) -> None:
-    seen: list[str | None] = []
+    seen: list[tuple[str | None, list[str]]] = []
 
     class Deployments:
         def opened(self, flight: Flight) -> None:
             pass
 
         def closed(self, flight: Flight) -> None:
-            seen.append(flight.deployment)
+            seen.append((flight.deployment, flight.tried))
 
     backend, _, _ = _pool(upstream, "500", "ok")
     with Server(App(backend, ServerConfig(api_key=KEY), observers=[Deployments()])) as server:
         assert _ask(server)[0] == 200  # the first failed, the second answered
         assert _ask(server, stream=True)[0] == 200  # the first rests
-    assert seen == ["pool#2", "pool#2"]
+    assert seen == [("pool#2", ["pool"]), ("pool#2", [])]
+
+
+def test_a_failed_attempt_stays_on_record_under_the_deployment_that_failed(
+    upstream: FakeProvider,
+) -> None:
+    """The usage record names the deployment that answered, and keeps the ones that
+    failed before it: a report by deployment shows the failed attempts where they were."""
+    store = MemoryStore()
+    _, secret = store.create_key("ci", now=time.time())
+    backend, _, tokens = _pool(upstream, "500", "ok")
+    with Server(App(backend, ServerConfig(), store=store)) as server:
+        assert _ask(server, key=secret)[0] == 200
+        wait_until(lambda: len(store.records(since=0, until=2e9)) == 1, 10)
+    [record] = store.records(since=0, until=2e9)
+    assert (record.deployment, record.attempts, record.tried) == ("pool#2", 2, ("pool",))
+    assert _hits(upstream, tokens) == [1, 1]
+    report = {row["deployment"]: row for row in store.report(["deployment"], since=0, until=2e9)}
+    assert (report["pool"]["requests"], report["pool"]["failovers"]) == (0, 1)
+    assert (report["pool#2"]["requests"], report["pool#2"]["failovers"]) == (1, 0)
 
 
 def test_no_other_deployment_is_asked_once_output_began(upstream: FakeProvider) -> None:

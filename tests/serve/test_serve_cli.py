@@ -315,8 +315,12 @@ def test_default_model_flag_reaches_the_front_end_routes() -> None:
         assert app.config.default_model == expected
 
 
-def test_send_timeout_and_max_connections_reach_both_shells(
-    capsys: pytest.CaptureFixture[str],
+@pytest.mark.parametrize(
+    ("flag", "field", "given", "default"),
+    [("--send-timeout", "send_timeout", 2.5, 30.0), ("--max-stream-seconds", "max_stream_seconds", 60.0, 900.0)],
+)  # fmt: skip
+def test_time_bounds_reach_both_shells_and_cannot_be_switched_off(
+    capsys: pytest.CaptureFixture[str], flag: str, field: str, given: float, default: float
 ) -> None:
     import argparse
 
@@ -325,16 +329,16 @@ def test_send_timeout_and_max_connections_reach_both_shells(
 
     parser = argparse.ArgumentParser()
     serve_flags.configure(parser)
-    for argv, expected in ((["--send-timeout", "2.5"], 2.5), ([], 30.0)):
+    for argv, expected in (([flag, str(given)], given), ([], default)):
         app = serve._app(parser.parse_args(argv), EventsBackend(STREAMS))
-        assert app.config.send_timeout == expected
+        assert getattr(app.config, field) == expected
     # one set of connection flags for asyncio and trio alike
     hosting = serve._hosting(parser.parse_args(["--shell", "trio", "--max-connections", "7"]))
     assert hosting["max_connections"] == 7
     # the bound cannot be switched off by accident
     with pytest.raises(SystemExit) as exited:
-        _serve("--no-local", "--send-timeout", "0")
+        _serve("--no-local", flag, "0")
     assert exited.value.code == 2
-    assert "--send-timeout" in capsys.readouterr().err
-    with pytest.raises(ValueError, match="send_timeout"):
-        ServerConfig(send_timeout=0)
+    assert flag in capsys.readouterr().err
+    with pytest.raises(ValueError, match=field):
+        ServerConfig(**{field: 0})

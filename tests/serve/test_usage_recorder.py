@@ -7,6 +7,7 @@ import threading
 from collections.abc import Sequence
 
 import pytest
+from loopback_server import wait_until
 
 from streamfn.asgi import _usage_recorder
 from streamfn.asgi._observe import Flight
@@ -190,11 +191,11 @@ def test_refusals_wait_for_no_room_while_the_store_is_behind() -> None:
         refused = _flight(id=f"refused_{i}", lease=None)
         refused.close(10.1, "refused:this key's limit of 5 requests per minute is reached")
         recorder.closed(refused)
-    assert recorder.refusals_skipped == 20 and recorder.lost == 0
+    assert recorder.refusals_skipped == 18 and recorder.lost == 0  # room for two
     _close_flights(recorder, 3)  # what spent still has room
     store.gate.set()
     recorder.close()
-    assert len(store.records(since=0, until=1e9)) == 9 and recorder.lost == 0
+    assert len(store.records(since=0, until=1e9)) == 11 and recorder.lost == 0
 
 
 def test_a_key_that_may_do_nothing_is_refused_when_made() -> None:
@@ -202,3 +203,50 @@ def test_a_key_that_may_do_nothing_is_refused_when_made() -> None:
     for limits in ({"rpm": 0}, {"tpm": 0}, {"budget": -1.0}):
         with pytest.raises(ValueError, match="must be"):
             store.create_key("k", now=0.0, **limits)  # type: ignore[arg-type]
+
+
+def test_refusals_take_a_quarter_of_the_queue_at_most_and_never_make_it_behind() -> None:
+    """Refusals of many keys at once (each its first, so none answered from memory)
+    must not make the gateway turn away the requests of keys in order."""
+    store = SlowStore()
+    recorder = UsageRecorder(store, max_waiting=40)
+    _close_flights(recorder, 1)
+    wait_until(lambda: recorder._queue.qsize() == 0, 10)  # the worker holds it, waiting
+    for i in range(30):
+        refused = _flight(id=f"refused_{i}", key_id=f"key_{i}", lease=None)
+        refused.close(10.1, "refused:this key's limit of 5 requests per minute is reached")
+        recorder.closed(refused)
+    assert not recorder.behind and recorder.refusals_skipped == 20
+    repeat = _flight(id="again", lease=None, repeat=True)
+    repeat.close(10.2, "refused:this key's limit of 5 requests per minute is reached")
+    recorder.closed(repeat)
+    assert recorder.refusals_repeated == 1
+    _close_flights(recorder, 19)
+    assert not recorder.behind
+    _close_flights(recorder, 1)
+    assert recorder.behind  # half the queue holds records of requests admitted
+    store.gate.set()
+    recorder.close()
+    assert len(store.records(since=0, until=1e9)) == 31 and recorder.lost == 0
+
+
+def test_a_record_says_whether_its_usage_is_an_estimate() -> None:
+    reported = _flight(usage=Usage(input=3, output=2), cost=Cost(input=3.0, output=4.0))
+    reported.answered = True
+    reported.close(11.0, "ok")
+    guessed = _flight(prompt_estimate=7, output_chars=40, first_output=10.5)
+    guessed.answered = True
+    guessed.close(11.0, "ok")
+    refused = _flight(lease=None)
+    refused.close(10.1, "refused:this key's budget for the month is spent")
+    records = [usage_record(f) for f in (reported, guessed, refused)]
+    assert [r.estimated for r in records] == [False, True, False]
+    assert [r.attempts for r in records] == [1, 1, 0]  # a refusal never left the gateway
+
+
+def test_a_request_that_failed_over_keeps_every_deployment_it_tried() -> None:
+    flight = _flight(deployment="third", tried=["first", "second"], usage=Usage(input=3))
+    flight.answered = True
+    flight.close(11.0, "ok")
+    record = usage_record(flight)
+    assert (record.deployment, record.attempts, record.tried) == ("third", 3, ("first", "second"))
