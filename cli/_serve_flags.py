@@ -189,9 +189,10 @@ def _add_timeouts(parser: argparse.ArgumentParser) -> None:
         "--max-stream-seconds",
         metavar="SECONDS",
         type=seconds(zero=False),
-        default=900.0,
+        default=3600.0,
         help="seconds a request may run from its arrival to its end, however its upstream "
-        "paces it; then its stream ends with an error naming this flag (default 900)",
+        "paces it; then its stream ends with an error naming this flag (default 3600: "
+        "long enough for a reasoning model's longest answers)",
     )
     add(
         "--head-wait",

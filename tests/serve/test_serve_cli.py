@@ -317,7 +317,7 @@ def test_default_model_flag_reaches_the_front_end_routes() -> None:
 
 @pytest.mark.parametrize(
     ("flag", "field", "given", "default"),
-    [("--send-timeout", "send_timeout", 2.5, 30.0), ("--max-stream-seconds", "max_stream_seconds", 60.0, 900.0)],
+    [("--send-timeout", "send_timeout", 2.5, 30.0), ("--max-stream-seconds", "max_stream_seconds", 60.0, 3600.0)],
 )  # fmt: skip
 def test_time_bounds_reach_both_shells_and_cannot_be_switched_off(
     capsys: pytest.CaptureFixture[str], flag: str, field: str, given: float, default: float
