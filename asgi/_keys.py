@@ -13,15 +13,19 @@ secret, never the secret): a revoked or rotated key is refused within that time
 by every worker, and admission itself reads the key afresh. A secret no key has
 is remembered as long (a client retrying a stale key asks the store once a
 second), and text not shaped like a secret is refused without asking at all. A 429
-(requests or tokens per minute) is remembered too, by key and model, until its
-Retry-After: a client retrying into it is answered from memory, asking the store
-nothing and queueing no usage record (`Flight.repeat`: counted on `/metrics`), so
-one key hammering past its limit cannot load the store nor crowd the records of the
-requests that spent. A refusal without a Retry-After (a budget spent while others'
-reservations are held, a model not allowed) is asked afresh: it may lift at once. A token count is
-admitted like any request (it may ask the upstream's counting endpoint, on the
-operator's account): it counts against the key's requests per minute and needs a
-budget not spent, but reserves and spends nothing.
+(requests or tokens per minute) is remembered too, by key, until its Retry-After:
+a client retrying into it is answered from memory, asking the store nothing and
+queueing no usage record (`Flight.repeat`: counted on `/metrics`), so one key
+hammering past its limit cannot load the store nor crowd the records of the
+requests that spent. Those limits are the key's across its models, so is the
+memory: naming another served model (a catalogue serves thousands) is answered
+from it too, and cannot push other keys' refusals out of it; a model the key may
+not use is still asked (its 403). A refusal without a Retry-After (a budget spent
+while others' reservations are held, a model not allowed) is asked afresh: it may
+lift at once. A token count is admitted like any request (it may ask the
+upstream's counting endpoint, on the operator's account): it counts against the
+key's requests per minute and needs a budget not spent, but reserves and spends
+nothing.
 """
 
 from __future__ import annotations
@@ -90,8 +94,8 @@ class ClientKeys:
         #: hash of a secret -> (when it was looked up, on the runtime's clock; its key,
         #: None: no key has it)
         self._known: dict[bytes, tuple[float, ClientKey | None]] = {}
-        #: (key id, model) -> (Unix seconds until which the store's 429 holds, it)
-        self._refused: dict[tuple[str, str], tuple[float, Refused]] = {}
+        #: key id -> (Unix seconds until which the store's 429 holds, it)
+        self._refused: dict[str, tuple[float, Refused]] = {}
 
     @property
     def observers(self) -> Iterable[Observer]:
@@ -145,8 +149,12 @@ class ClientKeys:
             return request
         flight.key_id, flight.key_name = key.id, key.name
         now = time.time()
-        remembered = self._refused.get((key.id, request.model))
-        if remembered is not None and now < remembered[0]:  # the same answer, from memory
+        remembered = self._refused.get(key.id)
+        if (
+            remembered is not None
+            and now < remembered[0]
+            and (not key.models or request.model in key.models)  # else the store's 403
+        ):  # the same answer, from memory
             until, held = remembered
             flight.outcome, flight.repeat = f"refused:{held.reason}", True
             raise client_refusal(held.status, held.reason, max(1.0, until - now))
@@ -168,7 +176,7 @@ class ClientKeys:
             raise _store_down("admit a request", exc) from None
         if isinstance(verdict, Refused):
             if verdict.retry_after is not None:  # a 429: the same answer until then
-                self._remember(key.id, request.model, verdict, now)
+                self._remember(key.id, verdict, now)
             flight.outcome = f"refused:{verdict.reason}"
             raise client_refusal(verdict.status, verdict.reason, verdict.retry_after)
         flight.lease = verdict.lease
@@ -180,14 +188,15 @@ class ClientKeys:
         options = msgspec.structs.replace(request.options, max_cost=verdict.cap)
         return msgspec.structs.replace(request, options=options)
 
-    def _remember(self, key_id: str, model: str, verdict: Refused, now: float) -> None:
-        """Hold ``verdict`` for ``key_id``'s requests of ``model`` until its Retry-After."""
+    def _remember(self, key_id: str, verdict: Refused, now: float) -> None:
+        """Hold ``verdict`` for ``key_id``'s requests until its Retry-After (requests
+        and tokens per minute are the key's, whichever model a request names)."""
         if len(self._refused) >= _KEY_CACHE_SIZE:
             self._refused = {k: v for k, v in self._refused.items() if v[0] > now}
             if len(self._refused) >= _KEY_CACHE_SIZE:
                 self._refused.clear()
         until = now + (verdict.retry_after or 0.0)
-        self._refused[(key_id, model)] = (until, verdict)
+        self._refused[key_id] = (until, verdict)
 
     def close(self) -> None:
         """Keep every usage record still queued (blocks: call it off the loop)."""

@@ -22,6 +22,7 @@ from streamfn.core import (
     Cost,
     Done,
     Error,
+    ErrorKind,
     Event,
     Model,
     Start,
@@ -117,7 +118,8 @@ class Flight:
             self.usage, self.cost, self.outcome = last.usage, last.cost, "ok"
             self._keep_billable()
         elif isinstance(last, Error):
-            self.usage = last.usage or self.usage
+            if last.kind != ErrorKind.BUDGET:  # a spending cap's cut carries its own
+                self.usage = last.usage or self.usage  # estimate: no upstream's report
             self._keep_billable()
             self.error = last.message
             self.outcome = "cut" if self.output_began else f"error:{last.kind or 'unknown'}"

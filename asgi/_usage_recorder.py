@@ -63,10 +63,23 @@ def _used(flight: Flight) -> Usage | None:
     """What ``flight`` used: its reported usage, else its estimate when it left for its
     upstream and never said (the client went away, a cut without usage, or a whole
     answer from a server that reports none: it is billed all the same), else what it
-    reported (None, or nothing)."""
+    reported (None, or nothing). A cut answer's report may stop short (the usage an
+    upstream sent as it started, then the connection dropped): its output is then the
+    output streamed, like the spending cap's own count of a cut request."""
     reported = flight.usage
     if reported is not None and reported.total:
-        return reported
+        if flight.outcome == "ok" or not flight.output_began:
+            return reported  # a finished answer's report is the bill
+        streamed = _output(flight)
+        if reported.output >= streamed:
+            return reported
+        return Usage(
+            input=reported.input,
+            output=streamed,
+            cache_read=reported.cache_read,
+            cache_write=reported.cache_write,
+            reasoning=reported.reasoning,
+        )
     if not _went_up(flight) or flight.outcome not in ("ok", "disconnected", "cut"):
         return reported
     return Usage(input=flight.prompt_estimate, output=_output(flight))

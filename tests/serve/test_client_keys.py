@@ -579,3 +579,35 @@ def test_a_stream_without_a_budget_ends_at_the_servers_longest_stream(gateway: G
     assert left and sent < LONG and 0 < len(seen) < LONG  # 2000 deltas take 4 s at least
     [record] = store.records(since=0, until=2e9, key_id=key.id)
     assert record.outcome == "cut"
+
+
+def test_a_keys_remembered_429_holds_whichever_model_a_retry_names(gateway: Gateway) -> None:
+    """Requests per minute are the key's across its models, so is its remembered 429:
+    a client cycling through the served names (a catalogue serves thousands) is
+    answered from memory, asking the store nothing and queueing no record; a model
+    the key may not use is still asked, and refused as such (403)."""
+    store = GatedStore()
+    store.gate.set()
+    key, secret = store.create_key(
+        "cycling", now=time.time(), rpm=1, models=("priced", "unpriced", "long")
+    )
+    app = App(gateway.server.app.backend, ServerConfig(), store=store)
+    path = "/v1/chat/completions"
+
+    def ask(model: str) -> int:
+        body = {"model": model, "messages": USER, "max_tokens": 16}
+        return _post(server.url, path, secret, body)[0]
+
+    with Server(app) as server:
+        assert [ask("priced"), ask("priced")] == [200, 429]
+        assert store.admissions == 2  # the first admission and the first refusal
+        assert [ask(name) for name in ("unpriced", "long", "unpriced", "priced")] == [429] * 4
+        assert store.admissions == 2
+        assert ask("pool") == 403 and store.admissions == 3  # not among the key's models
+    assert app.keys is not None and app.keys.recorder.refusals_repeated == 4
+    outcomes = sorted(r.outcome for r in store.records(since=0, until=2e9, key_id=key.id))
+    assert outcomes == [
+        "ok",
+        "refused:this key may not use the model 'pool'",
+        "refused:this key's limit of 1 requests per minute is reached",
+    ]

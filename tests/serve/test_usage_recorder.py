@@ -12,7 +12,19 @@ from loopback_server import wait_until
 from streamfn.asgi import _usage_recorder
 from streamfn.asgi._observe import Flight
 from streamfn.asgi._usage_recorder import UsageRecorder, usage_record
-from streamfn.core import Cost, Model, Usage
+from streamfn.core import (
+    Context,
+    Cost,
+    Done,
+    Error,
+    Model,
+    Options,
+    Start,
+    TextDelta,
+    Usage,
+    UserMessage,
+)
+from streamfn.core.stages._spend import SpendCap
 from streamfn.ledger import MemoryStore, UsageRecord
 
 PRICED = Model(
@@ -250,3 +262,41 @@ def test_a_request_that_failed_over_keeps_every_deployment_it_tried() -> None:
     flight.close(11.0, "ok")
     record = usage_record(flight)
     assert (record.deployment, record.attempts, record.tried) == ("third", 3, ("first", "second"))
+
+
+def test_a_cut_answer_whose_report_stopped_short_is_billed_the_output_it_streamed() -> None:
+    """An upstream that reports its usage as it starts (Anthropic: the input, and one
+    output token) and then drops the connection or stalls past its idle timeout ends
+    with an `Error` carrying that early report: its output stops short of what was
+    streamed, so the record takes the streamed output instead, marked an estimate
+    (else each such answer would spend almost nothing of its key's budget)."""
+    flight = _flight(prompt_estimate=10)
+    flight.note([Start(), TextDelta(0, "x" * 4000)], 10.5)
+    flight.note([Error.network("stream ended early", usage=Usage(input=12, output=1))], 11.0)
+    flight.close(11.0)
+    record = usage_record(flight)
+    assert (record.outcome, record.input_tokens, record.output_tokens) == ("cut", 12, 1000)
+    assert record.estimated and record.cost == 12 + 2 * 1000
+    whole = _flight()  # a finished answer's report is the bill, however short
+    whole.note([Start(), TextDelta(0, "x" * 4000)], 10.5)
+    whole.note([Done(usage=Usage(input=12, output=1))], 11.0)
+    whole.close(11.0)
+    done = usage_record(whole)
+    assert (done.outcome, done.output_tokens, done.estimated) == ("ok", 1, False)
+
+
+def test_a_stream_cut_at_its_budget_is_recorded_as_an_estimate() -> None:
+    """The spending cap's own cut carries the cap's estimate as its usage (the input
+    counted here, the output from the streamed text): the upstream reported nothing,
+    so the record says it is an estimate."""
+    spend = SpendCap(20.0)  # $5 of input, then $2 an output token
+    meter = spend.meter(PRICED, Context(messages=[UserMessage(content="hi")]), Options())
+    flight = _flight(prompt_estimate=1)
+    flight.metered_by(spend)
+    events, cut = meter.count([Start(), *(TextDelta(0, "abcd") for _ in range(1000))])
+    assert cut is not None and cut.usage is not None  # the cap's own estimate
+    flight.note([*events, cut], 10.5)
+    flight.close(11.0)
+    record = usage_record(flight)
+    assert record.outcome == "cut" and record.output_tokens == spend.streamed > 0
+    assert record.estimated
