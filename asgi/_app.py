@@ -125,13 +125,13 @@ class App:
         store: Store | None = None,
     ) -> None:
         self.backend = backend
+        self.config = config or ServerConfig()
         #: client keys, budgets and the usage record (None: one shared key, no records)
         self.store = store
         self.keys = None if store is None else ClientKeys(self, store)  # and usage records
         #: the requests admitted and parsed until they end, and their observers
         self.flights = Flights([*observers, *(self.keys.observers if self.keys else ())])
         self.resolver: Resolver = resolver or system_resolver
-        self.config = config or ServerConfig()
         self.stamps: Stamps = stamps or SystemStamps()
         #: backend streams running now
         self.active = 0

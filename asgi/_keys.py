@@ -90,6 +90,9 @@ class ClientKeys:
     def __init__(self, app: App, store: Store) -> None:
         self.app = app
         self.store = store
+        # a reservation must outlast the longest stream the server allows, or a stream
+        # under a budget would be cut at its lease long before --max-stream-seconds
+        store.lease_ttl = max(store.lease_ttl, app.config.max_stream_seconds / LEASE_SHARE)
         self.recorder = UsageRecorder(store)
         #: hash of a secret -> (when it was looked up, on the runtime's clock; its key,
         #: None: no key has it)

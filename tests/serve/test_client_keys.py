@@ -414,6 +414,17 @@ def test_a_stream_ends_before_its_reservation_leaves_the_budget(
     assert record.outcome in ("cut", "error:budget")  # settled: the reservation let go
 
 
+@pytest.mark.parametrize(("longest", "lease"), [(3600.0, 4000.0), (60.0, 900.0)])
+def test_a_reservation_outlasts_the_servers_longest_stream(longest: float, lease: float) -> None:
+    """A stream under a budget is cut at 90% of its reservation's lease; the gateway
+    lengthens a shorter lease so that bound never comes before --max-stream-seconds
+    (an hour by default against the stores' 15 minutes), and never shortens one."""
+    store = MemoryStore()
+    assert store.lease_ttl == 900.0
+    App(provider_backend({}), ServerConfig(max_stream_seconds=longest), store=store)
+    assert store.lease_ttl == pytest.approx(lease)
+
+
 def test_a_name_with_deployments_is_budgeted_at_its_dearest_and_recorded_per_deployment(
     gateway: Gateway,
 ) -> None:
