@@ -291,11 +291,15 @@ def _supervise(args: argparse.Namespace, sock: socket.socket, base_urls: dict[st
     import multiprocessing
     import tempfile
 
+    from streamfn.asgi._board import BOARD_ENV, WORKERS_ENV
     from streamfn.asgi._metrics import MULTIPROCESS_ENV
 
     # every worker's metrics meet in one folder, so any worker answers a scrape whole
     metrics_dir = tempfile.TemporaryDirectory(prefix="streamfn-metrics-")
     os.environ[MULTIPROCESS_ENV] = metrics_dir.name
+    # and their dashboard snapshots (streams in flight, deployments' rests); 0700
+    board_dir = tempfile.TemporaryDirectory(prefix="streamfn-dashboard-")
+    os.environ[BOARD_ENV], os.environ[WORKERS_ENV] = board_dir.name, str(args.workers)
     context = multiprocessing.get_context("spawn")
     workers = [
         context.Process(target=_worker, args=(args, sock, base_urls), name=f"streamfn-serve-{i}")
@@ -315,6 +319,7 @@ def _supervise(args: argparse.Namespace, sock: socket.socket, base_urls: dict[st
         worker.join()
     sock.close()
     metrics_dir.cleanup()
+    board_dir.cleanup()
     return max((w.exitcode or 0) for w in workers)
 
 
