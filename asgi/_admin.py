@@ -50,7 +50,7 @@ from ._admin_views import (
     stored_errors,
     usage_view,
 )
-from ._board import MAX_ROWS, Snapshot, board_from_environment
+from ._board import Snapshot, board_from_environment, capped
 from ._messages import Message, Receive, Send, adding_headers
 from ._observe import calling_as
 
@@ -124,7 +124,7 @@ class Admin:
         while True:
             await runtime.wait(never, PUBLISH_EVERY)
             try:
-                if await runtime.to_thread(board.wanted, time.time()):
+                if board.wanted(time.time()):  # one stat a second while nobody looks
                     await runtime.to_thread(board.publish, self._snapshot())
                 failed = False
             except Exception:
@@ -132,16 +132,11 @@ class Admin:
                     log.exception("the dashboard's board could not be written")
                 failed = True
 
-    def _snapshot(self) -> Snapshot:
+    def _snapshot(self, deployments: bool = True) -> Snapshot:
         """This worker's view now (taken on the loop: the flights change there)."""
         rows = flights_view(self.app.flights.running.values(), self.app.runtime.clock())
-        return Snapshot(
-            pid=os.getpid(),
-            written=time.time(),
-            flights=rows[:MAX_ROWS],
-            not_shown=max(0, len(rows) - MAX_ROWS),
-            deployments=deployments_view(self.app.backend),
-        )
+        report = deployments_view(self.app.backend) if deployments else {}
+        return capped(os.getpid(), time.time(), rows, report)
 
     async def _others(self) -> list[Snapshot]:
         """The other workers' snapshots; waking them (nobody looked for a while) waits
@@ -211,7 +206,8 @@ class Admin:
     # -- the views ------------------------------------------------------------------
     async def _flights(self, scope: Message) -> Any:
         others = await self._others()
-        return merged_flights(self._snapshot(), others, self.board.workers if self.board else 1)
+        own = self._snapshot(deployments=False)
+        return merged_flights(own, others, self.board.workers if self.board else 1)
 
     async def _usage(self, scope: Message) -> Any:
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))

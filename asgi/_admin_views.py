@@ -122,7 +122,8 @@ def merged_flights(own: Snapshot, others: list[Snapshot], workers: int) -> dict[
     """Every worker's streams in flight, oldest first, each row naming its ``worker``
     (its process id). ``own`` is the answering worker's, taken now; another's age
     counts the time since it wrote its snapshot. ``whole`` is false while fewer than
-    ``workers`` snapshots were found (a worker just woken, or gone)."""
+    ``workers`` snapshots were found (a worker just woken, or gone); ``answered_by``
+    names the worker that answered."""
     rows = []
     for snapshot in [own, *others]:
         late = max(0.0, own.written - snapshot.written)
@@ -136,6 +137,7 @@ def merged_flights(own: Snapshot, others: list[Snapshot], workers: int) -> dict[
         "not_shown": sum(s.not_shown for s in (own, *others)),
         "workers": seen,
         "whole": seen >= workers,
+        "answered_by": own.pid,
     }
 
 

@@ -30,6 +30,7 @@ __all__ = [
     "Board",
     "Snapshot",
     "board_from_environment",
+    "capped",
 ]
 
 #: the directory the workers' snapshots meet in, set by the supervisor
@@ -57,6 +58,20 @@ class Snapshot(msgspec.Struct, kw_only=True):
     flights: list[dict[str, Any]]
     not_shown: int = 0
     deployments: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+def capped(
+    pid: int, written: float, flights: list[dict[str, Any]], deployments: dict[str, Any]
+) -> Snapshot:
+    """A snapshot of at most `MAX_ROWS` flights (the oldest: ``flights`` is oldest
+    first), counting the rest: a worker with a flood of streams writes a bounded file."""
+    return Snapshot(
+        pid=pid,
+        written=written,
+        flights=flights[:MAX_ROWS],
+        not_shown=max(0, len(flights) - MAX_ROWS),
+        deployments=deployments,
+    )
 
 
 class Board:
