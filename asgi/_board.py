@@ -16,10 +16,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
 import msgspec
+
+from ._metrics import MULTIPROCESS_ENV
 
 __all__ = [
     "BOARD_ENV",
@@ -31,6 +35,7 @@ __all__ = [
     "Snapshot",
     "board_from_environment",
     "capped",
+    "shared_by_workers",
 ]
 
 #: the directory the workers' snapshots meet in, set by the supervisor
@@ -135,6 +140,20 @@ class Board:
             return self._decoder.decode(data)
         except (OSError, msgspec.DecodeError):
             return None
+
+
+@contextlib.contextmanager
+def shared_by_workers(workers: int) -> Iterator[None]:
+    """The supervisor's directories its ``workers`` meet in, named in the environment
+    the workers inherit: the metrics' (so any worker answers a scrape whole) and the
+    dashboard's board; each made 0700 and removed when the block ends."""
+    with (
+        tempfile.TemporaryDirectory(prefix="streamfn-metrics-") as metrics,
+        tempfile.TemporaryDirectory(prefix="streamfn-dashboard-") as board,
+    ):
+        os.environ[MULTIPROCESS_ENV] = metrics
+        os.environ[BOARD_ENV], os.environ[WORKERS_ENV] = board, str(workers)
+        yield
 
 
 def board_from_environment(pid: int) -> Board | None:
