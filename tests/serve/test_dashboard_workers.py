@@ -15,6 +15,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 
 import httpx
+import pytest
 from fake_provider import FakeProvider
 from loopback_server import HANG_GUARD, KEY, USER, raw_post, serve_cli, wait_until
 
@@ -50,8 +51,12 @@ def _dead_pid() -> int:
     return child.pid
 
 
-def test_either_worker_lists_every_workers_streams(tmp_path: Path) -> None:
-    with FakeProvider(stall=HANG_GUARD * 4) as upstream, _served(tmp_path, upstream) as url:
+@pytest.mark.parametrize("shell", ["asyncio", "trio"])
+def test_either_worker_lists_every_workers_streams(tmp_path: Path, shell: str) -> None:
+    with (
+        FakeProvider(stall=HANG_GUARD * 4) as upstream,
+        _served(tmp_path, upstream, shell) as url,
+    ):
         board = _board_dir(tmp_path)
         assert stat.S_IMODE(board.stat().st_mode) == 0o700
         body = json.dumps({"model": SLOW_MODEL, "messages": USER, "stream": True}).encode()
@@ -67,17 +72,22 @@ def test_either_worker_lists_every_workers_streams(tmp_path: Path) -> None:
             streams.append(sock)
             wait_until(lambda: len(_rows(_flights(url))) == len(streams), HANG_GUARD)
             workers = {row["worker"] for row in _rows(_flights(url))}
-        # every answer, from either worker, lists them all
-        answered_by: set[object] = set()
-        for _ in range(60):
+        # each worker answers with them all once the other's snapshot caught up (it is
+        # rewritten each second): then every answer, from either worker, lists them all
+        whole_from: set[object] = set()
+
+        def answered_whole() -> bool:
+            answer = _flights(url)
+            if len(_rows(answer)) == len(streams):
+                whole_from.add(answer["answered_by"])
+            return whole_from == workers
+
+        wait_until(answered_whole, HANG_GUARD)
+        for _ in range(10):
             answer = _flights(url)
             assert answer["whole"] is True and answer["workers"] == 2
-            assert len(_rows(answer)) == len(streams)
+            assert len(_rows(answer)) == len(streams), answer
             assert {row["worker"] for row in _rows(answer)} == workers
-            answered_by.add(answer["answered_by"])
-            if answered_by == workers:
-                break
-        assert answered_by == workers
         # the snapshots: their rows, never a secret
         snapshots = sorted(board.glob("worker-*.json"))
         assert len(snapshots) == 2
@@ -100,7 +110,7 @@ def test_either_worker_lists_every_workers_streams(tmp_path: Path) -> None:
     assert not board.exists()  # the supervisor removes its board as it stops
 
 
-def _served(tmp_path: Path, upstream: FakeProvider) -> AbstractContextManager[str]:
+def _served(tmp_path: Path, upstream: FakeProvider, shell: str) -> AbstractContextManager[str]:
     config = tmp_path / "gateway.toml"
     config.write_text(
         "[[models]]\n"
@@ -115,7 +125,7 @@ def _served(tmp_path: Path, upstream: FakeProvider) -> AbstractContextManager[st
         "TMPDIR": str(tmp_path),  # where the supervisor makes its board: seen by this test
         "PROMETHEUS_MULTIPROC_DIR": "",
     }
-    return serve_cli(["--config", str(config), "--workers", "2"], environ)
+    return serve_cli(["--config", str(config), "--workers", "2", "--shell", shell], environ)
 
 
 def _board_dir(tmp_path: Path) -> Path:
