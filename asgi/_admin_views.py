@@ -128,7 +128,8 @@ def merged_flights(own: Snapshot, others: list[Snapshot], workers: int) -> dict[
     for snapshot in [own, *others]:
         late = max(0.0, own.written - snapshot.written)
         rows += [
-            {**row, "age": row["age"] + late, "worker": snapshot.pid} for row in snapshot.flights
+            {**row, "age": _number(row.get("age")) + late, "worker": snapshot.pid}
+            for row in snapshot.flights
         ]
     rows.sort(key=lambda row: -row["age"])
     seen = 1 + len(others)
