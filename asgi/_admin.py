@@ -15,13 +15,21 @@ strict Content-Security-Policy with no inline script, may not be framed, and is
 never cached. What it shows that came from a client or an upstream (model names,
 key names, error messages) it inserts as text, never as HTML.
 
+Under ``streamfn serve --workers N`` each worker holds its own streams in flight and
+deployments' rests: they meet on the supervisor's board (`streamfn.asgi._board`), so
+any worker answers whole. The recent errors come from the usage store when there is
+one (every worker's, across restarts), else from this worker's memory.
+
 The playground streams a prompt through the App's own pipeline of our events (the
 same backend, limits and observers as any client), recorded as the admin's use.
 """
 
 from __future__ import annotations
 
+import logging
 import math
+import os
+import time
 from collections.abc import Awaitable, Callable
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Final
@@ -33,7 +41,16 @@ from streamfn.core.serve._routes import authenticate_admin
 from streamfn.core.serve._served import NATIVE
 from streamfn.core.serve._status import OPENAI, error_response, json_body
 
-from ._admin_views import RecentErrors, deployments_view, flights_view, usage_view
+from ._admin_views import (
+    RecentErrors,
+    deployments_view,
+    flights_view,
+    merged_deployments,
+    merged_flights,
+    stored_errors,
+    usage_view,
+)
+from ._board import Snapshot, board_from_environment, capped
 from ._messages import Message, Receive, Send, adding_headers
 from ._observe import calling_as
 
@@ -41,6 +58,8 @@ if TYPE_CHECKING:
     from ._app import App
 
 __all__ = ["ADMIN_KEY_ID", "Admin", "is_admin_path"]
+
+log = logging.getLogger("streamfn")
 
 #: the key id (and name) the playground's requests are recorded under
 ADMIN_KEY_ID: Final = "admin"
@@ -64,6 +83,10 @@ _ASSETS: Final = {
     "/admin/admin.js": ("admin.js", b"text/javascript; charset=utf-8"),
     "/admin/admin.css": ("admin.css", b"text/css; charset=utf-8"),
 }
+#: seconds between a worker's looks at the board (and so between its snapshots)
+PUBLISH_EVERY: Final = 1.0
+#: how long an answer waits for workers just woken to write their first snapshot
+WAKE_WAIT: Final = 2.0
 
 
 def is_admin_path(path: str) -> bool:
@@ -78,6 +101,7 @@ class Admin:
         self.app = app
         self.errors = RecentErrors()
         app.flights.observers.append(self.errors)
+        self.board = board_from_environment(os.getpid())  # None: one process
         self._files: dict[str, bytes] = {}
         self._views: dict[str, Callable[[Message], Awaitable[Any]]] = {
             "/admin/api/flights": self._flights,
@@ -86,6 +110,49 @@ class Admin:
             "/admin/api/errors": self._errors,
             "/admin/api/models": self._models,
         }
+
+    def start(self) -> None:
+        """At the server's start: under ``--workers``, keep this worker's snapshot on the
+        board while the dashboard is looked at."""
+        if self.board is not None:
+            self.app.runtime.spawn_system(self._publishing)
+
+    async def _publishing(self) -> None:
+        board, runtime, never = self.board, self.app.runtime, self.app.runtime.flag()
+        assert board is not None
+        failed = False
+        while True:
+            await runtime.wait(never, PUBLISH_EVERY)
+            try:
+                if board.wanted(time.time()):  # one stat a second while nobody looks
+                    await runtime.to_thread(board.publish, self._snapshot())
+                failed = False
+            except Exception:
+                if not failed:  # once per spell of failures, not once a second
+                    log.exception("the dashboard's board could not be written")
+                failed = True
+
+    def _snapshot(self, deployments: bool = True) -> Snapshot:
+        """This worker's view now (taken on the loop: the flights change there)."""
+        rows = flights_view(self.app.flights.running.values(), self.app.runtime.clock())
+        report = deployments_view(self.app.backend) if deployments else {}
+        return capped(os.getpid(), time.time(), rows, report)
+
+    async def _others(self) -> list[Snapshot]:
+        """The other workers' snapshots; waking them (nobody looked for a while) waits
+        up to `WAKE_WAIT` for their first."""
+        board, runtime = self.board, self.app.runtime
+        if board is None:
+            return []
+        now = time.time
+        awake = await runtime.to_thread(board.ask, now())
+        others = await runtime.to_thread(board.others, now())
+        waited, never = 0.0, runtime.flag()
+        while not awake and len(others) + 1 < board.workers and waited < WAKE_WAIT:
+            await runtime.wait(never, 0.1)
+            waited += 0.1
+            others = await runtime.to_thread(board.others, now())
+        return others
 
     async def serve(self, scope: Message, receive: Receive, send: Send) -> None:
         """Answer one request under /admin; every refusal is a JSON error."""
@@ -138,7 +205,9 @@ class Admin:
 
     # -- the views ------------------------------------------------------------------
     async def _flights(self, scope: Message) -> Any:
-        return flights_view(self.app.flights.running.values(), self.app.runtime.clock())
+        others = await self._others()
+        own = self._snapshot(deployments=False)
+        return merged_flights(own, others, self.board.workers if self.board else 1)
 
     async def _usage(self, scope: Message) -> Any:
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
@@ -156,10 +225,20 @@ class Admin:
         )
 
     async def _deployments(self, scope: Message) -> Any:
-        return deployments_view(self.app.backend)
+        others = await self._others()
+        return merged_deployments(self._snapshot(), others)
 
     async def _errors(self, scope: Message) -> Any:
-        return self.errors.rows()
+        """``whole``: every worker's errors, from the store; else this worker's own."""
+        store, seen = self.app.store, self.errors.rows()
+        if store is None:
+            return {"whole": False, "errors": seen}
+
+        def read() -> list[dict[str, Any]]:
+            names = {key.id: key.name for key in store.list_keys()}
+            return stored_errors(store.failures(limit=self.errors.keep), names, seen)
+
+        return {"whole": True, "errors": await self.app.runtime.to_thread(read)}
 
     async def _models(self, scope: Message) -> Any:
         return self.app.backend.list_models()

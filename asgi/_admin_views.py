@@ -23,6 +23,7 @@ import msgspec
 from streamfn.core.serve import HTTPError
 from streamfn.ledger import Store, UsageRecord
 
+from ._board import Snapshot
 from ._observe import Flight
 
 __all__ = [
@@ -32,6 +33,9 @@ __all__ = [
     "RecentErrors",
     "deployments_view",
     "flights_view",
+    "merged_deployments",
+    "merged_flights",
+    "stored_errors",
     "usage_view",
 ]
 
@@ -84,6 +88,7 @@ class RecentErrors:
     """
 
     def __init__(self, keep: int = 100) -> None:
+        self.keep = keep
         self._kept: deque[dict[str, Any]] = deque(maxlen=keep)
 
     def opened(self, flight: Flight) -> None:
@@ -111,6 +116,84 @@ class RecentErrors:
     def rows(self) -> list[dict[str, Any]]:
         """The kept errors, newest first."""
         return list(reversed(self._kept))
+
+
+def merged_flights(own: Snapshot, others: list[Snapshot], workers: int) -> dict[str, Any]:
+    """Every worker's streams in flight, oldest first, each row naming its ``worker``
+    (its process id). ``own`` is the answering worker's, taken now; another's age
+    counts the time since it wrote its snapshot. ``whole`` is false while fewer than
+    ``workers`` snapshots were found (a worker just woken, or gone); ``answered_by``
+    names the worker that answered."""
+    rows = []
+    for snapshot in [own, *others]:
+        late = max(0.0, own.written - snapshot.written)
+        rows += [
+            {**row, "age": _number(row.get("age")) + late, "worker": snapshot.pid}
+            for row in snapshot.flights
+        ]
+    rows.sort(key=lambda row: -row["age"])
+    seen = 1 + len(others)
+    return {
+        "flights": rows,
+        "not_shown": sum(s.not_shown for s in (own, *others)),
+        "workers": seen,
+        "whole": seen >= workers,
+        "answered_by": own.pid,
+    }
+
+
+#: the counts of a deployment's report added up across workers
+_SUMMED: Final = ("in_flight", "requests", "failures")
+
+
+def merged_deployments(own: Snapshot, others: list[Snapshot]) -> dict[str, Any]:
+    """Each deployment once, its counts added up over the workers, its rest the longest
+    any worker gives it, and ``resting_in``: the workers (process ids) resting it."""
+    merged: dict[str, dict[str, Any]] = {}
+    for snapshot in [own, *others]:
+        for row in snapshot.deployments.get("deployments", []):
+            name = msgspec.json.encode([row.get("name"), row.get("deployment")]).decode()
+            into = merged.get(name)
+            if into is None:
+                into = merged[name] = {**row}
+                if "cooling_for" in row:
+                    into["resting_in"] = []
+            else:
+                for field in _SUMMED:
+                    if isinstance(into.get(field), int) and isinstance(row.get(field), int):
+                        into[field] += row[field]
+            resting = row.get("cooling_for")
+            if isinstance(resting, int | float) and resting > 0:
+                into["cooling_for"] = max(_number(into.get("cooling_for")), resting)
+                into.setdefault("resting_in", []).append(snapshot.pid)
+                into["last_error"] = row.get("last_error", into.get("last_error"))
+    return {**own.deployments, "deployments": list(merged.values()), "workers": 1 + len(others)}
+
+
+def stored_errors(
+    records: Iterable[UsageRecord], names: dict[str, str], seen: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The store's newest records not ``ok`` as the errors panel's rows, newest first.
+    The store keeps no message: a row this worker saw itself (``seen``, its
+    `RecentErrors`) carries its request id and message, any other has None."""
+    here = {(r["at"], r["route"], r["model"], r["key_id"], r["outcome"]): r for r in seen}
+    rows = []
+    for r in records:
+        own = here.get((r.at, r.route, r.model, r.key_id, r.outcome), {})
+        rows.append(
+            {
+                "at": r.at,
+                "id": own.get("id"),
+                "route": r.route,
+                "model": r.model,
+                "key_id": r.key_id,
+                "key_name": names.get(r.key_id) if r.key_id else None,
+                "deployment": r.deployment,
+                "outcome": r.outcome,
+                "message": own.get("message"),
+            }
+        )
+    return rows
 
 
 def deployments_view(backend: object) -> dict[str, Any]:

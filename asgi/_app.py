@@ -191,6 +191,8 @@ class App:
     # -- ASGI entry -------------------------------------------------------------
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
+            if self.admin is not None:  # under --workers: its board
+                self.admin.start()
             await serve_lifespan(receive, send, self.shutdown)
             return
         if scope["type"] == "websocket":  # its handshake answer names a request id too

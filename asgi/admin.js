@@ -64,9 +64,14 @@ const money = (value) => "$" + (value >= 1 ? value.toFixed(2) : value.toPrecisio
 
 // -- streams in flight ----------------------------------------------------------------
 async function refreshFlights() {
-  const rows = await api("/admin/api/flights");
-  $("flights-count").textContent = "(" + rows.length + ")";
+  const answer = await api("/admin/api/flights");
+  const rows = answer.flights;
+  $("flights-count").textContent = "(" + (rows.length + answer.not_shown) + ")";
   $("flights-empty").hidden = rows.length > 0;
+  const notes = [];
+  if (answer.not_shown) notes.push(answer.not_shown + " more not listed.");
+  if (!answer.whole) notes.push("Only " + answer.workers + " of the server's workers answered: the list may be short.");
+  $("flights-note").textContent = notes.join(" ");
   fillRows(
     $("flights").tBodies[0],
     rows.map((f) => [
@@ -78,6 +83,7 @@ async function refreshFlights() {
       seconds(f.first_token),
       f.deltas_per_second === null ? "" : f.deltas_per_second.toFixed(1),
       f.usage ? f.usage.input + " in / " + f.usage.output + " out" : f.deltas + " deltas",
+      f.worker,
     ])
   );
 }
@@ -169,8 +175,12 @@ async function refreshDeployments() {
 }
 
 async function refreshErrors() {
-  const rows = await api("/admin/api/errors");
+  const answer = await api("/admin/api/errors");
+  const rows = answer.errors;
   $("errors-empty").hidden = rows.length > 0;
+  $("errors-note").textContent = answer.whole
+    ? ""
+    : "This worker's errors since it started (the server keeps no usage store to read every worker's from).";
   fillRows(
     $("errors").tBodies[0],
     rows.map((e) => [
@@ -178,7 +188,7 @@ async function refreshErrors() {
       e.model,
       keyLabel(e),
       e.outcome,
-      el("td", e.message, "message"),
+      el("td", e.message ?? "(not kept: another worker or an earlier run served it)", "message"),
     ])
   );
 }

@@ -287,15 +287,18 @@ def _worker(args: argparse.Namespace, sock: socket.socket, base_urls: dict[str, 
 
 
 def _supervise(args: argparse.Namespace, sock: socket.socket, base_urls: dict[str, str]) -> int:
-    """Start ``--workers`` processes on one socket; forward SIGINT/SIGTERM; wait for all."""
+    """Start ``--workers`` processes on one socket, sharing the directories where their
+    metrics and dashboard snapshots meet (removed when they have all stopped)."""
+    from streamfn.asgi._board import shared_by_workers
+
+    with shared_by_workers(args.workers):  # metrics and dashboard whole across workers
+        return _run_workers(args, sock, base_urls)
+
+
+def _run_workers(args: argparse.Namespace, sock: socket.socket, base_urls: dict[str, str]) -> int:
+    """Start the processes; forward SIGINT/SIGTERM; wait for all."""
     import multiprocessing
-    import tempfile
 
-    from streamfn.asgi._metrics import MULTIPROCESS_ENV
-
-    # every worker's metrics meet in one folder, so any worker answers a scrape whole
-    metrics_dir = tempfile.TemporaryDirectory(prefix="streamfn-metrics-")
-    os.environ[MULTIPROCESS_ENV] = metrics_dir.name
     context = multiprocessing.get_context("spawn")
     workers = [
         context.Process(target=_worker, args=(args, sock, base_urls), name=f"streamfn-serve-{i}")
@@ -314,7 +317,6 @@ def _supervise(args: argparse.Namespace, sock: socket.socket, base_urls: dict[st
     for worker in workers:
         worker.join()
     sock.close()
-    metrics_dir.cleanup()
     return max((w.exitcode or 0) for w in workers)
 
 

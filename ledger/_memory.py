@@ -131,6 +131,11 @@ class MemoryStore(KeyMaking):
             ]
         return sorted(kept, key=lambda r: r.at, reverse=True)[:limit]
 
+    def failures(self, *, limit: int = 100) -> list[UsageRecord]:
+        with self._lock:
+            failed = [r for r in self._records if r.outcome != "ok"]
+        return sorted(failed, key=lambda r: r.at, reverse=True)[:limit]
+
     def report(
         self,
         by: Sequence[Grouping],

@@ -88,6 +88,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE ledger_usage ADD COLUMN attempts BIGINT NOT NULL DEFAULT 1",
         "ALTER TABLE ledger_usage ADD COLUMN tried TEXT NOT NULL DEFAULT '[]'",
     ),
+    (
+        # the dashboard's recent errors: the newest records not ``ok``, from one index
+        "CREATE INDEX ledger_usage_failed_at ON ledger_usage (at) WHERE outcome <> 'ok'",
+    ),
 )
 
 

@@ -238,6 +238,14 @@ class SqlStore(KeyMaking):
         )
         return [record_of(row) for row in rows]
 
+    def failures(self, *, limit: int = 100) -> list[UsageRecord]:
+        rows = self._query(  # the partial index ledger_usage_failed_at
+            f"SELECT {', '.join(USAGE_COLUMNS)} FROM ledger_usage"
+            " WHERE outcome <> 'ok' ORDER BY at DESC, seq LIMIT ?",
+            (limit,),
+        )
+        return [record_of(row) for row in rows]
+
     def report(
         self,
         by: Sequence[Grouping],

@@ -99,6 +99,11 @@ class Store(Protocol):
         """Usage records in ``[since, until)``, newest first."""
         ...
 
+    def failures(self, *, limit: int = 100) -> list[UsageRecord]:
+        """The newest ``limit`` records whose outcome is not ``ok``, newest first (the
+        dashboard's recent errors, whichever process served them)."""
+        ...
+
     def report(
         self,
         by: Sequence[Grouping],

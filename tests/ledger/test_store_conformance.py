@@ -190,6 +190,18 @@ def test_records_round_trip_filter_and_order(store: Store) -> None:
     assert store.list_keys() == [key]
 
 
+def test_failures_are_the_newest_records_not_ok(store: Store) -> None:
+    key, _ = store.create_key("ci", now=T0)
+    outcomes = ["ok", "cut", "error:timeout", "ok", "refused:budget", "disconnected", "ok"]
+    kept = [record(key.id, T0 + i, outcome=o) for i, o in enumerate(outcomes)]
+    for r in kept:
+        store.settle(None, r)
+    assert store.failures() == [kept[5], kept[4], kept[2], kept[1]]
+    assert store.failures(limit=2) == [kept[5], kept[4]]
+    store.prune(before=T0 + 3)
+    assert store.failures() == [kept[5], kept[4]]
+
+
 @pytest.mark.parametrize(
     "by", [(), ("key",), ("model",), ("day",), ("deployment",), ("key", "model", "day")]
 )

@@ -60,7 +60,7 @@ def test_the_file_is_its_owners_and_in_wal_mode_and_survives_a_restart(tmp_path:
     again.close()
     with sqlite3.connect(tmp_path / "state" / "gateway.db") as raw:
         assert raw.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-        assert raw.execute("SELECT version FROM ledger_schema").fetchall() == [(3,)]
+        assert raw.execute("SELECT version FROM ledger_schema").fetchall() == [(4,)]
     raw.close()
 
 
@@ -292,3 +292,14 @@ def test_a_store_made_before_estimates_and_failovers_were_recorded_opens_and_kee
         2, 1, 0.25, 1,
     )  # fmt: skip
     store.close()
+
+
+def test_recent_failures_come_from_one_index(tmp_path: Path) -> None:
+    SQLiteStore(tmp_path / "gateway.db").close()
+    with sqlite3.connect(tmp_path / "gateway.db") as raw:
+        plan = raw.execute(
+            "EXPLAIN QUERY PLAN SELECT at FROM ledger_usage"
+            " WHERE outcome <> 'ok' ORDER BY at DESC, seq LIMIT 100"
+        ).fetchall()
+    raw.close()
+    assert any("ledger_usage_failed_at" in str(step) for step in plan), plan

@@ -5,6 +5,7 @@ and the playground, which runs through the App's own pipeline as the admin's use
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 
@@ -17,7 +18,7 @@ from streamfn.asgi import App, ServerConfig
 from streamfn.asgi._observe import Flight
 from streamfn.core import Error
 from streamfn.fuzz._events_backend import EventsBackend
-from streamfn.ledger import MemoryStore
+from streamfn.ledger import MemoryStore, UsageRecord
 
 pytestmark = pytest.mark.usefixtures("shell")
 
@@ -141,16 +142,21 @@ def test_a_live_stream_is_in_flight_until_it_ends() -> None:
     with dashboard() as (server, backend):
         done = gated_stream(server)
         wait_until(
-            lambda: any(f["deltas"] >= 3 for f in _get(server, "/admin/api/flights").json()),
+            lambda: any(
+                f["deltas"] >= 3 for f in _get(server, "/admin/api/flights").json()["flights"]
+            ),
             HANG_GUARD,
         )
-        (flight,) = _get(server, "/admin/api/flights").json()
+        answer = _get(server, "/admin/api/flights").json()
+        assert answer["whole"] is True and answer["not_shown"] == 0 and answer["workers"] == 1
+        (flight,) = answer["flights"]
+        assert flight["worker"] == os.getpid()  # the test's own process serves
         assert flight["model"] == GATED and flight["route"] == "/v1/chat/completions"
         assert flight["first_token"] is not None and flight["age"] >= flight["first_token"]
         assert flight["deltas_per_second"] > 0 and KEY not in str(flight)
         backend.gate.set()
         assert done.wait(HANG_GUARD)
-        wait_until(lambda: _get(server, "/admin/api/flights").json() == [], HANG_GUARD)
+        wait_until(lambda: _get(server, "/admin/api/flights").json()["flights"] == [], HANG_GUARD)
 
 
 def test_recent_errors_keep_the_message_cut_and_as_sent() -> None:
@@ -164,8 +170,12 @@ def test_recent_errors_keep_the_message_cut_and_as_sent() -> None:
                 headers={"authorization": f"Bearer {KEY}"},
                 json={"model": model, "messages": USER},
             )
-        wait_until(lambda: len(_get(server, "/admin/api/errors").json()) == 2, HANG_GUARD)
-        overflow, cut = _get(server, "/admin/api/errors").json()  # newest first
+        wait_until(
+            lambda: len(_get(server, "/admin/api/errors").json()["errors"]) == 2, HANG_GUARD
+        )
+        answer = _get(server, "/admin/api/errors").json()
+        assert answer["whole"] is False  # no store: this process's own
+        overflow, cut = answer["errors"]  # newest first
         assert (
             overflow["model"] == "demo-overflow" and overflow["outcome"] == "error:context_overflow"
         )
@@ -190,6 +200,7 @@ def test_deployments_come_from_the_backend_when_it_has_pools() -> None:
         assert _get(server, "/admin/api/deployments").json() == {
             "available": False,
             "deployments": [],
+            "workers": 1,
         }
     app = App(Pooled(STREAMS), ServerConfig(admin_key=ADMIN))
     with Server(app) as server:
@@ -204,6 +215,7 @@ def test_deployments_come_from_the_backend_when_it_has_pools() -> None:
                     "api_key_env": "EAST_KEY",
                 }
             ],
+            "workers": 1,
         }
 
 
@@ -245,3 +257,22 @@ def test_the_playground_streams_our_events_as_the_admins_use() -> None:
     (flight,) = seen.flights
     assert (flight.key_id, flight.route, flight.outcome) == ("admin", "/admin/api/playground", "ok")
     assert unknown.status_code == 404
+
+
+def test_with_a_store_the_errors_are_every_workers_from_the_store() -> None:
+    # records another worker (or an earlier run) settled: this process never saw them
+    store = seeded_store(time.time())
+    (alice, *_) = store.list_keys()
+    for at, outcome in [(100.0, "cut"), (300.0, "error:timeout"), (200.0, "ok")]:
+        store.settle(
+            None,
+            UsageRecord(at=at, key_id=alice.id, route="/v1/messages", model="m", outcome=outcome),
+        )
+    with dashboard(store) as (server, _):
+        answer = _get(server, "/admin/api/errors").json()
+    assert answer["whole"] is True
+    assert [(e["at"], e["outcome"], e["key_name"]) for e in answer["errors"]] == [
+        (300.0, "error:timeout", "alice"),
+        (100.0, "cut", "alice"),
+    ]
+    assert all(e["message"] is None for e in answer["errors"])  # the store keeps none

@@ -209,6 +209,8 @@ def test_hostile_text_is_shown_as_text(browser: sync_api.Browser) -> None:
             expect(row.locator("td").nth(1)).to_have_text(XSS_MODEL)
             expect(row.locator("td.message")).to_have_text(XSS)
             expect(row.locator("td").nth(3)).to_have_text("cut")
+            # no usage store: the panel says these are the answering worker's only
+            expect(page.locator("#errors-note")).to_contain_text("This worker's errors")
             assert page.locator("img").count() == 0
             assert page.evaluate("() => window.__pwned") is None
     finally:

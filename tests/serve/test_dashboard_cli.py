@@ -17,7 +17,7 @@ def test_the_admin_key_comes_from_the_environment() -> None:
         flights = httpx.get(
             url + "/admin/api/flights", headers={"authorization": f"Bearer {ADMIN}"}
         )
-        assert flights.status_code == 200 and flights.json() == []
+        assert flights.status_code == 200 and flights.json()["flights"] == []
         refused = httpx.get(url + "/admin/api/flights", headers={"authorization": f"Bearer {KEY}"})
         assert refused.status_code == 403
     with serve_cli([], {"STREAMFN_ADMIN_KEY": ""}) as url:
