@@ -125,10 +125,10 @@ def main() -> None:
     ctx = mp.get_context("spawn")
     upstream_port = gw._free_port()
     bodies = {
-        b"\"gpt-4o\"": openai_chat_stream(1, seed=7),
+        b'"gpt-4o"': openai_chat_stream(1, seed=7),
         b"": openai_chat_stream(gw.N_DELTAS, seed=7),
     }
-    expected = {"one": gw._text(bodies[b"\"gpt-4o\""]), "bench": gw._text(bodies[b""])}
+    expected = {"one": gw._text(bodies[b'"gpt-4o"']), "bench": gw._text(bodies[b""])}
     upstream = ctx.Process(target=gw._serve_upstream, args=(upstream_port, bodies), daemon=True)
     upstream.start()
     gw._wait_ready(upstream_port, None)
