@@ -10,7 +10,7 @@ Each hosting serves the same application, built as ``streamfn serve --no-local
 `bench_gateway.py`), in its own process:
 
 - ``hypercorn``: `streamfn serve` as it ships (hypercorn on asyncio's loop; h11);
-- ``hypercorn-uvloop``: the same under uvloop's loop (``--loop uvloop``);
+- ``hypercorn-uvloop``: the same with uvloop installed as the event loop;
 - ``uvicorn``: uvicorn with httptools and uvloop;
 - ``granian``: granian's embedded ASGI server (Rust HTTP, asyncio tasks).
 
@@ -107,7 +107,6 @@ def host(kind: str, port: int, config: Path) -> None:
     from streamfn.cli._serve import _serve_asyncio
 
     if kind == "hypercorn-uvloop":
-        args.loop = "uvloop"
         import uvloop
 
         uvloop.install()
