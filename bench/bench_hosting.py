@@ -23,9 +23,10 @@ server's CPU per request (the one-delta answer: the fixed cost) and per delta
 from /proc (the whole process tree), and the requests/s of each load. Every
 answer's text is checked against the upstream's.
 
-Only ``hypercorn`` and ``hypercorn-uvloop`` are `streamfn serve` as it ships;
-the others are measured here only (they lack its hardening: the connection
-cap, head and send deadlines, HTTP/2 limits).
+Only ``hypercorn`` is `streamfn serve` as it ships; the others are measured
+here only (uvloop's accept loop bypasses the asyncio shell's connection cap;
+uvicorn and granian lack the rest of its hardening too: head and send
+deadlines, early-close handling, HTTP/2 limits).
 """
 
 from __future__ import annotations
