@@ -36,7 +36,8 @@ connection gone), its waiting writes end with it
 slot and its upstream call.
 
 `install` puts `GuardedProtocol` in place of hypercorn's ``ProtocolWrapper``
-for both of its workers. It acts only on a configuration that carries a
+for both of its workers; its HTTP/1.1 writes one write per ASGI message
+(`streamfn.asgi._coalesce`). It acts only on a configuration that carries a
 `ConnectionRules` (`apply`); any other hypercorn server in the process keeps
 hypercorn's own behaviour.
 """
@@ -55,6 +56,8 @@ from hypercorn.protocol.h11 import H2CProtocolRequiredError, H2ProtocolAssumedEr
 
 from streamfn.io_common._sockets import bytes_acked, reset_on_close
 
+from ._coalesce import CoalescingH11
+from ._coalesce import install as install_coalescing
 from ._h2_deadline import DeadlinedH2Protocol
 from ._send_watch import SendWatch
 
@@ -104,7 +107,7 @@ def refusal_frames() -> bytes:
     return conn.data_to_send()
 
 
-class _H11WithoutH2c(H11Protocol):
+class _H11WithoutH2c(CoalescingH11):
     """HTTP/1.1 that never upgrades to h2c (the request is served in HTTP/1.1) and
     reports the HTTP/2 preface for the wrapper to refuse."""
 
@@ -123,7 +126,7 @@ class GuardedProtocol(ProtocolWrapper):
         self._released = False
         self._watch: SendWatch | None = None
         if self.rules is not None and type(self.protocol) is H11Protocol:
-            self.protocol = self._made(H11Protocol if self.rules.allow_h2c else _H11WithoutH2c)
+            self.protocol = self._made(CoalescingH11 if self.rules.allow_h2c else _H11WithoutH2c)
 
     def _made(self, protocol: type[_P]) -> _P:
         """A protocol for this connection, sending through `_forward`."""
@@ -303,3 +306,4 @@ def install() -> None:
 
     hypercorn.asyncio.tcp_server.ProtocolWrapper = GuardedProtocol  # type: ignore[attr-defined]
     hypercorn.trio.tcp_server.ProtocolWrapper = GuardedProtocol  # type: ignore[attr-defined]
+    install_coalescing()

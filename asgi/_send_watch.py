@@ -25,6 +25,10 @@ writes and the buffer count. An HTTP/2 stream is watched the same way
 (`streamfn.asgi._h2_deadline`), with bytes leaving its buffer as its only
 progress. Costs: one watcher task per connection (or stream) while writes are
 in flight or bytes unsent, waking four times per ``timeout``; nothing per write.
+The watcher stays until a whole look (a quarter of ``timeout``) passed without
+a write: a stream's writes come one loop turn apart (a live model's
+deltas, a response's head and its end), and a watcher started and ended for
+each of them cost a task per write.
 """
 
 from __future__ import annotations
@@ -74,9 +78,13 @@ class SendWatch:
         self.closed = False
         self._watching = False
         self._stop: Flag | None = None
+        #: when the first write after a quiet spell began (its wait is timed from there)
+        self._resumed: float | None = None
 
     def begin(self) -> None:
         """A write starts: watch it (a watcher is started unless one runs)."""
+        if not self.pending and self._watching:
+            self._resumed = self.runtime.clock()
         self.pending += 1
         if not self.closed:
             self._start()
@@ -122,14 +130,24 @@ class SendWatch:
         assert stop is not None
         clock = self.runtime.clock
         mark, since = self._progress(), clock()
-        while self._waiting() and not stop.is_set():
+        quiet = 0  # looks in a row without a write: the first is a linger, not an end
+        while not stop.is_set():
+            if self._waiting():
+                quiet = 0
+            elif (quiet := quiet + 1) > 1:
+                return
             await self.runtime.wait(stop, self.timeout / _LOOKS)
             if stop.is_set():
                 return
             now, progress = clock(), self._progress()
+            resumed, self._resumed = self._resumed, None
             if progress != mark:
-                mark, since = progress, now
-            elif self._waiting() and now - since >= self.timeout:
+                mark, since, quiet = progress, now, 0  # writes went on since the last look
+            elif not self._waiting():
+                since = now  # no stall runs while nothing waits
+            elif resumed is not None and resumed > since:
+                since = resumed  # a write began after a quiet look: timed from its start
+            if self._waiting() and now - since >= self.timeout:
                 self.fired = True
                 self.abort()
                 return

@@ -29,6 +29,9 @@ interleaved round-robin, ``--rounds`` times each:
   extracted ``git archive`` of the base commit), so a change is measured
   against its base in one interleaved run on the same load (with ``--keys``,
   ``streamfn keys before`` too);
+- with ``--compiled DIR``, ``streamfn compiled``: the same server from the
+  mypyc-compiled build unpacked in DIR (``STREAMFN_COMPILE=1 pip wheel``, the
+  wheel extracted there, as ``.ci/run`` does), the pure one beside it;
 - ``litellm``: ``litellm --config`` with one ``openai/`` model on the upstream
   (LiteLLM's proxy, pinned: ``litellm[proxy]==1.106.2``, in a venv of its own
   because its pins conflict with the project's; ``--litellm`` names its
@@ -514,6 +517,12 @@ def main() -> None:
         help="also run the streamfn in SRC/streamfn (a base commit)",
     )
     parser.add_argument(
+        "--compiled",
+        type=Path,
+        metavar="DIR",
+        help="also run the compiled build unpacked in DIR (DIR/streamfn)",
+    )
+    parser.add_argument(
         "--pace",
         type=float,
         default=0.0,
@@ -556,6 +565,8 @@ def main() -> None:
         gateways: dict[str, tuple[int, Path | None]] = {"streamfn": (1, None)}
         if args.before is not None:
             gateways["streamfn before"] = (1, args.before.resolve())
+        if args.compiled is not None:
+            gateways["streamfn compiled"] = (1, args.compiled.resolve())
         if args.keys:
             gateways["streamfn keys"] = (1, None)
             stores["streamfn keys"] = (None, ())

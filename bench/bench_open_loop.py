@@ -18,17 +18,26 @@ The same pieces as `bench_gateway.py` (its fake upstream, its gateway
 configuration, its HTTP reader), each in its own process on loopback:
 
 1. **capacity**: closed-loop requests/s of one `streamfn serve` at
-   ``--clients`` clients (best of ``--rounds``);
+   ``--clients`` clients (the median of ``--rounds``: the best round is a share
+   of the machine the gateway had once, not a rate it sustains), or
+   ``--capacity RPS``;
 2. for each fraction of that capacity, the rate is fixed and every target takes
    it for ``--seconds``, interleaved round-robin ``--rounds`` times: ``direct``
-   (the upstream alone), ``streamfn`` (and ``streamfn before``, ``--before SRC``
-   as in `bench_gateway.py`).
+   (the upstream alone), ``streamfn`` (and ``streamfn before``, ``--before SRC``,
+   and ``streamfn compiled``, ``--compiled DIR``, as in `bench_gateway.py`).
 
 Reported per fraction: the rate, first-token p50 and p99 of each target, and
 the gateway's *added* p50 and p99 (its figure minus ``direct``'s in the same
-round; the median over rounds), the gateway's CPU per request, and how late
+round; the median over rounds), the gateway's CPU per request and how busy
+that keeps it (rate × CPU per request, in cores: near 1 a single process is
+saturated whatever the fraction says, and its queue, not its code, sets the
+tail), the share of the phase it spent runnable but waiting for a CPU (the
+most of the rounds; Linux's schedstat: a busy machine's part of the tail), and how late
 the generator issued its arrivals (p99): a late generator is part of every
-target's figure and cancels out of the added one.
+target's figure and cancels out of the added one only in part (a burst of late
+arrivals meets the gateway at once), so where the generator's own p99 lateness
+is a fair share of an added p99 (``LATE_SHARE``) the report says so below the
+table: that row's tail is the machine's, not the gateway's alone.
 """
 
 from __future__ import annotations
@@ -64,6 +73,23 @@ from bench.bench_gateway import (
 )
 
 Connection = tuple[asyncio.StreamReader, asyncio.StreamWriter, bytes]
+
+#: a generator whose p99 lateness is at least this share of a gateway's added p99
+#: (and over 2 ms) is named as part of that figure
+LATE_SHARE = 0.5
+
+
+def _queued(pid: int) -> float:
+    """Seconds the threads of ``pid`` have spent runnable but waiting for a CPU
+    (Linux's ``/proc/PID/task/*/schedstat``, its second field): the machine's share
+    of a latency, which no change to the gateway's code moves; 0 where not reported."""
+    total = 0
+    for stat in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+        try:
+            total += int(stat.read_text().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    return total / 1e9
 
 
 def open_loop(
@@ -120,7 +146,16 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0, help="length of each phase")
     parser.add_argument("--clients", type=int, default=50, help="closed-loop clients (capacity)")
     parser.add_argument("--fractions", default="0.5,0.8,0.95", help="of the capacity")
+    parser.add_argument(
+        "--capacity",
+        type=float,
+        metavar="RPS",
+        help="take this capacity (req/s), do not measure it",
+    )
     parser.add_argument("--before", type=Path, metavar="SRC", help="also this source tree")
+    parser.add_argument(
+        "--compiled", type=Path, metavar="DIR", help="also the compiled build unpacked in DIR"
+    )
     args = parser.parse_args()
     fractions = [float(f) for f in args.fractions.split(",")]
 
@@ -134,8 +169,10 @@ def main() -> None:
     targets: dict[str, tuple[int, str, int]] = {
         "direct": (upstream_port, "gpt-4o-mini", upstream.pid or 0)
     }
-    gateways = {"streamfn": None} | (
-        {"streamfn before": args.before.resolve()} if args.before else {}
+    gateways = (
+        {"streamfn": None}
+        | ({"streamfn before": args.before.resolve()} if args.before else {})
+        | ({"streamfn compiled": args.compiled.resolve()} if args.compiled else {})
     )
     try:
         for name, source in gateways.items():
@@ -148,14 +185,18 @@ def main() -> None:
         with ProcessPoolExecutor(1, mp_context=ctx) as pool:
             for port, model, _ in targets.values():  # warm up
                 pool.submit(load, port, model, 2, 30.0, 3).result()
-            capacity: dict[str, float] = {name: 0.0 for name in gateways}
+            closed: dict[str, list[float]] = {name: [] for name in gateways}
             order = list(gateways)
-            for round_ in range(args.rounds):  # each round in another order
-                shift = round_ % len(order)
+            for round_ in range(args.rounds if args.capacity is None else 0):
+                shift = round_ % len(order)  # each round in another order
                 for name in order[shift:] + order[:shift]:
                     port, model, _ = targets[name]
                     got = pool.submit(load, port, model, args.clients, args.seconds, 10**9).result()
-                    capacity[name] = max(capacity[name], len(got["ttft"]) / got["wall"])
+                    closed[name].append(len(got["ttft"]) / got["wall"])
+            # the median: one lucky round's share of the machine is not a rate it sustains
+            capacity = {name: statistics.median(rps or [0.0]) for name, rps in closed.items()}
+            if args.capacity is not None:
+                capacity["streamfn"] = args.capacity
             rows = []
             names = list(targets)
             for fraction in fractions:
@@ -165,9 +206,10 @@ def main() -> None:
                     shift = round_ % len(names)
                     for name in names[shift:] + names[:shift]:
                         port, model, pid = targets[name]
-                        before = _tree_cpu(pid)
+                        before, waited = _tree_cpu(pid), _queued(pid)
                         got = pool.submit(open_loop, port, model, rate, args.seconds).result()
                         got["cpu"] = _tree_cpu(pid) - before
+                        got["queued"] = (_queued(pid) - waited) / args.seconds
                         if set(got["deltas"]) != {N_DELTAS}:
                             raise SystemExit(f"{name}: a response lost deltas")
                         runs[name].append(got)
@@ -186,16 +228,22 @@ def report(
 ) -> None:
     print(
         f"{N_DELTAS}-delta streams, open loop, {args.seconds:g} s per phase, "
-        f"{args.rounds} interleaved rounds; capacity (closed loop, c={args.clients}): "
-        + ", ".join(f"{name} {rps:,.0f} req/s" for name, rps in capacity.items())
+        f"{args.rounds} interleaved rounds; "
+        + (
+            f"capacity given: {args.capacity:,.0f} req/s"
+            if args.capacity is not None
+            else f"capacity (closed loop, c={args.clients}, median): "
+            + ", ".join(f"{name} {rps:,.0f} req/s" for name, rps in capacity.items())
+        )
         + f"; load average {os.getloadavg()[0]:.1f}; python {sys.version.split()[0]}"
     )
     print()
     print(
         "| load | rate | target | TTFT p50 | TTFT p99 | added p50 | added p99 | "
-        "CPU per request | connections | generator late p99 |"
+        "CPU per request | busy | waiting for a CPU | connections | generator late p99 |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    notes: list[str] = []
     for fraction, rate, runs in rows:
         direct = runs["direct"]
         for name, got in runs.items():
@@ -213,9 +261,18 @@ def report(
             late = statistics.median(_p(r["late"], 99) for r in got) * 1e3
             print(
                 f"| {fraction:.0%} | {rate:,.0f}/s | {name} | {p50:.2f} ms | {p99:.1f} ms | "
-                f"{added[0]} | {added[1]} | {cpu:.2f} ms | "
+                f"{added[0]} | {added[1]} | {cpu:.2f} ms | {rate * cpu / 1e3:.2f} | "
+                f"{max(r['queued'] for r in got):.0%} | "
                 f"{max(r['connections'] for r in got)} | {late:.2f} ms |"
             )
+            if name != "direct" and late > max(2.0, LATE_SHARE * add99 * 1e3):
+                notes.append(
+                    f"{fraction:.0%}, {name}: the generator itself ran {late:.1f} ms late "
+                    f"(p99) against an added p99 of {add99 * 1e3:.1f} ms: the machine "
+                    "could not keep the schedule, so that tail is not the gateway's alone"
+                )
+    for note in notes:
+        print(f"\nnote: {note}")
 
 
 if __name__ == "__main__":
