@@ -134,7 +134,7 @@ class AnthropicCall(SSECall):
         kinds = self._kinds
         pending = self._pending
         run_index = -1
-        run_kind: str | None = None
+        run_kind = ""
         for data in datas:
             try:
                 wire: structs.WireEvent | None = _decode_event(data)
@@ -144,7 +144,7 @@ class AnthropicCall(SSECall):
                 delta = wire.delta
                 index = wire.index
                 if delta is not None and index is not None:
-                    kind = kinds.get(index)
+                    kind = kinds.get(index, "")
                     dtype = delta.type
                     if dtype == "text_delta":
                         piece = delta.text if kind == _TEXT else None
@@ -175,16 +175,14 @@ class AnthropicCall(SSECall):
             self._flush_run(run_kind, run_index, pending)
         return self.emit.finished
 
-    def _flush_run(self, kind: str | None, index: int, pending: list[str]) -> None:
+    def _flush_run(self, kind: str, index: int, pending: list[str]) -> None:
         """The run gathered so far to the emitter; ``pending`` is emptied."""
         emit = self.emit
         if len(pending) == 1:  # a live stream's read: one delta, no run to set up
-            if kind == _TEXT:
-                emit.text(index, pending[0])
-            elif kind == _THINKING:
-                emit.thinking(index, pending[0])
-            else:
+            if kind == _TOOL:
                 emit.tool_delta(index, pending[0])
+            else:  # text or thinking: the emitter's one body for both, called directly
+                emit.delta(index, pending[0], kind)
         elif kind == _TEXT:
             emit.texts(index, pending)
         elif kind == _THINKING:

@@ -53,6 +53,7 @@ from streamfn.core._emitter import Emitter
 from streamfn.core._events import Error, StopReason
 from streamfn.core._messages import Context
 from streamfn.core._options import Options
+from streamfn.core._protocol import TEXT, THINKING
 from streamfn.core.catalogue._models import Model
 from streamfn.core.dialects._openai_citations import openai_citation
 from streamfn.core.dialects._openai_common import (
@@ -86,7 +87,7 @@ def _flush_run(emit: Emitter, text: bool, pending: list[str]) -> bool:
     """The run gathered so far to the emitter (``pending`` is emptied); True when
     that finished the stream (the cap fell inside the run)."""
     if len(pending) == 1:  # a live stream's read: one delta, no run to set up
-        (emit.text if text else emit.thinking)(_SEGMENT, pending[0])
+        emit.delta(_SEGMENT, pending[0], TEXT if text else THINKING)
     elif text:
         emit.texts(_SEGMENT, pending)
     else:
