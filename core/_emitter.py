@@ -58,9 +58,15 @@ _DELTAS: Final = {
 }
 
 
-class _Block(msgspec.Struct, gc=False):
-    kind: str  # TEXT | THINKING | TOOL
-    index: int
+class _Block:
+    """An open block: its kind and content index. A plain class, not a struct: in a
+    compiled build it is native, so each delta reads its two fields directly."""
+
+    __slots__ = ("index", "kind")
+
+    def __init__(self, kind: str, index: int) -> None:
+        self.kind = kind  # TEXT | THINKING | TOOL
+        self.index = index
 
 
 class Emitter:

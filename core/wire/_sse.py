@@ -47,6 +47,15 @@ _TAIL_CAP: Final = 16 << 10
 RunSink = Callable[[list[bytes]], object]
 
 
+def _typed_head(data: bytes) -> bytes:
+    """``event: <type>\ndata: `` when ``data`` begins with exactly that (an event line,
+    then a data line), else ``b""``."""
+    if not data.startswith(_EVENT):
+        return b""
+    head, found, _ = data.partition(_LF_DATA)
+    return head + found if found and 10 not in head else b""
+
+
 class SSEDecoder:
     """Incremental SSE parser.
 
@@ -70,7 +79,7 @@ class SSEDecoder:
 
     # fmt: off
     __slots__ = (
-        "_bom", "_closed", "_emit_comments", "_error", "_event_type", "_first", "_last_id",
+        "_bom", "_closed", "_emit_comments", "_error", "_event_type", "_first", "_head", "_last_id",
         "_lines", "_max_event", "_more", "_reconnection_time", "_region_cap", "_regions",
         "_retry", "_size", "_tail", "_tail_cap",
     )
@@ -88,6 +97,8 @@ class SSEDecoder:
         #: bytes after the last blank line wait in ``_tail``
         self._regions = True
         self._tail = b""
+        #: a one-event read's ``event: <type>\ndata: `` (`_typed_head`), kept for the next
+        self._head = b""
         self._region_cap = min(max_line_bytes, max_event_bytes)
         self._tail_cap = min(self._region_cap, _TAIL_CAP)
         self._max_event = max_event_bytes
@@ -205,10 +216,12 @@ class SSEDecoder:
         payload: bytes | None = None
         if data.startswith(_DATA):
             payload = data[6:end]
-        elif any_type and data.startswith(_EVENT):
-            head, found, rest = data.partition(_LF_DATA)
-            if found and 10 not in head:
-                payload = rest[:-2]
+        elif any_type:
+            head = self._head  # the last typed read's event line: most reads repeat it
+            if not (head and data.startswith(head)):
+                head = self._head = _typed_head(data)
+            if head:
+                payload = data[len(head) : end]
         if payload is None or 10 in payload:  # not one of the two shapes
             self._regions_to(data, sink, runs, any_type)
             return
