@@ -20,7 +20,7 @@ from .._errors import SSEError
 from ._lines import LineSplitter, LineTooLong
 from ._sse_encode import encode_sse
 from ._sse_events import ServerSentEvent, SSEComment, decode_data
-from ._sse_regions import region_datas
+from ._sse_regions import region_datas, typed_head
 
 __all__ = [
     "DataSink",
@@ -35,8 +35,6 @@ __all__ = [
 
 _BOM: Final = b"\xef\xbb\xbf"
 _DATA: Final = b"data: "
-_EVENT: Final = b"event: "
-_LF_DATA: Final = b"\ndata: "
 
 #: ``sink(data, event_type) -> stop``: what `SSEDecoder.feed_to` hands each event to
 DataSink = Callable[[bytes, bytes], object]
@@ -45,15 +43,6 @@ DataSink = Callable[[bytes, bytes], object]
 _TAIL_CAP: Final = 16 << 10
 #: ``runs(datas) -> stop``: what `SSEDecoder.feed_to` hands a run of events to
 RunSink = Callable[[list[bytes]], object]
-
-
-def _typed_head(data: bytes) -> bytes:
-    """``event: <type>\ndata: `` when ``data`` begins with exactly that (an event line,
-    then a data line), else ``b""``."""
-    if not data.startswith(_EVENT):
-        return b""
-    head, found, _ = data.partition(_LF_DATA)
-    return head + found if found and 10 not in head else b""
 
 
 class SSEDecoder:
@@ -97,7 +86,7 @@ class SSEDecoder:
         #: bytes after the last blank line wait in ``_tail``
         self._regions = True
         self._tail = b""
-        #: a one-event read's ``event: <type>\ndata: `` (`_typed_head`), kept for the next
+        #: a one-event read's ``event: <type>\ndata: `` (`typed_head`), kept for the next
         self._head = b""
         self._region_cap = min(max_line_bytes, max_event_bytes)
         self._tail_cap = min(self._region_cap, _TAIL_CAP)
@@ -219,7 +208,7 @@ class SSEDecoder:
         elif any_type:
             head = self._head  # the last typed read's event line: most reads repeat it
             if not (head and data.startswith(head)):
-                head = self._head = _typed_head(data)
+                head = self._head = typed_head(data)
             if head:
                 payload = data[len(head) : end]
         if payload is None or 10 in payload:  # not one of the two shapes
@@ -263,7 +252,9 @@ class SSEDecoder:
             return
         self._tail = b""
         region = buf[:end]
-        datas = region_datas(region, any_type) if len(region) <= self._region_cap else None
+        datas = (
+            region_datas(region, any_type, self._head) if len(region) <= self._region_cap else None
+        )
         if datas is None:
             stop = self._lines_to(buf[: end + 2], sink)
         else:
