@@ -145,7 +145,8 @@ class OpenAIChatCall(SSECall):
     def on_run(self, datas: list[bytes]) -> bool:
         # The one path for chunks: a chunk that is one more text or reasoning
         # delta and nothing else joins `pending`, handed to the emitter in one
-        # call; any other chunk flushes it and goes the general way. Once the
+        # call; one more piece of a started tool call's arguments goes to the
+        # emitter at once; any other chunk flushes it and goes the general way. Once the
         # response id is known no chunk's id is decoded: so a chunk is accepted
         # or refused alike however the reads fall.
         emit = self.emit
@@ -166,13 +167,40 @@ class OpenAIChatCall(SSECall):
                         delta is not None
                         and choice.index == 0
                         and choice.finish_reason is None
-                        and delta.tool_calls is None
                         and delta.refusal is None
                         and delta.annotations is None
                         and not delta.reasoning_details
                     ):
                         content = delta.content
-                        if content:  # text alone, or the general way
+                        calls = delta.tool_calls
+                        if calls is not None:
+                            # one more piece of a started call's arguments and nothing
+                            # else: what `_tool_fragment` would do, without its detour
+                            slot: _ToolSlot | None = None
+                            arguments: str | None = None
+                            if len(calls) == 1 and not (
+                                content or delta.reasoning_content or delta.reasoning
+                            ):
+                                call = calls[0]
+                                index = call.index
+                                function = call.function
+                                if (
+                                    index is not None
+                                    and function is not None
+                                    and call.id is None
+                                    and call.extra_content is None
+                                ):
+                                    slot = self._tool_by_index.get(index)
+                                    arguments = function.arguments
+                            if slot is not None and slot.started and arguments:
+                                if pending and _flush_run(emit, pending_text, pending):
+                                    return True
+                                emit.tool_delta(slot.key, arguments)
+                                if emit.finished:  # the cap
+                                    return True
+                                continue
+                            piece = None  # the general way
+                        elif content:  # text alone, or the general way
                             text = True
                             piece = (
                                 content
