@@ -74,6 +74,7 @@ log = logging.getLogger("streamfn")
 
 _decode_chunk: Final = structs.decode_chunk
 _decode_hot: Final = structs.decode_hot
+_decode_piece: Final = structs.decode_piece
 _decode_error: Final = structs.decode_error
 
 
@@ -154,23 +155,23 @@ class OpenAIChatCall(SSECall):
         pending_text = True
         hot = self.response_id is not None  # until then every chunk goes the general way
         for data in datas:
+            piece_chunk = hot  # decoded as a `PieceChunk`: no usage, error, finish...
             try:
-                chunk: structs.HotChunk | None = (_decode_hot if hot else _decode_chunk)(data)
-            except Exception:  # [DONE], invalid UTF-8, a fault: _on_raw decides
+                chunk: structs.HotChunk | None = (_decode_piece if hot else _decode_chunk)(data)
+            except Exception:  # more than a piece, [DONE], invalid UTF-8, a fault
                 chunk = None
-            if hot and chunk is not None and chunk.usage is None and chunk.x_groq is None:
+            if chunk is None and hot:
+                piece_chunk = False
+                try:
+                    chunk = _decode_hot(data)
+                except Exception:  # [DONE], invalid UTF-8, a fault: _on_raw decides
+                    chunk = None
+            if piece_chunk and chunk is not None:
                 choices = chunk.choices
-                if chunk.error is None and choices is not None and len(choices) == 1:
+                if choices is not None and len(choices) == 1:
                     choice = choices[0]
                     delta = choice.delta
-                    if (
-                        delta is not None
-                        and choice.index == 0
-                        and choice.finish_reason is None
-                        and delta.refusal is None
-                        and delta.annotations is None
-                        and not delta.reasoning_details
-                    ):
+                    if delta is not None and choice.index == 0 and not delta.reasoning_details:
                         content = delta.content
                         calls = delta.tool_calls
                         if calls is not None:
