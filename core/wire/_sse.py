@@ -86,8 +86,7 @@ class SSEDecoder:
         #: bytes after the last blank line wait in ``_tail``
         self._regions = True
         self._tail = b""
-        #: a one-event read's ``event: <type>\ndata: `` (`typed_head`), kept for the next
-        self._head = b""
+        self._head = b""  # the last one-event read's `typed_head`, tried on the next
         self._region_cap = min(max_line_bytes, max_event_bytes)
         self._tail_cap = min(self._region_cap, _TAIL_CAP)
         self._max_event = max_event_bytes
@@ -198,10 +197,8 @@ class SSEDecoder:
         ):
             self._regions_to(data, sink, runs, any_type)
             return
-        # one read, one event: a data line alone, or (typed) an event line then a data
-        # line. Found with single-argument startswith, partition and `in` only: mypyc
-        # compiles those to C calls, where find's argument parsing costs more than the
-        # event's framing itself.
+        # one read, one event: a data line, or (typed) a type line then one. No find:
+        # compiled, its argument parsing costs more than the rest of the framing
         payload: bytes | None = None
         if data.startswith(_DATA):
             payload = data[6:end]
@@ -214,10 +211,9 @@ class SSEDecoder:
         if payload is None or 10 in payload:  # not one of the two shapes
             self._regions_to(data, sink, runs, any_type)
             return
-        datas = [payload]
         if self._retry is not None:
             self._retry = None
-        runs(datas)
+        runs([payload])
 
     def _lines_then_regions(
         self, data: bytes, sink: DataSink, runs: RunSink, any_type: bool

@@ -84,6 +84,15 @@ _decode_error: Final = structs.decode_error
 _SEGMENT: Final = "segment"
 
 
+def _hot_or_none(data: bytes) -> structs.HotChunk | None:
+    """A chunk that is more than a piece, decoded; None for [DONE], invalid UTF-8 or a
+    fault (`OpenAIChatCall._on_raw` decides)."""
+    try:
+        return _decode_hot(data)
+    except Exception:
+        return None
+
+
 def _flush_run(emit: Emitter, text: bool, pending: list[str]) -> bool:
     """The run gathered so far to the emitter (``pending`` is emptied); True when
     that finished the stream (the cap fell inside the run)."""
@@ -144,28 +153,22 @@ class OpenAIChatCall(SSECall):
         return self.on_run([data])
 
     def on_run(self, datas: list[bytes]) -> bool:
-        # The one path for chunks: a chunk that is one more text or reasoning
-        # delta and nothing else joins `pending`, handed to the emitter in one
-        # call; one more piece of a started tool call's arguments goes to the
-        # emitter at once; any other chunk flushes it and goes the general way. Once the
-        # response id is known no chunk's id is decoded: so a chunk is accepted
-        # or refused alike however the reads fall.
+        # The one path for chunks: one more text or reasoning delta and nothing else joins
+        # `pending` (one emitter call per run), one more piece of a started call's
+        # arguments goes to the emitter at once, any other chunk flushes it and goes the
+        # general way. Once the id is known no chunk's id is decoded: so a chunk is
+        # accepted or refused alike however the reads fall.
         emit = self.emit
         pending = self._pending
         pending_text = True
         hot = self.response_id is not None  # until then every chunk goes the general way
         for data in datas:
-            piece_chunk = hot  # decoded as a `PieceChunk`: no usage, error, finish...
             try:
                 chunk: structs.HotChunk | None = (_decode_piece if hot else _decode_chunk)(data)
+                piece_chunk = hot  # a `PieceChunk`: no usage, error, finish...
             except Exception:  # more than a piece, [DONE], invalid UTF-8, a fault
-                chunk = None
-            if chunk is None and hot:
+                chunk = _hot_or_none(data) if hot else None
                 piece_chunk = False
-                try:
-                    chunk = _decode_hot(data)
-                except Exception:  # [DONE], invalid UTF-8, a fault: _on_raw decides
-                    chunk = None
             if piece_chunk and chunk is not None:
                 choices = chunk.choices
                 if choices is not None and len(choices) == 1:
@@ -175,41 +178,19 @@ class OpenAIChatCall(SSECall):
                         content = delta.content
                         calls = delta.tool_calls
                         if calls is not None:
-                            # one more piece of a started call's arguments and nothing
-                            # else: what `_tool_fragment` would do, without its detour
-                            slot: _ToolSlot | None = None
-                            arguments: str | None = None
-                            if len(calls) == 1 and not (
-                                content or delta.reasoning_content or delta.reasoning
-                            ):
-                                call = calls[0]
-                                index = call.index
-                                function = call.function
-                                if (
-                                    index is not None
-                                    and function is not None
-                                    and call.id is None
-                                    and call.extra_content is None
-                                ):
-                                    slot = self._tool_by_index.get(index)
-                                    arguments = function.arguments
-                            if slot is not None and slot.started and arguments:
+                            found = None if content else self._arguments_piece(delta, calls)
+                            if found is not None:
                                 if pending and _flush_run(emit, pending_text, pending):
                                     return True
-                                emit.tool_delta(slot.key, arguments)
+                                emit.tool_delta(found[0], found[1])
                                 if emit.finished:  # the cap
                                     return True
                                 continue
                             piece = None  # the general way
                         elif content:  # text alone, or the general way
                             text = True
-                            piece = (
-                                content
-                                if type(content) is str
-                                and delta.reasoning_content is None
-                                and delta.reasoning is None
-                                else None
-                            )
+                            alone = delta.reasoning_content is None and delta.reasoning is None
+                            piece = content if type(content) is str and alone else None
                         else:
                             text = False
                             piece = delta.reasoning_content or delta.reasoning
@@ -228,6 +209,23 @@ class OpenAIChatCall(SSECall):
         if pending:
             _flush_run(emit, pending_text, pending)
         return emit.finished
+
+    def _arguments_piece(
+        self, delta: structs.Delta, calls: list[structs.ToolCallDelta]
+    ) -> tuple[tuple[str, int], str] | None:
+        """(the call's emitter key, the piece) when ``delta`` (without content) is one
+        more piece of a started call's arguments and nothing else: what `_tool_fragment`
+        would emit, without its detour; else None."""
+        if len(calls) != 1 or delta.reasoning_content or delta.reasoning:
+            return None
+        call = calls[0]
+        index = call.index
+        function = call.function
+        if index is None or function is None or call.id is not None or call.extra_content:
+            return None
+        slot = self._tool_by_index.get(index)
+        arguments = function.arguments
+        return (slot.key, arguments) if slot is not None and slot.started and arguments else None
 
     def _on_raw(self, data: bytes) -> bool:
         """A chunk the hot decode refused: the end marker, or the spec's decoding
