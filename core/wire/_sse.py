@@ -20,7 +20,7 @@ from .._errors import SSEError
 from ._lines import LineSplitter, LineTooLong
 from ._sse_encode import encode_sse
 from ._sse_events import ServerSentEvent, SSEComment, decode_data
-from ._sse_regions import region_datas
+from ._sse_regions import region_datas, typed_head
 
 __all__ = [
     "DataSink",
@@ -35,8 +35,6 @@ __all__ = [
 
 _BOM: Final = b"\xef\xbb\xbf"
 _DATA: Final = b"data: "
-_EVENT: Final = b"event: "
-_LF_DATA: Final = b"\ndata: "
 
 #: ``sink(data, event_type) -> stop``: what `SSEDecoder.feed_to` hands each event to
 DataSink = Callable[[bytes, bytes], object]
@@ -70,7 +68,7 @@ class SSEDecoder:
 
     # fmt: off
     __slots__ = (
-        "_bom", "_closed", "_emit_comments", "_error", "_event_type", "_first", "_last_id",
+        "_bom", "_closed", "_emit_comments", "_error", "_event_type", "_first", "_head", "_last_id",
         "_lines", "_max_event", "_more", "_reconnection_time", "_region_cap", "_regions",
         "_retry", "_size", "_tail", "_tail_cap",
     )
@@ -88,6 +86,7 @@ class SSEDecoder:
         #: bytes after the last blank line wait in ``_tail``
         self._regions = True
         self._tail = b""
+        self._head = b""  # the last one-event read's `typed_head`, tried on the next
         self._region_cap = min(max_line_bytes, max_event_bytes)
         self._tail_cap = min(self._region_cap, _TAIL_CAP)
         self._max_event = max_event_bytes
@@ -198,23 +197,23 @@ class SSEDecoder:
         ):
             self._regions_to(data, sink, runs, any_type)
             return
-        # one read, one event: its first line ends it (data), or its second (typed)
-        first = data.find(10)
-        if first == end and data[:6] == _DATA:
-            datas = [data[6:end]]
-        elif (
-            any_type
-            and data[:7] == _EVENT
-            and data.startswith(_LF_DATA, first)
-            and data.find(10, first + 7) == end
-        ):
-            datas = [data[first + 7 : end]]
-        else:
+        # one read, one event: a data line, or (typed) a type line then one. No find:
+        # compiled, its argument parsing costs more than the rest of the framing
+        payload: bytes | None = None
+        if data.startswith(_DATA):
+            payload = data[6:end]
+        elif any_type:
+            head = self._head  # the last typed read's event line: most reads repeat it
+            if not (head and data.startswith(head)):
+                head = self._head = typed_head(data)
+            if head:
+                payload = data[len(head) : end]
+        if payload is None or 10 in payload:  # not one of the two shapes
             self._regions_to(data, sink, runs, any_type)
             return
         if self._retry is not None:
             self._retry = None
-        runs(datas)
+        runs([payload])
 
     def _lines_then_regions(
         self, data: bytes, sink: DataSink, runs: RunSink, any_type: bool
@@ -249,7 +248,9 @@ class SSEDecoder:
             return
         self._tail = b""
         region = buf[:end]
-        datas = region_datas(region, any_type) if len(region) <= self._region_cap else None
+        datas = (
+            region_datas(region, any_type, self._head) if len(region) <= self._region_cap else None
+        )
         if datas is None:
             stop = self._lines_to(buf[: end + 2], sink)
         else:

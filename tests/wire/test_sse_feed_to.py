@@ -107,6 +107,9 @@ def test_runs_deliver_what_feed_returns_under_any_chunking(
         b"data: 1\n\ndata:2\n\ndata: 3\n\n",  # data without its space
         b"data: 1\n\n\ndata: 2\n\n",  # a second blank line
         b"\xef\xbb\xbfdata: 1\n\ndata: 2\n\n",  # a BOM first
+        # a type line that begins like the last one, then the last one with two data lines
+        b"event: a\ndata: 1\n\nevent: ab\ndata: 2\n\nevent: a\ndata: 3\ndata: 4\n\n",
+        b"event: a\ndata: 1\n\nevent: a\nevent: b\ndata: 2\n\n",  # two type lines
     ],
 )
 @pytest.mark.parametrize("runs", ["plain", "any"])

@@ -71,6 +71,7 @@ _JSON: Final = msgspec.json.Encoder()
 
 
 _decode_event: Final = structs.decode_event
+_decode_hot: Final = structs.decode_hot
 _decode_head: Final = structs.decode_head
 _decode_object: Final = msgspec.json.Decoder(dict[str, Any]).decode
 
@@ -82,6 +83,12 @@ _REDACTED: Final = "redacted thinking"
 _TOOL: Final = TOOL
 _OPAQUE: Final = OPAQUE
 _ANSWER: Final = "answer"  # the forced answer tool of emulated structured output, shown as text
+#: the hot delta each kind of open block takes (`on_run`)
+_PIECE_OF: Final[dict[str, type]] = {
+    _TEXT: structs.HotText,
+    _THINKING: structs.HotThinking,
+    _TOOL: structs.HotJson,
+}
 
 
 class _Opaque:
@@ -134,57 +141,45 @@ class AnthropicCall(SSECall):
         kinds = self._kinds
         pending = self._pending
         run_index = -1
-        run_kind: str | None = None
+        run_kind = ""
         for data in datas:
             try:
-                wire: structs.WireEvent | None = _decode_event(data)
-            except Exception:  # invalid UTF-8 or a fault: decided below
-                wire = None
-            if wire is not None and wire.type == "content_block_delta":
-                delta = wire.delta
-                index = wire.index
-                if delta is not None and index is not None:
-                    kind = kinds.get(index)
-                    dtype = delta.type
-                    if dtype == "text_delta":
-                        piece = delta.text if kind == _TEXT else None
-                    elif dtype == "thinking_delta":
-                        piece = delta.thinking if kind == _THINKING else None
-                    elif dtype == "input_json_delta":
-                        piece = delta.partial_json if kind == _TOOL else None
-                    else:
-                        piece = None
-                    if type(piece) is str:
-                        if pending and (index != run_index or kind != run_kind):
-                            self._flush_run(run_kind, run_index, pending)
-                            if self.emit.finished:  # the cap fell inside the run
-                                return True
-                        run_index = index
-                        run_kind = kind
-                        pending.append(piece)
-                        continue
+                hot: structs.HotDelta | None = _decode_hot(data)
+            except Exception:  # another event, invalid UTF-8 or a fault: the general way
+                hot = None
+            if hot is not None:
+                index = hot.index
+                kind = kinds.get(index, "")
+                delta = hot.delta
+                if type(delta) is _PIECE_OF.get(kind):  # the delta the open block takes
+                    if pending and (index != run_index or kind != run_kind):
+                        self._flush_run(run_kind, run_index, pending)
+                        if self.emit.finished:  # the cap fell inside the run
+                            return True
+                    run_index = index
+                    run_kind = kind
+                    pending.append(delta.piece)
+                    continue
             if pending:
                 self._flush_run(run_kind, run_index, pending)
                 if self.emit.finished:
                     return True
             # the spec's decoding of invalid UTF-8; a fault raises
-            self._on_wire(wire if wire is not None else decode_data(_decode_event, data))
+            self._on_wire(decode_data(_decode_event, data))
             if self.emit.finished:
                 return True
         if pending:
             self._flush_run(run_kind, run_index, pending)
         return self.emit.finished
 
-    def _flush_run(self, kind: str | None, index: int, pending: list[str]) -> None:
+    def _flush_run(self, kind: str, index: int, pending: list[str]) -> None:
         """The run gathered so far to the emitter; ``pending`` is emptied."""
         emit = self.emit
         if len(pending) == 1:  # a live stream's read: one delta, no run to set up
-            if kind == _TEXT:
-                emit.text(index, pending[0])
-            elif kind == _THINKING:
-                emit.thinking(index, pending[0])
-            else:
+            if kind == _TOOL:
                 emit.tool_delta(index, pending[0])
+            else:  # text or thinking: the emitter's one body for both, called directly
+                emit.delta(index, pending[0], kind)
         elif kind == _TEXT:
             emit.texts(index, pending)
         elif kind == _THINKING:

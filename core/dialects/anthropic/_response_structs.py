@@ -15,11 +15,16 @@ __all__ = [
     "BlockHead",
     "Delta",
     "ErrorBody",
+    "HotDelta",
+    "HotJson",
+    "HotText",
+    "HotThinking",
     "Message",
     "Usage",
     "WireEvent",
     "decode_event",
     "decode_head",
+    "decode_hot",
 ]
 
 NO_RAW: Final = msgspec.Raw()
@@ -77,5 +82,29 @@ class BlockHead(msgspec.Struct, gc=False):
     citations: list[Any] | None = None
 
 
+# The hot loop's event: a text, thinking or tool-argument delta, nearly every event of
+# a stream. Tagged by ``type``, so msgspec checks the types and fills nothing else; any
+# other event (or delta type) fails this decode and is read as a `WireEvent`. Each
+# delta's string is ``piece``, whatever the wire names it.
+
+
+class HotText(msgspec.Struct, tag_field="type", tag="text_delta", gc=False):
+    piece: str = msgspec.field(name="text")
+
+
+class HotThinking(msgspec.Struct, tag_field="type", tag="thinking_delta", gc=False):
+    piece: str = msgspec.field(name="thinking")
+
+
+class HotJson(msgspec.Struct, tag_field="type", tag="input_json_delta", gc=False):
+    piece: str = msgspec.field(name="partial_json")
+
+
+class HotDelta(msgspec.Struct, tag_field="type", tag="content_block_delta", gc=False):
+    index: int
+    delta: HotText | HotThinking | HotJson
+
+
 decode_event: Final = msgspec.json.Decoder(WireEvent).decode
+decode_hot: Final = msgspec.json.Decoder(HotDelta).decode
 decode_head: Final = msgspec.json.Decoder(BlockHead).decode

@@ -53,6 +53,7 @@ from streamfn.core._emitter import Emitter
 from streamfn.core._events import Error, StopReason
 from streamfn.core._messages import Context
 from streamfn.core._options import Options
+from streamfn.core._protocol import TEXT, THINKING
 from streamfn.core.catalogue._models import Model
 from streamfn.core.dialects._openai_citations import openai_citation
 from streamfn.core.dialects._openai_common import (
@@ -73,6 +74,7 @@ log = logging.getLogger("streamfn")
 
 _decode_chunk: Final = structs.decode_chunk
 _decode_hot: Final = structs.decode_hot
+_decode_piece: Final = structs.decode_piece
 _decode_error: Final = structs.decode_error
 
 
@@ -82,11 +84,20 @@ _decode_error: Final = structs.decode_error
 _SEGMENT: Final = "segment"
 
 
+def _hot_or_none(data: bytes) -> structs.HotChunk | None:
+    """A chunk that is more than a piece, decoded; None for [DONE], invalid UTF-8 or a
+    fault (`OpenAIChatCall._on_raw` decides)."""
+    try:
+        return _decode_hot(data)
+    except Exception:
+        return None
+
+
 def _flush_run(emit: Emitter, text: bool, pending: list[str]) -> bool:
     """The run gathered so far to the emitter (``pending`` is emptied); True when
     that finished the stream (the cap fell inside the run)."""
     if len(pending) == 1:  # a live stream's read: one delta, no run to set up
-        (emit.text if text else emit.thinking)(_SEGMENT, pending[0])
+        emit.delta(_SEGMENT, pending[0], TEXT if text else THINKING)
     elif text:
         emit.texts(_SEGMENT, pending)
     else:
@@ -142,44 +153,44 @@ class OpenAIChatCall(SSECall):
         return self.on_run([data])
 
     def on_run(self, datas: list[bytes]) -> bool:
-        # The one path for chunks: a chunk that is one more text or reasoning
-        # delta and nothing else joins `pending`, handed to the emitter in one
-        # call; any other chunk flushes it and goes the general way. Once the
-        # response id is known no chunk's id is decoded: so a chunk is accepted
-        # or refused alike however the reads fall.
+        # The one path for chunks: one more text or reasoning delta and nothing else joins
+        # `pending` (one emitter call per run), one more piece of a started call's
+        # arguments goes to the emitter at once, any other chunk flushes it and goes the
+        # general way. Once the id is known no chunk's id is decoded: so a chunk is
+        # accepted or refused alike however the reads fall.
         emit = self.emit
         pending = self._pending
         pending_text = True
         hot = self.response_id is not None  # until then every chunk goes the general way
         for data in datas:
             try:
-                chunk: structs.HotChunk | None = (_decode_hot if hot else _decode_chunk)(data)
-            except Exception:  # [DONE], invalid UTF-8, a fault: _on_raw decides
-                chunk = None
-            if hot and chunk is not None and chunk.usage is None and chunk.x_groq is None:
+                chunk: structs.HotChunk | None = (_decode_piece if hot else _decode_chunk)(data)
+                piece_chunk = hot  # a `PieceChunk`: no usage, error, finish...
+            except Exception:  # more than a piece, [DONE], invalid UTF-8, a fault
+                chunk = _hot_or_none(data) if hot else None
+                piece_chunk = False
+            if piece_chunk and chunk is not None:
                 choices = chunk.choices
-                if chunk.error is None and choices is not None and len(choices) == 1:
+                if choices is not None and len(choices) == 1:
                     choice = choices[0]
                     delta = choice.delta
-                    if (
-                        delta is not None
-                        and choice.index == 0
-                        and choice.finish_reason is None
-                        and delta.tool_calls is None
-                        and delta.refusal is None
-                        and delta.annotations is None
-                        and not delta.reasoning_details
-                    ):
+                    if delta is not None and choice.index == 0 and not delta.reasoning_details:
                         content = delta.content
-                        if content:  # text alone, or the general way
+                        calls = delta.tool_calls
+                        if calls is not None:
+                            found = None if content else self._arguments_piece(delta, calls)
+                            if found is not None:
+                                if pending and _flush_run(emit, pending_text, pending):
+                                    return True
+                                emit.tool_delta(found[0], found[1])
+                                if emit.finished:  # the cap
+                                    return True
+                                continue
+                            piece = None  # the general way
+                        elif content:  # text alone, or the general way
                             text = True
-                            piece = (
-                                content
-                                if type(content) is str
-                                and delta.reasoning_content is None
-                                and delta.reasoning is None
-                                else None
-                            )
+                            alone = delta.reasoning_content is None and delta.reasoning is None
+                            piece = content if type(content) is str and alone else None
                         else:
                             text = False
                             piece = delta.reasoning_content or delta.reasoning
@@ -198,6 +209,23 @@ class OpenAIChatCall(SSECall):
         if pending:
             _flush_run(emit, pending_text, pending)
         return emit.finished
+
+    def _arguments_piece(
+        self, delta: structs.Delta, calls: list[structs.ToolCallDelta]
+    ) -> tuple[tuple[str, int], str] | None:
+        """(the call's emitter key, the piece) when ``delta`` (without content) is one
+        more piece of a started call's arguments and nothing else: what `_tool_fragment`
+        would emit, without its detour; else None."""
+        if len(calls) != 1 or delta.reasoning_content or delta.reasoning:
+            return None
+        call = calls[0]
+        index = call.index
+        function = call.function
+        if index is None or function is None or call.id is not None or call.extra_content:
+            return None
+        slot = self._tool_by_index.get(index)
+        arguments = function.arguments
+        return (slot.key, arguments) if slot is not None and slot.started and arguments else None
 
     def _on_raw(self, data: bytes) -> bool:
         """A chunk the hot decode refused: the end marker, or the spec's decoding

@@ -21,12 +21,16 @@ __all__ = [
     "Function",
     "HotChunk",
     "Part",
+    "PieceChoice",
+    "PieceChunk",
+    "PieceDelta",
     "ReasoningDetail",
     "ToolCallDelta",
     "XGroq",
     "decode_chunk",
     "decode_error",
     "decode_hot",
+    "decode_piece",
 ]
 
 class Function(msgspec.Struct, gc=False):
@@ -94,10 +98,35 @@ class Chunk(HotChunk, gc=False):
     model: str | None = None
 
 
+# A chunk that can only be more of the answer: what the hot loop decodes first. Each
+# field that a chunk carrying one more piece holds as null (usage, errors, the finish,
+# a refusal, citations) is typed None here, so msgspec refuses any other chunk (then
+# decoded as a `HotChunk`) and the loop need not read those fields to know it.
+
+
+class PieceDelta(Delta, gc=False):
+    refusal: None = None
+    annotations: None = None
+
+
+class PieceChoice(Choice, gc=False):
+    delta: PieceDelta | None = None
+    finish_reason: None = None
+
+
+class PieceChunk(HotChunk, gc=False):
+    # narrower choices: a list is invariant to mypy, but the decoder alone writes it
+    choices: list[PieceChoice] | None = None  # type: ignore[assignment]
+    usage: None = None
+    x_groq: None = None
+    error: None = None
+
+
 class ErrorEnvelope(msgspec.Struct, gc=False):
     error: ErrorBody | str | None = None
 
 
 decode_chunk: Final = msgspec.json.Decoder(Chunk).decode
 decode_hot: Final = msgspec.json.Decoder(HotChunk).decode
+decode_piece: Final = msgspec.json.Decoder(PieceChunk).decode
 decode_error: Final = msgspec.json.Decoder(ErrorEnvelope).decode
