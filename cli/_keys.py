@@ -17,7 +17,7 @@ from typing import Final
 from streamfn.ledger import ClientKey, Store
 
 from ._command import EXIT_OK, EXIT_USAGE, Command, CommandError
-from ._ledger_args import add_store, money, opened, when
+from ._ledger_args import add_store, located, money, opened, when
 from ._table import Column, fit, terminal_width
 
 __all__ = ["COMMAND"]
@@ -63,6 +63,20 @@ def _positive(kind: type[int] | type[float]) -> Callable[[str], int | float]:
     return parse
 
 
+def _dollars(text: str) -> float:
+    """A budget: US dollars, a leading ``$`` allowed (``10``, ``$2.50``)."""
+    try:
+        value = float(text.strip().removeprefix("$"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an amount of US dollars: give a number, such as 10 for $10 "
+            "or 0.5 for 50 cents"
+        ) from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a number of dollars more than 0")
+    return value
+
+
 def _configure(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.description = DESCRIPTION
@@ -83,9 +97,9 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     )
     create.add_argument(
         "--budget",
-        type=_positive(float),
+        type=_dollars,
         metavar="DOLLARS",
-        help="the most it may spend per --period (default: no budget)",
+        help="the most it may spend per --period, in US dollars: 10 or $10 (default: no budget)",
     )
     create.add_argument(
         "--period",
@@ -113,7 +127,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     now = time.time()
-    with opened(args) as store:
+    with opened(args, create=args.keys_command == "create") as store:
         if args.keys_command == "create":
             return _create(store, args, now)
         if args.keys_command == "list":
@@ -123,7 +137,7 @@ def _run(args: argparse.Namespace) -> int:
             _show_secret(args, {"id": args.id}, secret)
             return EXIT_OK
         store.revoke_key(args.id, now=now)
-        print(f"revoked {args.id}: it is refused from now on")
+        print(f"revoked {args.id} in {located(args.store)}: it is refused from now on")
         return EXIT_OK
 
 
@@ -143,14 +157,30 @@ def _create(store: Store, args: argparse.Namespace, now: float) -> int:
         expires_at=expires,
     )
     _show_secret(args, _fields(key), secret)
+    if not args.json:
+        print(_checked_by(args.store))
     return EXIT_OK
+
+
+def _checked_by(store: str | None) -> str:
+    """The step a newcomer misses: a server checks client keys only with ``--store``
+    (else it serves every client as one, these keys unread)."""
+    named = "" if store is None else f" {located(store)}"
+    return (
+        f"A server checks clients' keys only when started with `streamfn serve --store{named}` "
+        "(or a [keys] table in its --config)."
+    )
 
 
 def _show_secret(args: argparse.Namespace, fields: dict[str, object], secret: str) -> None:
     if args.json:
         print(json.dumps({**fields, "secret": secret, "note": NOT_AGAIN}))
         return
-    print(f"key {fields['id']}" + (f" ({fields['name']})" if "name" in fields else ""))
+    print(
+        f"key {fields['id']}"
+        + (f" ({fields['name']})" if "name" in fields else "")
+        + f" in {located(args.store)}"
+    )
     print(f"secret: {secret}")
     print(NOT_AGAIN)
 
@@ -183,7 +213,7 @@ def _list(store: Store, args: argparse.Namespace, now: float) -> int:
         print(json.dumps([{**_fields(key), "spent": spent[key.id]} for key in keys]))
         return EXIT_OK
     if not keys:
-        print("no client keys yet: `streamfn keys create NAME` makes one")
+        print(f"no client keys in {located(args.store)} yet: `streamfn keys create NAME` makes one")
         return EXIT_OK
     columns = [
         Column("id"),

@@ -325,10 +325,42 @@ def _auth(args: argparse.Namespace, base_urls: dict[str, str]) -> str:
     url = _store_url(args, base_urls)
     if url is None:
         return "on" if _api_key(args) else "off"
-    from streamfn.ledger import default_store_url
-    from streamfn.ledger._redact import redact
+    from ._ledger_args import located
 
-    return f"client keys in {redact(url or default_store_url())}"
+    return f"client keys in {located(url)}"
+
+
+def _keys_unread() -> str | None:
+    """A warning when the server is started without client keys while the store the
+    key commands use holds some: the newcomer who made keys and then ran a plain
+    ``streamfn serve`` would otherwise serve every client as one, unlimited, with
+    nothing saying why the keys are not asked for."""
+    from streamfn.ledger import StoreError, open_store
+    from streamfn.ledger._locate import ENV_STORE
+
+    from ._ledger_args import located
+
+    if os.environ.get(ENV_STORE, "").strip():
+        return (
+            f"{ENV_STORE} names a usage store, but this server checks no client keys: "
+            "add --store to check them"
+        )
+    try:
+        store = open_store(create=False)  # never made here: a plain serve writes nothing
+    except StoreError:
+        return None
+    try:
+        live = sum(key.revoked_at is None for key in store.list_keys())
+    except StoreError:
+        return None
+    finally:
+        store.close()
+    if not live:
+        return None
+    return (
+        f"{located(None)} holds {live} client key{'s' if live > 1 else ''} (streamfn keys), "
+        "but this server checks none and serves every client alike: add --store to check them"
+    )
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -339,7 +371,10 @@ def _run(args: argparse.Namespace) -> int:
     from streamfn.core.serve._input_urls import upstream_fetch_warnings
 
     base_urls = _check(args)
-    for warning in upstream_fetch_warnings(base_urls) if args.allow_input_urls else []:
+    warnings = upstream_fetch_warnings(base_urls) if args.allow_input_urls else []
+    if _store_url(args, base_urls) is None:
+        warnings += [unread] if (unread := _keys_unread()) else []
+    for warning in warnings:
         print(f"streamfn serve: warning: {warning}", file=sys.stderr, flush=True)
     sock = _listen(args.host, args.port)
     host, port = sock.getsockname()[:2]

@@ -91,6 +91,7 @@ def test_rotate_and_revoke(store_path: Path, capsys: Capture) -> None:
 def test_errors_are_one_line_naming_the_fix(
     store_path: Path, capsys: Capture, argv: tuple[str, ...], code: int, words: str
 ) -> None:
+    SQLiteStore(store_path).close()
     got, out, err = run(capsys, *argv, "--store", str(store_path))
     assert (got, out) == (code, "")
     assert err.count("\n") == 1 and words in err
@@ -104,8 +105,65 @@ def test_an_unreachable_or_unusable_store_says_so_without_its_password(
     assert code == EXIT_RUNTIME and err.count("\n") == 1
     assert "cannot reach the PostgreSQL store" in err and "hunter2" not in err
     (tmp_path / "file").write_text("")
-    code, _, err = run(capsys, "usage", "--store", str(tmp_path / "file" / "x.db"))
+    code, _, err = run(capsys, "keys", "create", "x", "--store", str(tmp_path / "file" / "x.db"))
     assert code == EXIT_RUNTIME and "cannot open the usage store" in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("keys", "list"),
+        ("keys", "revoke", "key_1a2b3c4d5e6f"),
+        ("keys", "rotate", "key_1a2b3c4d5e6f"),
+        ("usage",),
+        ("usage", "--prune-before", "90d"),
+    ],
+)
+def test_only_create_makes_a_store_the_others_say_there_is_none(
+    store_path: Path, capsys: Capture, argv: tuple[str, ...]
+) -> None:
+    """A mistyped --store, or the default of another user than the server's, is not
+    answered "no keys" or "no usage" from a new empty store made there."""
+    code, out, err = run(capsys, *argv, "--store", str(store_path))
+    assert (code, out) == (EXIT_RUNTIME, "") and err.count("\n") == 1
+    assert f"there is no usage store at {store_path}" in err and "--store" in err
+    assert not store_path.exists()
+
+
+def test_answers_name_the_store_and_create_says_how_the_server_checks_it(
+    store_path: Path, capsys: Capture
+) -> None:
+    code, out, _ = run(capsys, "keys", "create", "ci", "--store", str(store_path))
+    assert code == EXIT_OK and store_path.exists()
+    assert f"in {store_path}" in out.splitlines()[0]
+    assert f"streamfn serve --store {store_path}" in out
+    store_path.unlink()
+    SQLiteStore(store_path).close()
+    out = run(capsys, "keys", "list", "--store", str(store_path))[1]
+    assert out == f"no client keys in {store_path} yet: `streamfn keys create NAME` makes one\n"
+    out = run(capsys, "usage", "--store", str(store_path))[1]
+    assert out == f"no usage recorded in {store_path} in this range\n"
+
+
+@pytest.mark.parametrize(("given", "dollars"), [("10", 10.0), ("$2.50", 2.5), (" $1", 1.0)])
+def test_a_budget_is_dollars_with_or_without_the_sign(
+    store_path: Path, capsys: Capture, given: str, dollars: float
+) -> None:
+    out = run(
+        capsys, "keys", "create", "ci", "--budget", given, "--json", "--store", str(store_path)
+    )[1]
+    assert json.loads(out)["budget"] == dollars
+
+
+@pytest.mark.parametrize("given", ["10USD", "ten", "0", "$-1", "inf"])
+def test_a_budget_in_another_unit_is_refused_saying_dollars(
+    store_path: Path, capsys: Capture, given: str
+) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["keys", "create", "ci", "--budget", given, "--store", str(store_path)])
+    err = capsys.readouterr().err
+    assert "--budget" in err and "dollars" in err
+    assert not store_path.exists()
 
 
 def test_usage_equals_the_store_report_with_a_total(store_path: Path, capsys: Capture) -> None:
