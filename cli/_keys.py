@@ -206,6 +206,11 @@ def _date(at: float | None) -> str:
     return dt.datetime.fromtimestamp(at, dt.UTC).strftime("%Y-%m-%d %H:%M")
 
 
+def _expired(key: ClientKey, now: float) -> bool:
+    """Refused for its expiry (a revoked key says so in its own column)."""
+    return key.revoked_at is None and key.expires_at is not None and key.expires_at <= now
+
+
 def _list(store: Store, args: argparse.Namespace, now: float) -> int:
     keys = store.list_keys()
     spent = {key.id: store.spent(key.id, now=now) for key in keys}
@@ -228,7 +233,7 @@ def _list(store: Store, args: argparse.Namespace, now: float) -> int:
     rows = [
         [
             key.id,
-            key.name,
+            key.name + (" (expired)" if _expired(key, now) else ""),
             ",".join(key.models) or "all",
             "-" if key.budget is None else f"{money(key.budget)}/{key.period}",
             money(spent[key.id]),
@@ -239,7 +244,7 @@ def _list(store: Store, args: argparse.Namespace, now: float) -> int:
         ]
         for key in keys
     ]
-    for line in fit(columns, rows, terminal_width()):
+    for line in fit(columns, rows, terminal_width(), say_dropped=True):
         print(line)
     return EXIT_OK
 

@@ -336,13 +336,12 @@ def _keys_unread() -> str | None:
     ``streamfn serve`` would otherwise serve every client as one, unlimited, with
     nothing saying why the keys are not asked for."""
     from streamfn.ledger import StoreError, open_store
-    from streamfn.ledger._locate import ENV_STORE
 
     from ._ledger_args import located
 
-    if os.environ.get(ENV_STORE, "").strip():
+    if os.environ.get("STREAMFN_STORE", "").strip():  # it may be PostgreSQL: not asked here
         return (
-            f"{ENV_STORE} names a usage store, but this server checks no client keys: "
+            "STREAMFN_STORE names a usage store, but this server checks no client keys: "
             "add --store to check them"
         )
     try:

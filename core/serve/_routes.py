@@ -84,7 +84,7 @@ def route(
     _check_origin(headers, allowed_hosts, cors)
     served = SERVED.get(path)
     if served is None:
-        raise HTTPError(404, "not_found", f"no route for {method} {path}")
+        raise HTTPError(404, "not_found", f"no route for {method} {path}{_why_not(path)}")
     methods = served.methods
     if method == "OPTIONS" and cors:
         return Route.PREFLIGHT, served
@@ -196,6 +196,17 @@ def presented_key(headers: Headers) -> bytes:
         elif lname in (b"x-api-key", b"api-key") and not given:
             given = value.strip()
     return given
+
+
+def _why_not(path: str) -> str:
+    """What a 404 adds for the path an operator opens first: the dashboard, served only
+    by a server given an admin key (its paths never reach here then)."""
+    if path == "/admin" or path.startswith("/admin/"):
+        return (
+            ": the dashboard is on only when the server has an admin key "
+            "(STREAMFN_ADMIN_KEY in its environment)"
+        )
+    return ""
 
 
 def authenticate(headers: Headers, expected: str | None) -> None:

@@ -258,3 +258,24 @@ def test_usage_says_how_much_is_estimated_and_where_attempts_failed_over(
     header = out.splitlines()[0].split()
     assert header[-2:] == ["estimated", "failovers"]
     assert "1 requests were billed an estimate" in out and "120 tokens and $0.2500" in out
+
+
+def test_a_narrow_list_says_what_it_hides_and_which_keys_expired(
+    store_path: Path, capsys: Capture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At 80 columns the models, limits and expiry do not fit: the list says they are
+    left out, and an expired key is marked where it is always seen, by its name."""
+    store = SQLiteStore(store_path)
+    now = time.time()
+    store.create_key("ci", now=now - 86400, models=("local", "openai:gpt-4o-mini"), rpm=20)
+    store.create_key("intern", now=now - 86400, budget=2.0, expires_at=now - 60)
+    store.close()
+    monkeypatch.setenv("COLUMNS", "80")
+    lines = run(capsys, "keys", "list", "--store", str(store_path))[1].splitlines()
+    assert all(len(line) <= 80 for line in lines[:-1])
+    assert "expires" not in lines[0]
+    assert lines[-1].startswith("(hidden at this width: models, limits, expires;")
+    assert lines[1].split()[1:3] == ["ci", "-"] and lines[2].split()[1:3] == ["intern", "(expired)"]
+    monkeypatch.setenv("COLUMNS", "200")
+    lines = run(capsys, "keys", "list", "--store", str(store_path))[1].splitlines()
+    assert "expires" in lines[0] and not lines[-1].startswith("(hidden")
