@@ -194,7 +194,7 @@ def _table(
     cells.append(
         ["total"] + [""] * (len(grouped) - 1) + [_cell(n, total[n]) for n, _, _ in NUMBERS]
     )
-    for line in fit(columns, cells, terminal_width(), say_dropped=True):
+    for line in fit(columns, cells, terminal_width()):
         print(line)
     if total["unpriced"]:
         print(
