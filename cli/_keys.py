@@ -114,10 +114,25 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     create.add_argument(
         "--expires", metavar="WHEN", help="30d, 12h, 2w from now, or a date: 2027-01-01"
     )
-    listing = sub.add_parser("list", help="every key, its limits and spend (never a secret)")
-    revoke = sub.add_parser("revoke", help="stop a key at once")
+    listing = sub.add_parser(
+        "list",
+        help="every key, its limits and spend (never a secret)",
+        description="Every key of the store: its id, name, models, budget, what it spent "
+        "this period, limits, expiry and revocation. Never a secret or a hash.",
+    )
+    revoke = sub.add_parser(
+        "revoke",
+        help="stop a key at once",
+        description="Stop a key: every worker and host refuses it within a second. It "
+        "stays listed, and its usage stays on record.",
+    )
     revoke.add_argument("id", help="the key's id (key_…, from `streamfn keys list`)")
-    rotate = sub.add_parser("rotate", help="a new secret for a key (printed once)")
+    rotate = sub.add_parser(
+        "rotate",
+        help="a new secret for a key (printed once)",
+        description="A new secret for a key whose secret leaked or was lost: same id, "
+        "limits and spend; the old secret stops working within a second.",
+    )
     rotate.add_argument("id", help="the key's id (key_…, from `streamfn keys list`)")
     for child in (create, listing, revoke, rotate):
         add_store(child)

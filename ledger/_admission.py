@@ -18,6 +18,8 @@ __all__ = ["WINDOW", "Window", "decide"]
 
 #: the rate limits' window, seconds
 WINDOW = 60.0
+#: what a client whose key no longer works can do (it cannot mend the key itself)
+_ASK_OPERATOR = "ask the gateway's operator for a new one"
 
 
 class Window(msgspec.Struct, frozen=True, kw_only=True):
@@ -50,11 +52,15 @@ def decide(
     on a model with no known prices (``estimate`` None): refused, never uncapped.
     """
     if key.revoked_at is not None and key.revoked_at <= now:
-        return Refused(status=401, reason="this key was revoked")
+        return Refused(status=401, reason=f"this key was revoked: {_ASK_OPERATOR}")
     if key.expires_at is not None and key.expires_at <= now:
-        return Refused(status=401, reason="this key has expired")
+        return Refused(status=401, reason=f"this key has expired: {_ASK_OPERATOR}")
     if key.models and model not in key.models:
-        return Refused(status=403, reason=f"this key may not use the model {model!r}")
+        return Refused(
+            status=403,
+            reason=f"this key may not use the model {model!r}: GET /v1/models lists "
+            "the ones it may",
+        )
     if key.rpm is not None and len(window.requests) >= key.rpm:
         oldest = sorted(window.requests)[len(window.requests) - key.rpm]
         return Refused(

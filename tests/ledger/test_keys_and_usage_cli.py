@@ -279,3 +279,17 @@ def test_a_narrow_list_says_what_it_hides_and_which_keys_expired(
     monkeypatch.setenv("COLUMNS", "200")
     lines = run(capsys, "keys", "list", "--store", str(store_path))[1].splitlines()
     assert "expires" in lines[0] and not lines[-1].startswith("(hidden")
+
+
+@pytest.mark.parametrize(
+    ("command", "says"),
+    [
+        ("list", "what it spent this period"),
+        ("revoke", "refuses it within a second"),
+        ("rotate", "the old secret stops working"),
+    ],
+)
+def test_each_keys_command_says_what_it_does(command: str, says: str, capsys: Capture) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["keys", command, "--help"])
+    assert says in " ".join(capsys.readouterr().out.split())

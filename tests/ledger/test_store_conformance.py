@@ -80,7 +80,10 @@ def test_expired_key_and_model_list(store: Store) -> None:
     key, _ = store.create_key("ci", now=T0, models=("a",), expires_at=T0 + 60)
     admitted(store.admit(key, "a", now=T0 + 1, estimate=None))
     assert "'b'" in refused(store.admit(key, "b", now=T0 + 2, estimate=None), 403).reason
-    refused(store.admit(key, "a", now=T0 + 60, estimate=None), 401)
+    expired = refused(store.admit(key, "a", now=T0 + 60, estimate=None), 401).reason
+    # each names the way out: the client cannot mend the key, its operator can
+    assert "expired" in expired and "ask the gateway's operator for a new one" in expired
+    assert "GET /v1/models" in refused(store.admit(key, "b", now=T0 + 2, estimate=None), 403).reason
 
 
 def test_requests_per_minute_with_retry_after(store: Store) -> None:
