@@ -371,8 +371,11 @@ def _run(args: argparse.Namespace) -> int:
 
     base_urls = _check(args)
     warnings = upstream_fetch_warnings(base_urls) if args.allow_input_urls else []
-    if _store_url(args, base_urls) is None:
+    store_url = _store_url(args, base_urls)
+    if store_url is None:
         warnings += [unread] if (unread := _keys_unread()) else []
+    else:  # a store that cannot be opened stops the server before it says it serves
+        _open_store(store_url).close()
     for warning in warnings:
         print(f"streamfn serve: warning: {warning}", file=sys.stderr, flush=True)
     sock = _listen(args.host, args.port)

@@ -81,6 +81,23 @@ def test_a_server_without_store_says_the_keys_made_for_it_go_unchecked(
         taken.close()
 
 
+@pytest.mark.parametrize(
+    ("store", "says"),
+    [
+        ("sqlite://gateway.db", "three slashes"),
+        ("mysql://db/streamfn", "names no store streamfn knows"),
+    ],
+)
+def test_a_wrong_store_url_stops_the_server_before_it_says_it_serves(
+    capsys: pytest.CaptureFixture[str], store: str, says: str
+) -> None:
+    """The start line ("streamfn serve: http://...") is not printed for a server that
+    is about to exit: the store is opened first, and its error is the last word."""
+    assert _serve("--no-local", "--port", "0", "--store", store) == 1
+    err = capsys.readouterr().err
+    assert says in err and "streamfn serve: http://" not in err
+
+
 def test_a_missing_model_dir_is_an_error_not_a_download(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
