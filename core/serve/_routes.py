@@ -199,12 +199,24 @@ def presented_key(headers: Headers) -> bytes:
 
 
 def _why_not(path: str) -> str:
-    """What a 404 adds for the path an operator opens first: the dashboard, served only
-    by a server given an admin key (its paths never reach here then)."""
+    """What a 404 adds for the paths a newcomer gets wrong: the dashboard, served only
+    by a server given an admin key (its paths never reach here then), and a client
+    whose base URL lacks the ``/v1`` the OpenAI SDK wants or repeats the one the
+    Anthropic SDK adds."""
     if path == "/admin" or path.startswith("/admin/"):
         return (
             ": the dashboard is on only when the server has an admin key "
             "(STREAMFN_ADMIN_KEY in its environment)"
+        )
+    if "/v1" + path in SERVED:
+        return (
+            f": did you mean /v1{path}? An OpenAI client's base URL ends in /v1 "
+            "(http://HOST:PORT/v1)"
+        )
+    if path.startswith("/v1/v1/") and path.removeprefix("/v1") in SERVED:
+        return (
+            ": the client's base URL ends in /v1 and its SDK adds /v1 too; an Anthropic "
+            "client's base URL is http://HOST:PORT, without /v1"
         )
     return ""
 

@@ -85,6 +85,27 @@ def test_the_proxys_401_names_the_token_variable(keyless: Server) -> None:
     assert "STREAMFN_PROXY_TOKEN" in wrong.stderr
 
 
+def test_a_base_url_without_or_with_a_second_v1_says_which_the_sdk_wants(
+    keyless: Server,
+) -> None:
+    """The two SDKs disagree on /v1: OpenAI's base URL carries it, Anthropic's must
+    not. Either mistake is a 404 that says how the base URL should read."""
+    import anthropic
+
+    with (
+        openai.OpenAI(base_url=keyless.url, api_key=KEY, max_retries=0) as client,
+        pytest.raises(openai.NotFoundError, match=r"did you mean /v1/chat/completions\?"),
+    ):
+        client.chat.completions.create(model="local", messages=[{"role": "user", "content": "Hi"}])
+    with (
+        anthropic.Anthropic(base_url=keyless.url + "/v1", api_key=KEY, max_retries=0) as other,
+        pytest.raises(anthropic.NotFoundError, match="without /v1"),
+    ):
+        other.messages.create(
+            model="local", max_tokens=8, messages=[{"role": "user", "content": "Hi"}]
+        )
+
+
 def test_models_lists_only_what_the_server_can_serve() -> None:
     without = provider_backend(environ={}).list_models()
     assert not any(name.startswith(("openai:", "anthropic:")) for name in without)
