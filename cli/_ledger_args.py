@@ -61,11 +61,22 @@ def opened(args: argparse.Namespace, *, create: bool = False) -> Iterator[Store]
     except StoreError as exc:
         raise CommandError(str(exc)) from None
     except LookupError as exc:
-        raise CommandError(
-            f"{exc.args[0]}: `streamfn keys list` shows every key's id", EXIT_USAGE
-        ) from None
+        raise CommandError(f"{exc.args[0]}: {_ids_hint(store, args)}", EXIT_USAGE) from None
     finally:
         store.close()
+
+
+def _ids_hint(store: Store, args: argparse.Namespace) -> str:
+    """Where to find a key's id; the id itself when what was given is a key's name (a
+    newcomer's first guess: `streamfn keys revoke ci`)."""
+    given = getattr(args, "id", None) or getattr(args, "key", None)
+    try:
+        named = [key.id for key in store.list_keys() if key.name == given]
+    except StoreError:
+        named = []
+    if named:
+        return f"{given!r} is the name of {', '.join(named)}: give the id (key_…)"
+    return "`streamfn keys list` shows every key's id"
 
 
 def at_time(flag: str, text: str) -> float:

@@ -293,3 +293,15 @@ def test_each_keys_command_says_what_it_does(command: str, says: str, capsys: Ca
     with pytest.raises(SystemExit):
         cli.main(["keys", command, "--help"])
     assert says in " ".join(capsys.readouterr().out.split())
+
+
+@pytest.mark.parametrize("argv", [("keys", "revoke", "ci"), ("keys", "rotate", "ci"), ("usage", "--key", "ci")])  # fmt: skip
+def test_a_keys_name_where_its_id_belongs_is_answered_with_the_id(
+    store_path: Path, capsys: Capture, argv: tuple[str, ...]
+) -> None:
+    store = SQLiteStore(store_path)
+    key, _ = store.create_key("ci", now=time.time())
+    store.close()
+    code, out, err = run(capsys, *argv, "--store", str(store_path))
+    assert (code, out) == (EXIT_USAGE, "") and err.count("\n") == 1
+    assert f"'ci' is the name of {key.id}: give the id" in err
