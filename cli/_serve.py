@@ -90,13 +90,22 @@ def _admin_key() -> str | None:
 
 
 def _store_url(args: argparse.Namespace, base_urls: dict[str, str]) -> str | None:
-    """Where client keys are kept: ``--store`` (alone: "", the default store), else the
-    config file's ``[keys]``; None: no client keys (the one shared key, if any)."""
-    if args.store is not None:
-        return str(args.store)
-    if args.config is not None:  # read again when serving; here also to refuse it early
-        return _gateway(args.config, base_urls).store  # type: ignore[no-any-return]
-    return None
+    """Where client keys are kept: ``--store URL``, else the config file's ``[keys]``
+    store (``--store`` alone turns keys on there), else "" (the default store); None:
+    no client keys (the one shared key, if any). Two different stores are refused."""
+    # the config is read again when serving; here also to refuse it early
+    named: str | None = None if args.config is None else _gateway(args.config, base_urls).store
+    if args.store and named and named != args.store:
+        from ._ledger_args import located
+
+        raise CommandError(
+            f"--store {located(args.store)} and {args.config}'s [keys] store "
+            f"{located(named)} name two stores for one server's keys: drop one",
+            EXIT_USAGE,
+        )
+    if args.store is None:
+        return named
+    return str(args.store) or named or ""  # alone: the file's store, else the default
 
 
 def _open_store(url: str | None) -> Any:

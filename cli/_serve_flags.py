@@ -48,7 +48,8 @@ def _add_access(parser: argparse.ArgumentParser) -> None:
         metavar="URL",
         help="client keys: each client sends its own key (streamfn keys create), limited and "
         "recorded in this store (sqlite:///path.db or postgresql://...; alone: "
-        "$STREAMFN_STORE, else the default SQLite file); replaces --api-key",
+        "the --config file's [keys] store, else $STREAMFN_STORE, else the default SQLite "
+        "file); replaces --api-key",
     )
     add(
         "--insecure-no-auth",

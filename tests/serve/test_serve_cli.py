@@ -98,6 +98,29 @@ def test_a_wrong_store_url_stops_the_server_before_it_says_it_serves(
     assert says in err and "streamfn serve: http://" not in err
 
 
+def test_store_flag_and_config_keys_name_one_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--store`` alone turns keys on in the store the config's [keys] names (not the
+    default one beside it); a ``--store URL`` naming another store is refused."""
+    config = tmp_path / "gateway.toml"
+    config.write_text(
+        "[keys]\nstore = 'mysql://db/keys'\n[[models]]\nname='a'\nupstream='openai:gpt-4o-mini'\n"
+    )
+    taken = socket.create_server(("127.0.0.1", 0))
+    port = str(taken.getsockname()[1])
+    try:
+        assert _serve("--no-local", "--port", port, "--config", str(config), "--store") == 1
+        assert "'mysql://db/keys' names no store" in capsys.readouterr().err
+        other = str(tmp_path / "other.db")
+        assert _serve("--no-local", "--config", str(config), "--store", other) == 2
+        err = capsys.readouterr().err
+        assert f"--store {other} and {config}'s [keys] store mysql://db/keys" in err
+        assert "drop one" in err and not (tmp_path / "other.db").exists()
+    finally:
+        taken.close()
+
+
 def test_a_missing_model_dir_is_an_error_not_a_download(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
