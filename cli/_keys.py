@@ -63,6 +63,13 @@ def _positive(kind: type[int] | type[float]) -> Callable[[str], int | float]:
     return parse
 
 
+def _named(text: str) -> str:
+    """A key's name: who it is for, so lists and usage can tell keys apart."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("a key needs a name saying who it is for, e.g. ci")
+    return text.strip()
+
+
 def _dollars(text: str) -> float:
     """A budget: US dollars, a leading ``$`` allowed (``10``, ``$2.50``)."""
     try:
@@ -88,7 +95,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         help="make a key and print its secret (once)",
         description="Make a client key and print its secret, which is never shown again.",
     )
-    create.add_argument("name", help="who the key is for (shown in lists and usage)")
+    create.add_argument("name", type=_named, help="who the key is for (shown in lists and usage)")
     create.add_argument(
         "--models",
         metavar="A,B",

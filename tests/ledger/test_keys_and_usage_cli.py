@@ -155,6 +155,13 @@ def test_a_budget_is_dollars_with_or_without_the_sign(
     assert json.loads(out)["budget"] == dollars
 
 
+@pytest.mark.parametrize("name", ["", "  "])
+def test_a_key_without_a_name_is_refused(store_path: Path, capsys: Capture, name: str) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["keys", "create", name, "--store", str(store_path)])
+    assert "a key needs a name" in capsys.readouterr().err and not store_path.exists()
+
+
 @pytest.mark.parametrize("given", ["10USD", "ten", "0", "$-1", "inf"])
 def test_a_budget_in_another_unit_is_refused_saying_dollars(
     store_path: Path, capsys: Capture, given: str
