@@ -190,7 +190,7 @@ def test_refusals_are_the_clients_own_errors_and_never_reach_the_upstream(
     assert gateway.hits() == before  # not one of them went upstream
     wait_until(lambda: len(gateway.records(spent)) == 3, 10)
     outcomes = sorted(r.outcome for r in gateway.records(spent))
-    assert outcomes == ["ok", *["refused:this key's budget for the month is spent"] * 2]
+    assert outcomes == ["ok", *["refused:this key's budget for the month is spent: it renews on the 1st, 00:00 UTC"] * 2]
     assert sorted(r.cost or 0.0 for r in gateway.records(spent)) == [0.0, 0.0, ANSWER_COST]
 
 
