@@ -84,17 +84,52 @@ def _dollars(text: str) -> float:
     return value
 
 
+#: the commands besides create: name, one-line help, what --help says they do
+_OTHERS: Final = (
+    (
+        "list",
+        "every key, its limits and spend (never a secret)",
+        "Every key of the store: its id, name, models, budget, what it spent this period, "
+        "limits, expiry and revocation. Never a secret or a hash.",
+    ),
+    (
+        "revoke",
+        "stop a key at once",
+        "Stop a key: every worker and host refuses it within a second. It stays listed, "
+        "and its usage stays on record.",
+    ),
+    (
+        "rotate",
+        "a new secret for a key (printed once)",
+        "A new secret for a key whose secret leaked or was lost: same id, limits and "
+        "spend; the old secret stops working within a second.",
+    ),
+)
+
+
 def _configure(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.description = DESCRIPTION
     parser.epilog = EPILOG
     sub = parser.add_subparsers(dest="keys_command", metavar="{create,list,revoke,rotate}")
     sub.required = True
-    create = sub.add_parser(
-        "create",
-        help="make a key and print its secret (once)",
-        description="Make a client key and print its secret, which is never shown again.",
+    _configure_create(
+        sub.add_parser(
+            "create",
+            help="make a key and print its secret (once)",
+            description="Make a client key and print its secret, which is never shown again.",
+        )
     )
+    for name, help_line, description in _OTHERS:
+        child = sub.add_parser(name, help=help_line, description=description)
+        if name != "list":
+            child.add_argument("id", help="the key's id (key_…, from `streamfn keys list`)")
+        add_store(child)
+        if name != "revoke":
+            child.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _configure_create(create: argparse.ArgumentParser) -> None:
     create.add_argument("name", type=_named, help="who the key is for (shown in lists and usage)")
     create.add_argument(
         "--models",
@@ -121,30 +156,8 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     create.add_argument(
         "--expires", metavar="WHEN", help="30d, 12h, 2w from now, or a date: 2027-01-01"
     )
-    listing = sub.add_parser(
-        "list",
-        help="every key, its limits and spend (never a secret)",
-        description="Every key of the store: its id, name, models, budget, what it spent "
-        "this period, limits, expiry and revocation. Never a secret or a hash.",
-    )
-    revoke = sub.add_parser(
-        "revoke",
-        help="stop a key at once",
-        description="Stop a key: every worker and host refuses it within a second. It "
-        "stays listed, and its usage stays on record.",
-    )
-    revoke.add_argument("id", help="the key's id (key_…, from `streamfn keys list`)")
-    rotate = sub.add_parser(
-        "rotate",
-        help="a new secret for a key (printed once)",
-        description="A new secret for a key whose secret leaked or was lost: same id, "
-        "limits and spend; the old secret stops working within a second.",
-    )
-    rotate.add_argument("id", help="the key's id (key_…, from `streamfn keys list`)")
-    for child in (create, listing, revoke, rotate):
-        add_store(child)
-    for child in (create, listing, rotate):
-        child.add_argument("--json", action="store_true", help="print JSON")
+    add_store(create)
+    create.add_argument("--json", action="store_true", help="print JSON")
 
 
 def _run(args: argparse.Namespace) -> int:
