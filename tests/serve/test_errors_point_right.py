@@ -5,6 +5,7 @@ what the server can serve."""
 
 from __future__ import annotations
 
+import argparse
 import logging
 import subprocess
 import sys
@@ -165,6 +166,9 @@ def test_serve_refuses_a_base_url_that_contradicts_the_config(
         ("--head-timeout", "-1"),
         ("--keepalive", "0"),
         ("--shutdown-grace", "nan"),
+        ("--max-unsent-bytes", "-1"),
+        ("--max-body-bytes", "8MB"),
+        ("--max-stream-seconds", "1h"),
     ],
 )
 def test_serve_flag_values_are_usage_errors_naming_the_flag(
@@ -174,6 +178,32 @@ def test_serve_flag_values_are_usage_errors_naming_the_flag(
         cli.main(["serve", "--no-local", flag, value])
     assert caught.value.code == 2
     assert f"argument {flag}: " in capsys.readouterr().err
+
+
+def test_sizes_take_the_units_their_help_gives_and_durations_say_seconds(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The help gives defaults as 8 MiB and 256 MiB: a size written so is taken; a
+    duration written 1h is refused saying how to write it in seconds."""
+    from streamfn.cli._serve_flags import configure
+
+    parser = argparse.ArgumentParser()
+    configure(parser)
+    args = parser.parse_args(
+        ["--max-body-bytes", "8MiB", "--max-buffered-bytes", "1 GiB", "--max-unsent-bytes", "512kib"]
+    )
+    assert (args.max_body_bytes, args.max_buffered_bytes, args.max_unsent_bytes) == (
+        8 << 20,
+        1 << 30,
+        512 << 10,
+    )
+    assert parser.parse_args(["--max-body-bytes", "1000"]).max_body_bytes == 1000
+    with pytest.raises(SystemExit):
+        cli.main(["serve", "--no-local", "--max-stream-seconds", "1h"])
+    assert "write 3600 for an hour" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["serve", "--no-local", "--max-body-bytes", "8MB"])
+    assert "KiB, MiB, GiB" in capsys.readouterr().err
 
 
 def test_the_servers_missing_key_line_tells_a_cli_operator_what_to_set(
