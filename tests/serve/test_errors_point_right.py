@@ -172,10 +172,13 @@ def test_serve_refuses_a_base_url_that_contradicts_the_config(
     ],
 )
 def test_serve_flag_values_are_usage_errors_naming_the_flag(
-    flag: str, value: str, capsys: pytest.CaptureFixture[str]
+    flag: str, value: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.delenv("STREAMFN_SERVER_API_KEY", raising=False)
     with pytest.raises(SystemExit) as caught:
-        cli.main(["serve", "--no-local", flag, value])
+        # a network bind without a token: were the value taken, the server would stop
+        # there (a usage error, no SystemExit) rather than serve
+        cli.main(["serve", "--no-local", "--host", "0.0.0.0", flag, value])
     assert caught.value.code == 2
     assert f"argument {flag}: " in capsys.readouterr().err
 
@@ -199,10 +202,10 @@ def test_sizes_take_the_units_their_help_gives_and_durations_say_seconds(
     )
     assert parser.parse_args(["--max-body-bytes", "1000"]).max_body_bytes == 1000
     with pytest.raises(SystemExit):
-        cli.main(["serve", "--no-local", "--max-stream-seconds", "1h"])
+        cli.main(["serve", "--no-local", "--host", "0.0.0.0", "--max-stream-seconds", "1h"])
     assert "write 3600 for an hour" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        cli.main(["serve", "--no-local", "--max-body-bytes", "8MB"])
+        cli.main(["serve", "--no-local", "--host", "0.0.0.0", "--max-body-bytes", "8MB"])
     assert "KiB, MiB, GiB" in capsys.readouterr().err
 
 

@@ -113,7 +113,7 @@ def test_store_flag_and_config_keys_name_one_store(
         assert _serve("--no-local", "--port", port, "--config", str(config), "--store") == 1
         assert "'mysql://db/keys' names no store" in capsys.readouterr().err
         other = str(tmp_path / "other.db")
-        assert _serve("--no-local", "--config", str(config), "--store", other) == 2
+        assert _serve("--no-local", "--port", port, "--config", str(config), "--store", other) == 2
         err = capsys.readouterr().err
         assert f"--store {other} and {config}'s [keys] store mysql://db/keys" in err
         assert "drop one" in err and not (tmp_path / "other.db").exists()
