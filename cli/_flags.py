@@ -20,6 +20,7 @@ __all__ = [
     "same_url",
     "seconds",
     "server_tools",
+    "size",
 ]
 
 
@@ -129,11 +130,40 @@ def at_least(minimum: int) -> Callable[[str], int]:
     return whole
 
 
+#: what a size may be written in, as the help texts give the defaults (8 MiB)
+_SIZE: Final = re.compile(r"(\d+)\s*(B|KiB|MiB|GiB)?", re.IGNORECASE)
+_UNIT: Final = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30}
+
+
+def size(minimum: int) -> Callable[[str], int]:
+    """A size in bytes of at least ``minimum``: a whole number, or one in KiB, MiB or
+    GiB (``8MiB``, ``512 KiB``), as the flags' help gives their defaults."""
+
+    def in_bytes(text: str) -> int:
+        found = _SIZE.fullmatch(text.strip())
+        if found is None:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not a size: give bytes (8388608) or KiB, MiB, GiB (8MiB)"
+            )
+        number = int(found[1]) * _UNIT[(found[2] or "").lower()]
+        if number < minimum:
+            raise argparse.ArgumentTypeError(f"{text} is below {minimum} bytes")
+        return number
+
+    return in_bytes
+
+
 def seconds(*, zero: bool) -> Callable[[str], float]:
     """A duration in seconds: above 0, or (``zero``) 0 or more."""
 
     def duration(text: str) -> float:
-        number = float(text)
+        try:
+            number = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not a number of seconds: write 3600 for an hour, 90 for a "
+                "minute and a half"
+            ) from None
         if not math.isfinite(number) or number < 0 or (number == 0 and not zero):
             raise argparse.ArgumentTypeError(
                 f"{text} is not a duration: seconds {'0 or more' if zero else 'above 0'}"

@@ -17,7 +17,7 @@ from typing import Final
 from streamfn.ledger import ClientKey, Store
 
 from ._command import EXIT_OK, EXIT_USAGE, Command, CommandError
-from ._ledger_args import add_store, money, opened, when
+from ._ledger_args import add_store, located, money, opened, when
 from ._table import Column, fit, terminal_width
 
 __all__ = ["COMMAND"]
@@ -63,18 +63,74 @@ def _positive(kind: type[int] | type[float]) -> Callable[[str], int | float]:
     return parse
 
 
+def _named(text: str) -> str:
+    """A key's name: who it is for, so lists and usage can tell keys apart."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("a key needs a name saying who it is for, e.g. ci")
+    return text.strip()
+
+
+def _dollars(text: str) -> float:
+    """A budget: US dollars, a leading ``$`` allowed (``10``, ``$2.50``)."""
+    try:
+        value = float(text.strip().removeprefix("$"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an amount of US dollars: give a number, such as 10 for $10 "
+            "or 0.5 for 50 cents"
+        ) from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a number of dollars more than 0")
+    return value
+
+
+#: the commands besides create: name, one-line help, what --help says they do
+_OTHERS: Final = (
+    (
+        "list",
+        "every key, its limits and spend (never a secret)",
+        "Every key of the store: its id, name, models, budget, what it spent this period, "
+        "limits, expiry and revocation. Never a secret or a hash.",
+    ),
+    (
+        "revoke",
+        "stop a key at once",
+        "Stop a key: every worker and host refuses it within a second. It stays listed, "
+        "and its usage stays on record.",
+    ),
+    (
+        "rotate",
+        "a new secret for a key (printed once)",
+        "A new secret for a key whose secret leaked or was lost: same id, limits and "
+        "spend; the old secret stops working within a second.",
+    ),
+)
+
+
 def _configure(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.description = DESCRIPTION
     parser.epilog = EPILOG
     sub = parser.add_subparsers(dest="keys_command", metavar="{create,list,revoke,rotate}")
     sub.required = True
-    create = sub.add_parser(
-        "create",
-        help="make a key and print its secret (once)",
-        description="Make a client key and print its secret, which is never shown again.",
+    _configure_create(
+        sub.add_parser(
+            "create",
+            help="make a key and print its secret (once)",
+            description="Make a client key and print its secret, which is never shown again.",
+        )
     )
-    create.add_argument("name", help="who the key is for (shown in lists and usage)")
+    for name, help_line, description in _OTHERS:
+        child = sub.add_parser(name, help=help_line, description=description)
+        if name != "list":
+            child.add_argument("id", help="the key's id (key_…, from `streamfn keys list`)")
+        add_store(child)
+        if name != "revoke":
+            child.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _configure_create(create: argparse.ArgumentParser) -> None:
+    create.add_argument("name", type=_named, help="who the key is for (shown in lists and usage)")
     create.add_argument(
         "--models",
         metavar="A,B",
@@ -83,9 +139,9 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     )
     create.add_argument(
         "--budget",
-        type=_positive(float),
+        type=_dollars,
         metavar="DOLLARS",
-        help="the most it may spend per --period (default: no budget)",
+        help="the most it may spend per --period, in US dollars: 10 or $10 (default: no budget)",
     )
     create.add_argument(
         "--period",
@@ -100,20 +156,13 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     create.add_argument(
         "--expires", metavar="WHEN", help="30d, 12h, 2w from now, or a date: 2027-01-01"
     )
-    listing = sub.add_parser("list", help="every key, its limits and spend (never a secret)")
-    revoke = sub.add_parser("revoke", help="stop a key at once")
-    revoke.add_argument("id", help="the key's id (key_…, from `streamfn keys list`)")
-    rotate = sub.add_parser("rotate", help="a new secret for a key (printed once)")
-    rotate.add_argument("id", help="the key's id (key_…, from `streamfn keys list`)")
-    for child in (create, listing, revoke, rotate):
-        add_store(child)
-    for child in (create, listing, rotate):
-        child.add_argument("--json", action="store_true", help="print JSON")
+    add_store(create)
+    create.add_argument("--json", action="store_true", help="print JSON")
 
 
 def _run(args: argparse.Namespace) -> int:
     now = time.time()
-    with opened(args) as store:
+    with opened(args, create=args.keys_command == "create") as store:
         if args.keys_command == "create":
             return _create(store, args, now)
         if args.keys_command == "list":
@@ -123,7 +172,7 @@ def _run(args: argparse.Namespace) -> int:
             _show_secret(args, {"id": args.id}, secret)
             return EXIT_OK
         store.revoke_key(args.id, now=now)
-        print(f"revoked {args.id}: it is refused from now on")
+        print(f"revoked {args.id} in {located(args.store)}: it is refused from now on")
         return EXIT_OK
 
 
@@ -143,14 +192,30 @@ def _create(store: Store, args: argparse.Namespace, now: float) -> int:
         expires_at=expires,
     )
     _show_secret(args, _fields(key), secret)
+    if not args.json:
+        print(_checked_by(args.store))
     return EXIT_OK
+
+
+def _checked_by(store: str | None) -> str:
+    """The step a newcomer misses: a server checks client keys only with ``--store``
+    (else it serves every client as one, these keys unread)."""
+    named = "" if store is None else f" {located(store)}"
+    return (
+        f"A server checks clients' keys only when started with `streamfn serve --store{named}` "
+        "(or a [keys] table in its --config)."
+    )
 
 
 def _show_secret(args: argparse.Namespace, fields: dict[str, object], secret: str) -> None:
     if args.json:
         print(json.dumps({**fields, "secret": secret, "note": NOT_AGAIN}))
         return
-    print(f"key {fields['id']}" + (f" ({fields['name']})" if "name" in fields else ""))
+    print(
+        f"key {fields['id']}"
+        + (f" ({fields['name']})" if "name" in fields else "")
+        + f" in {located(args.store)}"
+    )
     print(f"secret: {secret}")
     print(NOT_AGAIN)
 
@@ -176,6 +241,11 @@ def _date(at: float | None) -> str:
     return dt.datetime.fromtimestamp(at, dt.UTC).strftime("%Y-%m-%d %H:%M")
 
 
+def _expired(key: ClientKey, now: float) -> bool:
+    """Refused for its expiry (a revoked key says so in its own column)."""
+    return key.revoked_at is None and key.expires_at is not None and key.expires_at <= now
+
+
 def _list(store: Store, args: argparse.Namespace, now: float) -> int:
     keys = store.list_keys()
     spent = {key.id: store.spent(key.id, now=now) for key in keys}
@@ -183,7 +253,7 @@ def _list(store: Store, args: argparse.Namespace, now: float) -> int:
         print(json.dumps([{**_fields(key), "spent": spent[key.id]} for key in keys]))
         return EXIT_OK
     if not keys:
-        print("no client keys yet: `streamfn keys create NAME` makes one")
+        print(f"no client keys in {located(args.store)} yet: `streamfn keys create NAME` makes one")
         return EXIT_OK
     columns = [
         Column("id"),
@@ -198,7 +268,7 @@ def _list(store: Store, args: argparse.Namespace, now: float) -> int:
     rows = [
         [
             key.id,
-            key.name,
+            key.name + (" (expired)" if _expired(key, now) else ""),
             ",".join(key.models) or "all",
             "-" if key.budget is None else f"{money(key.budget)}/{key.period}",
             money(spent[key.id]),
@@ -209,7 +279,7 @@ def _list(store: Store, args: argparse.Namespace, now: float) -> int:
         ]
         for key in keys
     ]
-    for line in fit(columns, rows, terminal_width()):
+    for line in fit(columns, rows, terminal_width(), say_dropped=True):
         print(line)
     return EXIT_OK
 

@@ -3,7 +3,10 @@
 The store is named by ``--store URL``, else ``$STREAMFN_STORE``, else the file
 ``streamfn serve`` uses by default (`default_store_url`): with no flags, the
 commands see the server's own keys and usage. A store that cannot be opened is
-one line naming it (password redacted) and what to do.
+one line naming it (password redacted) and what to do. Only ``keys create`` makes
+a SQLite store that is not there: every other command, pointed at a mistyped path
+or at another user's default, says there is no store there rather than answer
+"no keys" from a new, empty one.
 """
 
 from __future__ import annotations
@@ -15,11 +18,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Final
 
-from streamfn.ledger import Store, StoreError, open_store
+from streamfn.ledger import Store, StoreError, default_store_url, open_store
+from streamfn.ledger._redact import redact
 
 from ._command import EXIT_USAGE, CommandError
 
-__all__ = ["add_store", "at_time", "money", "opened", "since_time", "when"]
+__all__ = [
+    "add_store", "at_time", "located", "money", "opened", "since_time", "when"
+]  # fmt: skip
 
 STORE_HELP: Final = (
     "the usage store: sqlite:///path.db, a path, or postgresql://user@host/db "
@@ -35,11 +41,19 @@ def add_store(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--store", metavar="URL", help=STORE_HELP)
 
 
+def located(url: str | None) -> str:
+    """Where the store ``url`` names is (None or "": the default), password redacted:
+    what the server's start line and the commands' answers show, so that two stores
+    never pass for one."""
+    return redact(url or default_store_url())
+
+
 @contextmanager
-def opened(args: argparse.Namespace) -> Iterator[Store]:
-    """The store ``--store`` names, closed afterwards; its errors as one line."""
+def opened(args: argparse.Namespace, *, create: bool = False) -> Iterator[Store]:
+    """The store ``--store`` names, closed afterwards; its errors as one line. Unless
+    ``create``, a SQLite store that does not exist is such an error."""
     try:
-        store = open_store(args.store)
+        store = open_store(args.store, create=create)
     except StoreError as exc:
         raise CommandError(str(exc)) from None
     try:
@@ -47,11 +61,22 @@ def opened(args: argparse.Namespace) -> Iterator[Store]:
     except StoreError as exc:
         raise CommandError(str(exc)) from None
     except LookupError as exc:
-        raise CommandError(
-            f"{exc.args[0]}: `streamfn keys list` shows every key's id", EXIT_USAGE
-        ) from None
+        raise CommandError(f"{exc.args[0]}: {_ids_hint(store, args)}", EXIT_USAGE) from None
     finally:
         store.close()
+
+
+def _ids_hint(store: Store, args: argparse.Namespace) -> str:
+    """Where to find a key's id; the id itself when what was given is a key's name (a
+    newcomer's first guess: `streamfn keys revoke ci`)."""
+    given = getattr(args, "id", None) or getattr(args, "key", None)
+    try:
+        named = [key.id for key in store.list_keys() if key.name == given]
+    except StoreError:
+        named = []
+    if named:
+        return f"{given!r} is the name of {', '.join(named)}: give the id (key_…)"
+    return "`streamfn keys list` shows every key's id"
 
 
 def at_time(flag: str, text: str) -> float:

@@ -90,13 +90,22 @@ def _admin_key() -> str | None:
 
 
 def _store_url(args: argparse.Namespace, base_urls: dict[str, str]) -> str | None:
-    """Where client keys are kept: ``--store`` (alone: "", the default store), else the
-    config file's ``[keys]``; None: no client keys (the one shared key, if any)."""
-    if args.store is not None:
-        return str(args.store)
-    if args.config is not None:  # read again when serving; here also to refuse it early
-        return _gateway(args.config, base_urls).store  # type: ignore[no-any-return]
-    return None
+    """Where client keys are kept: ``--store URL``, else the config file's ``[keys]``
+    store (``--store`` alone turns keys on there), else "" (the default store); None:
+    no client keys (the one shared key, if any). Two different stores are refused."""
+    # the config is read again when serving; here also to refuse it early
+    named: str | None = None if args.config is None else _gateway(args.config, base_urls).store
+    if args.store and named and named != args.store:
+        from ._ledger_args import located
+
+        raise CommandError(
+            f"--store {located(args.store)} and {args.config}'s [keys] store "
+            f"{located(named)} name two stores for one server's keys: drop one",
+            EXIT_USAGE,
+        )
+    if args.store is None:
+        return named
+    return str(args.store) or named or ""  # alone: the file's store, else the default
 
 
 def _open_store(url: str | None) -> Any:
@@ -325,10 +334,41 @@ def _auth(args: argparse.Namespace, base_urls: dict[str, str]) -> str:
     url = _store_url(args, base_urls)
     if url is None:
         return "on" if _api_key(args) else "off"
-    from streamfn.ledger import default_store_url
-    from streamfn.ledger._redact import redact
+    from ._ledger_args import located
 
-    return f"client keys in {redact(url or default_store_url())}"
+    return f"client keys in {located(url)}"
+
+
+def _keys_unread() -> str | None:
+    """A warning when the server is started without client keys while the store the
+    key commands use holds some: the newcomer who made keys and then ran a plain
+    ``streamfn serve`` would otherwise serve every client as one, unlimited, with
+    nothing saying why the keys are not asked for."""
+    from streamfn.ledger import StoreError, open_store
+
+    from ._ledger_args import located
+
+    if os.environ.get("STREAMFN_STORE", "").strip():  # it may be PostgreSQL: not asked here
+        return (
+            "STREAMFN_STORE names a usage store, but this server checks no client keys: "
+            "add --store to check them"
+        )
+    try:
+        store = open_store(create=False)  # never made here: a plain serve writes nothing
+    except StoreError:
+        return None
+    try:
+        live = sum(key.revoked_at is None for key in store.list_keys())
+    except StoreError:
+        return None
+    finally:
+        store.close()
+    if not live:
+        return None
+    return (
+        f"{located(None)} holds {live} client key{'s' if live > 1 else ''} (streamfn keys), "
+        "but this server checks none and serves every client alike: add --store to check them"
+    )
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -339,7 +379,13 @@ def _run(args: argparse.Namespace) -> int:
     from streamfn.core.serve._input_urls import upstream_fetch_warnings
 
     base_urls = _check(args)
-    for warning in upstream_fetch_warnings(base_urls) if args.allow_input_urls else []:
+    warnings = upstream_fetch_warnings(base_urls) if args.allow_input_urls else []
+    store_url = _store_url(args, base_urls)
+    if store_url is None:
+        warnings += [unread] if (unread := _keys_unread()) else []
+    else:  # a store that cannot be opened stops the server before it says it serves
+        _open_store(store_url).close()
+    for warning in warnings:
         print(f"streamfn serve: warning: {warning}", file=sys.stderr, flush=True)
     sock = _listen(args.host, args.port)
     host, port = sock.getsockname()[:2]

@@ -44,6 +44,8 @@ only generation knobs (see `streamfn.core.serve._inbound`).
 
 from __future__ import annotations
 
+import difflib
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -193,6 +195,35 @@ def _labels(entries: list[_Entry], path: Path) -> list[str]:
     return named
 
 
+#: the tables of the file by where they are (list positions left out), for the fields
+#: an unknown one is likely a misspelling of
+_TABLES: dict[str, type[msgspec.Struct]] = {
+    "": _File,
+    ".models": _Entry,
+    ".models.prices": _Prices,
+    ".keys": _Keys,
+}
+_UNKNOWN = re.compile(r"unknown field `(?P<field>[^`]+)`(?: - at `\$(?P<at>[^`]*)`)?")
+
+
+def _explained(exc: msgspec.ValidationError) -> str:
+    """The decoder's message, and for a field the file may not have (a typo, most
+    often: ``wieght``) the one it likely meant and the ones that table takes."""
+    found = _UNKNOWN.search(str(exc))
+    at = (found["at"] or "") if found else ""
+    table = _TABLES.get(re.sub(r"\[\d+\]", "", at)) if found else None
+    if found is None or table is None:
+        return str(exc)
+    known = [field.encode_name for field in msgspec.structs.fields(table)]
+    guess = difflib.get_close_matches(found["field"], known, n=1)
+    where = at.lstrip(".") or "the top level"
+    return (
+        f"unknown field {found['field']!r} in {where}"
+        + (f": did you mean {guess[0]!r}?" if guess else "")
+        + f" (it takes {', '.join(known)})"
+    )
+
+
 def load_gateway_config(path: Path) -> GatewayConfig:
     """Read and check ``path``; raises `ConfigError` naming the entry and field."""
     from streamfn.asgi import ServedModel
@@ -206,7 +237,7 @@ def load_gateway_config(path: Path) -> GatewayConfig:
     try:
         parsed = msgspec.convert(raw, _File)
     except msgspec.ValidationError as exc:
-        raise ConfigError(f"{path}: {exc}") from None
+        raise ConfigError(f"{path}: {_explained(exc)}") from None
     if not parsed.models:
         raise ConfigError(f"{path} names no models: add a [[models]] entry")
     try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ._flags import at_least, port, seconds
+from ._flags import at_least, port, seconds, size
 from ._model_dir import add_model_dir
 from ._serve_help import API_KEY_ENV, EPILOG, LIST_ALL_MODELS_HELP
 
@@ -48,7 +48,8 @@ def _add_access(parser: argparse.ArgumentParser) -> None:
         metavar="URL",
         help="client keys: each client sends its own key (streamfn keys create), limited and "
         "recorded in this store (sqlite:///path.db or postgresql://...; alone: "
-        "$STREAMFN_STORE, else the default SQLite file); replaces --api-key",
+        "the --config file's [keys] store, else $STREAMFN_STORE, else the default SQLite "
+        "file); replaces --api-key",
     )
     add(
         "--insecure-no-auth",
@@ -137,23 +138,23 @@ def _add_memory(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     add(
         "--max-body-bytes",
-        type=at_least(1),
+        type=size(1),
         default=8 << 20,
-        metavar="BYTES",
-        help="request body cap (default 8 MiB)",
+        metavar="SIZE",
+        help="request body cap, in bytes or KiB, MiB, GiB: 8MiB (default 8 MiB)",
     )
     add(
         "--max-buffered-bytes",
-        metavar="BYTES",
-        type=at_least(1),
+        metavar="SIZE",
+        type=size(1),
         default=256 << 20,
         help="requests held in memory at once, all together (each body, then its parsed "
         "form until it ends); past it a request is a 503 with Retry-After (default 256 MiB)",
     )
     add(
         "--max-unsent-bytes",
-        type=int,
-        metavar="BYTES",
+        type=size(1),
+        metavar="SIZE",
         default=1 << 20,
         help="events waiting for one client that reads slowly; past it the model's stream "
         "waits for the client (default 1 MiB)",

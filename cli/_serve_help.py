@@ -38,6 +38,7 @@ examples:
   streamfn serve --no-local --config gateway.toml --store --workers 4
       the same with client keys (streamfn keys create): each client its own key,
       limits and budget, every request recorded in the default store
+      (or the one gateway.toml's [keys] table names)
   streamfn serve --no-local --base-url openai=http://127.0.0.1:4000/v1
       every openai:* model through another OpenAI-compatible upstream
 

@@ -39,12 +39,19 @@ def terminal_width() -> int:
     return shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns
 
 
-def fit(columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int | None) -> list[str]:
+def fit(
+    columns: Sequence[Column],
+    rows: Sequence[Sequence[str]],
+    width: int | None,
+    *,
+    say_dropped: bool = False,
+) -> list[str]:
     """The header and ``rows``, one string each, at most ``width`` characters a line
     (None: no limit); a row whose name is longer than its column is two lines.
 
     Only a name longer than ``width``, or a table whose never-dropped columns
-    alone are wider, goes past it.
+    alone are wider, goes past it. ``say_dropped``: a last line names the columns
+    left out, so that a narrow terminal does not pass for a key without an expiry.
     """
     widths = [
         max([len(column.header), *(len(row[i]) for row in rows)])
@@ -61,7 +68,13 @@ def fit(columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int | N
         kept.remove(droppable.pop()[1])
     name_width = longest_name if width is None else max(min(longest_name, width - others()), 1)
     header = [column.header for column in columns]
-    return [_line(cells, kept, columns, widths, name_width) for cells in [header, *rows]]
+    lines = [_line(cells, kept, columns, widths, name_width) for cells in [header, *rows]]
+    left_out = [column.header for i, column in enumerate(columns) if i not in kept]
+    if say_dropped and left_out:
+        lines.append(
+            f"(hidden at this width: {', '.join(left_out)}; widen the terminal or use --json)"
+        )
+    return lines
 
 
 def _line(

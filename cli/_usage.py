@@ -26,7 +26,7 @@ from typing import Final, cast, get_args
 from streamfn.ledger._store import Grouping
 
 from ._command import EXIT_OK, EXIT_USAGE, Command, CommandError
-from ._ledger_args import add_store, money, opened, since_time
+from ._ledger_args import add_store, located, money, opened, since_time
 from ._table import Column, fit, terminal_width
 
 __all__ = ["COMMAND"]
@@ -130,7 +130,7 @@ def _run(args: argparse.Namespace) -> int:
                           "total": total}))  # fmt: skip
         return EXIT_OK
     if not rows:
-        print("no usage in this range")
+        print(f"no usage recorded in {located(args.store)} in this range")
         return EXIT_OK
     _table(args.by, rows, total, names)
     return EXIT_OK

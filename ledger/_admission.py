@@ -12,12 +12,21 @@ from collections.abc import Sequence
 
 import msgspec
 
-from ._records import Admitted, ClientKey, Refused
+from ._records import Admitted, ClientKey, Period, Refused
 
 __all__ = ["WINDOW", "Window", "decide"]
 
 #: the rate limits' window, seconds
 WINDOW = 60.0
+#: a spent budget, and when it comes back (fixed words: the reason is a metric label)
+_RENEWS: dict[Period, str] = {
+    "day": "budget for the day is spent: it renews when the next UTC day begins",
+    "week": "budget for the week is spent: it renews on Monday, 00:00 UTC",
+    "month": "budget for the month is spent: it renews on the 1st, 00:00 UTC",
+    "total": "budget is spent and does not renew: ask the gateway's operator for more",
+}
+#: what a client whose key no longer works can do (it cannot mend the key itself)
+_ASK_OPERATOR = "ask the gateway's operator for a new one"
 
 
 class Window(msgspec.Struct, frozen=True, kw_only=True):
@@ -50,11 +59,15 @@ def decide(
     on a model with no known prices (``estimate`` None): refused, never uncapped.
     """
     if key.revoked_at is not None and key.revoked_at <= now:
-        return Refused(status=401, reason="this key was revoked")
+        return Refused(status=401, reason=f"this key was revoked: {_ASK_OPERATOR}")
     if key.expires_at is not None and key.expires_at <= now:
-        return Refused(status=401, reason="this key has expired")
+        return Refused(status=401, reason=f"this key has expired: {_ASK_OPERATOR}")
     if key.models and model not in key.models:
-        return Refused(status=403, reason=f"this key may not use the model {model!r}")
+        return Refused(
+            status=403,
+            reason=f"this key may not use the model {model!r}: GET /v1/models lists "
+            "the ones it may",
+        )
     if key.rpm is not None and len(window.requests) >= key.rpm:
         oldest = sorted(window.requests)[len(window.requests) - key.rpm]
         return Refused(
@@ -74,7 +87,7 @@ def decide(
         return Admitted(lease=lease)
     left = key.budget - window.spent - window.reserved
     if left <= 0:
-        return Refused(status=403, reason=f"this key's budget for the {key.period} is spent")
+        return Refused(status=403, reason=f"this key's {_RENEWS[key.period]}")
     if estimate is None:
         return Refused(
             status=403,

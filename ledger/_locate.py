@@ -36,9 +36,11 @@ def default_store_url(environ: Mapping[str, str] = os.environ) -> str:
     return "sqlite://" + os.path.join(os.path.abspath(state), "streamfn", "gateway.db")
 
 
-def open_store(url: str | None = None) -> SqlStore:
+def open_store(url: str | None = None, *, create: bool = True) -> SqlStore:
     """The store ``url`` names (None: `default_store_url`); `StoreError` names what is
-    wrong with it and how to fix it, its password redacted."""
+    wrong with it and how to fix it, its password redacted. ``create=False``: a SQLite
+    file that does not exist is that error, not a new empty store (a PostgreSQL
+    store's tables are made on first use either way: its database must exist)."""
     url = default_store_url() if url is None else url
     if url.startswith(_POSTGRES):
         return PostgresStore(url)
@@ -49,10 +51,10 @@ def open_store(url: str | None = None) -> SqlStore:
                 f"the store URL {redact(url)!r} has no absolute path: write "
                 "sqlite:///absolute/path.db (three slashes), or give a bare path"
             )
-        return SQLiteStore(path)
+        return SQLiteStore(path, create=create)
     if "://" in url:
         raise StoreError(
             f"the store URL {redact(url)!r} names no store streamfn knows: give "
             "sqlite:///path.db, a path, or postgresql://user@host/database"
         )
-    return SQLiteStore(url)
+    return SQLiteStore(url, create=create)

@@ -25,7 +25,12 @@ BUSY_TIMEOUT = 30.0
 
 
 class SQLiteStore(SqlStore):
-    """`Store` in the SQLite file ``path`` (made, with its folder, if missing)."""
+    """`Store` in the SQLite file ``path`` (made, with its folder, if missing).
+
+    With ``create=False`` a missing file is a `StoreError` instead: a command that
+    only reads (or changes existing keys) and was pointed at a mistyped path, or at
+    another user's default, says so rather than answer from a new, empty store.
+    """
 
     def __init__(
         self,
@@ -33,9 +38,16 @@ class SQLiteStore(SqlStore):
         *,
         lease_ttl: float = DEFAULT_LEASE_TTL,
         busy_timeout: float = BUSY_TIMEOUT,
+        create: bool = True,
     ) -> None:
         self.path = Path(path).expanduser().absolute()
         self._busy_timeout = busy_timeout
+        if not create and not self.path.is_file():
+            raise StoreError(
+                f"there is no usage store at {self.path} (nothing was made there): name "
+                "the store the server uses (--store, or STREAMFN_STORE; `streamfn serve` "
+                "prints it when it starts), or make this one with `streamfn keys create`"
+            )
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))

@@ -84,7 +84,7 @@ def route(
     _check_origin(headers, allowed_hosts, cors)
     served = SERVED.get(path)
     if served is None:
-        raise HTTPError(404, "not_found", f"no route for {method} {path}")
+        raise HTTPError(404, "not_found", f"no route for {method} {path}{_why_not(path)}")
     methods = served.methods
     if method == "OPTIONS" and cors:
         return Route.PREFLIGHT, served
@@ -196,6 +196,29 @@ def presented_key(headers: Headers) -> bytes:
         elif lname in (b"x-api-key", b"api-key") and not given:
             given = value.strip()
     return given
+
+
+def _why_not(path: str) -> str:
+    """What a 404 adds for the paths a newcomer gets wrong: the dashboard, served only
+    by a server given an admin key (its paths never reach here then), and a client
+    whose base URL lacks the ``/v1`` the OpenAI SDK wants or repeats the one the
+    Anthropic SDK adds."""
+    if path == "/admin" or path.startswith("/admin/"):
+        return (
+            ": the dashboard is on only when the server has an admin key "
+            "(STREAMFN_ADMIN_KEY in its environment)"
+        )
+    if "/v1" + path in SERVED:
+        return (
+            f": did you mean /v1{path}? An OpenAI client's base URL ends in /v1 "
+            "(http://HOST:PORT/v1)"
+        )
+    if path.startswith("/v1/v1/") and path.removeprefix("/v1") in SERVED:
+        return (
+            ": the client's base URL ends in /v1 and its SDK adds /v1 too; an Anthropic "
+            "client's base URL is http://HOST:PORT, without /v1"
+        )
+    return ""
 
 
 def authenticate(headers: Headers, expected: str | None) -> None:

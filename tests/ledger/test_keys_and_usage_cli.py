@@ -91,6 +91,7 @@ def test_rotate_and_revoke(store_path: Path, capsys: Capture) -> None:
 def test_errors_are_one_line_naming_the_fix(
     store_path: Path, capsys: Capture, argv: tuple[str, ...], code: int, words: str
 ) -> None:
+    SQLiteStore(store_path).close()
     got, out, err = run(capsys, *argv, "--store", str(store_path))
     assert (got, out) == (code, "")
     assert err.count("\n") == 1 and words in err
@@ -104,8 +105,72 @@ def test_an_unreachable_or_unusable_store_says_so_without_its_password(
     assert code == EXIT_RUNTIME and err.count("\n") == 1
     assert "cannot reach the PostgreSQL store" in err and "hunter2" not in err
     (tmp_path / "file").write_text("")
-    code, _, err = run(capsys, "usage", "--store", str(tmp_path / "file" / "x.db"))
+    code, _, err = run(capsys, "keys", "create", "x", "--store", str(tmp_path / "file" / "x.db"))
     assert code == EXIT_RUNTIME and "cannot open the usage store" in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("keys", "list"),
+        ("keys", "revoke", "key_1a2b3c4d5e6f"),
+        ("keys", "rotate", "key_1a2b3c4d5e6f"),
+        ("usage",),
+        ("usage", "--prune-before", "90d"),
+    ],
+)
+def test_only_create_makes_a_store_the_others_say_there_is_none(
+    store_path: Path, capsys: Capture, argv: tuple[str, ...]
+) -> None:
+    """A mistyped --store, or the default of another user than the server's, is not
+    answered "no keys" or "no usage" from a new empty store made there."""
+    code, out, err = run(capsys, *argv, "--store", str(store_path))
+    assert (code, out) == (EXIT_RUNTIME, "") and err.count("\n") == 1
+    assert f"there is no usage store at {store_path}" in err and "--store" in err
+    assert not store_path.exists()
+
+
+def test_answers_name_the_store_and_create_says_how_the_server_checks_it(
+    store_path: Path, capsys: Capture
+) -> None:
+    code, out, _ = run(capsys, "keys", "create", "ci", "--store", str(store_path))
+    assert code == EXIT_OK and store_path.exists()
+    assert f"in {store_path}" in out.splitlines()[0]
+    assert f"streamfn serve --store {store_path}" in out
+    store_path.unlink()
+    SQLiteStore(store_path).close()
+    out = run(capsys, "keys", "list", "--store", str(store_path))[1]
+    assert out == f"no client keys in {store_path} yet: `streamfn keys create NAME` makes one\n"
+    out = run(capsys, "usage", "--store", str(store_path))[1]
+    assert out == f"no usage recorded in {store_path} in this range\n"
+
+
+@pytest.mark.parametrize(("given", "dollars"), [("10", 10.0), ("$2.50", 2.5), (" $1", 1.0)])
+def test_a_budget_is_dollars_with_or_without_the_sign(
+    store_path: Path, capsys: Capture, given: str, dollars: float
+) -> None:
+    out = run(
+        capsys, "keys", "create", "ci", "--budget", given, "--json", "--store", str(store_path)
+    )[1]
+    assert json.loads(out)["budget"] == dollars
+
+
+@pytest.mark.parametrize("name", ["", "  "])
+def test_a_key_without_a_name_is_refused(store_path: Path, capsys: Capture, name: str) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["keys", "create", name, "--store", str(store_path)])
+    assert "a key needs a name" in capsys.readouterr().err and not store_path.exists()
+
+
+@pytest.mark.parametrize("given", ["10USD", "ten", "0", "$-1", "inf"])
+def test_a_budget_in_another_unit_is_refused_saying_dollars(
+    store_path: Path, capsys: Capture, given: str
+) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["keys", "create", "ci", "--budget", given, "--store", str(store_path)])
+    err = capsys.readouterr().err
+    assert "--budget" in err and "dollars" in err
+    assert not store_path.exists()
 
 
 def test_usage_equals_the_store_report_with_a_total(store_path: Path, capsys: Capture) -> None:
@@ -200,3 +265,50 @@ def test_usage_says_how_much_is_estimated_and_where_attempts_failed_over(
     header = out.splitlines()[0].split()
     assert header[-2:] == ["estimated", "failovers"]
     assert "1 requests were billed an estimate" in out and "120 tokens and $0.2500" in out
+
+
+def test_a_narrow_list_says_what_it_hides_and_which_keys_expired(
+    store_path: Path, capsys: Capture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At 80 columns the models, limits and expiry do not fit: the list says they are
+    left out, and an expired key is marked where it is always seen, by its name."""
+    store = SQLiteStore(store_path)
+    now = time.time()
+    store.create_key("ci", now=now - 86400, models=("local", "openai:gpt-4o-mini"), rpm=20)
+    store.create_key("intern", now=now - 86400, budget=2.0, expires_at=now - 60)
+    store.close()
+    monkeypatch.setenv("COLUMNS", "80")
+    lines = run(capsys, "keys", "list", "--store", str(store_path))[1].splitlines()
+    assert all(len(line) <= 80 for line in lines[:-1])
+    assert "expires" not in lines[0]
+    assert lines[-1].startswith("(hidden at this width: models, limits, expires;")
+    assert lines[1].split()[1:3] == ["ci", "-"] and lines[2].split()[1:3] == ["intern", "(expired)"]
+    monkeypatch.setenv("COLUMNS", "200")
+    lines = run(capsys, "keys", "list", "--store", str(store_path))[1].splitlines()
+    assert "expires" in lines[0] and not lines[-1].startswith("(hidden")
+
+
+@pytest.mark.parametrize(
+    ("command", "says"),
+    [
+        ("list", "what it spent this period"),
+        ("revoke", "refuses it within a second"),
+        ("rotate", "the old secret stops working"),
+    ],
+)
+def test_each_keys_command_says_what_it_does(command: str, says: str, capsys: Capture) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["keys", command, "--help"])
+    assert says in " ".join(capsys.readouterr().out.split())
+
+
+@pytest.mark.parametrize("argv", [("keys", "revoke", "ci"), ("keys", "rotate", "ci"), ("usage", "--key", "ci")])  # fmt: skip
+def test_a_keys_name_where_its_id_belongs_is_answered_with_the_id(
+    store_path: Path, capsys: Capture, argv: tuple[str, ...]
+) -> None:
+    store = SQLiteStore(store_path)
+    key, _ = store.create_key("ci", now=time.time())
+    store.close()
+    code, out, err = run(capsys, *argv, "--store", str(store_path))
+    assert (code, out) == (EXIT_USAGE, "") and err.count("\n") == 1
+    assert f"'ci' is the name of {key.id}: give the id" in err

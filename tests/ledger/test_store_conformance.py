@@ -80,7 +80,10 @@ def test_expired_key_and_model_list(store: Store) -> None:
     key, _ = store.create_key("ci", now=T0, models=("a",), expires_at=T0 + 60)
     admitted(store.admit(key, "a", now=T0 + 1, estimate=None))
     assert "'b'" in refused(store.admit(key, "b", now=T0 + 2, estimate=None), 403).reason
-    refused(store.admit(key, "a", now=T0 + 60, estimate=None), 401)
+    expired = refused(store.admit(key, "a", now=T0 + 60, estimate=None), 401).reason
+    # each names the way out: the client cannot mend the key, its operator can
+    assert "expired" in expired and "ask the gateway's operator for a new one" in expired
+    assert "GET /v1/models" in refused(store.admit(key, "b", now=T0 + 2, estimate=None), 403).reason
 
 
 def test_requests_per_minute_with_retry_after(store: Store) -> None:
@@ -124,7 +127,11 @@ def test_budget_caps_reserves_and_refuses(store: Store) -> None:
     b = admitted(store.admit(key, "m", now=T0 + 1, estimate=0.75))
     assert (a.cap, b.cap) == (0.5, 0.5)  # the second gets what is left
     assert a.lease != b.lease
-    assert "spent" in refused(store.admit(key, "m", now=T0 + 2, estimate=0.25), 403).reason
+    spent = refused(store.admit(key, "m", now=T0 + 2, estimate=0.25), 403).reason
+    assert "spent and does not renew: ask the gateway's operator" in spent  # a total budget
+    monthly, _ = store.create_key("monthly", now=T0, budget=0.01)
+    admitted(store.admit(monthly, "m", now=T0, estimate=0.5))
+    assert "renews on the 1st" in refused(store.admit(monthly, "m", now=T0, estimate=0.5), 403).reason
     store.settle(a.lease, record(key.id, T0, cost=0.25))  # frees 0.5, spends 0.25
     assert store.spent(key.id, now=T0 + 3) == 0.25
     assert admitted(store.admit(key, "m", now=T0 + 3, estimate=1.0)).cap == 0.25

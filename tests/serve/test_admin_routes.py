@@ -99,6 +99,10 @@ def test_without_an_admin_key_there_are_no_admin_routes() -> None:
         answer = httpx.get(server.url + "/admin", headers={"authorization": f"Bearer {KEY}"})
         assert answer.status_code == 404
         assert server.app.admin is None
+        # the operator who opens it learns why, and how to turn it on
+        assert "STREAMFN_ADMIN_KEY" in answer.json()["error"]["message"]
+        other = httpx.get(server.url + "/nothing", headers={"authorization": f"Bearer {KEY}"})
+        assert "ADMIN" not in other.json()["error"]["message"]
     with pytest.raises(ValueError, match="admin_key must differ"):
         ServerConfig(api_key="same", admin_key="same")
 

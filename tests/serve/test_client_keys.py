@@ -169,10 +169,16 @@ def test_refusals_are_the_clients_own_errors_and_never_reach_the_upstream(
     assert 1 <= int(limit.value.response.headers["retry-after"]) <= 60
     with (
         gateway.openai(narrow_secret) as client,
-        pytest.raises(openai.PermissionDeniedError, match="may not use the model 'priced'"),
+        pytest.raises(
+            openai.PermissionDeniedError,
+            match="may not use the model 'priced': GET /v1/models lists the ones it may",
+        ),
     ):
         _ask(client)
-    with gateway.openai(revoked_secret) as client, pytest.raises(openai.AuthenticationError):
+    with (
+        gateway.openai(revoked_secret) as client,
+        pytest.raises(openai.AuthenticationError, match="ask the gateway's operator for a new"),
+    ):
         _ask(client)
     url = gateway.server.url
     with (
@@ -184,7 +190,7 @@ def test_refusals_are_the_clients_own_errors_and_never_reach_the_upstream(
     assert gateway.hits() == before  # not one of them went upstream
     wait_until(lambda: len(gateway.records(spent)) == 3, 10)
     outcomes = sorted(r.outcome for r in gateway.records(spent))
-    assert outcomes == ["ok", *["refused:this key's budget for the month is spent"] * 2]
+    assert outcomes == ["ok", *["refused:this key's budget for the month is spent: it renews on the 1st, 00:00 UTC"] * 2]
     assert sorted(r.cost or 0.0 for r in gateway.records(spent)) == [0.0, 0.0, ANSWER_COST]
 
 
@@ -619,6 +625,6 @@ def test_a_keys_remembered_429_holds_whichever_model_a_retry_names(gateway: Gate
     outcomes = sorted(r.outcome for r in store.records(since=0, until=2e9, key_id=key.id))
     assert outcomes == [
         "ok",
-        "refused:this key may not use the model 'pool'",
+        "refused:this key may not use the model 'pool': GET /v1/models lists the ones it may",
         "refused:this key's limit of 1 requests per minute is reached",
     ]

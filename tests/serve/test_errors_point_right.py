@@ -5,6 +5,7 @@ what the server can serve."""
 
 from __future__ import annotations
 
+import argparse
 import logging
 import subprocess
 import sys
@@ -85,6 +86,27 @@ def test_the_proxys_401_names_the_token_variable(keyless: Server) -> None:
     assert "STREAMFN_PROXY_TOKEN" in wrong.stderr
 
 
+def test_a_base_url_without_or_with_a_second_v1_says_which_the_sdk_wants(
+    keyless: Server,
+) -> None:
+    """The two SDKs disagree on /v1: OpenAI's base URL carries it, Anthropic's must
+    not. Either mistake is a 404 that says how the base URL should read."""
+    import anthropic
+
+    with (
+        openai.OpenAI(base_url=keyless.url, api_key=KEY, max_retries=0) as client,
+        pytest.raises(openai.NotFoundError, match=r"did you mean /v1/chat/completions\?"),
+    ):
+        client.chat.completions.create(model="local", messages=[{"role": "user", "content": "Hi"}])
+    with (
+        anthropic.Anthropic(base_url=keyless.url + "/v1", api_key=KEY, max_retries=0) as other,
+        pytest.raises(anthropic.NotFoundError, match="without /v1"),
+    ):
+        other.messages.create(
+            model="local", max_tokens=8, messages=[{"role": "user", "content": "Hi"}]
+        )
+
+
 def test_models_lists_only_what_the_server_can_serve() -> None:
     without = provider_backend(environ={}).list_models()
     assert not any(name.startswith(("openai:", "anthropic:")) for name in without)
@@ -144,15 +166,47 @@ def test_serve_refuses_a_base_url_that_contradicts_the_config(
         ("--head-timeout", "-1"),
         ("--keepalive", "0"),
         ("--shutdown-grace", "nan"),
+        ("--max-unsent-bytes", "-1"),
+        ("--max-body-bytes", "8MB"),
+        ("--max-stream-seconds", "1h"),
     ],
 )
 def test_serve_flag_values_are_usage_errors_naming_the_flag(
-    flag: str, value: str, capsys: pytest.CaptureFixture[str]
+    flag: str, value: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.delenv("STREAMFN_SERVER_API_KEY", raising=False)
     with pytest.raises(SystemExit) as caught:
-        cli.main(["serve", "--no-local", flag, value])
+        # a network bind without a token: were the value taken, the server would stop
+        # there (a usage error, no SystemExit) rather than serve
+        cli.main(["serve", "--no-local", "--host", "0.0.0.0", flag, value])
     assert caught.value.code == 2
     assert f"argument {flag}: " in capsys.readouterr().err
+
+
+def test_sizes_take_the_units_their_help_gives_and_durations_say_seconds(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The help gives defaults as 8 MiB and 256 MiB: a size written so is taken; a
+    duration written 1h is refused saying how to write it in seconds."""
+    from streamfn.cli._serve_flags import configure
+
+    parser = argparse.ArgumentParser()
+    configure(parser)
+    args = parser.parse_args(
+        ["--max-body-bytes", "8MiB", "--max-buffered-bytes", "1 GiB", "--max-unsent-bytes", "512kib"]
+    )
+    assert (args.max_body_bytes, args.max_buffered_bytes, args.max_unsent_bytes) == (
+        8 << 20,
+        1 << 30,
+        512 << 10,
+    )
+    assert parser.parse_args(["--max-body-bytes", "1000"]).max_body_bytes == 1000
+    with pytest.raises(SystemExit):
+        cli.main(["serve", "--no-local", "--host", "0.0.0.0", "--max-stream-seconds", "1h"])
+    assert "write 3600 for an hour" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["serve", "--no-local", "--host", "0.0.0.0", "--max-body-bytes", "8MB"])
+    assert "KiB, MiB, GiB" in capsys.readouterr().err
 
 
 def test_the_servers_missing_key_line_tells_a_cli_operator_what_to_set(

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -46,6 +47,78 @@ def test_a_network_bind_without_a_token_is_refused(
     assert _serve("--host", "0.0.0.0", "--no-local") == 2
     err = capsys.readouterr().err
     assert "--api-key" in err and "--insecure-no-auth" in err
+
+
+def test_a_server_without_store_says_the_keys_made_for_it_go_unchecked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keys made with `streamfn keys create` (in the default store) and a plain
+    `streamfn serve`: the server warns that it checks none of them, before it binds
+    (here the port is taken, so it stops there); without keys, or with none made,
+    it says nothing and makes no store."""
+    from streamfn.ledger import SQLiteStore
+
+    monkeypatch.delenv("STREAMFN_STORE", raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    default = tmp_path / "streamfn" / "gateway.db"
+    taken = socket.create_server(("127.0.0.1", 0))
+    port = str(taken.getsockname()[1])
+    try:
+        assert _serve("--no-local", "--port", port) != 0
+        assert "warning" not in capsys.readouterr().err and not default.exists()
+        store = SQLiteStore(default)
+        store.create_key("ci", now=time.time())
+        store.close()
+        assert _serve("--no-local", "--port", port) != 0
+        err = capsys.readouterr().err
+        assert f"{default} holds 1 client key" in err and "add --store" in err
+        assert _serve("--no-local", "--port", port, "--store") != 0
+        assert "warning" not in capsys.readouterr().err
+        monkeypatch.setenv("STREAMFN_STORE", str(default))
+        assert _serve("--no-local", "--port", port) != 0
+        assert "STREAMFN_STORE names a usage store" in capsys.readouterr().err
+    finally:
+        taken.close()
+
+
+@pytest.mark.parametrize(
+    ("store", "says"),
+    [
+        ("sqlite://gateway.db", "three slashes"),
+        ("mysql://db/streamfn", "names no store streamfn knows"),
+    ],
+)
+def test_a_wrong_store_url_stops_the_server_before_it_says_it_serves(
+    capsys: pytest.CaptureFixture[str], store: str, says: str
+) -> None:
+    """The start line ("streamfn serve: http://...") is not printed for a server that
+    is about to exit: the store is opened first, and its error is the last word."""
+    assert _serve("--no-local", "--port", "0", "--store", store) == 1
+    err = capsys.readouterr().err
+    assert says in err and "streamfn serve: http://" not in err
+
+
+def test_store_flag_and_config_keys_name_one_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--store`` alone turns keys on in the store the config's [keys] names (not the
+    default one beside it); a ``--store URL`` naming another store is refused."""
+    config = tmp_path / "gateway.toml"
+    config.write_text(
+        "[keys]\nstore = 'mysql://db/keys'\n[[models]]\nname='a'\nupstream='openai:gpt-4o-mini'\n"
+    )
+    taken = socket.create_server(("127.0.0.1", 0))
+    port = str(taken.getsockname()[1])
+    try:
+        assert _serve("--no-local", "--port", port, "--config", str(config), "--store") == 1
+        assert "'mysql://db/keys' names no store" in capsys.readouterr().err
+        other = str(tmp_path / "other.db")
+        assert _serve("--no-local", "--port", port, "--config", str(config), "--store", other) == 2
+        err = capsys.readouterr().err
+        assert f"--store {other} and {config}'s [keys] store mysql://db/keys" in err
+        assert "drop one" in err and not (tmp_path / "other.db").exists()
+    finally:
+        taken.close()
 
 
 def test_a_missing_model_dir_is_an_error_not_a_download(
@@ -101,6 +174,31 @@ def test_config_errors_name_the_entry_and_field(tmp_path: Path) -> None:
         with pytest.raises(ConfigError) as info:
             load_gateway_config(path)
         assert needle in str(info.value), (text, str(info.value))
+
+
+_ENTRY = "[[models]]\nname='a'\nupstream='openai:gpt-4o-mini'\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "meant"),
+    [
+        ("regsitry = true\n" + _ENTRY, "registry"),
+        (_ENTRY + "deployment = 'east'\nwieght = 2\n", "weight"),
+        (_ENTRY + "[models.price]\ninput = 1\noutput = 2\n", "prices"),
+        (_ENTRY + "[models.prices]\ninput = 1\noutput = 2\ncache_reads = 1\n", "cache_read"),
+        ("[keys]\nstor = '/tmp/x.db'\n" + _ENTRY, "store"),
+    ],
+)
+def test_a_misspelt_config_field_names_the_one_it_meant(
+    tmp_path: Path, text: str, meant: str
+) -> None:
+    """A typo in a field (a deployment's ``weight``, a table's name) says which field
+    it likely is, in whichever table it is, not only that the field is unknown."""
+    path = tmp_path / "gateway.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_gateway_config(path)
+    assert f"did you mean {meant!r}?" in str(info.value), str(info.value)
 
 
 @pytest.fixture(scope="module")
