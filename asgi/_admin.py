@@ -121,16 +121,19 @@ class Admin:
         board, runtime, never = self.board, self.app.runtime, self.app.runtime.flag()
         assert board is not None
         failed = False
-        while True:
-            await runtime.wait(never, PUBLISH_EVERY)
-            try:
-                if board.wanted(time.time()):  # one stat a second while nobody looks
-                    await runtime.to_thread(board.publish, self._snapshot())
-                failed = False
-            except Exception:
-                if not failed:  # once per spell of failures, not once a second
-                    log.exception("the dashboard's board could not be written")
-                failed = True
+        try:
+            while True:
+                await runtime.wait(never, PUBLISH_EVERY)
+                try:
+                    if board.wanted(time.time()):  # one stat a second while nobody looks
+                        await runtime.to_thread(board.publish, self._snapshot())
+                    failed = False
+                except Exception:
+                    if not failed:  # once per spell of failures, not once a second
+                        log.exception("the dashboard's board could not be written")
+                    failed = True
+        finally:  # the server stops: this worker's streams leave the others' view at once
+            board.withdraw()
 
     def _snapshot(self, deployments: bool = True) -> Snapshot:
         """This worker's view now (taken on the loop: the flights change there)."""

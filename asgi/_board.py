@@ -121,8 +121,10 @@ class Board:
                 continue
             snapshot = self._read(path)
             if snapshot is None or now - snapshot.written > STALE or not _alive(snapshot.pid):
-                with contextlib.suppress(FileNotFoundError):
-                    path.unlink()
+                # its owner may have replaced it since the read: only a dead worker's goes
+                if snapshot is None or not _alive(snapshot.pid):
+                    with contextlib.suppress(FileNotFoundError):
+                        path.unlink()
                 continue
             found.append(snapshot)
         return found
@@ -151,9 +153,18 @@ def shared_by_workers(workers: int) -> Iterator[None]:
         tempfile.TemporaryDirectory(prefix="streamfn-metrics-") as metrics,
         tempfile.TemporaryDirectory(prefix="streamfn-dashboard-") as board,
     ):
+        names = (MULTIPROCESS_ENV, BOARD_ENV, WORKERS_ENV)
+        before = {name: os.environ.get(name) for name in names}
         os.environ[MULTIPROCESS_ENV] = metrics
         os.environ[BOARD_ENV], os.environ[WORKERS_ENV] = board, str(workers)
-        yield
+        try:
+            yield
+        finally:  # the folders are gone: nothing started later may be pointed at them
+            for name, value in before.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
 
 
 def board_from_environment(pid: int) -> Board | None:

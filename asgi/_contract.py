@@ -15,6 +15,10 @@ from streamfn.core.serve._guard import LOOPBACK_HOSTS
 __all__ = ["Backend", "ServerConfig", "UnknownModelError", "count_tokens", "open_batches"]
 
 
+#: the longest stream a server may allow (a day)
+MAX_STREAM_SECONDS = 86_400.0
+
+
 class UnknownModelError(UnknownModel):
     """The backend serves no model by that name; becomes a 404 naming the choices."""
 
@@ -117,7 +121,7 @@ class ServerConfig(msgspec.Struct, kw_only=True):
     no bytes of the response for that long, the server (its own hypercorn
     hosting, either shell) resets the connection, which cancels the upstream
     call and frees the slot. Must be more than 0. ``max_stream_seconds`` bounds a
-    request from its arrival to its end, however its upstream paces it (one delta
+    request from the moment it was read to its end, however its upstream paces it (one delta
     just inside its idle timeout, again and again): then the stream ends with a
     terminal error naming the bound, and its upstream call is closed.
     """
@@ -151,9 +155,11 @@ class ServerConfig(msgspec.Struct, kw_only=True):
     default_model: str | None = None
 
     def __post_init__(self) -> None:
-        if not self.max_stream_seconds > 0:
+        if not 0 < self.max_stream_seconds <= MAX_STREAM_SECONDS:
             raise ValueError(
-                f"max_stream_seconds must be more than 0 seconds, got {self.max_stream_seconds}"
+                f"max_stream_seconds must be more than 0 and at most {MAX_STREAM_SECONDS:g} "
+                f"seconds (a day), got {self.max_stream_seconds}: a client key's reservation "
+                "outlasts the longest stream, and a crashed worker's holds its budget as long"
             )
         if not self.send_timeout > 0:
             raise ValueError(f"send_timeout must be more than 0 seconds, got {self.send_timeout}")

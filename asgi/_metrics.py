@@ -35,6 +35,9 @@ __all__ = ["CONTENT_TYPE", "MULTIPROCESS_ENV", "Metrics", "send_metrics"]
 CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
 #: where workers' numbers meet (prometheus_client's own variable)
 MULTIPROCESS_ENV: Final = "PROMETHEUS_MULTIPROC_DIR"
+#: distinct models (and outcomes) a metric labels before new ones count as "other": a
+#: client names the model, and a refusal's text may quote it
+DISTINCT_LABELS: Final = 500
 #: seconds: a first token within 10 ms up to a minute; durations up to ten minutes
 _FIRST_BUCKETS: Final = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 _DURATION_BUCKETS: Final = (0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
@@ -96,7 +99,9 @@ class Metrics:
             (*labels, "outcome"),
             registry=into,
         )
-        self.repeats = prom.Counter("streamfn_refusals_repeated", _REPEATS_DOC, labels, registry=into)
+        self.repeats = prom.Counter(
+            "streamfn_refusals_repeated", _REPEATS_DOC, labels, registry=into
+        )
         self.in_flight = prom.Gauge(
             "streamfn_streams_in_flight",
             "Requests being served now",
@@ -111,19 +116,33 @@ class Metrics:
             for name, doc, mode in _DEPLOYMENT_GAUGES
         )
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
+        self._seen: dict[str, set[str]] = {"model": set(), "outcome": set()}  # `_bounded`
         if multiprocess:
             from prometheus_client import multiprocess as across
 
             across.MultiProcessCollector(self.registry)  # type: ignore[no-untyped-call]
 
+    def _bounded(self, label: str, value: str) -> str:
+        """``value`` as the ``label``'s value, or "other" once that label has taken
+        `DISTINCT_LABELS` values: a client cycling model names cannot grow the
+        exposition (or the multiprocess files) without bound."""
+        seen = self._seen[label]
+        if value in seen:
+            return value
+        if len(seen) >= DISTINCT_LABELS:
+            return "other"
+        seen.add(value)
+        return value
+
     def opened(self, flight: Flight) -> None:
-        self._child(self.in_flight, flight.route, flight.model).inc()
+        self._child(self.in_flight, flight.route, self._bounded("model", flight.model)).inc()
 
     def closed(self, flight: Flight) -> None:
         child = self._child
-        child(self.in_flight, flight.route, flight.model).dec()
-        labels = (flight.route, flight.model, flight.deployment or "")
-        outcome = flight.outcome or "disconnected"
+        model = self._bounded("model", flight.model)
+        child(self.in_flight, flight.route, model).dec()
+        labels = (flight.route, model, flight.deployment or "")
+        outcome = self._bounded("outcome", flight.outcome or "disconnected")
         child(self.requests, *labels, outcome).inc()
         if outcome != "ok":
             child(self.errors, *labels, outcome).inc()

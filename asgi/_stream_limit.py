@@ -4,7 +4,7 @@ An upstream that sends a delta just inside its idle timeout, again and again, ne
 trips that timer: without a bound on the whole it would hold a connection and a
 worker slot for as long as it liked. So every request's relay runs under one
 deadline (`Runtime.within`, a single timer, nothing per delta): the server's
-``max_stream_seconds`` from the request's arrival, or sooner, under a client key's
+``max_stream_seconds`` from the moment the request was read, or sooner, under a client key's
 budget, the time its reservation holds (past it the store lets the reservation go
 while the stream would still spend). The stream then ends with a terminal error in
 the client's dialect that names the bound and how to raise it; the upstream call is
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from streamfn.core import Error
 from streamfn.core.serve._client_keys import reservation_outlived
 
+from ._keys import LEASE_SHARE
 from ._observe import Flight
 
 if TYPE_CHECKING:
@@ -57,7 +58,9 @@ def stream_limit(app: App, flight: Flight | None) -> StreamLimit:
     if flight is not None and flight.lease_until is not None and app.keys is not None:
         by_lease = clock + (flight.lease_until - time.time())  # Unix seconds to the clock's
         if by_lease < limit.deadline:
-            limit = StreamLimit(by_lease, reservation_outlived(app.keys.store.lease_ttl))
+            limit = StreamLimit(
+                by_lease, reservation_outlived(app.keys.store.lease_ttl * LEASE_SHARE)
+            )
     return limit
 
 

@@ -153,8 +153,8 @@ def size(minimum: int) -> Callable[[str], int]:
     return in_bytes
 
 
-def seconds(*, zero: bool) -> Callable[[str], float]:
-    """A duration in seconds: above 0, or (``zero``) 0 or more."""
+def seconds(*, zero: bool, most: float = math.inf) -> Callable[[str], float]:
+    """A duration in seconds: above 0, or (``zero``) 0 or more; at most ``most``."""
 
     def duration(text: str) -> float:
         try:
@@ -168,6 +168,8 @@ def seconds(*, zero: bool) -> Callable[[str], float]:
             raise argparse.ArgumentTypeError(
                 f"{text} is not a duration: seconds {'0 or more' if zero else 'above 0'}"
             )
+        if number > most:
+            raise argparse.ArgumentTypeError(f"{text} seconds is too long: at most {most:g}")
         return number
 
     duration.__name__ = "seconds"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import signal
 import socket
@@ -344,7 +345,9 @@ def _keys_unread() -> str | None:
     key commands use holds some: the newcomer who made keys and then ran a plain
     ``streamfn serve`` would otherwise serve every client as one, unlimited, with
     nothing saying why the keys are not asked for."""
-    from streamfn.ledger import StoreError, open_store
+    import sqlite3
+
+    from streamfn.ledger import default_store_url
 
     from ._ledger_args import located
 
@@ -353,16 +356,21 @@ def _keys_unread() -> str | None:
             "STREAMFN_STORE names a usage store, but this server checks no client keys: "
             "add --store to check them"
         )
-    try:
-        store = open_store(create=False)  # never made here: a plain serve writes nothing
-    except StoreError:
+    path = default_store_url().removeprefix("sqlite://")
+    if not os.path.isfile(path):
         return None
+    # read only, as an unchanging file (no lock, no journal, no shared memory made): a
+    # plain serve writes nothing there; keys a running server has not yet written back
+    # to the main file may go uncounted, which only mutes this warning
     try:
-        live = sum(key.revoked_at is None for key in store.list_keys())
-    except StoreError:
+        with contextlib.closing(
+            sqlite3.connect(Path(path).as_uri() + "?mode=ro&immutable=1", uri=True, timeout=0.2)
+        ) as db:
+            (live,) = db.execute(
+                "SELECT count(*) FROM ledger_keys WHERE revoked_at IS NULL"
+            ).fetchone()
+    except sqlite3.Error:
         return None
-    finally:
-        store.close()
     if not live:
         return None
     return (

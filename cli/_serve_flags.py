@@ -189,11 +189,12 @@ def _add_timeouts(parser: argparse.ArgumentParser) -> None:
     add(
         "--max-stream-seconds",
         metavar="SECONDS",
-        type=seconds(zero=False),
+        type=seconds(zero=False, most=86_400.0),
         default=3600.0,
-        help="seconds a request may run from its arrival to its end, however its upstream "
+        help="seconds a request may run from being read to its end, however its upstream "
         "paces it; then its stream ends with an error naming this flag (default 3600: "
-        "long enough for a reasoning model's longest answers)",
+        "long enough for a reasoning model's longest answers; at most 86400, as a crashed "
+        "worker's client-key reservations hold their budget this long)",
     )
     add(
         "--head-wait",

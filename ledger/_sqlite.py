@@ -42,7 +42,7 @@ class SQLiteStore(SqlStore):
     ) -> None:
         self.path = Path(path).expanduser().absolute()
         self._busy_timeout = busy_timeout
-        if not create and not self.path.is_file():
+        if not create and not (self.path.is_file() and self.path.stat().st_size > 0):
             raise StoreError(
                 f"there is no usage store at {self.path} (nothing was made there): name "
                 "the store the server uses (--store, or STREAMFN_STORE; `streamfn serve` "

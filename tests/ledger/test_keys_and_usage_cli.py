@@ -128,6 +128,10 @@ def test_only_create_makes_a_store_the_others_say_there_is_none(
     assert (code, out) == (EXIT_RUNTIME, "") and err.count("\n") == 1
     assert f"there is no usage store at {store_path}" in err and "--store" in err
     assert not store_path.exists()
+    store_path.touch()  # an empty file (a `touch`, a failed copy) is not a store either
+    code, out, err = run(capsys, *argv, "--store", str(store_path))
+    assert code == EXIT_RUNTIME and f"there is no usage store at {store_path}" in err
+    assert store_path.stat().st_size == 0
 
 
 def test_answers_name_the_store_and_create_says_how_the_server_checks_it(

@@ -169,6 +169,7 @@ def test_serve_refuses_a_base_url_that_contradicts_the_config(
         ("--max-unsent-bytes", "-1"),
         ("--max-body-bytes", "8MB"),
         ("--max-stream-seconds", "1h"),
+        ("--max-stream-seconds", "100000"),  # over a day: reservations would hold as long
     ],
 )
 def test_serve_flag_values_are_usage_errors_naming_the_flag(
@@ -250,3 +251,13 @@ def test_the_default_port_written_or_not_is_the_same_base_url(tmp_path: Path) ->
     assert with_base_urls(config, {"openai": "https://api.example.com:443/v1"}).models
     with pytest.raises(ConfigError):
         with_base_urls(config, {"openai": "http://api.example.com:443/v1"})
+
+
+def test_a_server_config_allows_streams_of_a_day_at_most() -> None:
+    """A client key's reservation outlasts the longest stream, and a crashed worker's
+    reservation holds its budget that long: past a day is refused, naming why."""
+    from streamfn.asgi import ServerConfig
+
+    assert ServerConfig(max_stream_seconds=86_400.0).max_stream_seconds == 86_400.0
+    with pytest.raises(ValueError, match="at most 86400 seconds"):
+        ServerConfig(max_stream_seconds=1e9)

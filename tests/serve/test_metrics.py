@@ -25,7 +25,9 @@ from streamfn.asgi._metrics import Metrics
 ADMIN = "admin-secret-for-tests"
 
 
-def scrape(url: str, key: str | None = ADMIN) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+def scrape(
+    url: str, key: str | None = ADMIN
+) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     """Every sample of a scrape: (name, sorted labels) -> value."""
     request = urllib.request.Request(url + "/metrics")
     if key is not None:
@@ -71,7 +73,9 @@ def test_a_scrape_counts_requests_tokens_and_outcomes(served: Server) -> None:
             list(client.chat.completions.create(model="demo-text", messages=USER, stream=True))  # type: ignore[arg-type]
         with pytest.raises(openai.APIError):
             for _ in client.chat.completions.create(
-                model="demo-midstream", messages=USER, stream=True  # type: ignore[arg-type]
+                model="demo-midstream",
+                messages=USER,
+                stream=True,  # type: ignore[arg-type]
             ):
                 pass
     wait_until(lambda: not served.app.flights.running, 10)
@@ -80,12 +84,16 @@ def test_a_scrape_counts_requests_tokens_and_outcomes(served: Server) -> None:
     assert sample(after, "streamfn_errors_total", model="demo-midstream", outcome="cut") >= 1
     # the fake's usage: 12 input, 4 output, 3 cache reads per answer
     tokens = "streamfn_tokens_total"
-    assert sample(after, tokens, model="demo-text", kind="input") - sample(
-        before, tokens, model="demo-text", kind="input"
-    ) == 36
-    assert sample(after, tokens, model="demo-text", kind="cache_read") - sample(
-        before, tokens, model="demo-text", kind="cache_read"
-    ) == 9
+    assert (
+        sample(after, tokens, model="demo-text", kind="input")
+        - sample(before, tokens, model="demo-text", kind="input")
+        == 36
+    )
+    assert (
+        sample(after, tokens, model="demo-text", kind="cache_read")
+        - sample(before, tokens, model="demo-text", kind="cache_read")
+        == 9
+    )
     first = "streamfn_first_output_seconds_count"
     assert sample(after, first, model="demo-text") - sample(before, first, model="demo-text") == 3
     assert sample(after, "streamfn_request_duration_seconds_count", model="demo-text") >= 3
@@ -159,7 +167,9 @@ def test_workers_add_up_in_every_scrape(tmp_path: Path) -> None:
             assert answers == 8
             # each scrape lands on either worker; each must see all eight
             for _ in range(6):
-                got = sample(scrape(url), "streamfn_requests_total", model="team-fast", outcome="ok")
+                got = sample(
+                    scrape(url), "streamfn_requests_total", model="team-fast", outcome="ok"
+                )
                 assert got == 8
         finally:
             proc.terminate()
@@ -236,3 +246,34 @@ def test_each_label_set_is_looked_up_once(monkeypatch: pytest.MonkeyPatch) -> No
     assert sample(samples, "streamfn_requests_total", outcome="ok") == 5
     assert sample(samples, "streamfn_tokens_total", kind="output") == 35
     assert sample(samples, "streamfn_streams_in_flight") == 0
+
+
+def test_models_a_client_names_cannot_grow_the_labels_without_bound() -> None:
+    """The model label is what the client asked for, and a refusal's outcome may quote
+    it: past `DISTINCT_LABELS` values each new one counts as "other", in flight and
+    out, so the gauge of streams in flight still comes back to zero."""
+    from streamfn.asgi._metrics import DISTINCT_LABELS
+    from streamfn.asgi._observe import Flight
+
+    metrics = Metrics()
+    for n in range(DISTINCT_LABELS + 50):
+        flight = Flight(
+            id=f"r{n}",
+            route="/v1/chat/completions",
+            model=f"m{n}",
+            stream=True,
+            arrived=0.0,
+            started=0.0,
+        )
+        metrics.opened(flight)
+        flight.outcome, flight.ended = f"refused:this key may not use the model 'm{n}'", 0.1
+        metrics.closed(flight)
+    families = list(text_string_to_metric_families(metrics.render().decode()))
+    requests = [s for f in families for s in f.samples if s.name == "streamfn_requests_total"]
+    models = {s.labels["model"] for s in requests}
+    assert len(models) == DISTINCT_LABELS + 1 and "other" in models
+    assert sum(s.value for s in requests if s.labels["model"] == "other") == 50
+    outcomes = {s.labels["outcome"] for s in requests}
+    assert len(outcomes) <= DISTINCT_LABELS + 1
+    in_flight = [s for f in families for s in f.samples if s.name == "streamfn_streams_in_flight"]
+    assert sum(s.value for s in in_flight) == 0

@@ -69,9 +69,12 @@ def test_a_server_without_store_says_the_keys_made_for_it_go_unchecked(
         store = SQLiteStore(default)
         store.create_key("ci", now=time.time())
         store.close()
+        before = {p.name: p.stat().st_mtime_ns for p in default.parent.iterdir()}
         assert _serve("--no-local", "--port", port) != 0
         err = capsys.readouterr().err
         assert f"{default} holds 1 client key" in err and "add --store" in err
+        # read only: a plain serve migrates nothing, makes no journal, waits on no lock
+        assert {p.name: p.stat().st_mtime_ns for p in default.parent.iterdir()} == before
         assert _serve("--no-local", "--port", port, "--store") != 0
         assert "warning" not in capsys.readouterr().err
         monkeypatch.setenv("STREAMFN_STORE", str(default))
